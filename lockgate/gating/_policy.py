@@ -1,0 +1,297 @@
+"""The policy gate: may this caller, on this channel, run this tool? Every denial says why."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from lockgate.gating._context import ToolContext
+
+__all__ = [
+    "DEFAULT_CHANNEL_POLICIES",
+    "FAIL_CLOSED_POLICY",
+    "ChannelPolicy",
+    "ConsentGrant",
+    "GovernedTool",
+    "PolicyDecision",
+    "PolicyGate",
+    "PolicyRule",
+    "PolicyRuleProvider",
+    "format_scopes",
+]
+
+_log = logging.getLogger("lockgate.policy")
+
+
+class GovernedTool(Protocol):
+    """What the gate needs to know of a tool."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def scopes(self) -> frozenset[str]: ...
+
+    @property
+    def mutating(self) -> bool: ...
+
+    @property
+    def confirm(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelPolicy:
+    """How a channel is governed.
+
+    Attributes:
+        allow_all: Allows at the last step (it never skips authentication, consent or scopes).
+        require_auth: Refuses a call that names no principal.
+        block_mutating: Refuses every mutating tool on this channel.
+        require_confirmation_for_mutating: A mutating tool asks for a confirmation token first.
+        confirmation_requires_signature: A tool that needs confirmation runs only with consent
+            presented as a signature or grant naming the call; there is no token to click.
+    """
+
+    allow_all: bool = False
+    require_auth: bool = False
+    block_mutating: bool = False
+    require_confirmation_for_mutating: bool = False
+    confirmation_requires_signature: bool = False
+
+
+DEFAULT_CHANNEL_POLICIES: Mapping[str, ChannelPolicy] = {
+    "cli": ChannelPolicy(confirmation_requires_signature=True),
+    "tui": ChannelPolicy(confirmation_requires_signature=True),
+    "mcp": ChannelPolicy(require_auth=True),
+    "telegram": ChannelPolicy(require_confirmation_for_mutating=True),
+    "web": ChannelPolicy(require_auth=True),
+    # Unsigned callers reaching a worker through Temporal (the `temporal` CLI, the UI, a client
+    # with no signer). They hold nothing, so only tools that need no scope run for them.
+    "temporal": ChannelPolicy(),
+}
+"""The built-in channels. Any other channel is governed by :data:`FAIL_CLOSED_POLICY`."""
+
+FAIL_CLOSED_POLICY = ChannelPolicy(require_auth=True)
+"""What an unregistered channel gets: authentication required, nothing allowed by default."""
+
+
+def format_scopes(scopes: Iterable[str]) -> str:
+    """``"a, b"`` in sorted order, or ``"(none)"``."""
+    ordered = sorted(scopes)
+    return ", ".join(ordered) if ordered else "(none)"
+
+
+def _operation_id(name: str) -> str:
+    # `config.set`, `config:set` and `config_set` name one act.
+    return re.sub(r"[:_]", ".", name.strip().lower()).strip(".")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsentGrant:
+    """A recorded "yes" to one operation, optionally bound to argument values.
+
+    Put grants in ``ctx.extra["consent.grants"]`` (a list) to let a session that already said yes
+    run a tool whose channel takes consent as a signature.
+    """
+
+    operation: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+    def covers(self, tool: str, arguments: Mapping[str, Any]) -> bool:
+        """Whether this grant names ``tool`` and every bound argument has the granted value."""
+        if _operation_id(self.operation) != _operation_id(tool):
+            return False
+        return all(
+            key in arguments and arguments[key] == value for key, value in self.arguments.items()
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRule:
+    """A host's rule for one (channel, principal, tool), as a :class:`PolicyRuleProvider` finds.
+
+    Attributes:
+        id: How the rule is named in denials.
+        effect: ``"allow"`` admits the call; anything else denies it.
+        scopes: When set, the caller must hold one of these for the rule to apply at all.
+        description: Said verbatim when the rule denies.
+    """
+
+    id: str | int
+    effect: Literal["allow", "deny"]
+    scopes: frozenset[str] = frozenset()
+    description: str | None = None
+
+
+class PolicyRuleProvider(Protocol):
+    """A host's store of rules (a database table, a config file)."""
+
+    def find_matching_rule(
+        self, channel: str, principal: str | None, tool: str, mutating: bool
+    ) -> PolicyRule | None:
+        """The rule that governs this call, or ``None`` to fall through to the channel policy."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyDecision:
+    """The gate's verdict.
+
+    Attributes:
+        allowed: Whether the call may go on.
+        reason: Why not, in a sentence naming the check and what was missing.
+        check: The check that denied (``require_auth``, ``consent``, ``scopes``, ``rule``,
+            ``block_mutating``).
+        needs_confirmation: An allowed call must still be confirmed before it runs.
+    """
+
+    allowed: bool
+    reason: str | None = None
+    check: str | None = None
+    needs_confirmation: bool = False
+
+
+_ALLOWED = PolicyDecision(True)
+_ALLOWED_AFTER_CONFIRMATION = PolicyDecision(True, needs_confirmation=True)
+
+
+class PolicyGate:
+    """Authorizes calls: authentication, consent, scopes, host rules, then the channel policy.
+
+    The checks run in that order and the first that fails decides, with a sentence naming the
+    check and what was missing. A channel nobody registered fails closed.
+    """
+
+    def __init__(
+        self,
+        policies: Mapping[str, ChannelPolicy] | None = None,
+        rules: PolicyRuleProvider | None = None,
+    ) -> None:
+        self._policies: dict[str, ChannelPolicy] = dict(
+            DEFAULT_CHANNEL_POLICIES if policies is None else policies
+        )
+        self.rules = rules
+
+    def set_channel_policy(self, channel: str, policy: ChannelPolicy) -> None:
+        """Registers or replaces the policy of ``channel``."""
+        self._policies[channel] = policy
+
+    def policy_for(self, channel: str) -> ChannelPolicy:
+        """The policy of ``channel``, or the fail-closed policy when it is not registered."""
+        policy = self._policies.get(channel)
+        if policy is None:
+            _log.warning(
+                "channel %r is not a registered channel: falling back to a FAIL-CLOSED policy "
+                "(require_auth, no allow_all). Register it with PolicyGate.set_channel_policy.",
+                channel,
+            )
+            return FAIL_CLOSED_POLICY
+        return policy
+
+    def requires_confirmation(self, ctx: ToolContext, tool: GovernedTool) -> bool:
+        """Whether the call must be confirmed before it runs.
+
+        A call carrying a verified signature (``ctx.extra["signer"]``) is already consented.
+        """
+        policy = self._policies.get(ctx.channel, FAIL_CLOSED_POLICY)
+        return _needs_confirmation(ctx, tool, policy)
+
+    def authorize(
+        self,
+        ctx: ToolContext,
+        tool: GovernedTool,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> PolicyDecision:
+        """Judges one call; see the class docstring for the order of checks."""
+        policy = self._policies.get(ctx.channel) or self.policy_for(ctx.channel)
+        if policy.require_auth and not ctx.principal:
+            return PolicyDecision(
+                False,
+                f"Channel '{ctx.channel}' requires an authenticated principal (require_auth), "
+                "and none was provided.",
+                "require_auth",
+            )
+        # Inlined _needs_confirmation: this runs on every call.
+        needs_confirmation = (
+            tool.confirm or (tool.mutating and policy.require_confirmation_for_mutating)
+        ) and not ctx.extra.get("signer")
+        if (
+            needs_confirmation
+            and policy.confirmation_requires_signature
+            and not _consented(ctx, tool.name, arguments or {})
+        ):
+            return PolicyDecision(
+                False,
+                f"'{tool.name}' needs explicit consent, and channel '{ctx.channel}' takes consent "
+                "as a signature or grant naming this call; none was presented.",
+                "consent",
+            )
+        if tool.scopes and not ctx.has_any_scope(tool.scopes):
+            return PolicyDecision(
+                False,
+                f"Missing required scope for tool '{tool.name}'. Need one of: "
+                f"{format_scopes(tool.scopes)} — context has: {format_scopes(ctx.scopes)}.",
+                "scopes",
+            )
+        if self.rules is not None:
+            rule = self.rules.find_matching_rule(
+                ctx.channel, ctx.principal, tool.name, tool.mutating
+            )
+            if rule is not None:
+                verdict = _judge_rule(rule, ctx, tool)
+                return _after_confirmation(verdict, needs_confirmation)
+        if policy.block_mutating and tool.mutating and not policy.allow_all:
+            return PolicyDecision(
+                False,
+                f"Mutating tool '{tool.name}' is blocked on channel '{ctx.channel}' "
+                "(block_mutating policy).",
+                "block_mutating",
+            )
+        return _ALLOWED_AFTER_CONFIRMATION if needs_confirmation else _ALLOWED
+
+
+def _needs_confirmation(ctx: ToolContext, tool: GovernedTool, policy: ChannelPolicy) -> bool:
+    if not (tool.confirm or (tool.mutating and policy.require_confirmation_for_mutating)):
+        return False
+    # A call carrying a verified signature naming it is already consented.
+    return not ctx.extra.get("signer")
+
+
+def _after_confirmation(verdict: PolicyDecision, needs_confirmation: bool) -> PolicyDecision:
+    if verdict.allowed and needs_confirmation:
+        return _ALLOWED_AFTER_CONFIRMATION
+    return verdict
+
+
+def _consented(ctx: ToolContext, tool: str, arguments: Mapping[str, Any]) -> bool:
+    grants: Sequence[object] = list(ctx.extra.get("consent.grants") or ())
+    single = ctx.extra.get("consent.grant")
+    if single is not None:
+        grants = [*grants, single]
+    return any(
+        isinstance(grant, ConsentGrant) and grant.covers(tool, arguments) for grant in grants
+    )
+
+
+def _judge_rule(rule: PolicyRule, ctx: ToolContext, tool: GovernedTool) -> PolicyDecision:
+    if rule.scopes and not ctx.has_any_scope(rule.scopes):
+        return PolicyDecision(
+            False,
+            f"Policy rule #{rule.id} for tool '{tool.name}' requires one of these scopes: "
+            f"{format_scopes(rule.scopes)} — context has: {format_scopes(ctx.scopes)}.",
+            "rule",
+        )
+    if rule.effect == "allow":
+        return _ALLOWED
+    return PolicyDecision(
+        False,
+        rule.description
+        or (
+            f"Denied by policy rule #{rule.id} for tool '{tool.name}' on channel "
+            f"'{ctx.channel}' (principal: {ctx.principal or '(none)'})."
+        ),
+        "rule",
+    )

@@ -1,0 +1,286 @@
+"""What every tool call returns: one shape, one error shape, one set of codes."""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, overload
+
+from lockgate.gating._canonical import to_jsonable
+
+__all__ = ["ErrorCode", "ToolError", "ToolResult"]
+
+
+class ErrorCode(str, enum.Enum):
+    """The codes a refusal or failure carries in ``error.code``.
+
+    The first nine are the tool pipeline's; the rest are answered by human gates and runs.
+    """
+
+    TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
+    VALIDATION_ERROR = "VALIDATION_ERROR"
+    FORBIDDEN = "FORBIDDEN"
+    RATE_LIMITED = "RATE_LIMITED"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+    TIMEOUT = "TIMEOUT"
+    CONFIRMATION_REQUIRED = "CONFIRMATION_REQUIRED"
+    UNAUTHORIZED = "UNAUTHORIZED"
+    NOT_FOUND = "NOT_FOUND"
+    UNVERIFIED_APPROVER = "UNVERIFIED_APPROVER"
+    SELF_APPROVAL_FORBIDDEN = "SELF_APPROVAL_FORBIDDEN"
+    INVALID_DECISION = "INVALID_DECISION"
+    GATE_NOT_PENDING = "GATE_NOT_PENDING"
+    NOTHING_TO_RESUME = "NOTHING_TO_RESUME"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class ToolError:
+    """The one error shape: a stable ``code`` for programs and a ``message`` for people."""
+
+    code: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        """Returns ``{"code": ..., "message": ...}``."""
+        return {"code": self.code, "message": self.message}
+
+
+_Value = TypeVar("_Value")
+_Factory = TypeVar("_Factory", bound=Callable[..., Any])
+
+
+class _FieldAndFactory(Generic[_Value, _Factory]):
+    """``ToolResult.success(...)`` builds a result; ``result.success`` reads the field.
+
+    The seed API names its factories after the fields they fill, so one name has to mean both.
+    Instance values live in the instance ``__dict__``, which wins over this non-data descriptor.
+    """
+
+    def __init__(self, factory: _Factory) -> None:
+        self._factory = factory
+        self.__doc__ = factory.__doc__
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any]) -> _Factory: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type[Any]) -> _Value: ...
+
+    def __get__(self, instance: object | None, owner: type[Any]) -> Any:
+        if instance is None:
+            return self._factory
+        raise AttributeError  # pragma: no cover - instances always carry the field
+
+
+def _success(
+    data: Any = None, message: str | None = None, meta: Mapping[str, Any] | None = None
+) -> ToolResult:
+    """A successful result."""
+    return ToolResult(True, data, message, None, dict(meta or {}))
+
+
+def _error(
+    code: str | ErrorCode,
+    message: str,
+    data: Any = None,
+    meta: Mapping[str, Any] | None = None,
+) -> ToolResult:
+    """A failed result whose error is ``{code, message}``; ``meta.type`` is ``"error"``."""
+    return ToolResult(
+        False, data, None, ToolError(str(code), message), {**(meta or {}), "type": "error"}
+    )
+
+
+class ToolResult:
+    """The uniform result of a tool call: ``success, data, message, error, meta``.
+
+    ``error`` is ``None`` on success and a :class:`ToolError` otherwise. Build results with the
+    factories::
+
+        ToolResult.success({"notes": []})
+        ToolResult.error(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
+        ToolResult.paginated(items, page=1, total_items=42, limit=10)
+    """
+
+    success: _FieldAndFactory[bool, Callable[..., ToolResult]] = _FieldAndFactory(_success)
+    error: _FieldAndFactory[ToolError | None, Callable[..., ToolResult]] = _FieldAndFactory(_error)
+
+    def __init__(
+        self,
+        success: bool,
+        data: Any = None,
+        message: str | None = None,
+        error: ToolError | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        # `success` and `error` share their names with the factories: the descriptor has no
+        # setter, so these assignments land in the instance dict, which instance reads prefer.
+        self.success = success
+        self.data = data
+        self.message = message
+        self.error = error
+        self.meta = meta if meta is not None else {}
+
+    @staticmethod
+    def paginated(
+        items: list[Any],
+        page: int,
+        total_items: int,
+        limit: int,
+        message: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> ToolResult:
+        """A page of a list, with ``meta.pagination`` computed from the totals."""
+        total_pages = -(-total_items // limit) if limit > 0 else 0
+        pagination = {
+            "page": page,
+            "total_pages": total_pages,
+            "total_items": total_items,
+            "limit": limit,
+            "has_prev": page > 1,
+            "has_next": page < total_pages,
+        }
+        return ToolResult(
+            True, items, message, None, {**(meta or {}), "type": "list", "pagination": pagination}
+        )
+
+    @staticmethod
+    def detail(
+        item: Any, entity: str, message: str | None = None, actions: list[str] | None = None
+    ) -> ToolResult:
+        """One entity, with the actions a caller may take on it."""
+        return ToolResult(
+            True,
+            item,
+            message,
+            None,
+            {"type": "detail", "entity": entity, "actions": actions or []},
+        )
+
+    @staticmethod
+    def confirmation(
+        message: str,
+        details: Mapping[str, Any] | None = None,
+        action: str | None = None,
+        target: str | None = None,
+        target_id: str | None = None,
+    ) -> ToolResult:
+        """A request to confirm before anything runs (a success: nothing went wrong)."""
+        return ToolResult(
+            True,
+            dict(details or {}),
+            message,
+            None,
+            {
+                "type": "confirmation",
+                "requires_confirmation": True,
+                "action": action,
+                "target": target,
+                "target_id": target_id,
+            },
+        )
+
+    @staticmethod
+    def blocked(reason: str, suggestion: str | None = None) -> ToolResult:
+        """A call a rule or hook stopped; ``error.code`` is ``FORBIDDEN``."""
+        return ToolResult(
+            False,
+            None,
+            None,
+            ToolError(ErrorCode.FORBIDDEN.value, reason),
+            {"type": "blocked", "blocked_by_rule": True, "suggestion": suggestion},
+        )
+
+    @property
+    def code(self) -> str | None:
+        """The error code, or ``None`` on success."""
+        error: ToolError | None = self.__dict__["error"]
+        return error.code if error is not None else None
+
+    @property
+    def type(self) -> str:
+        """``meta.type``, or ``"generic"``."""
+        return str(self.meta.get("type", "generic"))
+
+    @property
+    def is_blocked(self) -> bool:
+        """Whether a rule or hook blocked the call."""
+        return self.meta.get("type") == "blocked"
+
+    @property
+    def confirm_token(self) -> str | None:
+        """The token a confirmation request hands back, if this is one."""
+        if isinstance(self.data, dict):
+            token = self.data.get("confirm_token")
+            return token if isinstance(token, str) else None
+        return None
+
+    def with_meta(self, **extra: Any) -> ToolResult:
+        """A copy with ``extra`` merged into ``meta``."""
+        return ToolResult(self.success, self.data, self.message, self.error, {**self.meta, **extra})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire shape, as plain JSON data."""
+        error: ToolError | None = self.__dict__["error"]
+        return {
+            "success": self.__dict__["success"],
+            "data": to_jsonable(self.data),
+            "message": self.message,
+            "error": error.to_dict() if error is not None else None,
+            "meta": to_jsonable(self.meta),
+        }
+
+    def to_json(self) -> str:
+        """The wire shape as a JSON string."""
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    @staticmethod
+    def from_dict(value: Mapping[str, Any]) -> ToolResult:
+        """Rebuilds a result from :meth:`to_dict` output (for example an activity's result)."""
+        error = value.get("error")
+        return ToolResult(
+            bool(value.get("success")),
+            value.get("data"),
+            value.get("message"),
+            ToolError(str(error["code"]), str(error["message"])) if error else None,
+            dict(value.get("meta") or {}),
+        )
+
+    @staticmethod
+    def asks_for_confirmation(payload: object) -> bool:
+        """Whether a result (object, dict or JSON text) is a request for confirmation.
+
+        Only ``meta.requires_confirmation`` or a top-level ``requires_confirmation`` count; a flag
+        nested inside a plan does not, so a dry run is never mistaken for a pending write.
+        """
+        if isinstance(payload, ToolResult):
+            return payload.meta.get("requires_confirmation") is True
+        if isinstance(payload, str):
+            try:
+                payload = json.loads(payload)
+            except ValueError:
+                return False
+        if not isinstance(payload, dict):
+            return False
+        meta = payload.get("meta")
+        if isinstance(meta, dict) and meta.get("requires_confirmation") is True:
+            return True
+        return payload.get("requires_confirmation") is True
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolResult(success={self.success!r}, data={self.data!r}, "
+            f"message={self.message!r}, error={self.error!r}, meta={self.meta!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolResult):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
