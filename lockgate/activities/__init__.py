@@ -1,0 +1,43 @@
+"""Tools: `@tool`, `Param`, the registry that runs the pipeline, and their activities."""
+
+from lockgate.activities._budget import BudgetReport, context_tokens, estimate_tokens
+from lockgate.activities._registry import (
+    PIPELINE_STAGES,
+    ExecutedEvent,
+    ExecutingEvent,
+    FailedEvent,
+    ToolFailure,
+    ToolRegistry,
+)
+from lockgate.activities._tool import (
+    ArgumentsInvalid,
+    Param,
+    Retry,
+    ToolDeclarationError,
+    ToolDefinition,
+    definition_of,
+    is_tool,
+    tool,
+    tool_methods,
+)
+
+__all__ = [
+    "PIPELINE_STAGES",
+    "ArgumentsInvalid",
+    "BudgetReport",
+    "ExecutedEvent",
+    "ExecutingEvent",
+    "FailedEvent",
+    "Param",
+    "Retry",
+    "ToolDeclarationError",
+    "ToolDefinition",
+    "ToolFailure",
+    "ToolRegistry",
+    "context_tokens",
+    "definition_of",
+    "estimate_tokens",
+    "is_tool",
+    "tool",
+    "tool_methods",
+]

@@ -1,0 +1,610 @@
+"""The tool registry: every call passes one pipeline, in one order, and never raises."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import enum
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from lockgate.activities._budget import BudgetReport, tools_within_budget
+from lockgate.activities._tool import (
+    ArgumentsInvalid,
+    ToolDeclarationError,
+    ToolDefinition,
+    definition_of,
+    tool_methods,
+)
+from lockgate.gating import (
+    MUTATING_COST,
+    AuditLogger,
+    ConfirmationStore,
+    ErrorCode,
+    PolicyDecision,
+    PolicyGate,
+    RateLimiter,
+    ToolContext,
+    ToolResult,
+    local_shell_context,
+    rate_key,
+    to_jsonable,
+)
+
+__all__ = [
+    "PIPELINE_STAGES",
+    "ExecutedEvent",
+    "ExecutingEvent",
+    "FailedEvent",
+    "ToolFailure",
+    "ToolRegistry",
+]
+
+PIPELINE_STAGES = (
+    "resolve",
+    "validate",
+    "clamp",
+    "authorize",
+    "rate_limit",
+    "plan",
+    "confirm",
+    "executing_hook",
+    "execute",
+    "contain_exception",
+    "audit",
+)
+"""The stages every call passes, in order; the first that refuses decides the result."""
+
+_Hook = TypeVar("_Hook", bound=Callable[..., Any])
+
+
+@dataclass(slots=True)
+class ExecutingEvent:
+    """Handed to ``executing`` hooks, after every check said yes and before the tool runs.
+
+    A hook may answer on the tool's behalf (:meth:`short_circuit`, e.g. a cache) or stop the
+    call (:meth:`veto`). A call that any check refused never reaches a hook.
+    """
+
+    name: str
+    ctx: ToolContext
+    arguments: Mapping[str, Any]
+    _result: ToolResult | None = field(default=None, repr=False)
+    _veto: str | None = field(default=None, repr=False)
+
+    def short_circuit(self, result: ToolResult) -> None:
+        """Answers with ``result``; the tool does not run (``executed`` still fires)."""
+        self._result = result
+
+    def veto(self, reason: str = "Tool execution vetoed by a hook.") -> None:
+        """Stops the call; it returns a blocked result."""
+        self._veto = reason
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutedEvent:
+    """Handed to ``executed`` hooks after a call ran, or was answered by a hook."""
+
+    name: str
+    ctx: ToolContext
+    arguments: Mapping[str, Any]
+    result: ToolResult
+    cache_served: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FailedEvent:
+    """Handed to ``failed`` hooks when the tool's own code raised."""
+
+    name: str
+    ctx: ToolContext
+    arguments: Mapping[str, Any]
+    exception: BaseException
+    took_ms: float
+
+
+class ToolFailure(Exception):
+    """Raised instead of containing a tool's exception, when the caller asked for that.
+
+    On Temporal the activity lets the tool's failure reach the retry policy. ``result`` is what
+    the pipeline would have returned in process.
+    """
+
+    def __init__(self, result: ToolResult, cause: BaseException) -> None:
+        super().__init__(result.error.message if result.error else str(cause))
+        self.result = result
+        self.cause = cause
+
+
+_now = time.perf_counter
+
+_NOT_A_MAPPING = "Arguments for '{tool}' must be a JSON object of named arguments, not {what}."
+
+
+def _describe_type(value: object) -> str:
+    names = {list: "a list", tuple: "a list", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return "a number"
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+def _as_result(returned: Any) -> ToolResult:
+    """A tool's return value as a result: models become their JSON data, enums their value."""
+    if isinstance(returned, ToolResult):
+        return returned
+    if isinstance(returned, BaseModel):
+        returned = returned.model_dump(mode="json")
+    elif isinstance(returned, enum.Enum):
+        returned = returned.value
+    return ToolResult(True, returned)
+
+
+def _as_arguments(tool: str, arguments: object) -> ToolResult | tuple[dict[str, Any], object]:
+    """The arguments as a dict and the confirmation token taken out of them, or a refusal."""
+    if arguments is None:
+        return {}, None
+    if not isinstance(arguments, Mapping):
+        return ToolResult.error(
+            ErrorCode.VALIDATION_ERROR,
+            _NOT_A_MAPPING.format(tool=tool, what=_describe_type(arguments)),
+        )
+    copied = dict(arguments)
+    token = copied.pop("confirm_token", None)
+    return copied, token
+
+
+class ToolRegistry:
+    """Holds tools and runs every call through the pipeline.
+
+    Stages, in order: resolve, validate, clamp, authorize, rate-limit, plan, confirm, the
+    ``executing`` hook, execute (with a soft timeout), contain exceptions, audit. A caller's
+    mistake is a :class:`ToolResult` whose ``error`` names the check and what was missing;
+    :meth:`call` never raises for it.
+
+    Example::
+
+        registry = ToolRegistry()
+        registry.register(list_notes)
+        result = await registry.call("list_notes", {"page": 1})
+        result.success, result.data
+
+    Args:
+        gate: The policy gate (the built-in channel policies by default).
+        rate_limiter: Budgets per ``channel:principal:tool``; ``None`` (the default) limits
+            nothing. :class:`InMemoryRateLimiter` gives 100 tokens a minute, 5 per mutating call.
+        confirmations: Where confirmation tokens live (60 s by default).
+        audit: Where audit records go (logger ``lockgate.audit`` by default).
+    """
+
+    def __init__(
+        self,
+        *,
+        gate: PolicyGate | None = None,
+        rate_limiter: RateLimiter | None = None,
+        confirmations: ConfirmationStore | None = None,
+        audit: AuditLogger | None = None,
+    ) -> None:
+        self.gate = gate or PolicyGate()
+        self.rate_limiter = rate_limiter
+        self.confirmations = confirmations or ConfirmationStore()
+        self.audit = audit or AuditLogger()
+        self._tools: dict[str, ToolDefinition] = {}
+        self._executing: list[Callable[[ExecutingEvent], Any]] = []
+        self._executed: list[Callable[[ExecutedEvent], Any]] = []
+        self._failed: list[Callable[[FailedEvent], Any]] = []
+
+    # Registration ------------------------------------------------------------------------------
+
+    def register(self, *tools: Callable[..., Any] | ToolDefinition) -> None:
+        """Registers ``@tool`` functions, bound methods or ready definitions."""
+        for candidate in tools:
+            definition = (
+                candidate if isinstance(candidate, ToolDefinition) else definition_of(candidate)
+            )
+            existing = self._tools.get(definition.name)
+            if existing is not None and existing.handler != definition.handler:
+                raise ToolDeclarationError(
+                    f"Two tools both call themselves '{definition.name}': "
+                    f"{_qualname(existing.handler)} and {_qualname(definition.handler)}."
+                )
+            self._tools[definition.name] = definition
+
+    def scan(self, instance: object) -> list[str]:
+        """Registers every ``@tool`` method of ``instance``; returns their names."""
+        methods = tool_methods(instance)
+        self.register(*methods)
+        return [definition_of(method).name for method in methods]
+
+    def register_schema(
+        self,
+        name: str,
+        description: str,
+        schema: Mapping[str, Any],
+        handler: Callable[[dict[str, Any], ToolContext], Any],
+        *,
+        scopes: Iterable[str] = (),
+        mutating: bool = False,
+        confirm: bool = False,
+        timeout: float = 30.0,
+        sensitive: Iterable[str] = (),
+        open_world: bool = False,
+    ) -> ToolDefinition:
+        """Registers a tool described by a raw JSON Schema (validated with ``jsonschema``).
+
+        ``handler(arguments, ctx)`` receives the validated arguments as one dict.
+        """
+        from lockgate.activities._schema_tool import schema_definition
+
+        definition = schema_definition(
+            name,
+            description,
+            schema,
+            handler,
+            scopes=scopes,
+            mutating=mutating,
+            confirm=confirm,
+            timeout=timeout,
+            sensitive=sensitive,
+            open_world=open_world,
+        )
+        self.register(definition)
+        return definition
+
+    def get(self, name: str) -> ToolDefinition | None:
+        """The definition registered under ``name``."""
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        """Registered names, in registration order."""
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[ToolDefinition]:
+        return iter(list(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    # Hooks -------------------------------------------------------------------------------------
+
+    def on_executing(self, hook: _Hook) -> _Hook:
+        """Adds a hook run after every check passed, before the tool (usable as a decorator)."""
+        self._executing.append(hook)
+        return hook
+
+    def on_executed(self, hook: _Hook) -> _Hook:
+        """Adds a hook run after a call ran or was answered by a hook."""
+        self._executed.append(hook)
+        return hook
+
+    def on_failed(self, hook: _Hook) -> _Hook:
+        """Adds a hook run when a tool's own code raised."""
+        self._failed.append(hook)
+        return hook
+
+    # Exposure ----------------------------------------------------------------------------------
+
+    def definitions(self) -> list[dict[str, Any]]:
+        """Every tool in the MCP / LLM wire shape, in registration order."""
+        return [definition.summary() for definition in self._tools.values()]
+
+    def definitions_within_budget(self, model: str, priority: Sequence[str] = ()) -> BudgetReport:
+        """The tools that fit a model's tool budget (30% of its context), greedily.
+
+        Tools named in ``priority`` go first (in registration order among themselves); a tool
+        that does not fit is excluded and the next ones are still tried.
+        """
+        return tools_within_budget(self.definitions(), model, priority)
+
+    # Calling -----------------------------------------------------------------------------------
+
+    def call(
+        self, name: str, arguments: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
+    ) -> Coroutine[Any, Any, ToolResult]:
+        """Runs one call through the pipeline; ``ctx`` defaults to :meth:`ToolContext.cli`.
+
+        Await it: ``result = await registry.call("notes:list", {"page": 2}, ctx)``.
+        """
+        # Returning the pipeline's coroutine rather than awaiting it saves a coroutine per call.
+        return self.run_pipeline(name, arguments, ctx)
+
+    def call_sync(
+        self, name: str, arguments: Mapping[str, Any] | None = None, ctx: ToolContext | None = None
+    ) -> ToolResult:
+        """:meth:`call` for scripts without an event loop."""
+        return asyncio.run(self.run_pipeline(name, arguments, ctx))
+
+    async def run_pipeline(
+        self,
+        name: object,
+        arguments: object,
+        ctx: ToolContext | None,
+        *,
+        confirmed: bool = False,
+        contain_exceptions: bool = True,
+        offload_sync: bool = False,
+    ) -> ToolResult:
+        """The pipeline, stage by stage, with the knobs the Temporal activity needs.
+
+        Args:
+            name: The tool's name (anything: a wrong type is a ``TOOL_NOT_FOUND``).
+            arguments: The arguments (anything: a wrong type is a ``VALIDATION_ERROR``).
+            ctx: The caller; ``None`` is :meth:`ToolContext.cli`.
+            confirmed: The call was already confirmed elsewhere (a durable workflow held the
+                token), so the token step is skipped.
+            contain_exceptions: When false, a tool's exception is audited and re-raised as
+                :class:`ToolFailure` instead of becoming an ``INTERNAL_ERROR`` result.
+            offload_sync: Runs a synchronous tool in a thread, keeping the event loop free.
+        """
+        # This function is the hot path of every in-process call, so the common case is written
+        # inline, stage after stage; refusals and rare paths live in helpers.
+        started = _now()
+        if ctx is None:
+            ctx = local_shell_context()
+
+        # Resolve.
+        definition = self._tools.get(name) if type(name) is str else None
+        if definition is None:
+            shown = name if isinstance(name, str) else repr(name)
+            return self._close(self._not_found(name), shown, arguments, ctx, started)
+
+        # Validate and clamp.
+        token: object = None
+        if type(arguments) is not dict or "confirm_token" in arguments:
+            taken = _as_arguments(definition.name, arguments)
+            if isinstance(taken, ToolResult):
+                return self._close(taken, definition.name, arguments, ctx, started)
+            arguments, token = taken
+        try:
+            validated = definition.validate(arguments)
+        except ArgumentsInvalid as invalid:
+            refusal = ToolResult.error(ErrorCode.VALIDATION_ERROR, str(invalid))
+            return self._close(refusal, definition.name, arguments, ctx, started)
+
+        # Authorize.
+        decision = self.gate.authorize(ctx, definition, validated)
+        if not decision.allowed:
+            refusal = ToolResult.error(
+                ErrorCode.FORBIDDEN, decision.reason or "Forbidden.", meta={"check": decision.check}
+            )
+            return self._close(refusal, definition.name, validated, ctx, started, definition)
+
+        # Rate-limit, plan, confirm.
+        if self.rate_limiter is not None or ctx.mode == "plan" or decision.needs_confirmation:
+            answer = self._limit_plan_confirm(
+                definition, validated, ctx, decision, token, confirmed
+            )
+            if answer is not None:
+                return self._close(answer, definition.name, validated, ctx, started, definition)
+
+        # The executing hook: reached only when every check said yes.
+        result: ToolResult | None = None
+        cache_served = False
+        if self._executing:
+            event = ExecutingEvent(definition.name, ctx, validated)
+            for hook in self._executing:
+                await _maybe_await(hook(event))
+                if event._veto is not None:
+                    result = ToolResult.blocked(event._veto)
+                    return self._close(result, definition.name, validated, ctx, started, definition)
+                if event._result is not None:
+                    result, cache_served = event._result, True
+                    break
+
+        # Execute, containing the tool's own exceptions.
+        if result is None:
+            try:
+                if definition.raw_schema or definition.context_parameter is not None:
+                    result = await self._execute(definition, validated, ctx, offload_sync)
+                elif definition.is_async:
+                    result = _as_result(await definition.handler(**validated))
+                elif offload_sync:
+                    result = _as_result(await asyncio.to_thread(definition.handler, **validated))
+                else:
+                    returned = definition.handler(**validated)
+                    if type(returned) is dict:
+                        result = ToolResult(True, returned)
+                    else:
+                        if inspect.isawaitable(returned):
+                            returned = await returned
+                        result = _as_result(returned)
+            except Exception as error:
+                return await self._contain(
+                    definition, error, validated, ctx, started, contain_exceptions
+                )
+
+        # Audit, then the executed hook.
+        self._close(result, definition.name, validated, ctx, started, definition, cache_served)
+        if self._executed:
+            executed = ExecutedEvent(definition.name, ctx, validated, result, cache_served)
+            for hook in self._executed:
+                await _maybe_await(hook(executed))
+        return result
+
+    def _limit_plan_confirm(
+        self,
+        definition: ToolDefinition,
+        validated: dict[str, Any],
+        ctx: ToolContext,
+        decision: PolicyDecision,
+        token: object,
+        confirmed: bool,
+    ) -> ToolResult | None:
+        """Rate-limit, plan, confirm: a refusal, a plan or a confirmation, or ``None`` to run."""
+        if self.rate_limiter is not None:
+            key = rate_key(ctx.channel, ctx.principal, definition.name)
+            spent = self.rate_limiter.consume(key, MUTATING_COST if definition.mutating else 1)
+            if not spent.allowed:
+                return ToolResult.error(
+                    ErrorCode.RATE_LIMITED,
+                    spent.reason or f"Rate limit exceeded for '{key}'.",
+                    meta={"retry_after_seconds": spent.retry_after_seconds},
+                )
+        if ctx.mode == "plan":
+            plan = {
+                "tool": definition.name,
+                "mutating": definition.mutating,
+                "requires_confirmation": decision.needs_confirmation,
+                "scopes_required": sorted(definition.scopes),
+                "timeout": definition.timeout,
+                "args": to_jsonable(validated),
+            }
+            return ToolResult.success({"plan": plan}, f"Plan for '{definition.name}'.")
+        if decision.needs_confirmation and not confirmed:
+            return self._confirm(definition, token, validated, ctx)
+        return None
+
+    def _confirm(
+        self,
+        definition: ToolDefinition,
+        token: object,
+        validated: dict[str, Any],
+        ctx: ToolContext,
+    ) -> ToolResult | None:
+        bound = to_jsonable(validated)
+        if token is None:
+            confirmation = self.confirmations.create(definition.name, ctx.principal, bound)
+            return ToolResult(
+                True,
+                {
+                    "requires_confirmation": True,
+                    "confirm_token": confirmation.token,
+                    "action_summary": confirmation.summary,
+                    "expires_at": confirmation.expires_at_iso,
+                },
+                f"Confirm {confirmation.summary}: call '{definition.name}' again with the same "
+                "arguments and this confirm_token.",
+                None,
+                {"type": "confirmation", "requires_confirmation": True},
+            )
+        if not isinstance(token, str):
+            return ToolResult.error(
+                ErrorCode.VALIDATION_ERROR,
+                f"confirm_token for '{definition.name}' must be a string, not "
+                f"{_describe_type(token)}.",
+            )
+        check = self.confirmations.redeem(token, definition.name, ctx.principal, bound)
+        if not check.ok:
+            return ToolResult.error(
+                ErrorCode.VALIDATION_ERROR, check.sentence or "Invalid confirmation token."
+            )
+        return None
+
+    async def _execute(
+        self,
+        definition: ToolDefinition,
+        validated: dict[str, Any],
+        ctx: ToolContext,
+        offload_sync: bool,
+    ) -> ToolResult:
+        """Runs a tool that takes its context, or a raw-schema tool."""
+        handler = definition.handler
+        if definition.raw_schema:
+            positional: tuple[Any, ...] = (validated, ctx)
+            keywords: dict[str, Any] = {}
+        else:
+            positional = ()
+            keywords = validated
+            if definition.context_parameter is not None:
+                keywords = {**validated, definition.context_parameter: ctx}
+        if definition.is_async:
+            returned = await handler(*positional, **keywords)
+        elif offload_sync:
+            returned = await asyncio.to_thread(handler, *positional, **keywords)
+        else:
+            returned = handler(*positional, **keywords)
+            if inspect.isawaitable(returned):
+                returned = await returned
+        return _as_result(returned)
+
+    async def _contain(
+        self,
+        definition: ToolDefinition,
+        error: Exception,
+        validated: dict[str, Any],
+        ctx: ToolContext,
+        started: float,
+        contain_exceptions: bool,
+    ) -> ToolResult:
+        result = ToolResult.error(
+            ErrorCode.INTERNAL_ERROR,
+            f"'{definition.name}' failed: {type(error).__name__}: {error}",
+        )
+        took_ms = (time.perf_counter() - started) * 1000
+        for hook in self._failed:
+            await _maybe_await(hook(FailedEvent(definition.name, ctx, validated, error, took_ms)))
+        closed = self._close(result, definition.name, validated, ctx, started, definition)
+        if not contain_exceptions:
+            raise ToolFailure(closed, error) from error
+        return closed
+
+    def _not_found(self, name: object) -> ToolResult:
+        if not isinstance(name, str):
+            return ToolResult.error(
+                ErrorCode.TOOL_NOT_FOUND,
+                f"Tool not found: a tool is named by a string, not {_describe_type(name)}.",
+            )
+        close = difflib.get_close_matches(name, self._tools, n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        return ToolResult.error(ErrorCode.TOOL_NOT_FOUND, f"Tool not found: '{name}'.{hint}")
+
+    def _close(
+        self,
+        result: ToolResult,
+        name: str,
+        arguments: object,
+        ctx: ToolContext,
+        started: float,
+        definition: ToolDefinition | None = None,
+        cache_served: bool = False,
+    ) -> ToolResult:
+        """Stamps the result's meta and writes the call's one audit record."""
+        took_ms = (_now() - started) * 1000
+        stamp = {
+            "tool": name,
+            # Whole microseconds; `round(x, 3)` costs more than the rest of the stamp.
+            "took_ms": int(took_ms * 1000) / 1000,
+            "request_id": ctx.request_id,
+            "channel": ctx.channel,
+            "principal": ctx.principal,
+        }
+        meta = result.meta
+        if meta:
+            meta.update(stamp)
+        else:
+            result.meta = meta = stamp
+        if definition is not None and took_ms > definition.timeout * 1000:
+            meta.update(
+                timeout_exceeded=True,
+                execution_time=round(took_ms / 1000, 3),
+                timeout_limit=definition.timeout,
+            )
+        self.audit.tool_call(
+            ctx,
+            name,
+            arguments,
+            result,
+            took_ms,
+            definition.sensitive if definition is not None else (),
+            cache_served,
+        )
+        return result
+
+
+def _qualname(handler: Callable[..., Any]) -> str:
+    return f"{getattr(handler, '__module__', '?')}.{getattr(handler, '__qualname__', handler)}"
+
+
+async def _maybe_await(value: Awaitable[Any] | Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value

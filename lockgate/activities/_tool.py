@@ -1,0 +1,469 @@
+"""Declaring tools: ``@tool`` on a function or method, ``Param`` on its parameters."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import re
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, TypeVar
+
+import jsonschema
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+from typing_extensions import NotRequired, TypedDict
+
+from lockgate.gating import ToolContext, to_jsonable
+
+__all__ = [
+    "ArgumentsInvalid",
+    "Param",
+    "Retry",
+    "ToolDeclarationError",
+    "ToolDefinition",
+    "definition_of",
+    "is_tool",
+    "tool",
+    "tool_methods",
+]
+
+_Callable = TypeVar("_Callable", bound=Callable[..., Any])
+
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+_SPEC_ATTRIBUTE = "__lockgate_tool__"
+_DEFINITION_ATTRIBUTE = "__lockgate_definition__"
+
+
+class ToolDeclarationError(TypeError):
+    """A tool is declared in a way lockgate cannot turn into a schema; the message says how."""
+
+
+class ArgumentsInvalid(ValueError):
+    """A caller's arguments do not fit a tool's schema; the message is the sentence to return."""
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """Describes one tool parameter, used inside ``Annotated``.
+
+    Example::
+
+        @tool("list_notes", "List saved notes", scopes=["notes:read"])
+        def list_notes(page: Annotated[int, Param("Page number", clamp=(1, 1000))] = 1): ...
+
+    Attributes:
+        description: What the parameter means, for people and models.
+        clamp: ``(lo, hi)``: a number outside the range is brought to its nearest bound after
+            validation, never refused.
+        max_length: A longer string is cut to this many characters after validation.
+        type: A JSON type to use instead of the annotation's (``"object"`` makes an untyped or
+            ``dict`` parameter a JSON object).
+        properties: For ``type="object"``: the JSON Schema of its properties.
+        required: For ``type="object"``: the properties that must be present.
+    """
+
+    description: str = ""
+    clamp: tuple[float, float] | None = None
+    max_length: int | None = None
+    type: Literal["object", "array", "string", "integer", "number", "boolean"] | None = None
+    properties: Mapping[str, Any] | None = None
+    required: Sequence[str] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """How often a tool's own failure is retried when it runs as a Temporal activity.
+
+    Caller mistakes (validation, forbidden, not found, rate limited) are never retried.
+    """
+
+    max_attempts: int = 3
+    initial_interval_seconds: float = 1.0
+    backoff: float = 2.0
+    max_interval_seconds: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class _ToolSpec:
+    name: str
+    description: str
+    scopes: frozenset[str]
+    mutating: bool
+    confirm: bool
+    timeout: float
+    sensitive: frozenset[str]
+    retry: Retry | None
+    open_world: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Clamp:
+    low: float | None
+    high: float | None
+    max_length: int | None
+
+    def apply(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return value[: self.max_length] if self.max_length is not None else value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if self.low is not None and value < self.low:
+                return type(value)(self.low)
+            if self.high is not None and value > self.high:
+                return type(value)(self.high)
+        return value
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ToolDefinition:
+    """A registered tool: what it is called, what it takes, who may run it, how it runs.
+
+    Built by :func:`definition_of` from a ``@tool`` function, or from a raw JSON Schema by
+    :meth:`ToolRegistry.register_schema`.
+    """
+
+    name: str
+    description: str
+    handler: Callable[..., Any]
+    input_schema: dict[str, Any]
+    scopes: frozenset[str] = frozenset()
+    mutating: bool = False
+    confirm: bool = False
+    timeout: float = 30.0
+    sensitive: frozenset[str] = frozenset()
+    retry: Retry | None = None
+    open_world: bool = False
+    parameters: tuple[str, ...] = ()
+    context_parameter: str | None = None
+    returns: Any = None
+    is_async: bool = False
+    raw_schema: bool = False
+    clamps: Mapping[str, _Clamp] = field(default_factory=dict)
+    _validator: Callable[[Mapping[str, Any]], dict[str, Any]] = dict
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Validates and clamps ``arguments``; raises :class:`ArgumentsInvalid` with a sentence."""
+        try:
+            validated = self._validator(arguments)
+        except ValidationError as error:
+            sentence = describe_validation_error(self.name, self.parameters, error)
+            raise ArgumentsInvalid(sentence) from None
+        if self.clamps:
+            for name, clamp in self.clamps.items():
+                if name in validated:
+                    validated[name] = clamp.apply(validated[name])
+        return validated
+
+    def summary(self) -> dict[str, Any]:
+        """The MCP / LLM wire shape: ``{name, description, inputSchema, annotations}``."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "annotations": {
+                "readOnlyHint": not self.mutating,
+                "destructiveHint": self.mutating,
+                "openWorldHint": self.open_world,
+            },
+        }
+
+
+def tool(
+    name: str,
+    description: str = "",
+    *,
+    scopes: Iterable[str] = (),
+    mutating: bool = False,
+    confirm: bool = False,
+    timeout: float = 30.0,
+    sensitive: Iterable[str] = (),
+    retry: Retry | None = None,
+    open_world: bool = False,
+) -> Callable[[_Callable], _Callable]:
+    """Declares a function or method as a governed tool.
+
+    The function is returned unchanged (you can still call it directly); registering it with a
+    :class:`ToolRegistry` puts every call through the pipeline. Its input schema comes from its
+    signature; parameters are described with ``Annotated[..., Param(...)]``. A parameter
+    annotated :class:`ToolContext` receives the caller's context and is not part of the schema.
+
+    Args:
+        name: The name callers use (``notes:list``); on Temporal also the activity's name.
+        description: What the tool does, for people and models.
+        scopes: The caller must hold one of these (alternatives); ``*`` holds all. Empty: anyone.
+        mutating: The tool changes something (costs more rate budget, may need confirmation).
+        confirm: Every call must be confirmed before it runs.
+        timeout: Seconds; exceeding it marks the result ``timeout_exceeded`` (in process) and is
+            the activity's start-to-close timeout on Temporal.
+        sensitive: Argument names never written to a log, besides the defaults.
+        retry: How a tool's own failure is retried on Temporal.
+        open_world: The call reaches a third party (the data leaves this system).
+    """
+    if not isinstance(name, str) or not _TOOL_NAME.match(name):
+        raise ToolDeclarationError(
+            f"Tool name {name!r} is not usable: use 1 to 128 letters, digits and . _ : -"
+        )
+    if isinstance(scopes, str):
+        raise ToolDeclarationError(
+            f"Tool '{name}': scopes must be a list of names, not the string {scopes!r}."
+        )
+    if timeout <= 0:
+        raise ToolDeclarationError(f"Tool '{name}': timeout must be positive, not {timeout}.")
+    spec = _ToolSpec(
+        name=name,
+        description=description,
+        scopes=frozenset(scopes),
+        mutating=mutating,
+        confirm=confirm,
+        timeout=float(timeout),
+        sensitive=frozenset(sensitive),
+        retry=retry,
+        open_world=open_world,
+    )
+
+    def decorate(function: _Callable) -> _Callable:
+        target = (
+            function.__func__ if isinstance(function, (staticmethod, classmethod)) else function
+        )
+        if not callable(target):
+            raise ToolDeclarationError(f"@tool('{name}') decorates {function!r}, not a function.")
+        setattr(target, _SPEC_ATTRIBUTE, spec)
+        return function
+
+    return decorate
+
+
+def is_tool(candidate: object) -> bool:
+    """Whether ``candidate`` (a function or bound method) was declared with ``@tool``."""
+    return _spec_of(candidate) is not None
+
+
+def _spec_of(candidate: object) -> _ToolSpec | None:
+    target = getattr(candidate, "__func__", candidate)
+    spec = getattr(target, _SPEC_ATTRIBUTE, None)
+    return spec if isinstance(spec, _ToolSpec) else None
+
+
+def tool_methods(instance: object) -> list[Callable[..., Any]]:
+    """The ``@tool`` methods of ``instance``, bound, in definition order."""
+    found: list[Callable[..., Any]] = []
+    seen: set[str] = set()
+    for klass in type(instance).__mro__:
+        for attribute, value in vars(klass).items():
+            if attribute in seen:
+                continue
+            seen.add(attribute)
+            raw = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+            if _spec_of(raw) is not None:
+                found.append(getattr(instance, attribute))
+    return found
+
+
+def definition_of(function: Callable[..., Any]) -> ToolDefinition:
+    """The :class:`ToolDefinition` of a ``@tool`` function or bound method (built once)."""
+    spec = _spec_of(function)
+    if spec is None:
+        raise ToolDeclarationError(
+            f"{getattr(function, '__qualname__', function)!r} is not a tool: decorate it with "
+            "@tool(name, description)."
+        )
+    is_method = inspect.ismethod(function)
+    if not is_method:
+        cached = getattr(function, _DEFINITION_ATTRIBUTE, None)
+        if isinstance(cached, ToolDefinition):
+            return cached
+    definition = _build_definition(spec, function)
+    if not is_method:
+        setattr(function, _DEFINITION_ATTRIBUTE, definition)
+    return definition
+
+
+_JSON_TYPES: Mapping[str, Any] = {
+    "object": dict[str, Any],
+    "array": list[Any],
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+}
+
+
+def _build_definition(spec: _ToolSpec, function: Callable[..., Any]) -> ToolDefinition:
+    try:
+        hints = typing.get_type_hints(function, include_extras=True)
+    except Exception as error:
+        raise ToolDeclarationError(
+            f"Tool '{spec.name}': its annotations cannot be resolved ({error})."
+        ) from error
+    signature = inspect.signature(function)
+    fields: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
+    clamps: dict[str, _Clamp] = {}
+    object_schemas: dict[str, dict[str, Any]] = {}
+    parameters: list[str] = []
+    context_parameter: str | None = None
+    for parameter in signature.parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise ToolDeclarationError(
+                f"Tool '{spec.name}': *{parameter.name} cannot be described by a schema; "
+                "declare each argument by name."
+            )
+        if parameter.kind is parameter.POSITIONAL_ONLY:
+            raise ToolDeclarationError(
+                f"Tool '{spec.name}': '{parameter.name}' is positional-only; tools are called "
+                "with named arguments."
+            )
+        annotation = hints.get(parameter.name, Any)
+        base, param = _split_annotation(annotation)
+        if base is ToolContext:
+            context_parameter = parameter.name
+            continue
+        parameters.append(parameter.name)
+        description = param.description if param else ""
+        if param and param.type:
+            base = _JSON_TYPES[param.type]
+        if param and (param.clamp is not None or param.max_length is not None):
+            low, high = param.clamp if param.clamp is not None else (None, None)
+            clamps[parameter.name] = _Clamp(low, high, param.max_length)
+            bounds = [f"{low:g}–{high:g}" if param.clamp is not None else None]
+            if param.max_length is not None:
+                bounds.append(f"at most {param.max_length} characters")
+            note = "; ".join(b for b in bounds if b)
+            description = f"{description} (clamped to {note})".strip()
+        if param and param.properties is not None:
+            object_schemas[parameter.name] = {
+                "type": "object",
+                "properties": dict(param.properties),
+                **({"required": list(param.required)} if param.required else {}),
+            }
+        field_type = Annotated[base, Field(description=description or None)]
+        if parameter.default is inspect.Parameter.empty:
+            fields[parameter.name] = field_type
+        else:
+            fields[parameter.name] = NotRequired[field_type]
+            defaults[parameter.name] = parameter.default
+    adapter = _arguments_adapter(spec.name, fields)
+    schema = _clean_schema(adapter.json_schema())
+    for name, default in defaults.items():
+        with contextlib.suppress(TypeError):  # a default that is not JSON data goes unadvertised
+            schema["properties"][name]["default"] = to_jsonable(default)
+    for name, object_schema in object_schemas.items():
+        schema["properties"][name] = {**schema["properties"][name], **object_schema}
+    validators = {
+        name: jsonschema.Draft202012Validator(object_schema)
+        for name, object_schema in object_schemas.items()
+    }
+    return ToolDefinition(
+        name=spec.name,
+        description=spec.description,
+        handler=function,
+        input_schema=schema,
+        scopes=spec.scopes,
+        mutating=spec.mutating,
+        confirm=spec.confirm,
+        timeout=spec.timeout,
+        sensitive=spec.sensitive,
+        retry=spec.retry,
+        open_world=spec.open_world,
+        parameters=tuple(parameters),
+        context_parameter=context_parameter,
+        returns=hints.get("return"),
+        is_async=inspect.iscoroutinefunction(function),
+        clamps=clamps,
+        _validator=_arguments_validator(spec.name, adapter, validators),
+    )
+
+
+def _split_annotation(annotation: Any) -> tuple[Any, Param | None]:
+    if typing.get_origin(annotation) is typing.Annotated:
+        base, *extras = typing.get_args(annotation)
+        params = [extra for extra in extras if isinstance(extra, Param)]
+        others = [extra for extra in extras if not isinstance(extra, Param)]
+        if others:
+            base = typing.Annotated[(base, *others)]
+        return base, params[0] if params else None
+    return annotation, None
+
+
+def _arguments_adapter(tool_name: str, fields: dict[str, Any]) -> TypeAdapter[Any]:
+    # A TypedDict validates straight into the keyword arguments, and leaves an omitted optional
+    # argument absent so that the function's own default applies.
+    arguments = TypedDict(  # type: ignore[misc]
+        "Arguments_" + re.sub(r"\W", "_", tool_name), fields
+    )
+    arguments.__pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[attr-defined]
+    try:
+        return TypeAdapter(arguments)
+    except Exception as error:
+        raise ToolDeclarationError(
+            f"Tool '{tool_name}': its parameters cannot be described by a JSON schema ({error})."
+        ) from error
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drops pydantic's generated titles, which cost model tokens and say nothing."""
+    schema.pop("title", None)
+    schema.setdefault("properties", {})
+    for value in schema["properties"].values():
+        if isinstance(value, dict):
+            value.pop("title", None)
+    for definition in schema.get("$defs", {}).values():
+        if isinstance(definition, dict):
+            for value in definition.get("properties", {}).values():
+                if isinstance(value, dict):
+                    value.pop("title", None)
+    schema["additionalProperties"] = False
+    return schema
+
+
+def _arguments_validator(
+    tool_name: str,
+    adapter: TypeAdapter[Any],
+    object_validators: Mapping[str, jsonschema.Draft202012Validator],
+) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """pydantic's validator itself, or that plus the JSON Schemas of object parameters.
+
+    Raises pydantic's ``ValidationError`` or :class:`ArgumentsInvalid`; ``validate`` words both.
+    """
+    validate: Callable[[Mapping[str, Any]], dict[str, Any]] = adapter.validator.validate_python
+    if not object_validators:
+        return validate
+
+    def validate_with_objects(arguments: Mapping[str, Any]) -> dict[str, Any]:
+        validated = validate(arguments)
+        for name, object_validator in object_validators.items():
+            if name in validated:
+                problems = [
+                    f"'{name}.{'.'.join(str(p) for p in problem.absolute_path)}': {problem.message}"
+                    if problem.absolute_path
+                    else f"'{name}': {problem.message}"
+                    for problem in object_validator.iter_errors(validated[name])
+                ]
+                if problems:
+                    raise ArgumentsInvalid(
+                        f"Invalid arguments for '{tool_name}': {'; '.join(problems)}."
+                    )
+        return validated
+
+    return validate_with_objects
+
+
+def describe_validation_error(
+    tool_name: str, parameters: Sequence[str], error: ValidationError
+) -> str:
+    """One sentence naming every argument that is wrong and how."""
+    problems: list[str] = []
+    for detail in error.errors(include_url=False):
+        location = ".".join(str(part) for part in detail["loc"]) or "(arguments)"
+        kind = detail["type"]
+        if kind == "missing":
+            problems.append(f"'{location}' is required and missing")
+        elif kind == "extra_forbidden":
+            takes = ", ".join(parameters) if parameters else "no arguments"
+            problems.append(f"'{location}' is not an argument of '{tool_name}' (it takes: {takes})")
+        else:
+            shown = repr(detail.get("input"))
+            if len(shown) > 60:
+                shown = shown[:57] + "..."
+            problems.append(f"'{location}': {detail['msg'].rstrip('.')} (got {shown})")
+    return f"Invalid arguments for '{tool_name}': {'; '.join(problems)}."
