@@ -2,33 +2,69 @@
 
 A function declared with :func:`tool` is a governed tool: every call passes one pipeline
 (resolve, validate, clamp, authorize, rate-limit, plan, confirm, execute, audit) in process
-through a :class:`ToolRegistry`, or as a Temporal activity.
+through a :class:`ToolRegistry`, or as a Temporal activity. A class declared with :func:`graph`
+is a graph of tools that runs as its own Temporal workflow type, with human gates answered only
+by verified approvers. :class:`LockgatePlugin` adds both to a Temporal worker.
 """
 
 from lockgate.activities import Param, Retry, ToolDefinition, ToolRegistry, tool
 from lockgate.gating import (
+    Actor,
     AuditLogger,
+    Authority,
     ChannelPolicy,
+    Directory,
     ErrorCode,
     InMemoryRateLimiter,
     PolicyGate,
+    Signer,
     ToolContext,
     ToolError,
     ToolResult,
 )
+from lockgate.worker import LockgatePlugin
+from lockgate.workflows import (
+    Appends,
+    Ask,
+    Because,
+    Edge,
+    GraphClient,
+    GraphDeclarationError,
+    Route,
+    Target,
+    ToolClient,
+    compile_graph,
+    graph,
+)
 
 __all__ = [
+    "Actor",
+    "Appends",
+    "Ask",
     "AuditLogger",
+    "Authority",
+    "Because",
     "ChannelPolicy",
+    "Directory",
+    "Edge",
     "ErrorCode",
+    "GraphClient",
+    "GraphDeclarationError",
     "InMemoryRateLimiter",
+    "LockgatePlugin",
     "Param",
     "PolicyGate",
     "Retry",
+    "Route",
+    "Signer",
+    "Target",
+    "ToolClient",
     "ToolContext",
     "ToolDefinition",
     "ToolError",
     "ToolRegistry",
     "ToolResult",
+    "compile_graph",
+    "graph",
     "tool",
 ]

@@ -27,18 +27,32 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 import pytest
 import pytest_asyncio
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
 
+from lockgate.activities import ToolRegistry
 from lockgate.devserver import temporal_binary
+from lockgate.gating import Directory, Signer, generate_private_key, public_key_text
+from lockgate.worker import LockgatePlugin
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 __all__ = [
+    "Identities",
+    "WorkerFactory",
+    "lockgate_worker",
     "task_queue",
     "temporal_client",
     "temporal_env",
@@ -152,4 +166,72 @@ def task_queue() -> str:
     return f"lockgate-test-{uuid4().hex[:12]}"
 
 
-# Worker fixtures: added with lockgate.worker.
+# Worker fixtures --------------------------------------------------------------------------------
+
+
+class Identities:
+    """Demo principals for tests: each with a fresh key, listed in one in-memory Directory.
+
+    Example::
+
+        people = Identities({"ed": {"roles": ["editor"], "scopes": ["essay:publish"]},
+                             "ada": {}})
+        plugin = LockgatePlugin(graphs=[EssayReview], directory=people.directory)
+        client = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
+    """
+
+    def __init__(self, principals: Mapping[str, Mapping[str, Any]]) -> None:
+        self._keys = {principal: generate_private_key() for principal in principals}
+        lines: list[str] = []
+        for principal, holds in principals.items():
+            lines += [
+                f"[principals.{json.dumps(principal)}]",
+                f"public_key = {json.dumps(public_key_text(self._keys[principal]))}",
+                f"roles = {json.dumps(list(holds.get('roles', [])))}",
+                f"scopes = {json.dumps(list(holds.get('scopes', [])))}",
+                "",
+            ]
+        self.toml = "\n".join(lines)
+        self.directory = Directory.from_toml(self.toml, source="<test identities>")
+
+    def signer(self, principal: str, channel: str = "cli") -> Signer:
+        """A signer for ``principal`` (who must be one of these identities)."""
+        return Signer(principal, self._keys[principal], channel=channel)
+
+    def key(self, principal: str) -> Ed25519PrivateKey:
+        """The private key of ``principal``."""
+        return self._keys[principal]
+
+
+WorkerFactory = Callable[..., AbstractAsyncContextManager[Worker]]
+
+
+@pytest.fixture
+def lockgate_worker(temporal_client: Client, task_queue: str) -> WorkerFactory:
+    """Starts a worker with lockgate's plugin on this test's fresh task queue.
+
+    Example::
+
+        async def test_my_tool_runs_as_an_activity(lockgate_worker, temporal_client, task_queue):
+            async with lockgate_worker(tools=[my_tool]):
+                result = await ToolClient(temporal_client, task_queue).call("my:tool", {...})
+
+    Keyword arguments: ``tools``, ``graphs``, ``directory`` (as for :class:`LockgatePlugin`),
+    or a ready ``plugin``; plus ``workflows``, ``activities`` and any other ``Worker`` option.
+    """
+
+    @contextlib.asynccontextmanager
+    async def start(
+        *,
+        tools: Iterable[Callable[..., Any]] | ToolRegistry | None = None,
+        graphs: Iterable[type] = (),
+        directory: Directory | None = None,
+        plugin: LockgatePlugin | None = None,
+        **worker_options: Any,
+    ) -> AsyncIterator[Worker]:
+        plugin = plugin or LockgatePlugin(tools, graphs, directory)
+        worker_options.setdefault("task_queue", task_queue)
+        async with Worker(temporal_client, plugins=[plugin], **worker_options) as worker:
+            yield worker
+
+    return start

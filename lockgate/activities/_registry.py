@@ -9,7 +9,7 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -31,6 +31,7 @@ from lockgate.gating import (
     RateLimiter,
     ToolContext,
     ToolResult,
+    action_summary,
     local_shell_context,
     rate_key,
     to_jsonable,
@@ -122,6 +123,8 @@ class ToolFailure(Exception):
 
 
 _now = time.perf_counter
+
+Confirmation = Literal["token", "ask", "confirmed"]
 
 _NOT_A_MAPPING = "Arguments for '{tool}' must be a JSON object of named arguments, not {what}."
 
@@ -329,7 +332,8 @@ class ToolRegistry:
         arguments: object,
         ctx: ToolContext | None,
         *,
-        confirmed: bool = False,
+        confirmation: Confirmation = "token",
+        rate_limit: bool = True,
         contain_exceptions: bool = True,
         offload_sync: bool = False,
     ) -> ToolResult:
@@ -339,8 +343,11 @@ class ToolRegistry:
             name: The tool's name (anything: a wrong type is a ``TOOL_NOT_FOUND``).
             arguments: The arguments (anything: a wrong type is a ``VALIDATION_ERROR``).
             ctx: The caller; ``None`` is :meth:`ToolContext.cli`.
-            confirmed: The call was already confirmed elsewhere (a durable workflow held the
-                token), so the token step is skipped.
+            confirmation: How a call that must be confirmed is handled: ``"token"`` mints a
+                token in :attr:`confirmations` (in process); ``"ask"`` answers a confirmation
+                request without a token (a durable workflow holds the token); ``"confirmed"``
+                runs it (the workflow received the confirmation).
+            rate_limit: Spend rate budget (a dry run that precedes the real call does not).
             contain_exceptions: When false, a tool's exception is audited and re-raised as
                 :class:`ToolFailure` instead of becoming an ``INTERNAL_ERROR`` result.
             offload_sync: Runs a synchronous tool in a thread, keeping the event loop free.
@@ -379,9 +386,10 @@ class ToolRegistry:
             return self._close(refusal, definition.name, validated, ctx, started, definition)
 
         # Rate-limit, plan, confirm.
-        if self.rate_limiter is not None or ctx.mode == "plan" or decision.needs_confirmation:
+        limiter = self.rate_limiter if rate_limit else None
+        if limiter is not None or ctx.mode == "plan" or decision.needs_confirmation:
             answer = self._limit_plan_confirm(
-                definition, validated, ctx, decision, token, confirmed
+                definition, validated, ctx, decision, token, confirmation, limiter
             )
             if answer is not None:
                 return self._close(answer, definition.name, validated, ctx, started, definition)
@@ -437,12 +445,13 @@ class ToolRegistry:
         ctx: ToolContext,
         decision: PolicyDecision,
         token: object,
-        confirmed: bool,
+        confirmation: Confirmation,
+        limiter: RateLimiter | None,
     ) -> ToolResult | None:
         """Rate-limit, plan, confirm: a refusal, a plan or a confirmation, or ``None`` to run."""
-        if self.rate_limiter is not None:
+        if limiter is not None:
             key = rate_key(ctx.channel, ctx.principal, definition.name)
-            spent = self.rate_limiter.consume(key, MUTATING_COST if definition.mutating else 1)
+            spent = limiter.consume(key, MUTATING_COST if definition.mutating else 1)
             if not spent.allowed:
                 return ToolResult.error(
                     ErrorCode.RATE_LIMITED,
@@ -459,9 +468,18 @@ class ToolRegistry:
                 "args": to_jsonable(validated),
             }
             return ToolResult.success({"plan": plan}, f"Plan for '{definition.name}'.")
-        if decision.needs_confirmation and not confirmed:
-            return self._confirm(definition, token, validated, ctx)
-        return None
+        if not decision.needs_confirmation or confirmation == "confirmed":
+            return None
+        if confirmation == "ask":
+            summary = action_summary(definition.name, to_jsonable(validated))
+            return ToolResult(
+                True,
+                {"requires_confirmation": True, "action_summary": summary},
+                f"Confirm {summary} before it runs.",
+                None,
+                {"type": "confirmation", "requires_confirmation": True},
+            )
+        return self._confirm(definition, token, validated, ctx)
 
     def _confirm(
         self,

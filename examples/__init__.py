@@ -1,0 +1,1 @@
+"""Example graphs and tools that `lockgate dev` serves."""

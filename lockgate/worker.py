@@ -1,0 +1,276 @@
+"""Wiring lockgate into a Temporal worker: a plugin for your worker, or ``lockgate worker``.
+
+A Temporal shop adds :class:`LockgatePlugin` to the ``Worker`` it already runs::
+
+    plugin = LockgatePlugin(tools=[grade, publish], graphs=[EssayReview],
+                            directory="directory.toml")
+    worker = Worker(client, task_queue="essays", workflows=[MyWorkflow],
+                    activities=[my_activity], plugins=[plugin])
+
+Its tools become activities named after them, its graphs workflow types named after them, and
+nothing else in the worker changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib
+import logging
+import os
+import signal
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import timedelta
+from types import ModuleType
+from typing import Any
+
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.client import Client
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import Worker, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+from lockgate.activities import ToolRegistry, definition_of, is_tool
+from lockgate.activities._temporal import ToolActivities
+from lockgate.gating import AuditLogger, Authority, Directory, NonceLedger
+from lockgate.workflows._authority_context import AuthorityInterceptor
+from lockgate.workflows._compile import GraphRegistry
+from lockgate.workflows._graph_workflow import graph_workflow
+from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
+from lockgate.workflows._tool_call import DescribeWorkflow, ToolCallWorkflow
+
+__all__ = [
+    "DEFAULT_TASK_QUEUE",
+    "SANDBOX_PASSTHROUGH",
+    "LockgatePlugin",
+    "SearchAttributesMissingError",
+    "load_components",
+    "missing_search_attributes",
+    "run_worker",
+]
+
+DEFAULT_TASK_QUEUE = "lockgate"
+
+_log = logging.getLogger("lockgate.worker")
+
+SANDBOX_PASSTHROUGH = (
+    # lockgate's own modules: its graph workflow classes are made at run time and must be found
+    # under the module they were set on, and its validators reach the worker's Authority.
+    "lockgate",
+    # cryptography's Rust core cannot be initialised twice in one process.
+    "cryptography",
+    # jsonschema and what it loads lazily: re-importing them costs ~35 ms per workflow, and a
+    # lazy import of attrs inside the sandbox trips its platform check and wedges the task.
+    "jsonschema",
+    "jsonschema_specifications",
+    "referencing",
+    "rpds",
+    "attrs",
+    "attr",
+)
+"""Modules passed through the workflow sandbox on workers (and replayers) with the plugin."""
+
+
+class SearchAttributesMissingError(RuntimeError):
+    """The namespace lacks lockgate's search attributes; the message says how to add them."""
+
+
+def _with_passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
+    if runner is None:
+        runner = SandboxedWorkflowRunner()
+    if isinstance(runner, SandboxedWorkflowRunner):
+        restrictions = runner.restrictions.with_passthrough_modules(*SANDBOX_PASSTHROUGH)
+        return dataclasses.replace(runner, restrictions=restrictions)
+    return runner
+
+
+def _registry_of(tools: ToolRegistry | Iterable[Callable[..., Any]] | None) -> ToolRegistry:
+    if isinstance(tools, ToolRegistry):
+        return tools
+    registry = ToolRegistry()
+    registry.register(*(tools or ()))
+    return registry
+
+
+def _directory_of(directory: Directory | str | os.PathLike[str] | None) -> Directory:
+    if directory is None:
+        return Directory.empty()
+    if isinstance(directory, Directory):
+        return directory
+    return Directory.load(directory, watch=True)
+
+
+class LockgatePlugin(SimplePlugin):
+    """Adds lockgate's tools, graphs and judges to any Temporal worker (and replayer).
+
+    Every tool becomes an activity named after it. Every graph becomes its own workflow type
+    named after it, and the tools its nodes run are registered too. The durable single tool call
+    (``lockgate.tool_call``) and ``lockgate.describe`` come along. The worker's Directory judges
+    every caller: at start the worker checks that lockgate's search attributes exist and says
+    how to add them if not.
+
+    Args:
+        tools: ``@tool`` functions, or a :class:`ToolRegistry` (its gate, limiter and audit log
+            are used).
+        graphs: ``@graph`` classes (several versions of one graph may be served side by side).
+        directory: The Directory, or the path of its TOML file (re-read when it changes). Without
+            one, nobody is verified: unsigned callers run only tools that need no scope.
+        authority: A ready :class:`Authority` instead of ``directory`` (to share a nonce ledger
+            or set a proof window).
+        ledger: Where start and tool-call proofs' nonces are spent (one process by default).
+        audit: Where judgements are recorded.
+        check_search_attributes: Refuse to start a worker whose namespace lacks lockgate's search
+            attributes (an upsert of a missing one would wedge every graph run).
+    """
+
+    def __init__(
+        self,
+        tools: ToolRegistry | Iterable[Callable[..., Any]] | None = None,
+        graphs: Iterable[type | str] = (),
+        directory: Directory | str | os.PathLike[str] | None = None,
+        *,
+        authority: Authority | None = None,
+        ledger: NonceLedger | None = None,
+        audit: AuditLogger | None = None,
+        check_search_attributes: bool = True,
+    ) -> None:
+        self.registry = _registry_of(tools)
+        self.graphs = GraphRegistry(graphs)
+        for compiled in self.graphs:
+            for node in compiled.nodes.values():
+                if node.tool not in self.registry:
+                    self.registry.register(node.definition)
+        self.authority = authority or Authority(
+            _directory_of(directory), ledger=ledger, audit=audit or self.registry.audit
+        )
+        self.check_search_attributes = check_search_attributes
+        self.tool_activities = ToolActivities(self.registry, self.authority, self.graphs.catalogue)
+        self.graph_workflows = [
+            graph_workflow(name, self.graphs.versions(name)) for name in self.graphs.names()
+        ]
+        super().__init__(
+            "lockgate",
+            activities=self.tool_activities.activities(),
+            workflows=[ToolCallWorkflow, DescribeWorkflow, *self.graph_workflows],
+            interceptors=[AuthorityInterceptor(self.authority)],
+            workflow_runner=_with_passthrough,
+        )
+
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        """Checks the namespace's search attributes, then runs the worker."""
+        if self.check_search_attributes and self.graph_workflows:
+            missing = await missing_search_attributes(worker.client)
+            if missing:
+                raise SearchAttributesMissingError(_missing_message(worker.client, missing))
+        await super().run_worker(worker, next)
+
+
+async def missing_search_attributes(client: Client) -> list[str]:
+    """Lockgate's search attributes the client's namespace does not have (by name and type)."""
+    response = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=client.namespace)
+    )
+    known = dict(response.custom_attributes)
+    return [
+        key.name
+        for key in LOCKGATE_SEARCH_ATTRIBUTES
+        if known.get(key.name) != IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+    ]
+
+
+def _missing_message(client: Client, missing: Sequence[str]) -> str:
+    commands = "\n".join(
+        f"  temporal operator search-attribute create --namespace {client.namespace} "
+        f"--name {name} --type Keyword"
+        for name in missing
+    )
+    return (
+        f"Namespace '{client.namespace}' lacks lockgate's search attributes "
+        f"({', '.join(missing)}): without them every graph run would wedge on its first "
+        f"upsert. Run `lockgate setup`, or ask an operator to run:\n{commands}"
+    )
+
+
+def _resolve(reference: str) -> Any:
+    module_name, _, attribute = reference.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"Cannot import '{module_name}' (from '{reference}'): {error}") from None
+    if not attribute:
+        return module
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise ValueError(f"'{module_name}' has no attribute '{attribute}'.") from None
+
+
+def load_components(
+    references: Iterable[str],
+) -> tuple[list[Callable[..., Any]], list[type]]:
+    """Tools and graphs named by ``module[:attr]`` references.
+
+    A module contributes its ``TOOLS`` and ``GRAPHS`` lists; an attribute may be a tool, a
+    graph class, a list of them, or a :class:`ToolRegistry` (its tools).
+    """
+    tools: list[Callable[..., Any]] = []
+    graphs: list[type] = []
+
+    def take(item: Any, reference: str) -> None:
+        if isinstance(item, ModuleType):
+            for entry in [*getattr(item, "TOOLS", []), *getattr(item, "GRAPHS", [])]:
+                take(entry, reference)
+        elif isinstance(item, ToolRegistry):
+            tools.extend(definition.handler for definition in item)
+        elif isinstance(item, (list, tuple)):
+            for entry in item:
+                take(entry, reference)
+        elif isinstance(item, type) and hasattr(item, "__lockgate_graph__"):
+            graphs.append(item)
+        elif callable(item) and is_tool(item):
+            definition_of(item)
+            tools.append(item)
+        else:
+            raise ValueError(f"'{reference}' names {item!r}, which is neither a tool nor a graph.")
+
+    for reference in references:
+        take(_resolve(reference), reference)
+    return tools, graphs
+
+
+async def run_worker(
+    client: Client,
+    plugin: LockgatePlugin,
+    task_queue: str = DEFAULT_TASK_QUEUE,
+    *,
+    stop: asyncio.Event | None = None,
+    on_ready: Callable[[], None] | None = None,
+) -> None:
+    """Serves ``task_queue`` until ``stop`` is set, or until SIGINT / SIGTERM.
+
+    Shuts down gracefully: polling stops, running activities get their grace period.
+    """
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, stop.set)
+            installed.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass  # not the main thread, or no signals here: the caller stops us with `stop`
+    try:
+        async with Worker(
+            client,
+            task_queue=task_queue,
+            plugins=[plugin],
+            graceful_shutdown_timeout=timedelta(seconds=10),
+        ):
+            _log.info("lockgate worker serving task queue %r", task_queue)
+            if on_ready is not None:
+                on_ready()
+            await stop.wait()
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)

@@ -1,0 +1,66 @@
+"""Declared graphs and their Temporal workflows, the durable tool call, and the client."""
+
+from lockgate.workflows._client import GraphClient, ToolClient
+from lockgate.workflows._compile import (
+    CompiledAsk,
+    CompiledGraph,
+    CompiledNode,
+    GraphRegistry,
+    Transition,
+    compile_graph,
+)
+from lockgate.workflows._declare import (
+    Appends,
+    Ask,
+    Because,
+    Edge,
+    GraphDeclarationError,
+    Route,
+    Target,
+    graph,
+)
+from lockgate.workflows._graph_workflow import GraphRun, SettleInput, StartGraphInput
+from lockgate.workflows._search_attributes import (
+    LOCKGATE_AWAITING,
+    LOCKGATE_GRAPH,
+    LOCKGATE_SEARCH_ATTRIBUTES,
+    LOCKGATE_STATE,
+)
+from lockgate.workflows._tool_call import (
+    CallToolInput,
+    ConfirmCallInput,
+    DescribeWorkflow,
+    ToolCallWorkflow,
+    WaitCallInput,
+)
+
+__all__ = [
+    "LOCKGATE_AWAITING",
+    "LOCKGATE_GRAPH",
+    "LOCKGATE_SEARCH_ATTRIBUTES",
+    "LOCKGATE_STATE",
+    "Appends",
+    "Ask",
+    "Because",
+    "CallToolInput",
+    "CompiledAsk",
+    "CompiledGraph",
+    "CompiledNode",
+    "ConfirmCallInput",
+    "DescribeWorkflow",
+    "Edge",
+    "GraphClient",
+    "GraphDeclarationError",
+    "GraphRegistry",
+    "GraphRun",
+    "Route",
+    "SettleInput",
+    "StartGraphInput",
+    "Target",
+    "ToolCallWorkflow",
+    "ToolClient",
+    "Transition",
+    "WaitCallInput",
+    "compile_graph",
+    "graph",
+]

@@ -1,0 +1,682 @@
+"""Compiling a declared graph: everything derived from types, everything doubtful refused.
+
+Every refusal is a :class:`GraphDeclarationError` naming the class and what to declare, raised
+when the worker starts, never on the first request in production.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import re
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from lockgate.activities import ToolDefinition, definition_of, is_tool
+from lockgate.gating import to_jsonable
+from lockgate.workflows._declare import (
+    Appends,
+    Ask,
+    Because,
+    GraphDeclarationError,
+    GraphSpec,
+    Node,
+    Target,
+    graph_spec,
+)
+
+__all__ = [
+    "CompiledAsk",
+    "CompiledGraph",
+    "CompiledNode",
+    "GraphRegistry",
+    "Transition",
+    "compile_graph",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """A way out of a state: its name, where it leads, and its loop budget if any."""
+
+    code: str
+    to: str
+    at_most: int | None = None
+    then_ask: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledNode:
+    """A node: the tool it runs, the channels it reads and writes, and what it decides on.
+
+    Attributes:
+        state: The node's state code (the tool's name after its last colon).
+        tool: The tool's name, which is also its activity's name.
+        definition: The tool (timeouts, retry, scopes); lives on the worker only.
+        reads: The channels passed as arguments, by parameter name.
+        writes: The fields of its result that land in channels of the same name.
+        decides_on: The result field holding the routing enum; ``""`` when the result is the
+            enum itself; ``None`` when the node does not decide.
+        route_enum: The enum its routes are named by.
+        needs: Scopes it needs (alternatives); empty: anyone may run it.
+    """
+
+    state: str
+    tool: str
+    definition: ToolDefinition
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    decides_on: str | None
+    route_enum: type[enum.Enum] | None
+    needs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledAsk:
+    """A gate: its state code, options, the role it asks for and why."""
+
+    state: str
+    options_enum: type[enum.Enum]
+    role: str
+    because: str
+    options: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledGraph:
+    """A graph ready to run: states, transitions, budgets, gates and channels."""
+
+    name: str
+    description: str
+    version: int
+    model: type[BaseModel]
+    channels: tuple[str, ...]
+    required: tuple[str, ...]
+    defaults: Mapping[str, Any]
+    descriptions: Mapping[str, str]
+    appends: Mapping[str, str]
+    target: str | None
+    start: str
+    nodes: Mapping[str, CompiledNode]
+    asks: Mapping[str, CompiledAsk]
+    edges: Mapping[str, Transition]
+    routes: Mapping[str, Mapping[str, Transition]]
+    terminals: frozenset[str]
+    budgets: Mapping[str, int] = field(default_factory=dict)
+
+    def transitions_from(self, state: str) -> list[Transition]:
+        """Every way out of ``state``: its edge, its routes, and the escapes of their budgets."""
+        found: list[Transition] = []
+        if state in self.edges:
+            found.append(self.edges[state])
+        for transition in self.routes.get(state, {}).values():
+            found.append(transition)
+        escapes = {t.then_ask for t in found if t.then_ask}
+        found += [Transition(ask, ask) for ask in sorted(escapes)]
+        return found
+
+    def is_terminal(self, state: str) -> bool:
+        """Whether a run ends after ``state`` runs."""
+        return state in self.terminals
+
+    def catalogue(self) -> dict[str, Any]:
+        """What a person needs to start a run: name, description, channels, required ones."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "version": self.version,
+            "channels": list(self.channels),
+            "required": list(self.required),
+            "target": self.target,
+            "nodes": {state: node.tool for state, node in self.nodes.items()},
+            "asks": {state: ask.role for state, ask in self.asks.items()},
+        }
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _label(item: object) -> str:
+    if isinstance(item, type):
+        return item.__name__
+    return str(getattr(item, "__qualname__", item))
+
+
+def _case_code(case: enum.Enum) -> str:
+    return str(case.value)
+
+
+class _Compiler:
+    def __init__(self, cls: type, spec: GraphSpec) -> None:
+        self.cls = cls
+        self.spec = spec
+        self.where = f"Graph {cls.__name__}"
+        self.node_states: dict[str, CompiledNode] = {}
+        self.state_of_node: dict[Node, str] = {}
+        self.asks: dict[type[enum.Enum], CompiledAsk] = {}
+
+    def fail(self, sentence: str) -> GraphDeclarationError:
+        return GraphDeclarationError(f"{self.where}{sentence}")
+
+    # Channels ----------------------------------------------------------------------------------
+
+    def channels(self) -> tuple[type[BaseModel], dict[str, Any]]:
+        cls = self.cls
+        if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
+            raise self.fail(
+                " is not a pydantic model: the model IS the state. Declare the channels the "
+                "nodes read and write as fields of a BaseModel."
+            )
+        private = sorted(getattr(cls, "__private_attributes__", {}) or {})
+        if private:
+            raise self.fail(
+                f" declares the channel '{private[0]}', a name kept for what the engine writes: "
+                "a leading underscore is the engine's. Rename it."
+            )
+        if not cls.model_fields:
+            raise self.fail(" declares no channels: its model has no fields.")
+        facts: dict[str, Any] = {
+            "appends": {},
+            "target": None,
+            "descriptions": {},
+            "required": [],
+            "defaults": {},
+        }
+        for name, info in cls.model_fields.items():
+            for marker in info.metadata:
+                if isinstance(marker, Appends):
+                    facts["appends"][name] = marker.of
+                elif isinstance(marker, Target):
+                    if facts["target"] is not None:
+                        raise self.fail(
+                            f" marks both '{facts['target']}' and '{name}' as Target(): a run is "
+                            "named by one channel."
+                        )
+                    facts["target"] = name
+                elif isinstance(marker, Because):
+                    facts["descriptions"][name] = marker.purpose
+            if info.description and name not in facts["descriptions"]:
+                facts["descriptions"][name] = info.description
+            if info.is_required():
+                facts["required"].append(name)
+            else:
+                default = info.get_default(call_default_factory=True)
+                try:
+                    facts["defaults"][name] = to_jsonable(default)
+                except TypeError:
+                    raise self.fail(
+                        f": the default of channel '{name}' is not JSON data, so a run cannot "
+                        "carry it. Give it a JSON default."
+                    ) from None
+        for name, source in facts["appends"].items():
+            if source not in cls.model_fields:
+                raise self.fail(
+                    f": channel '{name}' appends '{source}', which is not a channel of this graph."
+                )
+        return cls, facts
+
+    # Nodes -------------------------------------------------------------------------------------
+
+    def node(self, candidate: object, role: str = "node") -> str:
+        """The state of a node, compiling it on first sight."""
+        if not callable(candidate) or not is_tool(candidate):
+            raise self.fail(
+                f": {role} {_label(candidate)} is not a usable tool: decorate it with "
+                "@tool(name, description), or name an options enum that an Ask offers."
+            )
+        if candidate in self.state_of_node:
+            return self.state_of_node[candidate]
+        definition = definition_of(candidate)
+        state = definition.name.rsplit(":", 1)[-1]
+        other = self.node_states.get(state)
+        if other is not None and other.definition.handler is not definition.handler:
+            raise self.fail(
+                f": two nodes compile to the same state '{state}' ({other.tool} and "
+                f"{definition.name}). Tool names must differ after the last colon."
+            )
+        if definition.confirm:
+            raise self.fail(
+                f": node '{state}' declares confirm=True, and this compiler cannot yet insert the "
+                "consent pause it asks for. Put an Ask before it, or drop confirm."
+            )
+        fields = self.model.model_fields
+        for parameter in definition.parameters:
+            if parameter not in fields:
+                raise self.fail(
+                    f": node '{state}' reads `{parameter}`, which is not a channel of this graph. "
+                    "Declare it as a field of the graph's model, or the node would receive "
+                    "nothing and nobody would notice."
+                )
+        writes, decides_candidates = self._outputs(state, definition)
+        compiled = CompiledNode(
+            state=state,
+            tool=definition.name,
+            definition=definition,
+            reads=definition.parameters,
+            writes=writes,
+            decides_on=None,
+            route_enum=None,
+            needs=tuple(sorted(definition.scopes)),
+        )
+        self.node_states[state] = compiled
+        self.state_of_node[candidate] = state
+        self._enums_of[state] = decides_candidates
+        return state
+
+    def _outputs(
+        self, state: str, definition: ToolDefinition
+    ) -> tuple[tuple[str, ...], dict[type[enum.Enum], list[str]]]:
+        returns = definition.returns
+        origin = typing.get_origin(returns)
+        if origin is typing.Annotated:
+            returns = typing.get_args(returns)[0]
+        enums: dict[type[enum.Enum], list[str]] = {}
+        if isinstance(returns, type) and issubclass(returns, enum.Enum):
+            enums[returns] = [""]
+            return (), enums
+        if not (isinstance(returns, type) and issubclass(returns, BaseModel)):
+            return (), enums
+        writes: list[str] = []
+        for name, info in returns.model_fields.items():
+            if name not in self.model.model_fields:
+                raise self.fail(
+                    f": node '{state}' returns {returns.__name__}, whose field '{name}' is not a "
+                    "channel of this graph. Declare it, or the value would be dropped and "
+                    "nobody would notice."
+                )
+            writes.append(name)
+            for annotation in _enum_types(info.annotation):
+                enums.setdefault(annotation, []).append(name)
+        return tuple(writes), enums
+
+    # Whole graph -------------------------------------------------------------------------------
+
+    def compile(self) -> CompiledGraph:
+        spec = self.spec
+        self.model, facts = self.channels()
+        self._enums_of: dict[str, dict[type[enum.Enum], list[str]]] = {}
+
+        for ask in spec.asks:
+            self._ask(ask)
+
+        if spec.start is None:
+            raise self.fail(" declares no start: name the node it begins at (start=...).")
+        # Every node first, so that the producers of each routing enum are known.
+        declared: list[tuple[object, str]] = [(spec.start, "start")]
+        for edge in spec.edges:
+            declared += [(edge.source, "edge source"), (edge.target, "edge target")]
+        for route in spec.routes:
+            declared.append((route.to, "route target"))
+            if route.from_ is not None:
+                declared.append((route.from_, "route origin (from_)"))
+        for candidate, role in declared:
+            if not (isinstance(candidate, type) and issubclass(candidate, enum.Enum)):
+                self.node(candidate, role)
+        start = self.target(spec.start, "start")
+
+        edges: dict[str, Transition] = {}
+        routes: dict[str, dict[str, Transition]] = {}
+        route_enums: dict[str, type[enum.Enum]] = {}
+
+        for edge in spec.edges:
+            if isinstance(edge.source, type) and issubclass(edge.source, enum.Enum):
+                raise self.fail(
+                    f": Edge({edge.source.__name__}, ...) leaves a gate; a gate's options leave "
+                    "through Routes, one per option."
+                )
+            source = self.node(edge.source, "edge source")
+            to = self.target(edge.target, "edge target")
+            if source in edges:
+                raise self.fail(
+                    f": node '{source}' has two edges ('{edges[source].to}' and '{to}'): one "
+                    "node, one unconditional way out. Route on an enum to branch."
+                )
+            edges[source] = Transition(to, to)
+
+        for route in spec.routes:
+            case = route.when
+            if not isinstance(case, enum.Enum):
+                raise self.fail(
+                    f": Route(when={case!r}) must name an enum case (Verdict.PASSED): the cases "
+                    "are the edges."
+                )
+            enum_type = type(case)
+            origin = self._origin(route, enum_type)
+            if origin in route_enums and route_enums[origin] is not enum_type:
+                raise self.fail(
+                    f": state '{origin}' routes on two different enums "
+                    f"({route_enums[origin].__name__} and {enum_type.__name__}). One decision, "
+                    "one enum."
+                )
+            route_enums[origin] = enum_type
+            code = _case_code(case)
+            to = self.target(route.to, "route target")
+            then_ask = self._budget(route, code)
+            table = routes.setdefault(origin, {})
+            if code in table:
+                raise self.fail(
+                    f": state '{origin}' declares two routes for case {case.name}; one case, one "
+                    "way."
+                )
+            table[code] = Transition(code, to, route.at_most, then_ask)
+
+        for state in routes:
+            if state in edges:
+                raise self.fail(
+                    f": node '{state}' has an edge and routes: one decision, one way out. Drop "
+                    "the Edge, or the Routes."
+                )
+
+        nodes = self._with_decisions(route_enums)
+        asks = {ask.state: ask for ask in self.asks.values()}
+        self._every_case_routed(route_enums, routes, asks)
+        for ask in asks.values():
+            if ask.state not in routes:
+                raise self.fail(
+                    f": Ask({ask.options_enum.__name__}) offers options that no Route takes; "
+                    "route every option."
+                )
+        self._no_ungated_cycle(edges, routes, asks)
+        used = {start} | {t.to for t in edges.values()}
+        used |= {t.to for table in routes.values() for t in table.values()}
+        used |= {t.then_ask for table in routes.values() for t in table.values() if t.then_ask}
+        for ask in asks.values():
+            if ask.state not in used:
+                raise self.fail(
+                    f": Ask({ask.options_enum.__name__}) is declared, but no edge, route or "
+                    "budget leads to it. Lead something to it, or drop it."
+                )
+        terminals = frozenset(
+            state for state in nodes if state not in edges and state not in routes
+        )
+        budgets = {
+            t.code: t.at_most
+            for table in routes.values()
+            for t in table.values()
+            if t.at_most is not None
+        }
+        return CompiledGraph(
+            name=spec.name,
+            description=spec.description,
+            version=spec.version,
+            model=self.model,
+            channels=tuple(self.model.model_fields),
+            required=tuple(facts["required"]),
+            defaults=facts["defaults"],
+            descriptions=facts["descriptions"],
+            appends=facts["appends"],
+            target=facts["target"],
+            start=start,
+            nodes=nodes,
+            asks=asks,
+            edges=edges,
+            routes=routes,
+            terminals=terminals,
+            budgets=budgets,
+        )
+
+    def _ask(self, ask: Ask) -> None:
+        options = ask.options
+        if not (isinstance(options, type) and issubclass(options, enum.Enum)):
+            raise self.fail(f": Ask names {_label(options)}, which is not an enum.")
+        if options in self.asks:
+            raise self.fail(f": two Asks offer {options.__name__}; one gate per options enum.")
+        if not ask.of:
+            raise self.fail(
+                f": Ask({options.__name__}) names no role (of=...): say who answers it."
+            )
+        state = _snake(options.__name__)
+        self.asks[options] = CompiledAsk(
+            state=state,
+            options_enum=options,
+            role=ask.of,
+            because=ask.because,
+            options=tuple(_case_code(case) for case in options),
+        )
+
+    def target(self, candidate: object, role: str) -> str:
+        if isinstance(candidate, type) and issubclass(candidate, enum.Enum):
+            ask = self.asks.get(candidate)
+            if ask is None:
+                raise self.fail(
+                    f": the {role} {candidate.__name__} is an enum that no Ask offers; declare "
+                    f"Ask({candidate.__name__}, of='<role>') to make it a gate."
+                )
+            if ask.state in self.node_states:
+                raise self.fail(
+                    f": the gate '{ask.state}' and a node compile to the same state; rename one."
+                )
+            return ask.state
+        state = self.node(candidate, role)
+        if any(ask.state == state for ask in self.asks.values()):
+            raise self.fail(f": the node '{state}' and a gate compile to the same state.")
+        return state
+
+    def _producers(self, enum_type: type[enum.Enum]) -> list[str]:
+        return [state for state, enums in self._enums_of.items() if enum_type in enums]
+
+    def _origin(self, route: Any, enum_type: type[enum.Enum]) -> str:
+        if route.from_ is not None:
+            origin = self.node(route.from_, "route origin (from_)")
+            if enum_type not in self._enums_of.get(origin, {}):
+                raise self.fail(
+                    f": Route(when={enum_type.__name__}.{route.when.name}, from_=...) names the "
+                    f"node '{origin}', which does not return a {enum_type.__name__}."
+                )
+            return origin
+        if enum_type in self.asks:
+            return self.asks[enum_type].state
+        producers = self._producers(enum_type)
+        if not producers:
+            raise self.fail(
+                f": Route(when={enum_type.__name__}.{route.when.name}) has no origin: no node "
+                f"returns a {enum_type.__name__} and no Ask offers it. Say where the decision "
+                "comes from."
+            )
+        if len(producers) > 1:
+            raise self.fail(
+                f": {enum_type.__name__} is returned by more than one node "
+                f"({', '.join(sorted(producers))}), so the origin of its routes cannot be "
+                "derived. Write from_= on each Route."
+            )
+        return producers[0]
+
+    def _budget(self, route: Any, code: str) -> str | None:
+        if route.at_most is None:
+            if route.then_ask is not None:
+                raise self.fail(
+                    f": route '{code}' declares then_ask but no at_most; a gate that opens when "
+                    "a budget runs out needs the budget."
+                )
+            return None
+        if not isinstance(route.at_most, int) or isinstance(route.at_most, bool):
+            raise self.fail(f": route '{code}' declares at_most={route.at_most!r}; use a count.")
+        if route.at_most <= 0:
+            raise self.fail(
+                f": route '{code}' declares at_most={route.at_most}. A budget of zero is not a "
+                "loop, it is an edge that cannot be taken."
+            )
+        if route.then_ask is None:
+            raise self.fail(
+                f": route '{code}' declares at_most={route.at_most} but no then_ask. A budget "
+                "that simply stops leaves the run somewhere nobody chose: name the options a "
+                "human is offered when it runs out."
+            )
+        return self.target(route.then_ask, "then_ask")
+
+    def _with_decisions(
+        self, route_enums: Mapping[str, type[enum.Enum]]
+    ) -> dict[str, CompiledNode]:
+        nodes: dict[str, CompiledNode] = {}
+        for state, node in self.node_states.items():
+            enum_type = route_enums.get(state)
+            if enum_type is None:
+                nodes[state] = node
+                continue
+            fields = self._enums_of[state].get(enum_type, [])
+            if len(fields) != 1:
+                raise self.fail(
+                    f": node '{state}' routes on {enum_type.__name__}, and its result has "
+                    f"{len(fields)} fields of that type ({', '.join(fields)}); one decision, one "
+                    "field."
+                )
+            nodes[state] = CompiledNode(
+                state=node.state,
+                tool=node.tool,
+                definition=node.definition,
+                reads=node.reads,
+                writes=node.writes,
+                decides_on=fields[0],
+                route_enum=enum_type,
+                needs=node.needs,
+            )
+        return nodes
+
+    def _every_case_routed(
+        self,
+        route_enums: Mapping[str, type[enum.Enum]],
+        routes: Mapping[str, Mapping[str, Transition]],
+        asks: Mapping[str, CompiledAsk],
+    ) -> None:
+        for state, enum_type in route_enums.items():
+            for case in enum_type:
+                if _case_code(case) not in routes[state]:
+                    raise self.fail(
+                        f": state '{state}' routes on {enum_type.__name__} but declares no Route "
+                        f"for case {case.name}. Every case must have somewhere to go, or a run "
+                        "reaches it at 2am and stops nowhere."
+                    )
+
+    def _no_ungated_cycle(
+        self,
+        edges: Mapping[str, Transition],
+        routes: Mapping[str, Mapping[str, Transition]],
+        asks: Mapping[str, CompiledAsk],
+    ) -> None:
+        following: dict[str, list[str]] = {}
+        for state, transition in edges.items():
+            following.setdefault(state, []).append(transition.to)
+        for state, table in routes.items():
+            if state in asks:
+                continue  # leaving a gate takes a human
+            for transition in table.values():
+                if transition.at_most is None:
+                    following.setdefault(state, []).append(transition.to)
+        visiting: list[str] = []
+        done: set[str] = set()
+
+        def visit(state: str) -> None:
+            if state in asks or state in done:
+                return
+            if state in visiting:
+                loop = [*visiting[visiting.index(state) :], state]
+                raise self.fail(
+                    f" does not compile: it contains a cycle of ungated transitions revisiting "
+                    f"state '{state}' ({' → '.join(loop)}). Put a budget (at_most, then_ask) on "
+                    "a route of the cycle, or a gate in it."
+                )
+            visiting.append(state)
+            for after in following.get(state, []):
+                visit(after)
+            visiting.pop()
+            done.add(state)
+
+        for state in list(following):
+            visit(state)
+
+
+def _enum_types(annotation: Any) -> list[type[enum.Enum]]:
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return [annotation]
+    return [found for argument in typing.get_args(annotation) for found in _enum_types(argument)]
+
+
+def _resolve(candidate: object) -> object:
+    if isinstance(candidate, str):
+        module_name, _, attribute = candidate.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+            return getattr(module, attribute or "")
+        except (ImportError, AttributeError, ValueError):
+            raise GraphDeclarationError(
+                f"Cannot compile a graph from '{candidate}': the class does not exist."
+            ) from None
+    return candidate
+
+
+def compile_graph(cls: type | str) -> CompiledGraph:
+    """Compiles a ``@graph`` class (or ``"module:Class"``) into a runnable graph.
+
+    Raises:
+        GraphDeclarationError: The declaration is refused; the message names the class and what
+            to declare.
+    """
+    resolved = _resolve(cls)
+    spec = graph_spec(resolved)
+    if spec is None or not isinstance(resolved, type):
+        raise GraphDeclarationError(
+            f"Class {_label(resolved)} is not a declared graph: add @graph(name, description, "
+            "start=...)."
+        )
+    return _Compiler(resolved, spec).compile()
+
+
+class GraphRegistry:
+    """The graphs a worker serves, by name and version, each compiled once.
+
+    Raises :class:`GraphDeclarationError` when two classes claim one name and version.
+    """
+
+    def __init__(self, graphs: Iterable[type | str | CompiledGraph] = ()) -> None:
+        self._graphs: dict[str, dict[int, CompiledGraph]] = {}
+        for candidate in graphs:
+            self.add(candidate)
+
+    def add(self, candidate: type | str | CompiledGraph) -> CompiledGraph:
+        """Compiles and adds a graph."""
+        compiled = candidate if isinstance(candidate, CompiledGraph) else compile_graph(candidate)
+        versions = self._graphs.setdefault(compiled.name, {})
+        existing = versions.get(compiled.version)
+        if existing is not None and existing.model is not compiled.model:
+            raise GraphDeclarationError(
+                f"Two graphs both call themselves '{compiled.name}' (version {compiled.version}): "
+                f"{existing.model.__qualname__} and {compiled.model.__qualname__}. A name is how "
+                "a human and an agent both reach it, so it has one owner; bump version= for a "
+                "new shape."
+            )
+        versions[compiled.version] = compiled
+        return compiled
+
+    def names(self) -> list[str]:
+        """Graph names, sorted."""
+        return sorted(self._graphs)
+
+    def versions(self, name: str) -> dict[int, CompiledGraph]:
+        """Every version of ``name`` this worker serves."""
+        return dict(self._graphs.get(name, {}))
+
+    def get(self, name: str, version: int | None = None) -> CompiledGraph:
+        """The graph ``name`` at ``version`` (the newest when None)."""
+        versions = self._graphs.get(name)
+        if not versions:
+            declared = ", ".join(self.names()) or "none"
+            raise KeyError(f"No graph named '{name}'. Declared: {declared}.")
+        if version is None:
+            return versions[max(versions)]
+        if version not in versions:
+            served = ", ".join(str(v) for v in sorted(versions))
+            raise KeyError(f"Graph '{name}' has no version {version} here (serving: {served}).")
+        return versions[version]
+
+    def __iter__(self) -> typing.Iterator[CompiledGraph]:
+        for name in self.names():
+            yield from (self._graphs[name][v] for v in sorted(self._graphs[name]))
+
+    def catalogue(self) -> list[dict[str, Any]]:
+        """One row per graph (newest version): name, description, channels, required ones."""
+        return [self.get(name).catalogue() for name in self.names()]

@@ -1,0 +1,174 @@
+"""Declaring a graph: ``@graph`` on a pydantic model, with edges, routes, asks and channels."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+__all__ = [
+    "Appends",
+    "Ask",
+    "Because",
+    "Edge",
+    "GraphDeclarationError",
+    "GraphSpec",
+    "Route",
+    "Target",
+    "graph",
+    "graph_spec",
+]
+
+_Class = TypeVar("_Class", bound=type)
+
+_SPEC_ATTRIBUTE = "__lockgate_graph__"
+
+Node = Callable[..., Any]
+"""A node is a ``@tool`` function."""
+
+
+class GraphDeclarationError(TypeError):
+    """A graph cannot be compiled as declared; the message names the class and what to declare."""
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """An unconditional edge: after ``source`` runs, ``target`` comes next.
+
+    ``target`` is a node, or an options enum that an :class:`Ask` offers (a review gate).
+    """
+
+    source: Node
+    target: Node | type[enum.Enum]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A conditional edge named by an enum case.
+
+    The case is what a node returned (a grader's verdict) or what a person picked at a gate.
+
+    Attributes:
+        when: The enum case that takes this route.
+        to: The node (or gate options enum) it leads to.
+        from_: The node the case comes from, when more than one node returns that enum.
+        at_most: A loop budget: the route is taken at most this many times in a run...
+        then_ask: ...and the next time, this gate (an options enum with an :class:`Ask`) opens.
+    """
+
+    when: enum.Enum
+    to: Node | type[enum.Enum]
+    from_: Node | None = None
+    at_most: int | None = None
+    then_ask: type[enum.Enum] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """A human gate: its options are the cases of ``options``; ``of`` is the approver's role.
+
+    An answer is accepted only from a verified approver who holds ``of``, is not who opened the
+    gate, and may run the first node the answer leads to.
+    """
+
+    options: type[enum.Enum]
+    of: str
+    because: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Appends:
+    """Marks a list channel that accumulates every value written to channel ``of``."""
+
+    of: str
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Marks the one channel a person names the run by (an essay's title)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Because:
+    """Says what a channel is for; it becomes the field's description."""
+
+    purpose: str
+
+
+@dataclass(frozen=True, slots=True)
+class GraphSpec:
+    """What ``@graph`` recorded on a class, before compilation."""
+
+    name: str
+    description: str
+    start: Node | type[enum.Enum] | None
+    edges: tuple[Edge, ...]
+    routes: tuple[Route, ...]
+    asks: tuple[Ask, ...]
+    version: int
+
+
+def graph(
+    name: str,
+    description: str = "",
+    *,
+    start: Node | type[enum.Enum] | None = None,
+    edges: Iterable[Edge] = (),
+    routes: Iterable[Route] = (),
+    asks: Iterable[Ask] = (),
+    version: int = 1,
+) -> Callable[[_Class], _Class]:
+    """Declares a graph of tools on a pydantic model whose fields are the graph's channels.
+
+    Nodes are ``@tool`` functions: a node's parameters read channels of the same name, the fields
+    of its return model land in channels of the same name, and an enum field of its return value
+    picks the outgoing :class:`Route`. A node with no outgoing edge ends the run after it runs.
+
+    Example::
+
+        @graph("essay:review", "Draft until it passes, then publish.", start=write,
+               edges=[Edge(write, grade)],
+               routes=[Route(Verdict.PASSED, to=publish),
+                       Route(Verdict.FAILED, to=write, at_most=3, then_ask=EditorCall), ...],
+               asks=[Ask(EditorCall, of="editor", because="Three drafts failed.")])
+        class EssayReview(BaseModel):
+            title: Annotated[str, Target(), Because("The essay being written")]
+            ...
+
+    Args:
+        name: The graph's name; also its Temporal workflow type.
+        description: What a run does.
+        start: The node (or gate) a run begins at.
+        edges: Unconditional edges.
+        routes: Edges named by enum cases.
+        asks: Human gates.
+        version: Runs are pinned to the version they started with; bump it when the graph's
+            shape changes and keep serving the old class until its runs finish.
+    """
+
+    def decorate(cls: _Class) -> _Class:
+        setattr(
+            cls,
+            _SPEC_ATTRIBUTE,
+            GraphSpec(
+                name=name,
+                description=description,
+                start=start,
+                edges=tuple(edges),
+                routes=tuple(routes),
+                asks=tuple(asks),
+                version=version,
+            ),
+        )
+        return cls
+
+    return decorate
+
+
+def graph_spec(candidate: object) -> GraphSpec | None:
+    """The :class:`GraphSpec` ``@graph`` put on ``candidate`` itself (not inherited)."""
+    if not isinstance(candidate, type):
+        return None
+    spec = candidate.__dict__.get(_SPEC_ATTRIBUTE)
+    return spec if isinstance(spec, GraphSpec) else None
