@@ -35,6 +35,7 @@ from lockgate.activities import ToolRegistry, definition_of, is_tool
 from lockgate.activities._temporal import ToolActivities
 from lockgate.gating import AuditLogger, Authority, Directory, NonceLedger
 from lockgate.workflows._authority_context import AuthorityInterceptor
+from lockgate.workflows._client import DEFAULT_TASK_QUEUE
 from lockgate.workflows._compile import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
@@ -49,8 +50,6 @@ __all__ = [
     "missing_search_attributes",
     "run_worker",
 ]
-
-DEFAULT_TASK_QUEUE = "lockgate"
 
 _log = logging.getLogger("lockgate.worker")
 
