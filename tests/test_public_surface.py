@@ -1,0 +1,116 @@
+"""The public surface: one alphabetised ``__all__``, pinned, and every private module's own."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.resources
+import pkgutil
+
+import pytest
+
+import lockgate
+from lockgate import ErrorCode
+
+PUBLIC_NAMES = [
+    "Actor",
+    "Appends",
+    "Ask",
+    "AuditLogger",
+    "Authority",
+    "Because",
+    "ChannelPolicy",
+    "Directory",
+    "Edge",
+    "ErrorCode",
+    "GraphClient",
+    "GraphDeclarationError",
+    "InMemoryRateLimiter",
+    "LockgatePlugin",
+    "Param",
+    "PolicyGate",
+    "Retry",
+    "Route",
+    "Signer",
+    "Target",
+    "ToolClient",
+    "ToolContext",
+    "ToolDefinition",
+    "ToolError",
+    "ToolRegistry",
+    "ToolResult",
+    "compile_graph",
+    "graph",
+    "tool",
+]
+
+ERROR_CODES = [
+    "TOOL_NOT_FOUND",
+    "VALIDATION_ERROR",
+    "FORBIDDEN",
+    "RATE_LIMITED",
+    "INTERNAL_ERROR",
+    "TIMEOUT",
+    "CONFIRMATION_REQUIRED",
+    "UNAUTHORIZED",
+    "NOT_FOUND",
+    "UNVERIFIED_APPROVER",
+    "SELF_APPROVAL_FORBIDDEN",
+    "INVALID_DECISION",
+    "GATE_NOT_PENDING",
+    "NOTHING_TO_RESUME",
+]
+
+
+def test_the_package_exports_exactly_the_pinned_names():
+    assert lockgate.__all__ == PUBLIC_NAMES
+
+
+def test_the_package_all_is_alphabetised():
+    assert lockgate.__all__ == sorted(lockgate.__all__)
+
+
+@pytest.mark.parametrize("name", PUBLIC_NAMES)
+def test_every_exported_name_is_importable_from_the_package(name):
+    assert getattr(lockgate, name) is not None
+
+
+def test_the_error_codes_are_exactly_the_pinned_codes_in_order():
+    assert [code.value for code in ErrorCode] == ERROR_CODES
+
+
+@pytest.mark.parametrize("code", ERROR_CODES)
+def test_every_error_code_is_named_after_its_value(code):
+    assert ErrorCode[code].value == code
+
+
+def _private_modules() -> list[str]:
+    names = []
+    for package in ("lockgate.activities", "lockgate.gating", "lockgate.workflows"):
+        module = importlib.import_module(package)
+        names += [
+            f"{package}.{info.name}"
+            for info in pkgutil.iter_modules(module.__path__)
+            # `_generated` holds the graph workflow classes made at run time; it has no surface.
+            if info.name.startswith("_") and info.name != "_generated"
+        ]
+    return sorted(names)
+
+
+@pytest.mark.parametrize("module_name", _private_modules())
+def test_every_private_module_declares_its_own_all_of_names_it_defines(module_name):
+    module = importlib.import_module(module_name)
+
+    assert [name for name in module.__all__ if not hasattr(module, name)] == []
+
+
+@pytest.mark.parametrize(
+    "package_name", ["lockgate.activities", "lockgate.gating", "lockgate.workflows"]
+)
+def test_every_name_a_subpackage_exports_exists(package_name):
+    package = importlib.import_module(package_name)
+
+    assert [name for name in package.__all__ if not hasattr(package, name)] == []
+
+
+def test_the_package_is_typed():
+    assert importlib.resources.files("lockgate").joinpath("py.typed").is_file()
