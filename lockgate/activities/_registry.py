@@ -129,6 +129,16 @@ Confirmation = Literal["token", "ask", "confirmed"]
 _NOT_A_MAPPING = "Arguments for '{tool}' must be a JSON object of named arguments, not {what}."
 
 
+def _copy(result: ToolResult) -> ToolResult:
+    return ToolResult(result.success, result.data, result.message, result.error, dict(result.meta))
+
+
+def _sentence(kind: str, text: str) -> str:
+    text = text.strip()
+    said = f"{kind}: {text}" if text else kind
+    return said if said.endswith((".", "!", "?")) else said + "."
+
+
 def _describe_type(value: object) -> str:
     names = {list: "a list", tuple: "a list", str: "a string", bool: "a boolean"}
     if value is None:
@@ -139,9 +149,13 @@ def _describe_type(value: object) -> str:
 
 
 def _as_result(returned: Any) -> ToolResult:
-    """A tool's return value as a result: models become their JSON data, enums their value."""
+    """A tool's return value as a result: models become their JSON data, enums their value.
+
+    A returned :class:`ToolResult` is copied: its meta gets this call's stamp, and the same
+    object may be returned again (a constant, a cache).
+    """
     if isinstance(returned, ToolResult):
-        return returned
+        return _copy(returned)
     if isinstance(returned, BaseModel):
         returned = returned.model_dump(mode="json")
     elif isinstance(returned, enum.Enum):
@@ -405,7 +419,7 @@ class ToolRegistry:
                     result = ToolResult.blocked(event._veto)
                     return self._close(result, definition.name, validated, ctx, started, definition)
                 if event._result is not None:
-                    result, cache_served = event._result, True
+                    result, cache_served = _copy(event._result), True
                     break
 
         # Execute, containing the tool's own exceptions.
@@ -434,8 +448,8 @@ class ToolRegistry:
         self._close(result, definition.name, validated, ctx, started, definition, cache_served)
         if self._executed:
             executed = ExecutedEvent(definition.name, ctx, validated, result, cache_served)
-            for hook in self._executed:
-                await _maybe_await(hook(executed))
+            for after in self._executed:
+                await _maybe_await(after(executed))
         return result
 
     def _limit_plan_confirm(
@@ -555,7 +569,7 @@ class ToolRegistry:
     ) -> ToolResult:
         result = ToolResult.error(
             ErrorCode.INTERNAL_ERROR,
-            f"'{definition.name}' failed: {type(error).__name__}: {error}",
+            f"'{definition.name}' failed: {_sentence(type(error).__name__, str(error))}",
         )
         took_ms = (time.perf_counter() - started) * 1000
         for hook in self._failed:

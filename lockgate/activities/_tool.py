@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import re
 import typing
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeVar
 
 import jsonschema
+import pydantic_core
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
@@ -140,19 +142,30 @@ class ToolDefinition:
     raw_schema: bool = False
     clamps: Mapping[str, _Clamp] = field(default_factory=dict)
     _validator: Callable[[Mapping[str, Any]], dict[str, Any]] = dict
+    _revalidator: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    _after: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validates and clamps ``arguments``; raises :class:`ArgumentsInvalid` with a sentence."""
         try:
             validated = self._validator(arguments)
-        except ValidationError as error:
-            sentence = describe_validation_error(self.name, self.parameters, error)
-            raise ArgumentsInvalid(sentence) from None
+        except ValidationError as refused:
+            if self._revalidator is None:
+                raise ArgumentsInvalid(self._sentence(refused)) from None
+            try:
+                validated = self._revalidator(arguments)
+            except ValidationError as error:
+                raise ArgumentsInvalid(self._sentence(error)) from None
+        if self._after is not None:
+            validated = self._after(validated)
         if self.clamps:
             for name, clamp in self.clamps.items():
                 if name in validated:
                     validated[name] = clamp.apply(validated[name])
         return validated
+
+    def _sentence(self, error: ValidationError) -> str:
+        return describe_validation_error(self.name, self.parameters, error)
 
     def summary(self) -> dict[str, Any]:
         """The MCP / LLM wire shape: ``{name, description, inputSchema, annotations}``."""
@@ -370,7 +383,9 @@ def _build_definition(spec: _ToolSpec, function: Callable[..., Any]) -> ToolDefi
         returns=hints.get("return"),
         is_async=inspect.iscoroutinefunction(function),
         clamps=clamps,
-        _validator=_arguments_validator(spec.name, adapter, validators),
+        _validator=functools.partial(adapter.validator.validate_python, strict=True),
+        _revalidator=_as_json_validator(adapter),
+        _after=_object_validator(spec.name, validators),
     )
 
 
@@ -391,7 +406,9 @@ def _arguments_adapter(tool_name: str, fields: dict[str, Any]) -> TypeAdapter[An
     arguments = TypedDict(  # type: ignore[misc]
         "Arguments_" + re.sub(r"\W", "_", tool_name), fields
     )
-    arguments.__pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[attr-defined]
+    arguments.__pydantic_config__ = ConfigDict(  # type: ignore[attr-defined]
+        extra="forbid", allow_inf_nan=False
+    )
     try:
         return TypeAdapter(arguments)
     except Exception as error:
@@ -416,21 +433,34 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _arguments_validator(
-    tool_name: str,
-    adapter: TypeAdapter[Any],
-    object_validators: Mapping[str, jsonschema.Draft202012Validator],
-) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
-    """pydantic's validator itself, or that plus the JSON Schemas of object parameters.
+def _as_json_validator(adapter: TypeAdapter[Any]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """Validates arguments strictly as the JSON they are on the wire.
 
-    Raises pydantic's ``ValidationError`` or :class:`ArgumentsInvalid`; ``validate`` words both.
+    Strict Python validation runs first (the common case, and cheap): ``"5"`` is not an integer
+    and ``true`` is not 1. What it refuses is tried again as JSON, where an enum arrives as its
+    value and a date as text; the error of that attempt is the one reported.
     """
-    validate: Callable[[Mapping[str, Any]], dict[str, Any]] = adapter.validator.validate_python
-    if not object_validators:
-        return validate
+    validate_json = adapter.validator.validate_json
 
-    def validate_with_objects(arguments: Mapping[str, Any]) -> dict[str, Any]:
-        validated = validate(arguments)
+    def validate(arguments: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            encoded = pydantic_core.to_json(arguments, inf_nan_mode="constants")
+        except pydantic_core.PydanticSerializationError:
+            encoded = b"null"  # not JSON data: let the validator say what was expected
+        validated: dict[str, Any] = validate_json(encoded, strict=True)
+        return validated
+
+    return validate
+
+
+def _object_validator(
+    tool_name: str, object_validators: Mapping[str, jsonschema.Draft202012Validator]
+) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """Checks ``Param(type="object", properties=...)`` arguments against their JSON Schema."""
+    if not object_validators:
+        return None
+
+    def validate(validated: dict[str, Any]) -> dict[str, Any]:
         for name, object_validator in object_validators.items():
             if name in validated:
                 problems = [
@@ -445,7 +475,7 @@ def _arguments_validator(
                     )
         return validated
 
-    return validate_with_objects
+    return validate
 
 
 def describe_validation_error(

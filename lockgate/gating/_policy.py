@@ -218,17 +218,16 @@ class PolicyGate:
         needs_confirmation = (
             tool.confirm or (tool.mutating and policy.require_confirmation_for_mutating)
         ) and not ctx.extra.get("signer")
-        if (
-            needs_confirmation
-            and policy.confirmation_requires_signature
-            and not _consented(ctx, tool.name, arguments or {})
-        ):
-            return PolicyDecision(
-                False,
-                f"'{tool.name}' needs explicit consent, and channel '{ctx.channel}' takes consent "
-                "as a signature or grant naming this call; none was presented.",
-                "consent",
-            )
+        if needs_confirmation and policy.confirmation_requires_signature:
+            if not _consented(ctx, tool.name, arguments or {}):
+                return PolicyDecision(
+                    False,
+                    f"'{tool.name}' needs explicit consent, and channel '{ctx.channel}' takes "
+                    "consent as a signature or grant naming this call; none was presented.",
+                    "consent",
+                )
+            # On this channel the grant is the confirmation: there is no token to click.
+            needs_confirmation = False
         if tool.scopes and not ctx.has_any_scope(tool.scopes):
             return PolicyDecision(
                 False,
