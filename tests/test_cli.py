@@ -1,0 +1,262 @@
+"""The `lockgate` command against a real dev server, run as people run it: a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import stat
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from examples.essay_review import EssayReview
+from lockgate import ToolClient
+from lockgate.gating import Directory, Signer
+from lockgate.testing import WorkerFactory
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+PEOPLE = {
+    "ada": ([], []),
+    "ed": (["editor"], ["essay:publish"]),
+    "clerk": (["editor"], []),
+}
+ALWAYS_FAILS = {"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}
+
+
+@dataclass
+class Ran:
+    status: int
+    out: str
+    err: str
+
+
+@dataclass
+class Command:
+    """Runs `lockgate ...` in a working directory with its own .lockgate/ state."""
+
+    cwd: Path
+    address: str
+    task_queue: str
+
+    async def __call__(self, *arguments: str, timeout: float = 60) -> Ran:
+        environment = {
+            **os.environ,
+            "TEMPORAL_ADDRESS": self.address,
+            "PYTHONPATH": str(REPOSITORY),
+        }
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "lockgate.cli",
+            *arguments,
+            *(("--task-queue", self.task_queue) if _takes_task_queue(arguments) else ()),
+            cwd=self.cwd,
+            env=environment,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), timeout)
+        assert process.returncode is not None
+        return Ran(process.returncode, out.decode(), err.decode())
+
+
+def _takes_task_queue(arguments: tuple[str, ...]) -> bool:
+    return bool(arguments) and arguments[0] not in ("keys",)
+
+
+@pytest.fixture
+async def lockgate_command(
+    tmp_path: Path, temporal_client: Client, task_queue: str
+) -> AsyncIterator[Command]:
+    command = Command(tmp_path, temporal_client.service_client.config.target_host, task_queue)
+    entries = []
+    for principal, (roles, scopes) in PEOPLE.items():
+        made = await command("keys", "new", principal)
+        assert made.status == 0, made.err
+        entries.append(
+            made.out.replace("roles = []", f"roles = {json.dumps(roles)}").replace(
+                "scopes = []", f"scopes = {json.dumps(scopes)}"
+            )
+        )
+    (tmp_path / ".lockgate" / "directory.toml").write_text("\n".join(entries))
+    yield command
+
+
+def _directory(command: Command) -> Directory:
+    return Directory.load(command.cwd / ".lockgate" / "directory.toml")
+
+
+async def test_keys_new_writes_an_owner_only_key_and_prints_its_directory_entry(
+    lockgate_command: Command,
+) -> None:
+    made = await lockgate_command("keys", "new", "zoe")
+
+    key_file = lockgate_command.cwd / ".lockgate" / "keys" / "zoe.key"
+    assert made.status == 0
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert "[principals.zoe]" in made.out and 'public_key = "ed25519:' in made.out
+    assert "PRIVATE" not in made.out
+
+
+async def test_keys_new_refuses_to_overwrite_an_identity(lockgate_command: Command) -> None:
+    again = await lockgate_command("keys", "new", "ed")
+
+    assert again.status == 2
+    assert "already exists" in again.err
+
+
+async def test_tools_list_shows_the_workers_tools_through_temporal(
+    lockgate_command: Command, lockgate_worker: WorkerFactory
+) -> None:
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        listed = await lockgate_command("tools", "list", "--json")
+
+    names = [tool["name"] for tool in json.loads(listed.out)]
+    assert listed.status == 0
+    assert names == ["essay:write", "essay:grade", "essay:publish", "essay:abandon"]
+
+
+async def test_tools_call_prints_the_result_and_exits_zero(
+    lockgate_command: Command, lockgate_worker: WorkerFactory
+) -> None:
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        called = await lockgate_command(
+            "tools", "call", "essay:grade", "--args", '{"rubric": "tides", "draft": "Tides."}'
+        )
+
+    assert called.status == 0, called.err
+    assert json.loads(called.out) == {"feedback": "Covers the rubric.", "verdict": "PASSED"}
+
+
+async def test_tools_call_of_a_caller_mistake_prints_its_sentence_and_exits_one(
+    lockgate_command: Command, lockgate_worker: WorkerFactory
+) -> None:
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        unsigned = await lockgate_command(
+            "tools", "call", "essay:publish", "--args", '{"title": "x", "draft": "y"}'
+        )
+
+    assert unsigned.status == 1
+    assert "refused [FORBIDDEN]" in unsigned.err
+    assert "Need one of: essay:publish" in unsigned.err
+
+
+async def test_tools_call_as_a_principal_signs_the_call_and_gets_their_scopes(
+    lockgate_command: Command, lockgate_worker: WorkerFactory
+) -> None:
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        signed = await lockgate_command(
+            "tools",
+            "call",
+            "essay:publish",
+            "--args",
+            '{"title": "Tides", "draft": "y"}',
+            "--as",
+            "ed",
+            "--json",
+        )
+
+    result = json.loads(signed.out)
+    assert signed.status == 0, signed.err
+    assert result["data"] == {"url": "https://essays.example/tides"}
+    assert result["meta"]["principal"] == "ed"
+
+
+async def test_a_newcomer_runs_an_essay_to_its_gate_and_an_editor_answers_from_the_cli(
+    lockgate_command: Command, lockgate_worker: WorkerFactory
+) -> None:
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        started = await lockgate_command(
+            "start", "essay:review", "--inputs", json.dumps(ALWAYS_FAILS), "--as", "ada", "--json"
+        )
+        run = json.loads(started.out)["run_id"]
+        pending = await lockgate_command("pending", "--of", "editor", "--as", "clerk")
+        clerk = await lockgate_command("decide", run, "publish_as_is", "--as", "clerk")
+        editor = await lockgate_command("decide", run, "publish_as_is", "--as", "ed")
+        shown = await lockgate_command("show", run)
+
+    assert started.status == 0 and json.loads(started.out)["status"] == "waiting"
+    assert run in pending.out and "which clerk does not hold" in pending.out
+    assert clerk.status == 1 and "refused [FORBIDDEN]" in clerk.err
+    assert editor.status == 0, editor.err
+    assert "status finished" in shown.out
+    assert "answered  editor_call (ask:editor) by ed → publish_as_is" in shown.out
+    assert "ran  publish (essay:publish) by ed" in shown.out
+
+
+async def test_sign_decide_prints_a_proof_the_workflow_accepts_as_an_update(
+    lockgate_command: Command, lockgate_worker: WorkerFactory, temporal_client: Client
+) -> None:
+    directory = _directory(lockgate_command)
+    async with lockgate_worker(graphs=[EssayReview], directory=directory):
+        started = await lockgate_command(
+            "start", "essay:review", "--inputs", json.dumps(ALWAYS_FAILS), "--as", "ada", "--json"
+        )
+        run = json.loads(started.out)["run_id"]
+        signed = await lockgate_command("sign", "decide", run, "abandon", "--as", "ed")
+        proof = json.loads(signed.out)
+        answered = await temporal_client.get_workflow_handle(run).execute_update(
+            "decide", proof, result_type=dict
+        )
+
+    assert signed.status == 0
+    assert proof["authorizes"] == {
+        "kind": "decide",
+        "graph": "essay:review",
+        "run": run,
+        "gate": "editor_call#1",
+        "choice": "abandon",
+    }
+    assert "Send an Update" in signed.err
+    assert answered["status"] == "finished"
+    assert answered["trail"][-1]["node"] == "abandon"
+
+
+async def test_setup_says_the_namespace_already_has_the_search_attributes(
+    lockgate_command: Command,
+) -> None:
+    ran = await lockgate_command("setup")
+
+    assert ran.status == 0
+    assert "has lockgate's search attributes" in ran.out
+
+
+async def test_the_worker_command_serves_tools_and_stops_cleanly_on_sigterm(
+    lockgate_command: Command, temporal_client: Client, task_queue: str
+) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "lockgate.cli",
+        "worker",
+        "--tools",
+        "examples.essay_review",
+        "--task-queue",
+        task_queue,
+        cwd=lockgate_command.cwd,
+        env={
+            **os.environ,
+            "TEMPORAL_ADDRESS": lockgate_command.address,
+            "PYTHONPATH": str(REPOSITORY),
+        },
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    ready = await asyncio.wait_for(process.stdout.readline(), 60)
+    ed = Signer.from_keys_dir("ed", lockgate_command.cwd / ".lockgate" / "keys")
+    result = await ToolClient(temporal_client, task_queue, signer=ed).call(
+        "essay:publish", {"title": "Tides", "draft": "y"}
+    )
+    process.send_signal(signal.SIGTERM)
+    status = await asyncio.wait_for(process.wait(), 30)
+
+    assert b"worker ready" in ready
+    assert result["data"] == {"url": "https://essays.example/tides"}
+    assert status == 0
