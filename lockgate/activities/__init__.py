@@ -20,6 +20,12 @@ from lockgate.activities._tool import (
     tool,
     tool_methods,
 )
+from lockgate.activities._verification import (
+    HumanVerifier,
+    VerificationError,
+    VerificationRequest,
+    register_verification,
+)
 
 __all__ = [
     "PIPELINE_STAGES",
@@ -28,16 +34,20 @@ __all__ = [
     "ExecutedEvent",
     "ExecutingEvent",
     "FailedEvent",
+    "HumanVerifier",
     "Param",
     "Retry",
     "ToolDeclarationError",
     "ToolDefinition",
     "ToolFailure",
     "ToolRegistry",
+    "VerificationError",
+    "VerificationRequest",
     "context_tokens",
     "definition_of",
     "estimate_tokens",
     "is_tool",
+    "register_verification",
     "tool",
     "tool_methods",
 ]

@@ -1,0 +1,91 @@
+"""The README stays true: its first lines, its Python examples and its commands."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+
+from lockgate.cli import _parser
+from lockgate.gating import new_identity
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+README = (REPOSITORY / "README.md").read_text()
+
+
+def _blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.DOTALL)
+
+
+def _block_containing(language: str, needle: str) -> str:
+    return next(block for block in _blocks(language) if needle in block)
+
+
+def test_the_readme_opens_with_the_two_commands() -> None:
+    first_lines = "\n".join(README.splitlines()[:8])
+
+    assert "make dev" in first_lines
+    assert "make test" in first_lines
+
+
+def test_the_tools_example_runs_and_its_assertions_hold(capsys: pytest.CaptureFixture[str]) -> None:
+    example = _block_containing("python", "ToolRegistry()")
+
+    exec(compile(example, "README.md", "exec"), {"__name__": "readme_tools"})
+
+    assert "Missing required scope for tool 'notes:list'" in capsys.readouterr().out
+
+
+def test_the_graph_example_is_the_declaration_in_examples_essay_review() -> None:
+    example = _block_containing("python", "@graph(")
+    source = (REPOSITORY / "examples" / "essay_review.py").read_text()
+
+    assert example.strip() in source
+
+
+async def test_the_own_worker_example_serves_and_finishes_a_run(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_client: Client,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    made = new_identity("ed", tmp_path / ".lockgate" / "keys")
+    entry = made.directory_entry_toml.replace("roles = []", 'roles = ["editor"]')
+    entry = entry.replace("scopes = []", 'scopes = ["essay:publish"]')
+    (tmp_path / ".lockgate" / "directory.toml").write_text(entry)
+    monkeypatch.chdir(tmp_path)
+    example = _block_containing("python", "async def serve()")
+    address = temporal_client.service_client.config.target_host
+    namespace: dict[str, Any] = {"__name__": "readme_worker"}
+
+    exec(compile(example.replace("localhost:7233", address), "README.md", "exec"), namespace)
+    await namespace["serve"]()
+
+    assert capsys.readouterr().out.strip() == "finished https://essays.example/tides"
+
+
+def _commands() -> list[str]:
+    found: list[str] = []
+    for block in _blocks("sh"):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line.startswith("lockgate "):
+                found.append(line)
+    for inline in re.findall(r"`(lockgate [^`]+)`", README):
+        found.append(inline)
+    return found
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_every_lockgate_command_in_the_readme_parses(command: str) -> None:
+    words = shlex.split(command.replace("<json>", json.dumps({})))[1:]
+    words = [word for word in words if word != "..."]
+
+    arguments = _parser().parse_args(words)
+
+    assert arguments.command == words[0]
