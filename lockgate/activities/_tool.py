@@ -349,7 +349,7 @@ def _build_definition(spec: _ToolSpec, function: Callable[..., Any]) -> ToolDefi
                 "properties": dict(param.properties),
                 **({"required": list(param.required)} if param.required else {}),
             }
-        field_type = Annotated[base, Field(description=description or None)]
+        field_type = Annotated[base, Field(description=description or None)]  # type: ignore[valid-type]
         if parameter.default is inspect.Parameter.empty:
             fields[parameter.name] = field_type
         else:

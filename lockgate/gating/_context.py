@@ -180,6 +180,6 @@ def local_shell_context() -> ToolContext:
     that the public constructor does.
     """
     request_id = f"{_PROCESS_PREFIX}-{next(_sequence)}"
-    return _new_tuple(  # type: ignore[no-any-return]
+    return _new_tuple(
         ToolContext, ("local-shell", "cli", _EVERYTHING, request_id, "execute", _EMPTY)
     )

@@ -38,7 +38,7 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from lockgate.gating._canonical import canonical_json, to_jsonable
 
@@ -199,7 +199,9 @@ def public_key_text(key: Ed25519PrivateKey | Ed25519PublicKey) -> str:
         ``"ed25519:"`` followed by the raw 32 key bytes in base64url without padding.
     """
     crypto = _crypto()
-    public_key = key.public_key() if isinstance(key, crypto.Ed25519PrivateKey) else key
+    public_key = cast(
+        "Ed25519PublicKey", key.public_key() if isinstance(key, crypto.Ed25519PrivateKey) else key
+    )
     raw = public_key.public_bytes(
         crypto.serialization.Encoding.Raw, crypto.serialization.PublicFormat.Raw
     )
@@ -327,7 +329,8 @@ def read_private_key(path: str | os.PathLike[str]) -> Ed25519PrivateKey:
             f"The key at {key_path} is a {type(key).__name__}, not an Ed25519 key: "
             f"{_KEYS_NEW_HINT} to make one."
         )
-    return key
+    private_key: Ed25519PrivateKey = key
+    return private_key
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,7 @@ class GraphClient:
                     name, start, id_conflict_policy=WorkflowIDConflictPolicy.FAIL, **options
                 )
                 return {"ok": True, "run_id": run_id, "graph": name, "status": "started"}
-            operation = WithStartWorkflowOperation(
+            operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
                 name, start, id_conflict_policy=WorkflowIDConflictPolicy.FAIL, **options
             )
             update = self.client.execute_update_with_start_workflow(
@@ -254,7 +254,7 @@ class GraphClient:
             except Exception as error:  # the run failed or was terminated: say how
                 return refusal(
                     ErrorCode.INTERNAL_ERROR,
-                    f"Run '{run_id}' ended {description.status.name.lower()}: {error}",
+                    f"Run '{run_id}' ended {_status_name(description.status)}: {error}",
                     run_id=run_id,
                 )
         shown: dict[str, Any] = await handle.query("show", result_type=dict)
@@ -352,6 +352,10 @@ class GraphClient:
         return {"graph": graph, "memo": await description.memo(), "status": description.status}
 
 
+def _status_name(status: WorkflowExecutionStatus | None) -> str:
+    return status.name.lower() if status is not None else "in an unknown state"
+
+
 async def _settle_operation(operation: WithStartWorkflowOperation[Any, Any]) -> None:
     # The operation keeps the start's own failure in a future; retrieving it keeps asyncio from
     # logging "Future exception was never retrieved" for a refusal already answered.
@@ -415,7 +419,7 @@ class ToolClient:
             )
         call = CallToolInput(tool, arguments, proof, self.channel, request_id)
         workflow_id = call_workflow_id(request_id)
-        operation = WithStartWorkflowOperation(
+        operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
             "lockgate.tool_call",
             call,
             id=workflow_id,
