@@ -14,11 +14,14 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
 
 from examples.essay_review import EssayReview
 from lockgate import ToolClient
+from lockgate.devserver import temporal_binary
 from lockgate.gating import Directory, Signer
 from lockgate.testing import WorkerFactory
+from lockgate.worker import missing_search_attributes
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 PEOPLE = {
@@ -41,15 +44,19 @@ class Command:
     """Runs `lockgate ...` in a working directory with its own .lockgate/ state."""
 
     cwd: Path
-    address: str
+    address: str | None
     task_queue: str
+    extra_environment: dict[str, str] | None = None
 
     async def __call__(self, *arguments: str, timeout: float = 60) -> Ran:
         environment = {
             **os.environ,
-            "TEMPORAL_ADDRESS": self.address,
             "PYTHONPATH": str(REPOSITORY),
+            **(self.extra_environment or {}),
         }
+        environment.pop("TEMPORAL_ADDRESS", None)
+        if self.address is not None:
+            environment["TEMPORAL_ADDRESS"] = self.address
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -260,3 +267,41 @@ async def test_the_worker_command_serves_tools_and_stops_cleanly_on_sigterm(
     assert b"worker ready" in ready
     assert result["data"] == {"url": "https://essays.example/tides"}
     assert status == 0
+
+
+async def test_setup_registers_the_search_attributes_on_a_namespace_without_them(
+    tmp_path: Path,
+) -> None:
+    bare = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(temporal_binary()), ui=False
+    )
+    try:
+        command = Command(tmp_path, bare.client.service_client.config.target_host, "unused")
+        missing_before = await missing_search_attributes(bare.client)
+        ran = await command("setup")
+        missing_after = await missing_search_attributes(bare.client)
+    finally:
+        await bare.shutdown()
+
+    assert missing_before == ["LockgateGraph", "LockgateState", "LockgateAwaiting"]
+    assert ran.status == 0, ran.err
+    assert "added to namespace 'default'" in ran.out
+    assert missing_after == []
+
+
+async def test_a_temporal_env_config_profile_chooses_the_server(
+    lockgate_command: Command, lockgate_worker: WorkerFactory
+) -> None:
+    config = lockgate_command.cwd / "temporal.toml"
+    config.write_text(f'[profile.review]\naddress = "{lockgate_command.address}"\n')
+    profiled = Command(
+        lockgate_command.cwd,
+        None,
+        lockgate_command.task_queue,
+        {"TEMPORAL_CONFIG_FILE": str(config)},
+    )
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        listed = await profiled("tools", "list", "--profile", "review", "--json")
+
+    assert listed.status == 0, listed.err
+    assert "essay:grade" in listed.out
