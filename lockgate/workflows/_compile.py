@@ -301,8 +301,8 @@ class _Compiler:
         self.model, facts = self.channels()
         self._enums_of: dict[str, dict[type[enum.Enum], list[str]]] = {}
 
-        for ask in spec.asks:
-            self._ask(ask)
+        for declared_ask in spec.asks:
+            self._ask(declared_ask)
 
         if spec.start is None:
             raise self.fail(" declares no start: name the node it begins at (start=...).")

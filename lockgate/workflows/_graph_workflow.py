@@ -158,6 +158,14 @@ class GraphRun:
         self._settles = 0
         self._dropped_inputs: list[str] = []
         start, problem = self._parse_start(starts)
+        if start.carried is not None and info.continued_run_id is None:
+            # `carried` restores requester, driver, state and budgets unverified: honoured from
+            # anyone's start, it would let an unsigned caller run any node as anyone.
+            start = StartGraphInput()
+            problem = (
+                "'carried' is lockgate's own, handed over only by the run's own continue-as-new: "
+                "leave it out."
+            )
         self._start = start
         versions = type(self).graphs
         version = start.version if start.version is not None else max(versions)
@@ -510,12 +518,15 @@ class GraphRun:
             if judged.actor.authorization:
                 self._spent.append(judged.actor.authorization)
             return _Accepted(kind, judged.actor, judged.choice)
+        # A signal without a valid proof still came from someone: record them the way an unsigned
+        # Temporal caller is recorded everywhere else, so every trail row's `by` has one shape.
+        sender = judged.actor or Actor.unverified("temporal")
         self._trail.append(
             {
                 "node": self._state,
                 "operation": f"signal:{entry.name}",
                 "outcome": "refused",
-                "by": judged.actor.to_dict() if judged.actor else None,
+                "by": sender.to_dict(),
                 "needs": list(judged.needs),
                 "answer": judged.choice,
                 "code": judged.code,

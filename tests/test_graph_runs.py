@@ -1,0 +1,241 @@
+"""The three measured paths of the orchestrator README, run on the dev server with EssayReview.
+
+- passes first time: write, grade, publish;
+- fails, revises, passes: write, grade, write, grade, publish;
+- always fails: FAILED is taken exactly three times, the fourth failure opens the editor gate.
+
+Inputs that are not channels (a forged ``_taken`` budget, a forged ``_ran``, junk) are dropped.
+"""
+
+from __future__ import annotations
+
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from examples.essay_review import EssayReview
+from lockgate import GraphClient, LockgatePlugin
+from lockgate.devserver import temporal_binary
+from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES
+from tests.graphs_for_tests import (
+    ALWAYS_FAILS,
+    FAILS_ONCE,
+    PASSES_FIRST_TIME,
+    essay_people,
+    eventually,
+    trail_of,
+)
+
+
+def people():
+    # The writer here holds essay:publish, so a passing essay publishes without a gate.
+    return essay_people(wren={"scopes": ["essay:publish"]})
+
+
+async def test_an_essay_that_passes_first_time_is_written_graded_and_published(
+    lockgate_worker, temporal_client, task_queue
+):
+    who = people()
+    async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
+        wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
+        run = await wren.start(EssayReview, PASSES_FIRST_TIME)
+
+    assert run["status"] == "finished"
+    assert trail_of(run) == [
+        ("write", "ran", "wren"),
+        ("grade", "ran", "wren"),
+        ("publish", "ran", "wren"),
+    ]
+    assert run["channels"]["url"] == "https://essays.example/tides-and-the-moon"
+    assert run["channels"]["verdict"] == "PASSED"
+
+
+async def test_an_essay_that_fails_once_is_revised_and_then_published(
+    lockgate_worker, temporal_client, task_queue
+):
+    who = people()
+    async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
+        wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
+        run = await wren.start(EssayReview, FAILS_ONCE)
+
+    assert run["status"] == "finished"
+    assert [node for node, _, _ in trail_of(run)] == ["write", "grade", "write", "grade", "publish"]
+    assert run["channels"]["drafts"] == ["Tides.", "Tides. It is also about gravity."]
+    assert run["budgets"] == {"FAILED": {"taken": 1, "at_most": 3}}
+    assert run["channels"]["url"] == "https://essays.example/tides"
+
+
+async def test_an_essay_that_always_fails_takes_failed_three_times_then_asks_an_editor(
+    lockgate_worker, temporal_client, task_queue
+):
+    who = people()
+    async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
+        wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
+        run = await wren.start(EssayReview, ALWAYS_FAILS)
+
+    assert [node for node, _, _ in trail_of(run)] == ["write", "grade"] * 4
+    assert run["budgets"] == {"FAILED": {"taken": 3, "at_most": 3}}
+    assert run["status"] == "waiting"
+    assert run["state"] == "editor_call"
+    assert run["awaiting"]["gate"] == "editor_call#1"
+    assert run["awaiting"]["role"] == "editor"
+    assert run["awaiting"]["options"] == ["publish_as_is", "one_more_round", "abandon"]
+    assert run["awaiting"]["requester"] == "wren"
+
+
+async def test_a_finished_runs_result_carries_its_whole_trail(
+    lockgate_worker, temporal_client, task_queue
+):
+    who = people()
+    async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
+        wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
+        run = await wren.start(EssayReview, FAILS_ONCE)
+        result = await temporal_client.get_workflow_handle(run["run_id"], result_type=dict).result()
+        shown = await wren.show(run["run_id"])
+
+    assert result["status"] == "finished"
+    assert [node for node, _, _ in trail_of(result)] == [
+        "write",
+        "grade",
+        "write",
+        "grade",
+        "publish",
+    ]
+    assert shown["trail"] == result["trail"]
+
+
+async def test_forged_budget_and_engine_inputs_are_ignored_and_listed(
+    lockgate_worker, temporal_client, task_queue
+):
+    who = people()
+    forged = {
+        **ALWAYS_FAILS,
+        "_taken": {"FAILED": 99},
+        "_ran": {"node": "publish", "operation": "essay:publish"},
+        "_requester": "ed",
+        "junk": 1,
+    }
+    async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
+        wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
+        run = await wren.start(EssayReview, forged)
+
+    assert run["ignored_inputs"] == ["_ran", "_requester", "_taken", "junk"]
+    # The budget started at zero: FAILED was still taken three times before the gate.
+    assert [node for node, _, _ in trail_of(run)] == ["write", "grade"] * 4
+    assert run["budgets"] == {"FAILED": {"taken": 3, "at_most": 3}}
+    assert run["awaiting"]["requester"] == "wren"
+    assert set(run["channels"]) == set(EssayReview.model_fields)
+
+
+async def test_an_unsigned_start_is_driven_by_an_unverified_requester(
+    lockgate_worker, temporal_client, task_queue
+):
+    who = people()
+    async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
+        anonymous = GraphClient(temporal_client, task_queue)
+        run = await anonymous.start(EssayReview, ALWAYS_FAILS)
+
+    assert run["requester"]["actor"] == "unverified:temporal"
+    assert run["requester"]["verified"] is False
+    assert {actor for _, _, actor in trail_of(run)} == {"unverified:temporal"}
+    assert run["awaiting"]["requester"] == "unverified:temporal"
+
+
+async def test_a_start_signed_with_a_key_the_directory_does_not_know_is_refused(
+    lockgate_worker, temporal_client, task_queue
+):
+    who, strangers = people(), people()
+    async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
+        impostor = GraphClient(temporal_client, task_queue, signer=strangers.signer("wren"))
+        run = await impostor.start(EssayReview, PASSES_FIRST_TIME)
+
+    assert run["ok"] is False
+    assert run["status"] == "refused"
+    assert run["code"] == "UNAUTHORIZED"
+    assert run["trail"] == []
+
+
+async def test_a_start_cannot_hand_the_run_a_forged_carried_state(
+    lockgate_worker, temporal_client, task_queue
+):
+    who = people()
+    ed = {"actor": "ed", "verified": True, "channel": "cli", "principal": "ed",
+          "authorization": "f" * 32}  # fmt: skip
+    forged = {
+        "state": "publish",
+        "channels": {**EssayReview(**ALWAYS_FAILS).model_dump(mode="json"), "title": "Forged"},
+        "trail": [],
+        "taken": {"FAILED": 0},
+        "visits": {},
+        "requester": ed,
+        "driver": ed,
+        "gate_openings": 0,
+        "parkings": 0,
+        "spent": [],
+        "settles": 0,
+    }
+    async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
+        handle = await temporal_client.start_workflow(
+            "essay:review",
+            {"inputs": {}, "carried": forged},
+            id=f"essay:review-forged-{task_queue}",
+            task_queue=task_queue,
+        )
+        result = await handle.result()
+
+    assert result["status"] == "refused"
+    assert result["code"] == "VALIDATION_ERROR"
+    assert "'carried' is lockgate's own" in result["error"]
+    assert result["trail"] == []
+    assert result["channels"]["url"] is None
+
+
+async def test_a_run_that_continues_as_new_keeps_its_trail_budget_and_requester(task_queue):
+    # A server of its own that suggests continue-as-new after 20 events.
+    environment = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(temporal_binary()),
+        search_attributes=LOCKGATE_SEARCH_ATTRIBUTES,
+        dev_server_extra_args=[
+            "--dynamic-config-value",
+            "system.forceSearchAttributesCacheRefreshOnRead=true",
+            "--dynamic-config-value",
+            "limit.historyCount.suggestContinueAsNew=20",
+        ],
+        ui=False,
+    )
+    try:
+        client, who = environment.client, people()
+        plugin = LockgatePlugin(graphs=[EssayReview], directory=who.directory)
+        async with Worker(client, task_queue=task_queue, plugins=[plugin]):
+            ada = GraphClient(client, task_queue, signer=who.signer("ada"))
+            # Not waiting: a client waiting on `settle` holds continue-as-new off until it settles.
+            started = await ada.start(EssayReview, ALWAYS_FAILS, wait=False)
+            run = await eventually(
+                lambda: ada.show(started["run_id"]),
+                lambda shown: shown.get("status") == "waiting",
+                what="the run to reach the editor gate",
+            )
+            ed = GraphClient(client, task_queue, signer=who.signer("ed"))
+            again = await ed.decide(run["run_id"], "one_more_round")
+
+            async def statuses() -> list[str]:
+                query = f"WorkflowId = '{run['run_id']}'"
+                return [e.status.name async for e in client.list_workflows(query) if e.status]
+
+            runs = await eventually(
+                statuses,
+                lambda found: "CONTINUED_AS_NEW" in found,
+                what="a continued-as-new run listed",
+            )
+    finally:
+        await environment.shutdown()
+
+    assert runs.count("CONTINUED_AS_NEW") >= 1
+    assert [node for node, _, _ in trail_of(run)] == ["write", "grade"] * 4
+    assert run["budgets"] == {"FAILED": {"taken": 3, "at_most": 3}}
+    assert run["requester"]["actor"] == "ada"
+    assert trail_of(again)[-3:] == [
+        ("editor_call", "answered", "ed"),
+        ("write", "ran", "ed"),
+        ("grade", "ran", "ed"),
+    ]
+    assert again["awaiting"]["gate"] == "editor_call#2"

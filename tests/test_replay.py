@@ -1,0 +1,138 @@
+"""Saved histories of the example graphs replay on today's code, with no server.
+
+The histories under ``tests/histories/`` were recorded on the dev server, one per example graph
+through a representative path (plus a park-and-resume run of a test graph). Regenerate them after
+a deliberate change to the interpreter or to an example graph::
+
+    LOCKGATE_REGENERATE_HISTORIES=1 .venv/bin/pytest tests/test_replay.py
+
+A history that no longer replays means a run already in flight would break on the new code:
+give the graph a new ``version=`` instead, or keep the old behaviour.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client, WorkflowHistory
+from temporalio.worker import Replayer
+
+from examples.essay_review import EssayReview
+from examples.memo_clearance import MemoClearance
+from examples.publish_post import PublishPost
+from lockgate import GraphClient, LockgatePlugin
+from lockgate.testing import Identities
+from tests.graphs_for_tests import (
+    ALWAYS_FAILS,
+    DIRTY_MEMO,
+    EssayReviewReshaped,
+    Ledger,
+    eventually,
+)
+
+HISTORIES = Path(__file__).parent / "histories"
+GRAPHS = [EssayReview, MemoClearance, PublishPost, Ledger]
+SAVED = ["essay_review", "ledger_entry", "memo_clearance", "publish_post"]
+REGENERATE = os.environ.get("LOCKGATE_REGENERATE_HISTORIES") == "1"
+
+
+def run_id_of(name: str) -> str:
+    """The workflow id a saved history was recorded under (the file name says which)."""
+    return f"replay-{name}"
+
+
+def saved_history(name: str) -> WorkflowHistory:
+    return WorkflowHistory.from_json(run_id_of(name), (HISTORIES / f"{name}.json").read_text())
+
+
+# --- Recording (only with LOCKGATE_REGENERATE_HISTORIES=1; runs first, so the replays below see it)
+
+
+async def save(client: Client, run_id: str, name: str) -> None:
+    handle = client.get_workflow_handle(run_id)
+    await handle.result()
+    history = await handle.fetch_history()
+    (HISTORIES / f"{name}.json").write_text(history.to_json() + "\n")
+
+
+def signal_decide(signer, run: dict, choice: str) -> dict:
+    return signer.sign(
+        {
+            "kind": "decide",
+            "graph": run["graph"],
+            "run": run["run_id"],
+            "gate": run["awaiting"]["gate"],
+            "choice": choice,
+        }
+    )
+
+
+@pytest.mark.skipif(not REGENERATE, reason="set LOCKGATE_REGENERATE_HISTORIES=1 to re-record")
+async def test_record_the_saved_histories(lockgate_worker, temporal_client, task_queue):
+    people = Identities(
+        {
+            "ada": {},
+            "agent-7": {},
+            "ed": {"roles": ["editor"], "scopes": ["essay:publish", "post:publish"]},
+            "rod": {"roles": ["officer"], "scopes": ["memo:release"]},
+            "poppy": {"scopes": ["ledger:post"]},
+        }
+    )
+    HISTORIES.mkdir(exist_ok=True)
+    as_ = {who: GraphClient(temporal_client, task_queue, signer=people.signer(who))
+           for who in ("ada", "agent-7", "ed", "rod", "poppy")}  # fmt: skip
+    async with lockgate_worker(graphs=GRAPHS, directory=people.directory):
+        # Essay: always fails, the requester's own answer arrives as a signal and is refused into
+        # the trail, then an editor publishes it through the update.
+        essay = await as_["ada"].start(EssayReview, ALWAYS_FAILS, run_id=run_id_of("essay_review"))
+        handle = temporal_client.get_workflow_handle(essay["run_id"])
+        await handle.signal("decide", signal_decide(people.signer("ada"), essay, "abandon"))
+        await eventually(
+            lambda: as_["ada"].show(essay["run_id"]),
+            lambda shown: shown["trail"][-1]["outcome"] == "refused",
+            what="the refused signal in the trail",
+        )
+        assert (await as_["ed"].decide(essay["run_id"], "publish_as_is"))["status"] == "finished"
+        await save(temporal_client, essay["run_id"], "essay_review")
+
+        memo = await as_["agent-7"].start(
+            MemoClearance, DIRTY_MEMO, run_id=run_id_of("memo_clearance")
+        )
+        assert (await as_["rod"].decide(memo["run_id"], "release"))["status"] == "finished"
+        await save(temporal_client, memo["run_id"], "memo_clearance")
+
+        post = await as_["ada"].start(
+            PublishPost, {"topic": "Tide tables"}, run_id=run_id_of("publish_post")
+        )
+        assert (await as_["ed"].decide(post["run_id"], "reject"))["status"] == "waiting"
+        assert (await as_["ed"].decide(post["run_id"], "approve"))["status"] == "finished"
+        await save(temporal_client, post["run_id"], "publish_post")
+
+        ledger = await as_["ada"].start(Ledger, {"entry": "Rent"}, run_id=run_id_of("ledger_entry"))
+        assert ledger["status"] == "parked"
+        assert (await as_["poppy"].resume(ledger["run_id"]))["status"] == "finished"
+        await save(temporal_client, ledger["run_id"], "ledger_entry")
+
+
+# --- Replaying (no server) -----------------------------------------------------------------------
+
+
+def test_every_example_graph_has_a_saved_history():
+    assert sorted(path.stem for path in HISTORIES.glob("*.json")) == SAVED
+
+
+@pytest.mark.parametrize("name", SAVED)
+async def test_a_saved_history_replays_on_todays_code(name):
+    replayer = Replayer(workflows=[], plugins=[LockgatePlugin(graphs=GRAPHS)])
+    result = await replayer.replay_workflow(saved_history(name), raise_on_replay_failure=False)
+    assert result.replay_failure is None
+
+
+async def test_a_history_does_not_replay_on_a_reshaped_graph_of_the_same_name():
+    replayer = Replayer(workflows=[], plugins=[LockgatePlugin(graphs=[EssayReviewReshaped])])
+    result = await replayer.replay_workflow(
+        saved_history("essay_review"), raise_on_replay_failure=False
+    )
+    assert result.replay_failure is not None
