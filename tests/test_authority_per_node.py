@@ -168,17 +168,6 @@ async def test_resuming_a_run_that_waits_at_a_gate_is_refused_as_nothing_to_resu
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Bug in lockgate/workflows/_client.py GraphClient.resume: it sends the update to a "
-        "closed run and the server's RPCError ('workflow execution already completed') escapes "
-        "as a stack trace. Proposed fix, right after `_describe` in GraphClient.resume: `if "
-        "described['status'] != WorkflowExecutionStatus.RUNNING: return refusal("
-        "ErrorCode.NOTHING_TO_RESUME, f\"Run '{run_id}' has finished: there is nothing to "
-        'resume.", run_id=run_id)`.'
-    ),
-)
 async def test_resuming_a_finished_run_is_refused_as_nothing_to_resume(
     lockgate_worker, temporal_client, task_queue
 ):

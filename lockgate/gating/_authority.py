@@ -324,10 +324,12 @@ class Judgement:
 
 
 def _claimed(value: object, key: str) -> object:
+    """What an answer claims, signed or not (for the refusal's record, never for judging)."""
     if isinstance(value, Mapping):
         authorizes = value.get("authorizes")
         if isinstance(authorizes, Mapping):
             return authorizes.get(key)
+        return value.get(key)
     return None
 
 
@@ -526,7 +528,8 @@ def judge_viewer(
 ) -> tuple[dict[str, Any], list[ViewerChoice]]:
     """For a pending list: may ``viewer`` take each option? Writes nothing, echoes no holdings.
 
-    Judged in order: verified, holds the role, the first node's needs, not the requester.
+    Judged in the order :func:`judge_answer` judges: verified, not the requester, holds the
+    role, may run the first node.
     """
     summary = {"is_requester": viewer.actor == gate.requester, "verified": viewer.verified}
     verdicts: list[ViewerChoice] = []
@@ -542,6 +545,11 @@ def judge_viewer(
                     "a gate is answered by a verified actor, a signed call, and whoever is "
                     "looking is not one",
                 )
+            )
+            continue
+        if viewer.actor == gate.requester:
+            verdicts.append(
+                ViewerChoice(choice.option, False, "requester", OWN_GATE.format(actor=viewer.actor))
             )
             continue
         if gate.role not in roles:
@@ -563,11 +571,6 @@ def judge_viewer(
                     "needs",
                     f"it leads to the node '{choice.leads_to}' ({choice.operation}), and {why}",
                 )
-            )
-            continue
-        if viewer.actor == gate.requester:
-            verdicts.append(
-                ViewerChoice(choice.option, False, "requester", OWN_GATE.format(actor=viewer.actor))
             )
             continue
         verdicts.append(ViewerChoice(choice.option, True))

@@ -223,8 +223,14 @@ class GraphClient:
         described = await self._describe(run_id)
         if "error" in described:
             return described
-        parked = described["memo"].get("lockgate_parked")
         graph = described["graph"]
+        if described["status"] != WorkflowExecutionStatus.RUNNING:
+            return refusal(
+                ErrorCode.NOTHING_TO_RESUME,
+                f"Run '{run_id}' has finished: there is nothing to resume.",
+                run_id=run_id,
+            )
+        parked = described["memo"].get("lockgate_parked")
         node = parked["node"] if parked else None
         proof: dict[str, Any] = {}
         if self.signer is not None:

@@ -168,7 +168,7 @@ class GraphRun:
             )
         self._start = start
         versions = type(self).graphs
-        version = start.version if start.version is not None else max(versions)
+        version = start.version if start.version is not None else _pinned_version(versions)
         if version not in versions:
             served = ", ".join(str(v) for v in sorted(versions))
             problem = problem or (
@@ -250,13 +250,24 @@ class GraphRun:
             return await self._finish()
         await self._mark()
         while self._state != _END:
-            if workflow.info().is_continue_as_new_suggested() and workflow.all_handlers_finished():
-                workflow.continue_as_new(self._carry())
+            self._continue_as_new_if_due()
             if self._state in self._graph.asks:
                 await self._hold_gate(self._state)
             else:
                 await self._run_node(self._state)
         return await self._finish()
+
+    def _continue_as_new_if_due(self) -> None:
+        """Starts a fresh history when the server suggests it and no caller is waiting on this one.
+
+        Channels, trail, budgets and an open gate (with its key, so signed answers stay good)
+        are carried over; nothing is lost and nothing runs twice.
+        """
+        if self._due_for_new_history():
+            workflow.continue_as_new(self._carry())
+
+    def _due_for_new_history(self) -> bool:
+        return workflow.info().is_continue_as_new_suggested() and workflow.all_handlers_finished()
 
     async def _verify_requester(self) -> None:
         verdict = await workflow.execute_local_activity(
@@ -424,13 +435,35 @@ class GraphRun:
     # Gates -------------------------------------------------------------------------------------
 
     async def _hold_gate(self, state: str) -> None:
+        if self._gate is None or self._gate.ask != state:
+            await self._open_gate(state)
+        ask = self._graph.asks[state]
+        choice, actor = await self._await_answer()
+        self._trail.append(
+            {
+                "node": state,
+                "operation": f"ask:{ask.role}",
+                "outcome": "answered",
+                "by": actor.to_dict(),
+                "answer": choice,
+            }
+        )
+        if actor.authorization:
+            self._spent.append(actor.authorization)
+        self._gate = None
+        self._driver = actor
+        self._status = "running"
+        workflow.upsert_memo({"lockgate_gate": None})
+        await self._mark()
+        self._state = self._take(state, choice)
+
+    async def _open_gate(self, state: str) -> None:
         graph = self._graph
         ask = graph.asks[state]
         self._gate_openings += 1
         choices = []
         for option in ask.options:
-            transition = graph.routes[state][option]
-            leads_to = transition.to
+            leads_to = graph.routes[state][option].to
             node = graph.nodes.get(leads_to)
             choices.append(
                 GateChoice(
@@ -454,33 +487,44 @@ class GraphRun:
         await self._mark()
         workflow.upsert_memo({"lockgate_gate": self._gate_memo()})
         self._settled()
+
+    async def _await_answer(self) -> tuple[str, Actor]:
         while True:
-            await workflow.wait_condition(lambda: self._answer is not None or bool(self._inbox))
+            await workflow.wait_condition(
+                lambda: self._answer is not None or bool(self._inbox) or self._due_for_new_history()
+            )
             if self._answer is not None:
                 choice, actor = self._answer
                 self._answer = None
-                break
+                return choice, actor
+            if not self._inbox:
+                # Waiting long (refused signals pile up): a fresh history, the gate still open.
+                workflow.continue_as_new(self._carry())
             accepted = await self._judge_next_signal()
-            if accepted is not None and accepted.kind == "decide" and accepted.choice:
-                choice, actor = accepted.choice, accepted.actor
-                break
+            if accepted is None or accepted.kind != "decide" or not accepted.choice:
+                continue
+            if self._answer is not None:
+                # An update was accepted while this signal was being judged; it was promised an
+                # answer, so it stands and the signal is recorded as too late.
+                self._refuse_late_signal(accepted)
+                continue
+            return accepted.choice, accepted.actor
+
+    def _refuse_late_signal(self, accepted: _Accepted) -> None:
+        if accepted.actor.authorization in self._spent:
+            self._spent.remove(accepted.actor.authorization)
         self._trail.append(
             {
-                "node": state,
-                "operation": f"ask:{ask.role}",
-                "outcome": "answered",
-                "by": actor.to_dict(),
-                "answer": choice,
+                "node": self._state,
+                "operation": "signal:decide",
+                "outcome": "refused",
+                "by": accepted.actor.to_dict(),
+                "needs": [],
+                "answer": accepted.choice,
+                "code": ErrorCode.GATE_NOT_PENDING.value,
+                "why": "Another answer to this gate was accepted while this one was judged.",
             }
         )
-        if actor.authorization:
-            self._spent.append(actor.authorization)
-        self._gate = None
-        self._driver = actor
-        self._status = "running"
-        workflow.upsert_memo({"lockgate_gate": None})
-        await self._mark()
-        self._state = self._take(state, choice)
 
     def _gate_memo(self) -> dict[str, Any]:
         assert self._gate is not None
@@ -746,40 +790,63 @@ class GraphRun:
             self._state = _END
             self._settled()
         await self._mark()
-        while self._inbox:
-            await self._judge_next_signal()
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        result = self.show()
-        return result
+        while True:
+            while self._inbox:
+                await self._judge_next_signal()
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            if not self._inbox:
+                # A signal that arrived while handlers finished is judged too: none is dropped.
+                return self.show()
 
     def _carry(self) -> StartGraphInput:
+        # Trail rows name their actor by index into one table: a long run's carried trail is
+        # then a fraction of its shown size, and stays far inside Temporal's payload limit.
+        actors: list[dict[str, Any]] = []
+        index: dict[str, int] = {}
+        rows: list[dict[str, Any]] = []
+        for row in self._trail:
+            by = row.get("by")
+            key = repr(sorted(by.items())) if isinstance(by, dict) else ""
+            if key not in index:
+                index[key] = len(actors)
+                actors.append(by or {})
+            rows.append({**row, "by": index[key]})
         carried = {
             "state": self._state,
             "channels": self._channels,
-            "trail": self._trail,
+            "actors": actors,
+            "trail": rows,
             "taken": self._taken,
             "visits": self._visits,
             "requester": self._requester.to_dict(),
             "driver": self._driver.to_dict(),
+            "gate": self._gate.to_dict() if self._gate is not None else None,
             "gate_openings": self._gate_openings,
             "parkings": self._parkings,
             "spent": self._spent,
             "settles": self._settles,
+            "ignored_inputs": self._dropped_inputs,
         }
         return StartGraphInput(version=self._graph.version, carried=carried)
 
     def _restore(self, carried: dict[str, Any]) -> None:
+        actors = carried["actors"]
         self._state = carried["state"]
         self._channels = carried["channels"]
-        self._trail = carried["trail"]
+        self._trail = [{**row, "by": actors[row["by"]]} for row in carried["trail"]]
         self._taken = carried["taken"]
         self._visits = carried["visits"]
         self._requester = Actor.from_dict(carried["requester"])
         self._driver = Actor.from_dict(carried["driver"])
+        gate = carried.get("gate")
+        if gate is not None:
+            self._gate = OpenGate.from_dict(gate)
+            self._status = "waiting"
         self._gate_openings = carried["gate_openings"]
         self._parkings = carried["parkings"]
         self._spent = carried["spent"]
         self._settles = carried["settles"]
+        self._dropped_inputs = carried.get("ignored_inputs", [])
 
 
 @dataclass(frozen=True)
@@ -787,6 +854,21 @@ class _Accepted:
     kind: str
     actor: Actor
     choice: str | None
+
+
+def _pinned_version(versions: dict[int, CompiledGraph]) -> int:
+    """The version a run follows for its whole life, even after newer ones are deployed.
+
+    A new run takes the newest version this worker serves and records it with a patch marker
+    (one per version above the oldest); a replayed run finds the marker its first task wrote,
+    or none, and so follows the version it started with.
+    """
+    ordered = sorted(versions)
+    name = versions[ordered[0]].name
+    for version in reversed(ordered[1:]):
+        if workflow.patched(f"lockgate:{name}@v{version}"):
+            return version
+    return ordered[0]
 
 
 def _case(enum_type: type[enum.Enum], value: Any) -> str | None:
