@@ -97,6 +97,7 @@ class _ToolSpec:
     sensitive: frozenset[str]
     retry: Retry | None
     open_world: bool
+    heartbeat: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +136,7 @@ class ToolDefinition:
     sensitive: frozenset[str] = frozenset()
     retry: Retry | None = None
     open_world: bool = False
+    heartbeat: float | None = None
     parameters: tuple[str, ...] = ()
     context_parameter: str | None = None
     returns: Any = None
@@ -192,6 +194,7 @@ def tool(
     sensitive: Iterable[str] = (),
     retry: Retry | None = None,
     open_world: bool = False,
+    heartbeat: float | None = None,
 ) -> Callable[[_Callable], _Callable]:
     """Declares a function or method as a governed tool.
 
@@ -211,6 +214,9 @@ def tool(
         sensitive: Argument names never written to a log, besides the defaults.
         retry: How a tool's own failure is retried on Temporal.
         open_world: The call reaches a third party (the data leaves this system).
+        heartbeat: On Temporal, the activity's heartbeat timeout in seconds: a worker that dies
+            mid-call is noticed after this long, and cancellation reaches the tool within it.
+            By default long tools (timeout over 30 s) get 30 s and short ones none.
     """
     if not isinstance(name, str) or not _TOOL_NAME.match(name):
         raise ToolDeclarationError(
@@ -222,6 +228,10 @@ def tool(
         )
     if timeout <= 0:
         raise ToolDeclarationError(f"Tool '{name}': timeout must be positive, not {timeout}.")
+    if heartbeat is not None and not 0 < heartbeat <= timeout:
+        raise ToolDeclarationError(
+            f"Tool '{name}': heartbeat must be positive and at most the timeout, not {heartbeat}."
+        )
     spec = _ToolSpec(
         name=name,
         description=description,
@@ -232,6 +242,7 @@ def tool(
         sensitive=frozenset(sensitive),
         retry=retry,
         open_world=open_world,
+        heartbeat=heartbeat,
     )
 
     def decorate(function: _Callable) -> _Callable:
@@ -378,6 +389,7 @@ def _build_definition(spec: _ToolSpec, function: Callable[..., Any]) -> ToolDefi
         sensitive=spec.sensitive,
         retry=spec.retry,
         open_world=spec.open_world,
+        heartbeat=spec.heartbeat,
         parameters=tuple(parameters),
         context_parameter=context_parameter,
         returns=hints.get("return"),

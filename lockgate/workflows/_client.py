@@ -184,6 +184,15 @@ class GraphClient:
             }
         except WorkflowUpdateFailedError as error:
             return _update_refusal(error, run_id=run_id)
+        except RPCError as error:
+            if error.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
+                # The run ended between looking it up and answering it.
+                return refusal(
+                    ErrorCode.GATE_NOT_PENDING,
+                    f"Run '{run_id}' is not waiting: it has finished ({error.message}).",
+                    run_id=run_id,
+                )
+            raise
         return shown
 
     async def decide(self, run_id: str, choice: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy, SearchAttributeUpdate
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from lockgate.activities import ToolDefinition
 from lockgate.activities._temporal import (
     CALLER_MISTAKES,
     JudgeInput,
@@ -102,6 +103,13 @@ class GateInbox:
     name: str
     value: Any
     decodable: bool = True
+
+
+def heartbeat_timeout(definition: ToolDefinition) -> timedelta | None:
+    """How soon a dead worker running this tool is noticed: declared, or 30 s for long tools."""
+    if definition.heartbeat is not None:
+        return timedelta(seconds=definition.heartbeat)
+    return _HEARTBEAT if definition.timeout > _HEARTBEAT.total_seconds() else None
 
 
 def node_retry_policy(node: CompiledNode) -> RetryPolicy:
@@ -305,7 +313,7 @@ class GraphRun:
                 call,
                 result_type=dict,
                 start_to_close_timeout=timedelta(seconds=timeout),
-                heartbeat_timeout=_HEARTBEAT if timeout > _HEARTBEAT.total_seconds() else None,
+                heartbeat_timeout=heartbeat_timeout(node.definition),
                 retry_policy=node_retry_policy(node),
                 summary=f"{node.tool} as {self._driver.actor}",
             )

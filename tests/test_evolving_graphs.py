@@ -1,0 +1,81 @@
+"""A run follows the graph version it started with, whatever is deployed later."""
+
+from __future__ import annotations
+
+from temporalio.client import Client
+
+from lockgate import GraphClient, LockgatePlugin
+from lockgate.testing import Identities, WorkerFactory
+from tests.reliability_graphs import DocReviewV1, DocReviewV2
+
+PEOPLE = {"ada": {}, "ed": {"roles": ["editor"]}}
+
+
+async def test_a_run_started_on_v1_follows_v1_after_v2_is_deployed(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = Identities(PEOPLE)
+    ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
+    ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
+    async with lockgate_worker(graphs=[DocReviewV1], directory=people.directory):
+        started = await ada.start(DocReviewV1, {"title": "Tides"})
+
+    # The new deployment serves both versions; the v1 run is replayed on it from its history.
+    v2_plugin = LockgatePlugin(graphs=[DocReviewV1, DocReviewV2], directory=people.directory)
+    async with lockgate_worker(plugin=v2_plugin):
+        answered = await ed.decide(started["run_id"], "approve")
+
+    assert started["version"] == 1 and started["status"] == "waiting"
+    assert answered["version"] == 1
+    assert answered["channels"]["outcome"] == "published"
+    assert [row["node"] for row in answered["trail"]][-1] == "publish"
+
+
+async def test_a_run_started_after_v2_is_deployed_follows_v2(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = Identities(PEOPLE)
+    ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
+    ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
+    plugin = LockgatePlugin(graphs=[DocReviewV1, DocReviewV2], directory=people.directory)
+    async with lockgate_worker(plugin=plugin):
+        started = await ada.start("doc:review", {"title": "Tides"})
+        answered = await ed.decide(started["run_id"], "approve")
+
+    assert started["version"] == 2
+    assert answered["channels"]["outcome"] == "archived"
+
+
+async def test_a_run_pinned_to_v2_keeps_v2_when_replayed_by_a_fresh_worker(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = Identities(PEOPLE)
+    ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
+    ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
+    async with lockgate_worker(
+        plugin=LockgatePlugin(graphs=[DocReviewV1, DocReviewV2], directory=people.directory)
+    ):
+        started = await ada.start("doc:review", {"title": "Tides"})
+    async with lockgate_worker(
+        plugin=LockgatePlugin(graphs=[DocReviewV1, DocReviewV2], directory=people.directory)
+    ):
+        answered = await ed.decide(started["run_id"], "approve")
+
+    assert started["version"] == 2
+    assert answered["version"] == 2
+    assert answered["channels"]["outcome"] == "archived"
+
+
+async def test_a_start_can_ask_for_an_older_version_explicitly(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = Identities(PEOPLE)
+    ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
+    ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
+    plugin = LockgatePlugin(graphs=[DocReviewV1, DocReviewV2], directory=people.directory)
+    async with lockgate_worker(plugin=plugin):
+        started = await ada.start("doc:review", {"title": "Tides"}, version=1)
+        answered = await ed.decide(started["run_id"], "approve")
+
+    assert answered["version"] == 1
+    assert answered["channels"]["outcome"] == "published"
