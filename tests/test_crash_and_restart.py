@@ -1,0 +1,176 @@
+"""Workers die and servers restart: every run finishes, every write and trail row exactly once.
+
+A tool's side effect is at least once (a killed worker may have done it before dying), so
+tools get an idempotency key that is the same on every attempt of one step: the run, the node
+and how many times the run reached it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from examples.essay_review import EssayReview
+from lockgate import GraphClient, LockgatePlugin
+from lockgate.devserver import DevServer
+from lockgate.testing import Identities
+from tests.reliability_graphs import SlowJob
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+ALWAYS_FAILS = {"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}
+
+
+async def _eventually(check: Any, timeout: float = 60, every: float = 0.05) -> Any:
+    """Polls ``check`` (async) until it returns something truthy, failing after ``timeout``."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        found = await check()
+        if found:
+            return found
+        assert asyncio.get_running_loop().time() < deadline, "condition never held"
+        await asyncio.sleep(every)
+
+
+def _lines(path: Path) -> list[list[str]]:
+    return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+
+
+async def _worker_process(address: str, task_queue: str) -> asyncio.subprocess.Process:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "lockgate.cli",
+        "worker",
+        "--tools",
+        "tests.reliability_graphs:TOOLS",
+        "--graphs",
+        "tests.reliability_graphs:GRAPHS",
+        "--task-queue",
+        task_queue,
+        cwd=REPOSITORY,
+        env={**os.environ, "TEMPORAL_ADDRESS": address, "PYTHONPATH": str(REPOSITORY)},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert process.stdout is not None
+    ready = await asyncio.wait_for(process.stdout.readline(), 60)
+    assert b"worker ready" in ready, ready
+    return process
+
+
+async def test_runs_finish_on_the_other_worker_when_the_one_running_their_node_is_killed(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    address = temporal_client.service_client.config.target_host
+    workers = [await _worker_process(address, task_queue) for _ in range(2)]
+    client = GraphClient(temporal_client, task_queue)
+    jobs = [f"job{number}" for number in range(4)]
+    try:
+        runs = [
+            await client.start(SlowJob, {"job": job, "release_dir": str(tmp_path)}, wait=False)
+            for job in jobs
+        ]
+
+        async def all_started() -> bool:
+            return {line[0] for line in _lines(tmp_path / "started")} == set(jobs)
+
+        await _eventually(all_started)
+        victim = int(_lines(tmp_path / "started")[0][2])
+        os.kill(victim, signal.SIGKILL)
+        (tmp_path / "release").touch()
+        results = [
+            await asyncio.wait_for(temporal_client.get_workflow_handle(run["run_id"]).result(), 90)
+            for run in runs
+        ]
+    finally:
+        for worker in workers:
+            if worker.returncode is None:
+                worker.send_signal(signal.SIGTERM)
+            await worker.wait()
+
+    effects = Counter(tuple(line) for line in _lines(tmp_path / "effects"))
+    print(
+        json.dumps(
+            {
+                "crash": {
+                    "runs": len(runs),
+                    "finished": sum(r["status"] == "finished" for r in results),
+                }
+            }
+        )
+    )
+    assert any(worker.pid == victim for worker in workers)
+    for job, result in zip(jobs, results, strict=True):
+        assert result["status"] == "finished"
+        assert result["channels"]["result"] == f"{job} done"
+        assert [(row["node"], row["outcome"]) for row in result["trail"]] == [("work", "ran")]
+        keys = {key for (done, key) in effects if done == job}
+        assert keys == {f"{result['run_id']}:work:1"}  # one step, one key, on every attempt
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def test_runs_parked_at_gates_and_mid_node_survive_a_server_restart(
+    tmp_path: Path, task_queue: str
+) -> None:
+    port = _free_port()
+    database = tmp_path / "temporal.db"
+    people = Identities({"ada": {}, "ed": {"roles": ["editor"], "scopes": ["essay:publish"]}})
+    plugin = LockgatePlugin(graphs=[EssayReview, SlowJob], directory=people.directory)
+    server = DevServer(port=port, ui=False, db_file=database)
+    await server.start()
+    client = await Client.connect(server.target)
+    ada = GraphClient(client, task_queue, signer=people.signer("ada"))
+    try:
+        async with Worker(client, task_queue=task_queue, plugins=[plugin]):
+            essays = [await ada.start(EssayReview, ALWAYS_FAILS) for _ in range(3)]
+            jobs = [
+                await ada.start(
+                    SlowJob, {"job": f"job{n}", "release_dir": str(tmp_path)}, wait=False
+                )
+                for n in range(3)
+            ]
+
+            async def all_started() -> bool:
+                return len(_lines(tmp_path / "started")) >= 3
+
+            await _eventually(all_started)
+            await server.stop()
+            server = DevServer(port=port, ui=False, db_file=database)
+            await server.start()
+            (tmp_path / "release").touch()
+            ed = GraphClient(client, task_queue, signer=people.signer("ed"))
+            answers = [await ed.decide(run["run_id"], "publish_as_is") for run in essays]
+            results = [
+                await asyncio.wait_for(client.get_workflow_handle(run["run_id"]).result(), 90)
+                for run in [*essays, *jobs]
+            ]
+    finally:
+        await server.stop()
+
+    finished = sum(result["status"] == "finished" for result in results)
+    print(json.dumps({"restart": {"runs": len(results), "finished": finished}}))
+    assert all(answer.get("ok") is not False for answer in answers), answers
+    assert finished == len(results) == 6
+    for result in results[:3]:
+        rows = [(row["node"], row["outcome"]) for row in result["trail"]]
+        assert rows[-2:] == [("editor_call", "answered"), ("publish", "ran")]
+        assert rows.count(("publish", "ran")) == 1
+        assert result["channels"]["url"] == "https://essays.example/tides"
+    for result in results[3:]:
+        assert [(row["node"], row["outcome"]) for row in result["trail"]] == [("work", "ran")]
