@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 
 .PHONY: dev test soak bench lint typecheck clean
 
@@ -11,6 +12,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
 
 dev: $(STAMP)
 	$(BIN)/lockgate dev
@@ -21,8 +26,8 @@ test: $(STAMP)
 soak: $(STAMP)
 	$(BIN)/python -m pytest -q -m soak -p no:cacheprovider
 
-bench: $(STAMP)
-	@for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
+bench: $(BENCH_STAMP)
+	@for script in bench/[!_]*.py; do $(BIN)/python $$script || exit 1; done
 
 lint: $(STAMP)
 	$(BIN)/ruff check lockgate tests bench examples
