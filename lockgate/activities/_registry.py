@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from lockgate.activities._budget import BudgetReport, tools_within_budget
+from lockgate.activities._schema_tool import schema_definition
 from lockgate.activities._tool import (
     ArgumentsInvalid,
     ToolDeclarationError,
@@ -257,8 +258,6 @@ class ToolRegistry:
 
         ``handler(arguments, ctx)`` receives the validated arguments as one dict.
         """
-        from lockgate.activities._schema_tool import schema_definition
-
         definition = schema_definition(
             name,
             description,
