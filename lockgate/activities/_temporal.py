@@ -126,6 +126,33 @@ def tool_proof_binding(tool: str, arguments: Mapping[str, Any]) -> dict[str, Any
     return {"kind": "tool", "tool": tool, "arguments": digest(dict(arguments))}
 
 
+_LONG_TOOL_HEARTBEAT_SECONDS = 30.0
+
+_NOT_JSON = (
+    "{what} are not JSON data a proof can name (NaN, infinity or an unpaired surrogate); send "
+    "plain JSON."
+)
+
+
+def _binding_or_refusal(tool: str, arguments: object) -> dict[str, Any] | ToolResult:
+    """What a proof for this call must authorize, or a VALIDATION_ERROR if no proof can.
+
+    Computing the binding raises on arguments canonical JSON refuses; uncaught, that would be a
+    retryable activity failure (retried forever for a local activity) caused by the caller.
+    """
+    if not isinstance(arguments, Mapping):
+        return ToolResult.error(
+            ErrorCode.VALIDATION_ERROR,
+            f"Arguments for '{tool}' must be a JSON object of named arguments.",
+        )
+    try:
+        return tool_proof_binding(tool, arguments)
+    except (TypeError, ValueError):
+        return ToolResult.error(
+            ErrorCode.VALIDATION_ERROR, _NOT_JSON.format(what=f"The arguments of '{tool}'")
+        )
+
+
 def _refusal(code: str, message: str, **details: Any) -> ApplicationError:
     return ApplicationError(
         message, {"code": code, "message": message, **details}, type=code, non_retryable=True
@@ -194,7 +221,10 @@ class ToolActivities:
     async def run_tool(self, name: str, call: ToolActivityInput) -> dict[str, Any]:
         """Runs ``name`` through the pipeline as the caller described in ``call``."""
         info = activity.info()
-        actor = self._caller(name, call, holder=f"{info.workflow_id}/{info.activity_id}")
+        # The run id is part of the use: a new run of the same workflow id (allowed once the first
+        # closed) must not pass for a retry of the first run's activity.
+        holder = f"{info.workflow_id}/{info.workflow_run_id}/{info.activity_id}"
+        actor = self._caller(name, call, holder=holder)
         ctx = self.authority.context_for(
             actor,
             request_id=call.request_id or f"{info.workflow_id}/{info.activity_id}",
@@ -226,10 +256,12 @@ class ToolActivities:
             except IdentityError as error:
                 raise _refusal(ErrorCode.UNAUTHORIZED.value, str(error)) from None
         if call.proof is not None:
+            binding = _binding_or_refusal(name, call.arguments)
+            if isinstance(binding, ToolResult):
+                assert binding.error is not None
+                raise _refusal(binding.error.code, binding.error.message)
             try:
-                return self.authority.verifier.verify(
-                    call.proof, tool_proof_binding(name, call.arguments), holder=holder
-                )
+                return self.authority.verifier.verify(call.proof, binding, holder=holder)
             except ProofRefused as refused:
                 self.authority.audit.event(
                     "tool.proof",
@@ -260,9 +292,20 @@ class ToolActivities:
     async def verify_start(self, start: VerifyStartInput) -> dict[str, Any]:
         """Verifies a start proof once; the history keeps the verdict for every replay."""
         binding = {"kind": "start", "graph": start.graph, "run": start.run}
-        binding["inputs"] = digest(start.inputs)
         try:
-            actor = self.authority.verifier.verify(start.proof, binding, holder=start.run)
+            binding["inputs"] = digest(start.inputs)
+        except (TypeError, ValueError):
+            # NaN, infinity or a lone surrogate: no proof can name them, and raising would retry
+            # this local activity forever.
+            return {
+                "actor": None,
+                "code": ErrorCode.VALIDATION_ERROR.value,
+                "reason": _NOT_JSON.format(what=f"The inputs of '{start.graph}'"),
+            }
+        # Spent per run: a new run under the same id is not a retry of this one.
+        holder = f"{start.run}/{activity.info().workflow_run_id}"
+        try:
+            actor = self.authority.verifier.verify(start.proof, binding, holder=holder)
         except ProofRefused as refused:
             self.authority.audit.event(
                 "run.start",
@@ -332,11 +375,16 @@ class ToolActivities:
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         actor: Actor
         if call.proof is not None:
-            binding = tool_proof_binding(definition.name, arguments)
+            binding = _binding_or_refusal(definition.name, arguments)
+            if isinstance(binding, ToolResult):
+                return {"ok": False, "result": binding.to_dict()}
             binding["request"] = call.request_id
+            # Spent per run, not per request id: a start under another workflow id, or a new run
+            # of this one, carries the same request id and must not pass for a retry.
+            info = activity.info()
             try:
                 actor = self.authority.verifier.verify(
-                    call.proof, binding, holder=f"call:{call.request_id}"
+                    call.proof, binding, holder=f"call:{info.workflow_id}/{info.workflow_run_id}"
                 )
             except ProofRefused as refused:
                 error = ToolResult.error(refused.code, refused.sentence)
@@ -354,6 +402,7 @@ class ToolActivities:
             "needs_confirmation": bool(planned["requires_confirmation"]),
             "summary": f"{definition.name} as {actor.actor}",
             "timeout_seconds": definition.timeout,
+            "heartbeat_seconds": _heartbeat_seconds(definition),
             "confirmation_ttl_seconds": self.registry.confirmations.ttl_seconds,
             "retry": None
             if definition.retry is None
@@ -370,6 +419,19 @@ class ToolActivities:
         """The worker's tools (MCP / LLM wire shape) and graphs."""
         graphs = self._catalogue() if self._catalogue is not None else []
         return {"tools": self.registry.definitions(), "graphs": graphs}
+
+
+def _heartbeat_seconds(definition: ToolDefinition) -> float | None:
+    """As for a graph's nodes: declared, or 30 s for a tool allowed more than 30 s.
+
+    A tool that heartbeats is noticed when its worker dies, and a cancelled call reaches it:
+    cancellation arrives with a heartbeat's reply.
+    """
+    if definition.heartbeat is not None:
+        return definition.heartbeat
+    if definition.timeout > _LONG_TOOL_HEARTBEAT_SECONDS:
+        return _LONG_TOOL_HEARTBEAT_SECONDS
+    return None
 
 
 def start_to_close(definition: ToolDefinition) -> timedelta:

@@ -947,7 +947,12 @@ def graph_workflow(name: str, versions: dict[int, CompiledGraph]) -> type[GraphR
         "__init__": workflow.init(__init__),
         "run": workflow.run(run),
     }
-    defined = workflow.defn(name=name)(type(class_name, (GraphRun,), namespace))
+    # A start payload that cannot even be decoded raises RuntimeError before any lockgate code
+    # runs; failing that run beats a workflow task retried forever. lockgate's own code raises
+    # no RuntimeError, so nothing else is turned into a failed run by this.
+    defined = workflow.defn(name=name, failure_exception_types=[RuntimeError])(
+        type(class_name, (GraphRun,), namespace)
+    )
     setattr(_generated, class_name, defined)
     _made[key] = defined
     return defined

@@ -64,7 +64,10 @@ class WaitCallInput:
     accept_confirmation_request: bool = True
 
 
-@workflow.defn(name="lockgate.tool_call")
+# A start payload the worker cannot decode (an unknown encoding, broken JSON) raises the SDK's
+# RuntimeError("Failed decoding arguments") before any of this code runs. As a task failure it
+# would be retried forever; as a workflow failure the caller learns the call was refused.
+@workflow.defn(name="lockgate.tool_call", failure_exception_types=[RuntimeError])
 class ToolCallWorkflow:
     """Runs one tool call, once, confirmed when the tool or channel asks for it."""
 
@@ -125,6 +128,7 @@ class ToolCallWorkflow:
                 return self._done(expired)
         self._status = "running"
         retry = prepared.get("retry") or {}
+        heartbeat = prepared.get("heartbeat_seconds")
         try:
             result = await workflow.execute_activity(
                 call.tool,
@@ -137,6 +141,7 @@ class ToolCallWorkflow:
                 ),
                 result_type=dict,
                 start_to_close_timeout=timedelta(seconds=prepared["timeout_seconds"]),
+                heartbeat_timeout=timedelta(seconds=heartbeat) if heartbeat else None,
                 retry_policy=RetryPolicy(
                     initial_interval=timedelta(seconds=retry.get("initial_interval_seconds", 1)),
                     backoff_coefficient=retry.get("backoff", 2.0),
@@ -195,9 +200,16 @@ class ToolCallWorkflow:
         self._result = result.to_dict()
         return self._result
 
+    # The update handlers take their input untyped and read it themselves: with a dataclass
+    # annotation the SDK would reject a malformed payload as "Failed decoding arguments"
+    # (RuntimeError), a null confirmation would crash the validator, and neither says what to send.
     @workflow.update(name="outcome", description="Wait for a confirmation request or the result.")
-    async def outcome(self, wait: WaitCallInput) -> dict[str, Any]:
-        """The result, or, while the call waits for its confirmation, the request for it."""
+    async def outcome(self, wait: Any = None) -> dict[str, Any]:
+        """The result, or, while the call waits for its confirmation, the request for it.
+
+        ``wait`` is a :class:`WaitCallInput` (or nothing, for the defaults).
+        """
+        wait = _wait_of(wait)
         await workflow.wait_condition(
             lambda: (
                 self._result is not None
@@ -212,17 +224,26 @@ class ToolCallWorkflow:
             self._request,
         ).to_dict()
 
+    @outcome.validator
+    def validate_outcome(self, wait: Any = None) -> None:
+        """Refuses a payload that is not a :class:`WaitCallInput`."""
+        _wait_of(wait)
+
     @workflow.update(name="confirm", description="Confirm the pending call with its token.")
-    async def confirm(self, confirmation: ConfirmCallInput) -> dict[str, Any]:
-        """Lets the call run, then returns its result."""
+    async def confirm(self, confirmation: Any) -> dict[str, Any]:
+        """Lets the call run, then returns its result.
+
+        ``confirmation`` is a :class:`ConfirmCallInput`: ``{token, proof?}``.
+        """
         self._confirmed = True
         await workflow.wait_condition(lambda: self._result is not None)
         assert self._result is not None
         return self._result
 
     @confirm.validator
-    def validate_confirm(self, confirmation: ConfirmCallInput) -> None:
+    def validate_confirm(self, confirmation: Any) -> None:
         """Refuses a wrong, late or spent token, and a signed call confirmed by someone else."""
+        confirmation = _confirmation_of(confirmation)
         call = self._call
         if self._status != "awaiting_confirmation" or self._token is None or call is None:
             raise ApplicationError(
@@ -268,6 +289,42 @@ class ToolCallWorkflow:
             "expires_at": self._request["expires_at"] if self._request else None,
             "result": self._result,
         }
+
+
+def _wait_of(value: object) -> WaitCallInput:
+    """The :class:`WaitCallInput` in an ``outcome`` payload, or a VALIDATION_ERROR saying why."""
+    if value is None:
+        return WaitCallInput()
+    if isinstance(value, WaitCallInput):
+        return value
+    if (
+        isinstance(value, dict)
+        and set(value) <= {"accept_confirmation_request"}
+        and isinstance(value.get("accept_confirmation_request", True), bool)
+    ):
+        return WaitCallInput(**value)
+    raise ApplicationError(
+        "`outcome` takes one object {accept_confirmation_request?: true|false}, or nothing.",
+        type=ErrorCode.VALIDATION_ERROR.value,
+    )
+
+
+def _confirmation_of(value: object) -> ConfirmCallInput:
+    """The :class:`ConfirmCallInput` in a ``confirm`` payload, or a VALIDATION_ERROR saying why."""
+    if isinstance(value, ConfirmCallInput):
+        return value
+    if (
+        isinstance(value, dict)
+        and set(value) <= {"token", "proof"}
+        and isinstance(value.get("token"), str)
+        and isinstance(value.get("proof"), (dict, type(None)))
+    ):
+        return ConfirmCallInput(value["token"], value.get("proof"))
+    raise ApplicationError(
+        "`confirm` takes one object {token, proof?}: the confirm_token the call handed out, and "
+        "for a signed call its signer's proof of that token.",
+        type=ErrorCode.VALIDATION_ERROR.value,
+    )
 
 
 @workflow.defn(name="lockgate.describe")

@@ -1,0 +1,99 @@
+"""LockgatePlugin inside a worker the user already runs, and its check of the namespace."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from temporalio import activity, workflow
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from examples.essay_review import EssayReview
+from lockgate import LockgatePlugin, ToolClient, tool
+from lockgate.devserver import temporal_binary
+from lockgate.testing import Identities
+from lockgate.worker import SearchAttributesMissingError
+from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@tool("demo:add", "Add two numbers.", scopes=["math"])
+def add(a: int, b: int) -> dict[str, Any]:
+    return {"sum": a + b}
+
+
+@activity.defn
+async def shout(text: str) -> str:
+    return text.upper()
+
+
+@workflow.defn(name="test.greet")
+class Greet:
+    """A plain user workflow calling a plain user activity: no lockgate in sight."""
+
+    @workflow.run
+    async def run(self, name: str) -> str:
+        shouted = await workflow.execute_activity(
+            shout, f"hello, {name}", start_to_close_timeout=timedelta(seconds=10)
+        )
+        return f"{shouted}!"
+
+
+async def test_the_plugin_serves_lockgate_calls_beside_a_plain_user_workflow_and_activity(
+    lockgate_worker, temporal_client, task_queue
+):
+    people = Identities({"ed": {"scopes": ["math"]}})
+    async with lockgate_worker(
+        tools=[add], directory=people.directory, workflows=[Greet], activities=[shout]
+    ):
+        greeting = await temporal_client.execute_workflow(
+            Greet.run, "ada", id=f"greet-{uuid4().hex}", task_queue=task_queue
+        )
+        signed = ToolClient(temporal_client, task_queue, signer=people.signer("ed"))
+        result = await signed.call("demo:add", {"a": 1, "b": 2})
+
+    assert greeting == "HELLO, ADA!"
+    assert result["success"] is True, result
+    assert result["data"] == {"sum": 3}
+
+
+async def test_the_workers_catalogue_lists_the_plugins_tools_and_graphs(
+    lockgate_worker, temporal_client, task_queue
+):
+    async with lockgate_worker(tools=[add], graphs=[EssayReview], workflows=[Greet]):
+        tools = await ToolClient(temporal_client, task_queue).list()
+
+    names = {entry["name"] for entry in tools}
+    assert {"demo:add", "essay:write", "essay:grade", "essay:publish"} <= names
+
+
+async def test_a_worker_refuses_to_start_on_a_namespace_without_lockgates_search_attributes(
+    task_queue,
+):
+    bare = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(temporal_binary()), ui=False
+    )
+    try:
+        worker = Worker(
+            bare.client,
+            task_queue=task_queue,
+            workflows=[Greet],
+            activities=[shout],
+            plugins=[LockgatePlugin(graphs=[EssayReview])],
+        )
+        with pytest.raises(SearchAttributesMissingError) as refused:
+            await worker.run()
+    finally:
+        await bare.shutdown()
+
+    message = str(refused.value)
+    for key in LOCKGATE_SEARCH_ATTRIBUTES:
+        assert key.name in message
+        assert (
+            f"temporal operator search-attribute create --namespace default --name {key.name} "
+            "--type Keyword"
+        ) in message
