@@ -9,6 +9,7 @@ from lockgate.activities._registry import (
     ToolFailure,
     ToolRegistry,
 )
+from lockgate.activities._temporal import CALLER_MISTAKES, ToolActivities, ToolActivityInput
 from lockgate.activities._tool import (
     ArgumentsInvalid,
     Param,
@@ -28,6 +29,7 @@ from lockgate.activities._verification import (
 )
 
 __all__ = [
+    "CALLER_MISTAKES",
     "PIPELINE_STAGES",
     "ArgumentsInvalid",
     "BudgetReport",
@@ -37,6 +39,8 @@ __all__ = [
     "HumanVerifier",
     "Param",
     "Retry",
+    "ToolActivities",
+    "ToolActivityInput",
     "ToolDeclarationError",
     "ToolDefinition",
     "ToolFailure",

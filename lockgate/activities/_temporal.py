@@ -74,6 +74,7 @@ class ToolActivityInput:
         idempotency_key: Stable across retries of one step (run, node, visit): a tool with side
             effects can use it to make them happen once. Handed to the tool in ``ctx.extra``.
         confirmed: The workflow received the confirmation this call needed.
+        node: The graph node this call runs, for the audit record of a refusal.
     """
 
     arguments: dict[str, Any] = field(default_factory=dict)
@@ -83,6 +84,7 @@ class ToolActivityInput:
     request_id: str | None = None
     idempotency_key: str | None = None
     confirmed: bool = False
+    node: str | None = None
 
 
 @dataclass
@@ -246,6 +248,18 @@ class ToolActivities:
             # The tool's own failure: the activity's retry policy decides what happens next.
             raise failure.cause from None
         if not result.success and result.code in CALLER_MISTAKES:
+            if call.node is not None:
+                # The tool call's own record has the arguments; this one says which run parks.
+                self.authority.audit.event(
+                    "node.run",
+                    accepted=False,
+                    actor=actor.to_dict(),
+                    reason=result.error.message if result.error else None,
+                    code=result.code,
+                    run=info.workflow_id,
+                    node=call.node,
+                    tool=name,
+                )
             raise self._mistake(name, actor, result)
         return result.to_dict()
 

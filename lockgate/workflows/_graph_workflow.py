@@ -305,6 +305,7 @@ class GraphRun:
             request_id=f"{self._run_id}:{state}:{visit}",
             idempotency_key=f"{self._run_id}:{state}:{visit}",
             confirmed=True,
+            node=state,
         )
         timeout = node.definition.timeout
         try:
