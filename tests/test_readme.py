@@ -89,3 +89,15 @@ def test_every_lockgate_command_in_the_readme_parses(command: str) -> None:
     arguments = _parser().parse_args(words)
 
     assert arguments.command == words[0]
+
+
+async def test_the_testing_example_runs_with_the_fixtures_it_names(
+    lockgate_worker: Any, temporal_client: Client, task_queue: str
+) -> None:
+    from examples.essay_review import publish
+
+    example = _block_containing("python", "async def test_publishing_needs_the_scope")
+    namespace: dict[str, Any] = {"__name__": "readme_testing", "publish": publish}
+    exec(compile(example, "README.md", "exec"), namespace)
+
+    await namespace["test_publishing_needs_the_scope"](lockgate_worker, temporal_client, task_queue)
