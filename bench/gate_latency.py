@@ -1,0 +1,200 @@
+"""Latency of a gate answer that runs one node and parks at the next gate, against a bare update.
+
+lockgate's side is ``GraphClient.decide`` signed by a verified editor (from ``Identities``), on
+the ``bench:gate-loop`` graph: answering ``one_more`` runs one node and comes back to the same
+gate, so every answer advances one node and returns once the run waits again. The hand-written
+side is a workflow with a bare update handler (and validator) that runs one bare activity (the
+same function) and returns when it is waiting again. Both run on one worker against one dev
+server, answers interleaved; the figure is the median of pairwise ratios.
+
+A third side splits ``decide`` in two: the signed ``execute_update("decide", ...)`` alone, without
+the ``describe`` call ``decide`` makes first to read the open gate from the memo.
+
+    python bench/gate_latency.py [--answers 60]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import argparse
+import asyncio
+import statistics
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.worker import Worker
+
+from bench._workloads import (
+    GATE_LOOP,
+    HANDWRITTEN_ACTIVITIES,
+    HANDWRITTEN_WORKFLOWS,
+    DecideInput,
+    GateLoop,
+    HandGateLoop,
+    LoopCall,
+    bench_runner,
+    dev_server,
+    emit,
+    median_ratio,
+    timed,
+)
+from lockgate import GraphClient, LockgatePlugin, Signer
+from lockgate.testing import Identities
+
+BENCH = "gate_latency"
+TARGET_RATIO = 1.5
+ONE_MORE = LoopCall.ONE_MORE.value
+
+
+class LockgateLoop:
+    """A gate-loop run answered through ``GraphClient.decide``."""
+
+    def __init__(self, editor: GraphClient, run_id: str) -> None:
+        self.editor = editor
+        self.run_id = run_id
+        self.counter = 1
+
+    async def answer(self) -> None:
+        shown = await self.editor.decide(self.run_id, ONE_MORE)
+        self.counter += 1
+        assert shown.get("status") == "waiting", shown
+        assert shown["channels"]["counter"] == self.counter, shown
+
+
+class LockgateUpdateOnly:
+    """A gate-loop run answered with the signed update alone (what ``decide`` sends)."""
+
+    def __init__(self, client: Client, signer: Signer, run: dict[str, Any]) -> None:
+        self.handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(run["run_id"])
+        self.signer = signer
+        self.run_id = run["run_id"]
+        self.gate = run["awaiting"]["gate"]
+        self.counter = 1
+
+    async def answer(self) -> None:
+        proof = self.signer.sign(
+            {
+                "kind": "decide",
+                "graph": GATE_LOOP,
+                "run": self.run_id,
+                "gate": self.gate,
+                "choice": ONE_MORE,
+            }
+        )
+        shown = await self.handle.execute_update("decide", proof, result_type=dict)
+        self.counter += 1
+        assert shown.get("status") == "waiting", shown
+        assert shown["channels"]["counter"] == self.counter, shown
+        self.gate = shown["awaiting"]["gate"]
+
+
+class HandwrittenLoop:
+    """The hand-written gate loop answered with its bare update."""
+
+    def __init__(self, handle: WorkflowHandle[Any, Any]) -> None:
+        self.handle = handle
+        self.counter = 1
+
+    async def wait_until_waiting(self) -> None:
+        # The first tick runs before the first gate; until it is done the validator refuses.
+        while True:
+            try:
+                await self.answer()
+                return
+            except WorkflowUpdateFailedError:
+                await asyncio.sleep(0.05)
+
+    async def answer(self) -> None:
+        shown = await self.handle.execute_update(HandGateLoop.decide, DecideInput(ONE_MORE))
+        self.counter += 1
+        assert shown == {"counter": self.counter, "waiting": True}, shown
+
+
+async def main(answers: int, warmup: int) -> None:
+    people = Identities({"ed": {"roles": ["editor"]}})
+    async with dev_server() as environment:
+        client = environment.client
+        task_queue = f"bench-gate-{uuid.uuid4().hex[:8]}"
+        plugin = LockgatePlugin(graphs=[GateLoop], directory=people.directory)
+        starter = GraphClient(client, task_queue)
+        editor = GraphClient(client, task_queue, signer=people.signer("ed"))
+        async with Worker(
+            client,
+            task_queue=task_queue,
+            workflows=HANDWRITTEN_WORKFLOWS,
+            activities=HANDWRITTEN_ACTIVITIES,
+            workflow_runner=bench_runner(),
+            plugins=[plugin],
+        ):
+            first = await starter.start(GateLoop, {})
+            second = await starter.start(GateLoop, {})
+            assert first["status"] == second["status"] == "waiting", (first, second)
+            hand = HandwrittenLoop(
+                await client.start_workflow(
+                    HandGateLoop.run,
+                    id=f"hand-gate-{uuid.uuid4().hex[:12]}",
+                    task_queue=task_queue,
+                )
+            )
+            await hand.wait_until_waiting()
+            sides: dict[str, Callable[[], Awaitable[None]]] = {
+                "lockgate_decide": LockgateLoop(editor, first["run_id"]).answer,
+                "lockgate_update_only": LockgateUpdateOnly(
+                    client, people.signer("ed"), second
+                ).answer,
+                "handwritten": hand.answer,
+            }
+            for _ in range(warmup):
+                for answer in sides.values():
+                    await answer()
+            seconds: dict[str, list[float]] = {name: [] for name in sides}
+            cpu: dict[str, list[float]] = {name: [] for name in sides}
+            server_cpu: dict[str, list[float]] = {name: [] for name in sides}
+            order = list(sides)
+            for _ in range(answers):
+                for name in order:
+                    wall, used, served = await timed(sides[name])
+                    seconds[name].append(wall)
+                    cpu[name].append(used)
+                    server_cpu[name].append(served)
+                order.reverse()
+
+    emit(BENCH, "answers", answers, "answers per side")
+    for name in sides:
+        emit(BENCH, f"{name}_seconds", statistics.median(seconds[name]), "s")
+    emit(
+        BENCH,
+        "lockgate_decide_over_handwritten",
+        median_ratio(seconds["lockgate_decide"], seconds["handwritten"]),
+        "ratio",
+        TARGET_RATIO,
+    )
+    emit(
+        BENCH,
+        "lockgate_update_only_over_handwritten",
+        median_ratio(seconds["lockgate_update_only"], seconds["handwritten"]),
+        "ratio",
+    )
+    # CPU per answer, summed over all answers (one answer is too short for /proc's 10 ms ticks).
+    for name in sides:
+        emit(BENCH, f"{name}_cpu_ms_per_answer", 1000 * sum(cpu[name]) / answers, "ms")
+        emit(
+            BENCH,
+            f"{name}_server_cpu_ms_per_answer",
+            1000 * sum(server_cpu[name]) / answers,
+            "ms",
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--answers", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=2)
+    options = parser.parse_args()
+    asyncio.run(main(options.answers, options.warmup))

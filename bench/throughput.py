@@ -1,0 +1,541 @@
+"""Essay runs per second on one worker against LangGraph with its SQLite checkpointer.
+
+lockgate's side: 200 runs of ``examples/essay_review.py``'s graph, started signed (the writer
+holds ``essay:publish``) with ``GraphClient.start(..., wait=False)`` and all at once, driven to
+completion by ONE worker in this process (a fresh one per phase, the only worker polling then).
+Half the essays pass on the first draft (write, grade, publish: 3 node steps), half on the
+second (write, grade, write, grade, publish: 5), so no run needs a human.
+
+LangGraph's side: a ``StateGraph`` of the same shape (write -> grade -> publish, or back to write
+at most three times, then an editor interrupt) calling the SAME ``@tool`` functions directly,
+compiled with ``AsyncSqliteSaver`` on a temp file; 200 threads run concurrently with
+``asyncio.gather``, each with its own ``thread_id``.
+
+A third side runs the same shape as a hand-written Temporal workflow calling the same functions
+as bare activities, to tell what Temporal itself costs from what lockgate adds. The sides
+alternate for a few rounds; figures are medians. CPU seconds of this process and of the dev
+server are read around each phase (``/proc``), since on a 2-core machine they share the cores.
+
+Then one more lockgate phase (100 runs by default) runs under pyinstrument, on a worker in
+``debug_mode`` (its workflow activations run on the event-loop thread instead of a thread pool,
+so one main-thread profile sees all of the worker's Python), and its samples are grouped into
+named costs; the top three are printed (``BENCH_ALL_COSTS=1`` prints them all to stderr).
+
+    python bench/throughput.py [--runs 200] [--rounds 2] [--what-if-unsandboxed]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import argparse
+import asyncio
+import operator
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, TypedDict
+
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+from pyinstrument import Profiler
+from temporalio.client import Client
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from bench._workloads import (
+    HANDWRITTEN_ACTIVITIES,
+    HANDWRITTEN_WORKFLOWS,
+    CpuMeter,
+    EssayInput,
+    HandEssay,
+    bench_runner,
+    dev_server,
+    emit,
+)
+from examples import essay_review as essay
+from lockgate import GraphClient, LockgatePlugin
+from lockgate.testing import Identities
+
+BENCH = "throughput"
+PASSES_FIRST_TIME = {"title": "Tides and the moon", "rubric": "tides, moon"}  # 3 node steps
+PASSES_SECOND_TIME = {"title": "Tides", "rubric": "tides, gravity"}  # 5 node steps
+FAILURE_BUDGET = 3
+CORES = os.cpu_count() or 1
+SIDES: dict[str, dict[str, str]] = {
+    "lockgate": {"worker": "LockgatePlugin, default sandbox"},
+    "langgraph": {"checkpointer": "AsyncSqliteSaver on a temp file"},
+    "temporal_handwritten": {
+        "worker": "a hand-written workflow, the same functions as bare activities",
+        "why": "what Temporal itself costs, without lockgate",
+    },
+    "lockgate_unsandboxed": {
+        "worker": "LockgatePlugin, UnsandboxedWorkflowRunner",
+        "why": "what-if: graph workflows outside the sandbox (a proposed change)",
+    },
+}
+
+
+@dataclass
+class Phase:
+    """One timed phase: wall seconds, node steps run, and the CPU seconds spent meanwhile."""
+
+    seconds: float
+    steps: int
+    process_cpu: float
+    server_cpu: float = 0.0
+
+
+def essay_inputs(runs: int) -> list[dict[str, str]]:
+    return [PASSES_FIRST_TIME if index % 2 == 0 else PASSES_SECOND_TIME for index in range(runs)]
+
+
+# lockgate -----------------------------------------------------------------------------------------
+
+
+async def lockgate_phase(client: Client, writer: GraphClient, runs: int) -> Phase:
+    """Starts ``runs`` essays at once (signed) and waits until every one has finished."""
+    with CpuMeter() as cpu:
+        began = time.perf_counter()
+        started = await asyncio.gather(
+            *(writer.start(essay.EssayReview, inputs, wait=False) for inputs in essay_inputs(runs))
+        )
+        results = await asyncio.gather(
+            *(
+                client.get_workflow_handle(run["run_id"], result_type=dict).result()
+                for run in started
+            )
+        )
+        seconds = time.perf_counter() - began
+    steps = 0
+    for result in results:
+        assert result["status"] == "finished" and result["channels"]["url"], result
+        steps += sum(1 for row in result["trail"] if row["outcome"] == "ran")
+    return Phase(seconds, steps, cpu.process, cpu.server)
+
+
+def lockgate_worker(client: Client, task_queue: str, people: Identities, **options: Any) -> Worker:
+    plugin = LockgatePlugin(graphs=[essay.EssayReview], directory=people.directory)
+    options.setdefault("workflow_runner", bench_runner())
+    return Worker(client, task_queue=task_queue, plugins=[plugin], **options)
+
+
+# LangGraph ----------------------------------------------------------------------------------------
+
+
+class EssayState(TypedDict, total=False):
+    title: str
+    rubric: str
+    draft: str
+    feedback: str
+    drafts: Annotated[list[str], operator.add]
+    verdict: str | None
+    url: str | None
+    failures: int
+    choice: str | None
+
+
+async def write_node(state: EssayState) -> dict[str, Any]:
+    written = await essay.write(
+        state["title"], state["rubric"], state.get("draft", ""), state.get("feedback", "")
+    )
+    return {"draft": written.draft, "drafts": [written.draft]}
+
+
+async def grade_node(state: EssayState) -> dict[str, Any]:
+    graded = await essay.grade(state["rubric"], state["draft"])
+    update: dict[str, Any] = {"feedback": graded.feedback, "verdict": graded.verdict.value}
+    if graded.verdict is essay.Verdict.FAILED:
+        update["failures"] = state.get("failures", 0) + 1
+    return update
+
+
+async def publish_node(state: EssayState) -> dict[str, Any]:
+    published = await essay.publish(state["title"], state["draft"])
+    return {"url": published.url}
+
+
+async def abandon_node(state: EssayState) -> dict[str, Any]:
+    await essay.abandon(state["title"])
+    return {}
+
+
+def editor_node(state: EssayState) -> dict[str, Any]:
+    return {"choice": interrupt({"ask": "editor", "options": [c.value for c in essay.EditorCall]})}
+
+
+def after_grade(state: EssayState) -> str:
+    if state["verdict"] == essay.Verdict.PASSED.value:
+        return "publish"
+    return "write" if state.get("failures", 0) <= FAILURE_BUDGET else "editor_call"
+
+
+def after_editor(state: EssayState) -> str:
+    return {
+        essay.EditorCall.PUBLISH_AS_IS.value: "publish",
+        essay.EditorCall.ONE_MORE_ROUND.value: "write",
+    }.get(state.get("choice") or "", "abandon")
+
+
+def essay_state_graph() -> StateGraph:
+    builder = StateGraph(EssayState)
+    builder.add_node("write", write_node)
+    builder.add_node("grade", grade_node)
+    builder.add_node("publish", publish_node)
+    builder.add_node("abandon", abandon_node)
+    builder.add_node("editor_call", editor_node)
+    builder.add_edge(START, "write")
+    builder.add_edge("write", "grade")
+    builder.add_conditional_edges("grade", after_grade, ["publish", "write", "editor_call"])
+    builder.add_conditional_edges("editor_call", after_editor, ["publish", "write", "abandon"])
+    builder.add_edge("publish", END)
+    builder.add_edge("abandon", END)
+    return builder
+
+
+async def langgraph_phase(runs: int, directory: Path) -> Phase:
+    """Runs ``runs`` threads at once on a fresh SQLite checkpoint file, to the end."""
+    path = directory / f"checkpoints-{uuid.uuid4().hex[:8]}.sqlite"
+    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+        app = essay_state_graph().compile(checkpointer=saver)
+        with CpuMeter() as cpu:
+            began = time.perf_counter()
+            results = await asyncio.gather(
+                *(
+                    app.ainvoke(
+                        {**inputs, "drafts": [], "failures": 0},
+                        {"configurable": {"thread_id": f"essay-{index}"}},
+                    )
+                    for index, inputs in enumerate(essay_inputs(runs))
+                )
+            )
+            seconds = time.perf_counter() - began
+    steps = 0
+    for result in results:
+        assert result["url"], result
+        steps += 2 * len(result["drafts"]) + 1  # write and grade per draft, then publish
+    return Phase(seconds, steps, cpu.process, cpu.server)
+
+
+# Where lockgate's time goes -----------------------------------------------------------------------
+
+# Where a sample's time is charged: to the innermost frame on its stack that one of these rules
+# recognises (path fragment, function names or None for any). A rule marked "whole" takes its
+# whole subtree, whatever runs below it: that work exists only because of the frame it enters.
+_IDLE = "waiting on the server: event loop idle in epoll (task polls, RPC round trips)"
+_SERIALIZATION_CONTEXT = (
+    "workflow sandbox: serialization-context lookups, one exec() of source code inside the "
+    "sandbox per payload and phase (temporalio _CommandAwareDataConverter._get_current_dc -> "
+    "sandbox get_serialization_context / get_external_store_context)"
+)
+_COSTS: Sequence[tuple[str, str, frozenset[str] | None, bool]] = (
+    (_IDLE, "selectors.py", frozenset({"select"}), True),
+    (
+        _SERIALIZATION_CONTEXT,
+        "workflow_sandbox/_runner.py",
+        frozenset({"get_serialization_context", "get_external_store_context"}),
+        True,
+    ),
+    (
+        "workflow sandbox: creating a sandboxed instance per run (sandbox create_instance)",
+        "workflow_sandbox/_runner.py",
+        frozenset({"create_instance"}),
+        True,
+    ),
+    (
+        "workflow sandbox: entering it per activation (exec of the activation code, import hooks, "
+        "patched builtins, restriction proxies)",
+        "temporalio/worker/workflow_sandbox/",
+        None,
+        False,
+    ),
+    (
+        "payload conversion (temporalio.converter: JSON encode/decode)",
+        "temporalio/converter",
+        None,
+        False,
+    ),
+    ("pydantic validation and serialisation", "/pydantic", None, False),
+    ("Ed25519 proof signing and verification (cryptography)", "/cryptography/", None, False),
+    ("lockgate tool pipeline (activities._registry)", "lockgate/activities/_registry", None, False),
+    (
+        "lockgate tool activity wrapper (activities._temporal)",
+        "lockgate/activities/_temporal",
+        None,
+        False,
+    ),
+    ("lockgate gating rules (lockgate.gating)", "lockgate/gating/", None, False),
+    (
+        "lockgate graph interpreter (workflows._graph_workflow)",
+        "lockgate/workflows/_graph",
+        None,
+        False,
+    ),
+    ("lockgate client (workflows._client)", "lockgate/workflows/_client", None, False),
+    (
+        "workflow instance: applying jobs, commands, its event loop (worker._workflow_instance)",
+        "temporalio/worker/_workflow_instance",
+        None,
+        False,
+    ),
+    (
+        "core bridge: protobuf activations and completions across the Rust boundary",
+        "temporalio/bridge/",
+        None,
+        False,
+    ),
+    (
+        "core bridge: protobuf activations and completions across the Rust boundary",
+        "google/protobuf",
+        None,
+        False,
+    ),
+    (
+        "workflow worker: dispatching activations (worker._workflow)",
+        "temporalio/worker/_workflow",
+        None,
+        False,
+    ),
+    (
+        "activity worker: task in, result out (worker._activity)",
+        "temporalio/worker/_activity",
+        None,
+        False,
+    ),
+    ("client RPCs (temporalio.client / service)", "temporalio/client", None, False),
+    ("client RPCs (temporalio.client / service)", "temporalio/service", None, False),
+    ("asyncio scheduling (event loop, tasks, futures)", "asyncio/", None, False),
+)
+
+
+def _rule_of(frame: Any) -> tuple[str, bool] | None:
+    path = (frame.file_path or "").replace("\\", "/")
+    for name, fragment, functions, whole in _COSTS:
+        if fragment in path and (functions is None or frame.function in functions):
+            return name, whole
+    return None
+
+
+def charge(frame: Any, owner: str, totals: dict[str, float], absorbed: bool = False) -> None:
+    """Adds the self time of ``frame`` and below to the costs that own them."""
+    if not absorbed:
+        rule = _rule_of(frame)
+        if rule is not None:
+            owner, absorbed = rule
+    if not frame.children:  # a leaf, or pyinstrument's "[self]" time of its parent
+        totals[owner] = totals.get(owner, 0.0) + frame.time
+        return
+    children_time = sum(child.time for child in frame.children)
+    totals[owner] = totals.get(owner, 0.0) + max(frame.time - children_time, 0.0)
+    for child in frame.children:
+        charge(child, owner, totals, absorbed)
+
+
+async def profiled_phase(
+    client: Client, people: Identities, runs: int, html: str | None
+) -> tuple[list[tuple[str, float]], float, float]:
+    """Costs by share of one profiled lockgate phase, its wall seconds and CPU seconds."""
+    task_queue = f"bench-profile-{uuid.uuid4().hex[:8]}"
+    writer = GraphClient(client, task_queue, signer=people.signer("wren"))
+    async with lockgate_worker(client, task_queue, people, debug_mode=True):
+        await lockgate_phase(client, writer, 4)  # warm the worker up outside the profile
+        profiler = Profiler(interval=0.001, async_mode="disabled")
+        profiler.start()
+        await lockgate_phase(client, writer, runs)
+        session = profiler.stop()
+    if html:
+        Path(html).write_text(profiler.output_html())
+    root = session.root_frame()
+    totals: dict[str, float] = {}
+    if root is not None:
+        charge(root, "other (unrecognised frames)", totals)
+    whole = sum(totals.values()) or 1.0
+    shares = sorted(((name, 100 * t / whole) for name, t in totals.items()), key=lambda x: -x[1])
+    return shares, session.duration, session.cpu_time
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+async def lockgate_timed_phase(
+    client: Client, people: Identities, runs: int, **worker_options: Any
+) -> Phase:
+    """One lockgate phase on its own fresh worker (the only one polling while it runs)."""
+    task_queue = f"bench-throughput-{uuid.uuid4().hex[:8]}"
+    writer = GraphClient(client, task_queue, signer=people.signer("wren"))
+    async with lockgate_worker(client, task_queue, people, **worker_options):
+        await lockgate_phase(client, writer, 4)  # warm the worker up, untimed
+        return await lockgate_phase(client, writer, runs)
+
+
+async def handwritten_phase(client: Client, runs: int) -> Phase:
+    """The hand-written essay workflow: ``runs`` started at once, on its own fresh worker."""
+    task_queue = f"bench-handwritten-{uuid.uuid4().hex[:8]}"
+
+    async def drive(count: int) -> Phase:
+        with CpuMeter() as cpu:
+            began = time.perf_counter()
+            handles = await asyncio.gather(
+                *(
+                    client.start_workflow(
+                        HandEssay.run,
+                        EssayInput(**inputs),
+                        id=f"hand-essay-{uuid.uuid4().hex[:12]}",
+                        task_queue=task_queue,
+                    )
+                    for inputs in essay_inputs(count)
+                )
+            )
+            results = await asyncio.gather(*(handle.result() for handle in handles))
+            seconds = time.perf_counter() - began
+        assert all(result["url"] for result in results), results
+        return Phase(seconds, sum(r["steps"] for r in results), cpu.process, cpu.server)
+
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=HANDWRITTEN_WORKFLOWS,
+        activities=HANDWRITTEN_ACTIVITIES,
+        workflow_runner=bench_runner(),
+    ):
+        await drive(4)  # warm the worker up, untimed
+        return await drive(runs)
+
+
+async def run_phase(
+    side: str, client: Client, people: Identities, runs: int, scratch: Path
+) -> Phase:
+    if side == "langgraph":
+        return await langgraph_phase(runs, scratch)
+    if side == "temporal_handwritten":
+        return await handwritten_phase(client, runs)
+    if side == "lockgate_unsandboxed":
+        return await lockgate_timed_phase(
+            client, people, runs, workflow_runner=UnsandboxedWorkflowRunner()
+        )
+    return await lockgate_timed_phase(client, people, runs)
+
+
+async def main(runs: int, rounds: int, profile_runs: int, what_if: bool, html: str | None) -> None:
+    people = Identities({"wren": {"scopes": ["essay:publish"]}})
+    sides = [side for side in SIDES if what_if or side != "lockgate_unsandboxed"]
+    phases: dict[str, list[Phase]] = {side: [] for side in sides}
+    with tempfile.TemporaryDirectory(prefix="lockgate-bench-") as scratch:
+        await langgraph_phase(4, Path(scratch))  # warm-up
+        async with dev_server() as environment:
+            client = environment.client
+            order = list(sides)
+            for _ in range(rounds):
+                for side in order:
+                    phases[side].append(await run_phase(side, client, people, runs, Path(scratch)))
+                order.reverse()
+            costs, profiled_seconds, profiled_cpu = await profiled_phase(
+                client, people, profile_runs, html
+            )
+
+    def median(side: str, figure: Callable[[Phase], float]) -> float:
+        return statistics.median(figure(phase) for phase in phases[side])
+
+    rate = {side: median(side, lambda phase: runs / phase.seconds) for side in sides}
+    emit(BENCH, "runs_per_phase", runs, "runs", rounds=rounds, worker="one per phase, in-process")
+    for side in sides:
+        emit(BENCH, f"{side}_runs_per_second", rate[side], "runs/s", **SIDES[side])
+        emit(
+            BENCH,
+            f"{side}_node_steps_per_second",
+            median(side, lambda phase: phase.steps / phase.seconds),
+            "steps/s",
+        )
+    emit(
+        BENCH,
+        "langgraph_over_lockgate_runs_per_second",
+        rate["langgraph"] / rate["lockgate"],
+        "ratio",
+    )
+    emit(
+        BENCH,
+        "temporal_handwritten_over_lockgate_runs_per_second",
+        rate["temporal_handwritten"] / rate["lockgate"],
+        "ratio",
+    )
+    if what_if:
+        emit(
+            BENCH,
+            "lockgate_unsandboxed_over_lockgate_runs_per_second",
+            rate["lockgate_unsandboxed"] / rate["lockgate"],
+            "ratio",
+        )
+    # Where the wall time goes on a 2-core machine: lockgate's runs cost CPU in this process
+    # (worker and client) and in the dev server; LangGraph's only here.
+    for side in sides:
+        emit(
+            BENCH,
+            f"{side}_process_cpu_ms_per_run",
+            median(side, lambda phase: 1000 * phase.process_cpu / runs),
+            "ms",
+        )
+    for side in sides:
+        if side == "langgraph":
+            continue
+        emit(
+            BENCH,
+            f"{side}_server_cpu_ms_per_run",
+            median(side, lambda phase: 1000 * phase.server_cpu / runs),
+            "ms",
+            measured="dev server process, /proc/<pid>/stat",
+        )
+    emit(
+        BENCH,
+        "lockgate_machine_cpu_busy",
+        median(
+            "lockgate",
+            lambda phase: 100 * (phase.process_cpu + phase.server_cpu) / (phase.seconds * CORES),
+        ),
+        "%",
+        cores=CORES,
+        note="this process plus the dev server; other load on the machine is not counted",
+    )
+    emit(
+        BENCH,
+        "profiled_phase_seconds",
+        profiled_seconds,
+        "s",
+        cpu_seconds=round(profiled_cpu, 2),
+        runs=profile_runs,
+        note="worker in debug_mode under pyinstrument: slower than the timed phases",
+    )
+    for rank, (name, share) in enumerate(costs[:3], start=1):
+        emit(BENCH, f"top_cost_{rank}", share, "% of profiled lockgate phase", what=name)
+    if os.environ.get("BENCH_ALL_COSTS"):
+        for name, share in costs:
+            print(f"# {share:5.1f}%  {name}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--profile-runs", type=int, default=100)
+    parser.add_argument(
+        "--what-if-unsandboxed",
+        action="store_true",
+        help="also time lockgate on a worker with UnsandboxedWorkflowRunner",
+    )
+    parser.add_argument("--profile-html", default=None, help="also write pyinstrument's HTML")
+    options = parser.parse_args()
+    asyncio.run(
+        main(
+            options.runs,
+            options.rounds,
+            options.profile_runs,
+            options.what_if_unsandboxed,
+            options.profile_html,
+        )
+    )
