@@ -286,7 +286,7 @@ async def _sign(arguments: argparse.Namespace) -> int:
         return _exit_for(described, arguments)
     if arguments.what == "decide":
         gate = described["memo"].get("lockgate_gate")
-        if not gate:
+        if not gate or described["state"] != "waiting":
             print(
                 f"refused [GATE_NOT_PENDING]: Run '{arguments.run}' is not waiting.",
                 file=sys.stderr,

@@ -195,32 +195,36 @@ class GraphClient:
             raise
         return shown
 
-    async def decide(self, run_id: str, choice: str) -> dict[str, Any]:
+    async def decide(
+        self, run_id: str, choice: str, *, gate: str | None = None, graph: str | None = None
+    ) -> dict[str, Any]:
         """Answers the gate open on ``run_id`` with ``choice``, as the signer.
 
         Returns the run once it settles again, or the refusal (nothing written).
+
+        Args:
+            run_id: The run.
+            choice: One of the gate's options.
+            gate: The gate's key, as a ``pending()`` row or the last result's ``awaiting``
+                names it; with ``graph``, it saves looking the run up first.
+            graph: The run's graph.
         """
-        described = await self._describe(run_id)
-        if "error" in described:
-            return described
-        gate = described["memo"].get("lockgate_gate")
-        graph = described["graph"]
-        if not gate:
-            return refusal(
-                ErrorCode.GATE_NOT_PENDING,
-                f"Run '{run_id}' is not waiting for a decision.",
-                run_id=run_id,
-            )
+        if gate is None or graph is None:
+            described = await self._describe(run_id)
+            if "error" in described:
+                return described
+            open_gate = described["memo"].get("lockgate_gate")
+            if not open_gate or described["state"] != "waiting":
+                return refusal(
+                    ErrorCode.GATE_NOT_PENDING,
+                    f"Run '{run_id}' is not waiting for a decision.",
+                    run_id=run_id,
+                )
+            gate, graph = open_gate["gate"], described["graph"]
         answer: dict[str, Any] = {"choice": choice}
         if self.signer is not None:
             answer = self.signer.sign(
-                {
-                    "kind": "decide",
-                    "graph": graph,
-                    "run": run_id,
-                    "gate": gate["gate"],
-                    "choice": choice,
-                }
+                {"kind": "decide", "graph": graph, "run": run_id, "gate": gate, "choice": choice}
             )
         handle = self.client.get_workflow_handle(run_id)
         return await self._settled(
@@ -363,8 +367,13 @@ class GraphClient:
             if error.status == RPCStatusCode.NOT_FOUND:
                 return refusal(ErrorCode.NOT_FOUND, f"No run '{run_id}'.", run_id=run_id)
             raise
-        graph = description.typed_search_attributes.get(LOCKGATE_GRAPH) or description.workflow_type
-        return {"graph": graph, "memo": await description.memo(), "status": description.status}
+        attributes = description.typed_search_attributes
+        return {
+            "graph": attributes.get(LOCKGATE_GRAPH) or description.workflow_type,
+            "state": attributes.get(LOCKGATE_STATE),
+            "memo": await description.memo(),
+            "status": description.status,
+        }
 
 
 def _status_name(status: WorkflowExecutionStatus | None) -> str:

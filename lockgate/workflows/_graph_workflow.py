@@ -951,7 +951,10 @@ def graph_workflow(name: str, versions: dict[int, CompiledGraph]) -> type[GraphR
     # A start payload that cannot even be decoded raises RuntimeError before any lockgate code
     # runs; failing that run beats a workflow task retried forever. lockgate's own code raises
     # no RuntimeError, so nothing else is turned into a failed run by this.
-    defined = workflow.defn(name=name, failure_exception_types=[RuntimeError])(
+    # Unsandboxed: the interpreter is lockgate's own deterministic code (the saved-history
+    # replay tests guard it), and the sandbox's per-payload context lookups were the largest
+    # single cost of a graph run in bench/throughput.py's profile.
+    defined = workflow.defn(name=name, failure_exception_types=[RuntimeError], sandboxed=False)(
         type(class_name, (GraphRun,), namespace)
     )
     setattr(_generated, class_name, defined)

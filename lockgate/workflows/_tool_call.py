@@ -67,7 +67,8 @@ class WaitCallInput:
 # A start payload the worker cannot decode (an unknown encoding, broken JSON) raises the SDK's
 # RuntimeError("Failed decoding arguments") before any of this code runs. As a task failure it
 # would be retried forever; as a workflow failure the caller learns the call was refused.
-@workflow.defn(name="lockgate.tool_call", failure_exception_types=[RuntimeError])
+# Unsandboxed like the graph workflows: lockgate's own code, guarded by the replay tests.
+@workflow.defn(name="lockgate.tool_call", failure_exception_types=[RuntimeError], sandboxed=False)
 class ToolCallWorkflow:
     """Runs one tool call, once, confirmed when the tool or channel asks for it."""
 
@@ -327,7 +328,7 @@ def _confirmation_of(value: object) -> ConfirmCallInput:
     )
 
 
-@workflow.defn(name="lockgate.describe")
+@workflow.defn(name="lockgate.describe", sandboxed=False)
 class DescribeWorkflow:
     """Answers what the worker on this task queue serves: its tools and graphs."""
 
