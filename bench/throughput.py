@@ -70,7 +70,7 @@ PASSES_SECOND_TIME = {"title": "Tides", "rubric": "tides, gravity"}  # 5 node st
 FAILURE_BUDGET = 3
 CORES = os.cpu_count() or 1
 SIDES: dict[str, dict[str, str]] = {
-    "lockgate": {"worker": "LockgatePlugin, default sandbox"},
+    "lockgate": {"worker": "LockgatePlugin (its workflows run unsandboxed)"},
     "langgraph": {"checkpointer": "AsyncSqliteSaver on a temp file"},
     "temporal_handwritten": {
         "worker": "a hand-written workflow, the same functions as bare activities",

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from pydantic import ValidationError
 from temporalio import workflow
@@ -29,6 +29,7 @@ from lockgate.activities._temporal import (
 )
 from lockgate.gating import (
     Actor,
+    Authority,
     ErrorCode,
     GateChoice,
     Judgement,
@@ -656,18 +657,13 @@ class GraphRun:
             spent_nonces=self._spent,
         )
         if not judgement.accepted:
-            authority.audit.event(
+            self._refuse(
+                authority,
                 "gate.decide",
-                accepted=False,
-                actor=judgement.actor.to_dict() if judgement.actor else None,
-                reason=judgement.reason,
-                code=judgement.code,
-                graph=self._graph.name,
-                run=self._run_id,
+                judgement,
                 gate=self._gate.gate if self._gate else None,
                 answer=judgement.choice,
             )
-            raise ApplicationError(judgement.reason or "Refused.", type=judgement.code)
 
     @workflow.update(
         name="resume",
@@ -712,17 +708,28 @@ class GraphRun:
             spent_nonces=self._spent,
         )
         if not judgement.accepted:
-            authority.audit.event(
+            self._refuse(
+                authority,
                 "run.resume",
-                accepted=False,
-                actor=judgement.actor.to_dict() if judgement.actor else None,
-                reason=judgement.reason,
-                code=judgement.code,
-                graph=self._graph.name,
-                run=self._run_id,
+                judgement,
                 node=self._parked.node if self._parked else None,
             )
-            raise ApplicationError(judgement.reason or "Refused.", type=judgement.code)
+
+    def _refuse(
+        self, authority: Authority, event: str, judgement: Judgement, **facts: Any
+    ) -> NoReturn:
+        """Audits a validator's refusal (validators never replay: exactly once), then raises it."""
+        authority.audit.event(
+            event,
+            accepted=False,
+            actor=judgement.actor.to_dict() if judgement.actor else None,
+            reason=judgement.reason,
+            code=judgement.code,
+            graph=self._graph.name,
+            run=self._run_id,
+            **facts,
+        )
+        raise ApplicationError(judgement.reason or "Refused.", type=judgement.code)
 
     @workflow.update(
         name="settle",
@@ -891,7 +898,7 @@ def _channel_ok(channel: object) -> bool:
     return isinstance(channel, str) and bool(re.fullmatch(r"[A-Za-z0-9._@:-]{1,64}", channel))
 
 
-def _authority() -> Any:
+def _authority() -> Authority:
     authority = current_authority()
     if authority is None:
         raise ApplicationError(
