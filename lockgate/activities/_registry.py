@@ -619,15 +619,17 @@ class ToolRegistry:
                 execution_time=round(took_ms / 1000, 3),
                 timeout_limit=definition.timeout,
             )
-        self.audit.tool_call(
-            ctx,
-            name,
-            arguments,
-            result,
-            took_ms,
-            definition.sensitive if definition is not None else (),
-            cache_served,
-        )
+        audit = self.audit
+        if audit.records(result):
+            audit.tool_call(
+                ctx,
+                name,
+                arguments,
+                result,
+                took_ms,
+                definition.sensitive if definition is not None else (),
+                cache_served,
+            )
         return result
 
 

@@ -94,6 +94,16 @@ class AuditLogger:
         names = frozenset(self._sensitive | {_normalise(name) for name in extra_sensitive})
         return _redact(to_jsonable_lenient(value), names)
 
+    def records(self, result: ToolResult) -> bool:
+        """Whether a call with this result would be recorded (its log level is enabled).
+
+        The registry asks first, so a call whose record nobody collects costs no more; a
+        subclass that records elsewhere answers True.
+        """
+        return self.logger.isEnabledFor(
+            logging.INFO if result.__dict__["success"] else logging.WARNING
+        )
+
     def tool_call(
         self,
         ctx: ToolContext,
