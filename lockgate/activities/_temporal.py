@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 from temporalio import activity
@@ -127,8 +126,6 @@ def tool_proof_binding(tool: str, arguments: Mapping[str, Any]) -> dict[str, Any
     """What a proof authorizing a tool call names: the tool and a digest of its arguments."""
     return {"kind": "tool", "tool": tool, "arguments": digest(dict(arguments))}
 
-
-_LONG_TOOL_HEARTBEAT_SECONDS = 30.0
 
 _NOT_JSON = (
     "{what} are not JSON data a proof can name (NaN, infinity or an unpaired surrogate); send "
@@ -416,7 +413,7 @@ class ToolActivities:
             "needs_confirmation": bool(planned["requires_confirmation"]),
             "summary": f"{definition.name} as {actor.actor}",
             "timeout_seconds": definition.timeout,
-            "heartbeat_seconds": _heartbeat_seconds(definition),
+            "heartbeat_seconds": definition.heartbeat_seconds,
             "confirmation_ttl_seconds": self.registry.confirmations.ttl_seconds,
             "retry": None
             if definition.retry is None
@@ -433,21 +430,3 @@ class ToolActivities:
         """The worker's tools (MCP / LLM wire shape) and graphs."""
         graphs = self._catalogue() if self._catalogue is not None else []
         return {"tools": self.registry.definitions(), "graphs": graphs}
-
-
-def _heartbeat_seconds(definition: ToolDefinition) -> float | None:
-    """As for a graph's nodes: declared, or 30 s for a tool allowed more than 30 s.
-
-    A tool that heartbeats is noticed when its worker dies, and a cancelled call reaches it:
-    cancellation arrives with a heartbeat's reply.
-    """
-    if definition.heartbeat is not None:
-        return definition.heartbeat
-    if definition.timeout > _LONG_TOOL_HEARTBEAT_SECONDS:
-        return _LONG_TOOL_HEARTBEAT_SECONDS
-    return None
-
-
-def start_to_close(definition: ToolDefinition) -> timedelta:
-    """An activity's start-to-close timeout for a tool: its declared timeout."""
-    return timedelta(seconds=definition.timeout)

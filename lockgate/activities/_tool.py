@@ -33,6 +33,7 @@ _Callable = TypeVar("_Callable", bound=Callable[..., Any])
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 _SPEC_ATTRIBUTE = "__lockgate_tool__"
+_LONG_TOOL_HEARTBEAT_SECONDS = 30.0
 _DEFINITION_ATTRIBUTE = "__lockgate_definition__"
 
 
@@ -145,6 +146,17 @@ class ToolDefinition:
     _validator: Callable[[Mapping[str, Any]], dict[str, Any]] = dict
     _revalidator: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     _after: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    @property
+    def heartbeat_seconds(self) -> float | None:
+        """On Temporal, the activity's heartbeat timeout: declared, or 30 s for long tools.
+
+        A dead worker's call is handed to another after this long, and cancellation reaches the
+        tool within it; a short tool (30 s or less) needs none.
+        """
+        if self.heartbeat is not None:
+            return self.heartbeat
+        return _LONG_TOOL_HEARTBEAT_SECONDS if self.timeout > _LONG_TOOL_HEARTBEAT_SECONDS else None
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validates and clamps ``arguments``; raises :class:`ArgumentsInvalid` with a sentence."""

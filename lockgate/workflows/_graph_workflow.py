@@ -66,7 +66,6 @@ _DEFAULT_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=60),
     maximum_attempts=3,
 )
-_HEARTBEAT = timedelta(seconds=30)
 
 
 @dataclass
@@ -107,10 +106,9 @@ class GateInbox:
 
 
 def heartbeat_timeout(definition: ToolDefinition) -> timedelta | None:
-    """How soon a dead worker running this tool is noticed: declared, or 30 s for long tools."""
-    if definition.heartbeat is not None:
-        return timedelta(seconds=definition.heartbeat)
-    return _HEARTBEAT if definition.timeout > _HEARTBEAT.total_seconds() else None
+    """How soon a dead worker running this tool is noticed (see ``heartbeat_seconds``)."""
+    seconds = definition.heartbeat_seconds
+    return timedelta(seconds=seconds) if seconds is not None else None
 
 
 def node_retry_policy(node: CompiledNode) -> RetryPolicy:
