@@ -29,6 +29,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from temporalio import activity, workflow
@@ -217,3 +218,8 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=200)
     options = parser.parse_args()
     asyncio.run(main(options.rounds, options.calls))
+    # Here, not at the top: the workflow sandbox re-imports this module and may not touch sys.
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench._exit import leave
+
+    leave()

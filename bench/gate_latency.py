@@ -30,6 +30,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.worker import Worker
 
+from bench._exit import leave
 from bench._workloads import (
     GATE_LOOP,
     HANDWRITTEN_ACTIVITIES,
@@ -198,3 +199,4 @@ if __name__ == "__main__":
     parser.add_argument("--warmup", type=int, default=2)
     options = parser.parse_args()
     asyncio.run(main(options.answers, options.warmup))
+    leave()

@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from bench._exit import leave
 from bench._workloads import (
     HANDWRITTEN_ACTIVITIES,
     HANDWRITTEN_WORKFLOWS,
@@ -141,3 +142,4 @@ if __name__ == "__main__":
     parser.add_argument("--warmup", type=int, default=2)
     options = parser.parse_args()
     asyncio.run(main(options.repeats, options.warmup))
+    leave()

@@ -25,6 +25,7 @@ import uuid
 
 from temporalio.client import Client
 
+from bench._exit import leave
 from bench._workloads import (
     REPO_ROOT,
     GateLoop,
@@ -153,3 +154,4 @@ if __name__ == "__main__":
     parser.add_argument("--batch", type=int, default=50)
     options = parser.parse_args()
     asyncio.run(main(options.runs, options.repeats, options.batch))
+    leave()

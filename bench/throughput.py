@@ -50,6 +50,7 @@ from pyinstrument import Profiler
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
+from bench._exit import leave
 from bench._workloads import (
     HANDWRITTEN_ACTIVITIES,
     HANDWRITTEN_WORKFLOWS,
@@ -539,3 +540,4 @@ if __name__ == "__main__":
             options.profile_html,
         )
     )
+    leave()
