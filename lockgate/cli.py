@@ -23,7 +23,7 @@ from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError, RPCStatusCode
 
-from lockgate.gating import Directory, IdentityError, Signer, digest, new_identity
+from lockgate.gating import Directory, IdentityError, Signer, new_identity, start_binding
 from lockgate.worker import (
     DEFAULT_TASK_QUEUE,
     LockgatePlugin,
@@ -270,50 +270,16 @@ async def _sign(arguments: argparse.Namespace) -> int:
         raise CommandError("sign needs --as PRINCIPAL (whose key in --keys-dir signs).")
     if arguments.what == "start":
         inputs = _json_argument(arguments.inputs, "--inputs")
-        authorizes = {
-            "kind": "start",
-            "graph": arguments.graph,
-            "run": arguments.run,
-            "inputs": digest(inputs),
-        }
-        proof = signer.sign(authorizes)
+        proof = signer.sign(start_binding(arguments.graph, arguments.run, inputs))
         _print_json({"inputs": inputs, "proof": proof, "channel": "cli"})
         return 0
-    client = await _connect(arguments)
-    graph_client = GraphClient(client, arguments.task_queue)
-    described = await graph_client._describe(arguments.run)
-    if "error" in described:
-        return _exit_for(described, arguments)
+    runs = GraphClient(await _connect(arguments), arguments.task_queue, signer)
     if arguments.what == "decide":
-        gate = described["memo"].get("lockgate_gate")
-        if not gate or described["state"] != "waiting":
-            print(
-                f"refused [GATE_NOT_PENDING]: Run '{arguments.run}' is not waiting.",
-                file=sys.stderr,
-            )
-            return 1
-        authorizes = {
-            "kind": "decide",
-            "graph": described["graph"],
-            "run": arguments.run,
-            "gate": gate["gate"],
-            "choice": arguments.choice,
-        }
+        proof = await runs.sign_decide(arguments.run, arguments.choice)
     else:
-        parked = described["memo"].get("lockgate_parked")
-        if not parked:
-            print(
-                f"refused [NOTHING_TO_RESUME]: Run '{arguments.run}' is not parked.",
-                file=sys.stderr,
-            )
-            return 1
-        authorizes = {
-            "kind": "resume",
-            "graph": described["graph"],
-            "run": arguments.run,
-            "node": parked["node"],
-        }
-    proof = signer.sign(authorizes)
+        proof = await runs.sign_resume(arguments.run)
+    if proof.get("ok") is False:
+        return _exit_for(proof, arguments)
     text = json.dumps(proof, separators=(",", ":"))
     if arguments.json:
         print(text)

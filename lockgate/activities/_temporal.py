@@ -29,9 +29,10 @@ from lockgate.gating import (
     ParkedNode,
     ProofRefused,
     ToolResult,
-    digest,
     judge_answer,
     judge_resume,
+    start_binding,
+    tool_binding,
     why_node_refuses,
 )
 
@@ -124,7 +125,7 @@ class PrepareCallInput:
 
 def tool_proof_binding(tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """What a proof authorizing a tool call names: the tool and a digest of its arguments."""
-    return {"kind": "tool", "tool": tool, "arguments": digest(dict(arguments))}
+    return tool_binding(tool, arguments)
 
 
 _NOT_JSON = (
@@ -133,7 +134,9 @@ _NOT_JSON = (
 )
 
 
-def _binding_or_refusal(tool: str, arguments: object) -> dict[str, Any] | ToolResult:
+def _binding_or_refusal(
+    tool: str, arguments: object, request: str | None = None
+) -> dict[str, Any] | ToolResult:
     """What a proof for this call must authorize, or a VALIDATION_ERROR if no proof can.
 
     Computing the binding raises on arguments canonical JSON refuses; uncaught, that would be a
@@ -145,7 +148,7 @@ def _binding_or_refusal(tool: str, arguments: object) -> dict[str, Any] | ToolRe
             f"Arguments for '{tool}' must be a JSON object of named arguments.",
         )
     try:
-        return tool_proof_binding(tool, arguments)
+        return tool_binding(tool, arguments, request)
     except (TypeError, ValueError):
         return ToolResult.error(
             ErrorCode.VALIDATION_ERROR, _NOT_JSON.format(what=f"The arguments of '{tool}'")
@@ -302,9 +305,8 @@ class ToolActivities:
     @activity.defn(name="lockgate.verify_start")
     async def verify_start(self, start: VerifyStartInput) -> dict[str, Any]:
         """Verifies a start proof once; the history keeps the verdict for every replay."""
-        binding = {"kind": "start", "graph": start.graph, "run": start.run}
         try:
-            binding["inputs"] = digest(start.inputs)
+            binding = start_binding(start.graph, start.run, start.inputs)
         except (TypeError, ValueError):
             # NaN, infinity or a lone surrogate: no proof can name them, and raising would retry
             # this local activity forever.
@@ -386,10 +388,9 @@ class ToolActivities:
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         actor: Actor
         if call.proof is not None:
-            binding = _binding_or_refusal(definition.name, arguments)
+            binding = _binding_or_refusal(definition.name, arguments, call.request_id)
             if isinstance(binding, ToolResult):
                 return {"ok": False, "result": binding.to_dict()}
-            binding["request"] = call.request_id
             # Spent per run, not per request id: a start under another workflow id, or a new run
             # of this one, carries the same request id and must not pass for a retry.
             info = activity.info()

@@ -27,6 +27,13 @@ from lockgate.gating._authority import (
     node_refusal_sentence,
     why_node_refuses,
 )
+from lockgate.gating._bindings import (
+    confirm_binding,
+    decide_binding,
+    resume_binding,
+    start_binding,
+    tool_binding,
+)
 from lockgate.gating._canonical import canonical_json, digest, to_jsonable
 from lockgate.gating._confirm import (
     DEFAULT_CONFIRMATION_TTL_SECONDS,
@@ -135,6 +142,8 @@ __all__ = [
     "action_summary",
     "answer_refusal_sentence",
     "canonical_json",
+    "confirm_binding",
+    "decide_binding",
     "digest",
     "format_scopes",
     "generate_private_key",
@@ -151,7 +160,10 @@ __all__ = [
     "rate_key",
     "read_private_key",
     "redact",
+    "resume_binding",
+    "start_binding",
     "to_jsonable",
+    "tool_binding",
     "why_node_refuses",
     "write_private_key",
 ]

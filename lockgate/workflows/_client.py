@@ -35,8 +35,12 @@ from lockgate.gating import (
     ErrorCode,
     OpenGate,
     Signer,
-    digest,
+    confirm_binding,
+    decide_binding,
     judge_viewer,
+    resume_binding,
+    start_binding,
+    tool_binding,
 )
 from lockgate.workflows._declare import graph_spec
 from lockgate.workflows._graph_workflow import SettleInput, StartGraphInput
@@ -53,7 +57,7 @@ from lockgate.workflows._tool_call import (
     call_workflow_id,
 )
 
-__all__ = ["DEFAULT_TASK_QUEUE", "GraphClient", "ToolClient", "refusal"]
+__all__ = ["DEFAULT_TASK_QUEUE", "GraphClient", "ToolClient", "describe_worker", "refusal"]
 
 DEFAULT_TASK_QUEUE = "lockgate"
 
@@ -135,9 +139,7 @@ class GraphClient:
         inputs = dict(inputs)
         proof = None
         if self.signer is not None:
-            proof = self.signer.sign(
-                {"kind": "start", "graph": name, "run": run_id, "inputs": digest(inputs)}
-            )
+            proof = self.signer.sign(start_binding(name, run_id, inputs))
         start = StartGraphInput(inputs=inputs, proof=proof, channel=self.channel, version=version)
         attributes = TypedSearchAttributes(
             [
@@ -210,22 +212,12 @@ class GraphClient:
             graph: The run's graph.
         """
         if gate is None or graph is None:
-            described = await self._describe(run_id)
-            if "error" in described:
-                return described
-            open_gate = described["memo"].get("lockgate_gate")
-            if not open_gate or described["state"] != "waiting":
-                return refusal(
-                    ErrorCode.GATE_NOT_PENDING,
-                    f"Run '{run_id}' is not waiting for a decision.",
-                    run_id=run_id,
-                )
-            gate, graph = open_gate["gate"], described["graph"]
-        answer: dict[str, Any] = {"choice": choice}
-        if self.signer is not None:
-            answer = self.signer.sign(
-                {"kind": "decide", "graph": graph, "run": run_id, "gate": gate, "choice": choice}
-            )
+            found = await self._open_gate(run_id)
+            if "error" in found:
+                return found
+            gate, graph = found["gate"], found["graph"]
+        binding = decide_binding(graph, run_id, gate, choice)
+        answer = self.signer.sign(binding) if self.signer is not None else {"choice": choice}
         handle = self.client.get_workflow_handle(run_id)
         return await self._settled(
             handle.execute_update("decide", answer, result_type=dict), run_id, graph
@@ -233,10 +225,65 @@ class GraphClient:
 
     async def resume(self, run_id: str) -> dict[str, Any]:
         """Carries on a run parked at a node, as the signer (who must be allowed to run it)."""
+        found = await self._parked_node(run_id)
+        if "error" in found:
+            return found
+        binding = resume_binding(found["graph"], run_id, found["node"])
+        proof = self.signer.sign(binding) if self.signer is not None else {}
+        handle = self.client.get_workflow_handle(run_id)
+        return await self._settled(
+            handle.execute_update("resume", proof, result_type=dict), run_id, found["graph"]
+        )
+
+    async def sign_decide(self, run_id: str, choice: str) -> dict[str, Any]:
+        """The signed answer to paste into the Temporal UI's or CLI's ``decide``, or a refusal.
+
+        It answers the gate open now (a proof names one gate opening) and is good for the
+        worker's proof window, once.
+        """
+        found = await self._open_gate(run_id)
+        if "error" in found:
+            return found
+        return self._signer().sign(decide_binding(found["graph"], run_id, found["gate"], choice))
+
+    async def sign_resume(self, run_id: str) -> dict[str, Any]:
+        """The signed resume to paste into the Temporal UI's or CLI's ``resume``, or a refusal."""
+        found = await self._parked_node(run_id)
+        if "error" in found:
+            return found
+        if found["node"] is None:
+            return refusal(
+                ErrorCode.NOTHING_TO_RESUME, f"Run '{run_id}' is not parked.", run_id=run_id
+            )
+        return self._signer().sign(resume_binding(found["graph"], run_id, found["node"]))
+
+    def _signer(self) -> Signer:
+        if self.signer is None:
+            raise ValueError("Signing needs a GraphClient with a signer.")
+        return self.signer
+
+    async def _open_gate(self, run_id: str) -> dict[str, Any]:
+        """``{graph, gate}`` of the gate open on ``run_id``, or a refusal."""
         described = await self._describe(run_id)
         if "error" in described:
             return described
-        graph = described["graph"]
+        open_gate = described["memo"].get("lockgate_gate")
+        if not open_gate or described["state"] != "waiting":
+            return refusal(
+                ErrorCode.GATE_NOT_PENDING,
+                f"Run '{run_id}' is not waiting for a decision.",
+                run_id=run_id,
+            )
+        return {"graph": described["graph"], "gate": open_gate["gate"]}
+
+    async def _parked_node(self, run_id: str) -> dict[str, Any]:
+        """``{graph, node}`` of the node ``run_id`` is parked at (node None if none), or a refusal.
+
+        A running run that is not parked still gets a resume sent: the workflow says why not.
+        """
+        described = await self._describe(run_id)
+        if "error" in described:
+            return described
         if described["status"] != WorkflowExecutionStatus.RUNNING:
             return refusal(
                 ErrorCode.NOTHING_TO_RESUME,
@@ -244,16 +291,7 @@ class GraphClient:
                 run_id=run_id,
             )
         parked = described["memo"].get("lockgate_parked")
-        node = parked["node"] if parked else None
-        proof: dict[str, Any] = {}
-        if self.signer is not None:
-            proof = self.signer.sign(
-                {"kind": "resume", "graph": graph, "run": run_id, "node": node}
-            )
-        handle = self.client.get_workflow_handle(run_id)
-        return await self._settled(
-            handle.execute_update("resume", proof, result_type=dict), run_id, graph
-        )
+        return {"graph": described["graph"], "node": parked["node"] if parked else None}
 
     async def show(self, run_id: str) -> dict[str, Any]:
         """The run: status, state, channels, trail, open gate, budgets (a finished run's result)."""
@@ -352,12 +390,7 @@ class GraphClient:
 
     async def catalogue(self) -> dict[str, Any]:
         """The tools and graphs the worker on this task queue serves (runs a short workflow)."""
-        described: dict[str, Any] = await self.client.execute_workflow(
-            DescribeWorkflow.run,
-            id=f"lockgate-describe-{uuid.uuid4().hex[:12]}",
-            task_queue=self.task_queue,
-        )
-        return described
+        return await describe_worker(self.client, self.task_queue)
 
     async def _describe(self, run_id: str) -> dict[str, Any]:
         handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
@@ -374,6 +407,16 @@ class GraphClient:
             "memo": await description.memo(),
             "status": description.status,
         }
+
+
+async def describe_worker(client: Client, task_queue: str) -> dict[str, Any]:
+    """``{tools, graphs}`` the worker on ``task_queue`` serves, asked through a short workflow."""
+    described: dict[str, Any] = await client.execute_workflow(
+        DescribeWorkflow.run,
+        id=f"lockgate-describe-{uuid.uuid4().hex[:12]}",
+        task_queue=task_queue,
+    )
+    return described
 
 
 def _status_name(status: WorkflowExecutionStatus | None) -> str:
@@ -433,14 +476,7 @@ class ToolClient:
         arguments = dict(arguments or {})
         proof = None
         if self.signer is not None:
-            proof = self.signer.sign(
-                {
-                    "kind": "tool",
-                    "tool": tool,
-                    "arguments": digest(arguments),
-                    "request": request_id,
-                }
-            )
+            proof = self.signer.sign(tool_binding(tool, arguments, request_id))
         call = CallToolInput(tool, arguments, proof, self.channel, request_id)
         workflow_id = call_workflow_id(request_id)
         operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
@@ -473,7 +509,7 @@ class ToolClient:
         """Confirms a pending call with its token; returns the call's result."""
         proof = None
         if self.signer is not None:
-            proof = self.signer.sign({"kind": "confirm", "request": request_id, "token": token})
+            proof = self.signer.sign(confirm_binding(request_id, token))
         handle = self.client.get_workflow_handle(call_workflow_id(request_id))
         try:
             result: dict[str, Any] = await handle.execute_update(
@@ -489,10 +525,5 @@ class ToolClient:
 
     async def list(self) -> list[dict[str, Any]]:
         """The tools the worker on this task queue serves, in the MCP / LLM wire shape."""
-        described: dict[str, Any] = await self.client.execute_workflow(
-            DescribeWorkflow.run,
-            id=f"lockgate-describe-{uuid.uuid4().hex[:12]}",
-            task_queue=self.task_queue,
-        )
-        tools: list[dict[str, Any]] = described["tools"]
+        tools: list[dict[str, Any]] = (await describe_worker(self.client, self.task_queue))["tools"]
         return tools

@@ -18,7 +18,14 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from lockgate.activities._temporal import CALLER_MISTAKES, PrepareCallInput, ToolActivityInput
-from lockgate.gating import Actor, ErrorCode, ProofRefused, ToolResult, action_summary
+from lockgate.gating import (
+    Actor,
+    ErrorCode,
+    ProofRefused,
+    ToolResult,
+    action_summary,
+    confirm_binding,
+)
 from lockgate.workflows._authority_context import current_authority
 
 __all__ = [
@@ -266,7 +273,7 @@ class ToolCallWorkflow:
                     "This worker cannot check who confirms: add LockgatePlugin to it.",
                     type=ErrorCode.UNAUTHORIZED.value,
                 )
-            binding = {"kind": "confirm", "request": call.request_id, "token": self._token}
+            binding = confirm_binding(str(call.request_id), self._token)
             try:
                 confirmer = authority.run_verifier.verify(confirmation.proof, binding)
             except ProofRefused as refused:
