@@ -429,11 +429,8 @@ def _demo_identities(arguments: argparse.Namespace) -> Path:
         key_path = keys_dir / f"{principal}.key"
         if key_path.exists():
             key_path.unlink()  # a demo identity whose Directory entry is gone is useless
-        made = new_identity(principal, keys_dir)
-        entry = made.directory_entry_toml
-        entry = entry.replace("roles = []", f"roles = {json.dumps(holds['roles'])}")
-        entry = entry.replace("scopes = []", f"scopes = {json.dumps(holds['scopes'])}")
-        entries.append(entry)
+        made = new_identity(principal, keys_dir, holds["roles"], holds["scopes"])
+        entries.append(made.directory_entry_toml)
     directory_path.parent.mkdir(parents=True, exist_ok=True)
     directory_path.write_text("\n".join(entries))
     return directory_path

@@ -28,7 +28,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
@@ -42,7 +41,13 @@ from temporalio.worker import Worker
 
 from lockgate.activities import ToolRegistry
 from lockgate.devserver import temporal_binary
-from lockgate.gating import Directory, Signer, generate_private_key, public_key_text
+from lockgate.gating import (
+    Directory,
+    Signer,
+    directory_entry_toml,
+    generate_private_key,
+    public_key_text,
+)
 from lockgate.worker import LockgatePlugin
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
@@ -182,16 +187,15 @@ class Identities:
 
     def __init__(self, principals: Mapping[str, Mapping[str, Any]]) -> None:
         self._keys = {principal: generate_private_key() for principal in principals}
-        lines: list[str] = []
-        for principal, holds in principals.items():
-            lines += [
-                f"[principals.{json.dumps(principal)}]",
-                f"public_key = {json.dumps(public_key_text(self._keys[principal]))}",
-                f"roles = {json.dumps(list(holds.get('roles', [])))}",
-                f"scopes = {json.dumps(list(holds.get('scopes', [])))}",
-                "",
-            ]
-        self.toml = "\n".join(lines)
+        self.toml = "\n".join(
+            directory_entry_toml(
+                principal,
+                public_key_text(self._keys[principal]),
+                holds.get("roles", ()),
+                holds.get("scopes", ()),
+            )
+            for principal, holds in principals.items()
+        )
         self.directory = Directory.from_toml(self.toml, source="<test identities>")
 
     def signer(self, principal: str, channel: str = "cli") -> Signer:

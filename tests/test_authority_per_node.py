@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import logging
 
-import pytest
-
 from examples.essay_review import EssayReview
 from examples.memo_clearance import MemoClearance
 from lockgate import GraphClient

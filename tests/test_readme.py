@@ -54,10 +54,8 @@ async def test_the_own_worker_example_serves_and_finishes_a_run(
     temporal_client: Client,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    made = new_identity("ed", tmp_path / ".lockgate" / "keys")
-    entry = made.directory_entry_toml.replace("roles = []", 'roles = ["editor"]')
-    entry = entry.replace("scopes = []", 'scopes = ["essay:publish"]')
-    (tmp_path / ".lockgate" / "directory.toml").write_text(entry)
+    made = new_identity("ed", tmp_path / ".lockgate" / "keys", ["editor"], ["essay:publish"])
+    (tmp_path / ".lockgate" / "directory.toml").write_text(made.directory_entry_toml)
     monkeypatch.chdir(tmp_path)
     example = _block_containing("python", "async def serve()")
     address = temporal_client.service_client.config.target_host

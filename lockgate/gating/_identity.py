@@ -91,6 +91,7 @@ __all__ = [
     "RefusalReason",
     "Signer",
     "Verifier",
+    "directory_entry_toml",
     "generate_private_key",
     "new_identity",
     "parse_public_key",
@@ -348,7 +349,25 @@ class NewIdentity:
     directory_entry_toml: str
 
 
-def new_identity(principal: str, keys_dir: str | os.PathLike[str]) -> NewIdentity:
+def directory_entry_toml(
+    principal: str, public_key: str, roles: Iterable[str] = (), scopes: Iterable[str] = ()
+) -> str:
+    """A ``[principals.NAME]`` table of a Directory file, as :meth:`Directory.from_toml` reads."""
+    _check_principal_name(principal)
+    return (
+        f"[principals.{_toml_key(principal)}]\n"
+        f"public_key = {json.dumps(public_key)}\n"
+        f"roles = {json.dumps(sorted(roles))}\n"
+        f"scopes = {json.dumps(sorted(scopes))}\n"
+    )
+
+
+def new_identity(
+    principal: str,
+    keys_dir: str | os.PathLike[str],
+    roles: Iterable[str] = (),
+    scopes: Iterable[str] = (),
+) -> NewIdentity:
     """Makes a key pair for ``principal`` and writes its private key to ``keys_dir``.
 
     The key file is ``<keys_dir>/<principal>.key``, mode 0o600.
@@ -356,6 +375,8 @@ def new_identity(principal: str, keys_dir: str | os.PathLike[str]) -> NewIdentit
     Args:
         principal: The name the Directory will know the principal by.
         keys_dir: Where private keys live; created if missing.
+        roles: The roles to list in the Directory entry.
+        scopes: The scopes to list in the Directory entry.
 
     Returns:
         The key file, the public key and the Directory entry to paste.
@@ -368,12 +389,7 @@ def new_identity(principal: str, keys_dir: str | os.PathLike[str]) -> NewIdentit
     key = generate_private_key()
     key_path = write_private_key(_key_path(principal, keys_dir), key)
     public_key = public_key_text(key)
-    entry_toml = (
-        f"[principals.{_toml_key(principal)}]\n"
-        f'public_key = "{public_key}"\n'
-        "roles = []\n"
-        "scopes = []\n"
-    )
+    entry_toml = directory_entry_toml(principal, public_key, roles, scopes)
     return NewIdentity(key_path=key_path, public_key=public_key, directory_entry_toml=entry_toml)
 
 
