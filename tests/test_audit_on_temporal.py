@@ -12,8 +12,8 @@ from examples.essay_review import EssayReview
 from lockgate import GraphClient, ToolClient, tool
 from lockgate.gating import AUDIT_LOGGER_NAME
 from lockgate.testing import Identities, WorkerFactory
+from tests.graphs_for_tests import ALWAYS_FAILS
 
-ALWAYS_FAILS = {"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}
 PEOPLE = {
     "ada": {},
     "ed": {"roles": ["editor"], "scopes": ["essay:publish"]},

@@ -22,14 +22,14 @@ from lockgate.devserver import temporal_binary
 from lockgate.gating import Directory, Signer
 from lockgate.testing import WorkerFactory
 from lockgate.worker import missing_search_attributes
+from tests.graphs_for_tests import ALWAYS_FAILS
+from tests.support import REPOSITORY
 
-REPOSITORY = Path(__file__).resolve().parent.parent
 PEOPLE = {
     "ada": ([], []),
     "ed": (["editor"], ["essay:publish"]),
     "clerk": (["editor"], []),
 }
-ALWAYS_FAILS = {"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}
 
 
 @dataclass

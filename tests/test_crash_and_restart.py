@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import sys
 from collections import Counter
 from pathlib import Path
@@ -24,10 +23,9 @@ from examples.essay_review import EssayReview
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.devserver import DevServer
 from lockgate.testing import Identities
+from tests.graphs_for_tests import ALWAYS_FAILS
 from tests.reliability_graphs import SlowJob
-
-REPOSITORY = Path(__file__).resolve().parent.parent
-ALWAYS_FAILS = {"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}
+from tests.support import REPOSITORY, free_port
 
 
 async def _eventually(check: Any, timeout: float = 60, every: float = 0.05) -> Any:
@@ -118,17 +116,10 @@ async def test_runs_finish_on_the_other_worker_when_the_one_running_their_node_i
         assert keys == {f"{result['run_id']}:work:1"}  # one step, one key, on every attempt
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 async def test_runs_parked_at_gates_and_mid_node_survive_a_server_restart(
     tmp_path: Path, task_queue: str
 ) -> None:
-    port = _free_port()
+    port = free_port()
     database = tmp_path / "temporal.db"
     people = Identities({"ada": {}, "ed": {"roles": ["editor"], "scopes": ["essay:publish"]}})
     plugin = LockgatePlugin(graphs=[EssayReview, SlowJob], directory=people.directory)

@@ -10,14 +10,7 @@ import socket
 import sys
 from pathlib import Path
 
-REPOSITORY = Path(__file__).resolve().parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+from tests.support import REPOSITORY, free_port
 
 
 async def _run(cwd: Path, environment: dict[str, str], *arguments: str) -> tuple[int, str, str]:
@@ -40,7 +33,7 @@ async def test_lockgate_dev_serves_the_examples_to_demo_people_and_stops_on_ctrl
     tmp_path: Path,
 ) -> None:
     shutil.copytree(REPOSITORY / "examples", tmp_path / "examples")
-    port = _free_port()
+    port = free_port()
     environment = {
         **os.environ,
         "PYTHONPATH": str(REPOSITORY),

@@ -25,8 +25,8 @@ from temporalio.worker import Worker
 from examples.essay_review import EssayReview
 from lockgate import ErrorCode, GraphClient, LockgatePlugin
 from lockgate.testing import Identities
+from tests.graphs_for_tests import ALWAYS_FAILS
 
-ALWAYS_FAILS = {"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}
 CODES = {code.value for code in ErrorCode}
 
 json_values = st.recursive(

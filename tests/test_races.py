@@ -9,8 +9,8 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from examples.essay_review import EssayReview
 from lockgate import GraphClient
 from lockgate.testing import Identities, WorkerFactory
+from tests.graphs_for_tests import ALWAYS_FAILS
 
-ALWAYS_FAILS = {"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}
 EDITORS = [f"editor{number}" for number in range(10)]
 
 

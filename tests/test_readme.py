@@ -13,8 +13,8 @@ from temporalio.client import Client
 
 from lockgate.cli import _parser
 from lockgate.gating import new_identity
+from tests.support import REPOSITORY
 
-REPOSITORY = Path(__file__).resolve().parent.parent
 README = (REPOSITORY / "README.md").read_text()
 
 
