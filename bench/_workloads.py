@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from temporalio import activity, workflow
@@ -35,6 +35,9 @@ from examples import essay_review as essay
 from lockgate import tool
 from lockgate.devserver import temporal_binary
 from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES, Ask, Edge, Route, graph
+
+if TYPE_CHECKING:
+    from lockgate import LockgatePlugin
 
 __all__ = [
     "GATE_LOOP",
@@ -200,6 +203,19 @@ def bench_runner() -> SandboxedWorkflowRunner:
     """
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules("bench", "examples")
+    )
+
+
+def bench_worker(client: Client, task_queue: str, plugin: LockgatePlugin | None = None) -> Worker:
+    """One worker serving both sides: the hand-written workflows and activities, and lockgate's
+    (when ``plugin`` is given), in the same sandbox."""
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=HANDWRITTEN_WORKFLOWS,
+        activities=HANDWRITTEN_ACTIVITIES,
+        workflow_runner=bench_runner(),
+        plugins=[plugin] if plugin is not None else [],
     )
 
 
@@ -460,14 +476,7 @@ async def _serve(target: str, task_queue: str, principals_toml: str) -> None:
         graphs=[GateLoop],
         directory=Directory.from_toml(principals_toml, source="<bench identities>"),
     )
-    async with Worker(
-        client,
-        task_queue=task_queue,
-        workflows=HANDWRITTEN_WORKFLOWS,
-        activities=HANDWRITTEN_ACTIVITIES,
-        workflow_runner=bench_runner(),
-        plugins=[plugin],
-    ):
+    async with bench_worker(client, task_queue, plugin):
         print("ready", flush=True)
         # The parent closes our stdin to stop us.
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)

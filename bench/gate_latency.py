@@ -28,18 +28,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
-from temporalio.worker import Worker
 
 from bench._exit import leave
 from bench._workloads import (
     GATE_LOOP,
-    HANDWRITTEN_ACTIVITIES,
-    HANDWRITTEN_WORKFLOWS,
     DecideInput,
     GateLoop,
     HandGateLoop,
     LoopCall,
-    bench_runner,
+    bench_worker,
     dev_server,
     emit,
     median_ratio,
@@ -125,14 +122,7 @@ async def main(answers: int, warmup: int) -> None:
         plugin = LockgatePlugin(graphs=[GateLoop], directory=people.directory)
         starter = GraphClient(client, task_queue)
         editor = GraphClient(client, task_queue, signer=people.signer("ed"))
-        async with Worker(
-            client,
-            task_queue=task_queue,
-            workflows=HANDWRITTEN_WORKFLOWS,
-            activities=HANDWRITTEN_ACTIVITIES,
-            workflow_runner=bench_runner(),
-            plugins=[plugin],
-        ):
+        async with bench_worker(client, task_queue, plugin):
             first = await starter.start(GateLoop, {})
             second = await starter.start(GateLoop, {})
             assert first["status"] == second["status"] == "waiting", (first, second)

@@ -27,15 +27,12 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 from temporalio.client import Client
-from temporalio.worker import Worker
 
 from bench._exit import leave
 from bench._workloads import (
-    HANDWRITTEN_ACTIVITIES,
-    HANDWRITTEN_WORKFLOWS,
     HandLinear,
     Linear20,
-    bench_runner,
+    bench_worker,
     dev_server,
     emit,
     median_ratio,
@@ -74,14 +71,7 @@ async def main(repeats: int, warmup: int) -> None:
             "handwritten": lambda: run_handwritten(client, task_queue),
             "lockgate_signed": lambda: run_lockgate(client, signed),
         }
-        async with Worker(
-            client,
-            task_queue=task_queue,
-            workflows=HANDWRITTEN_WORKFLOWS,
-            activities=HANDWRITTEN_ACTIVITIES,
-            workflow_runner=bench_runner(),
-            plugins=[plugin],
-        ):
+        async with bench_worker(client, task_queue, plugin):
             for _ in range(warmup):
                 for run in sides.values():
                     await run()

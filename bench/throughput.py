@@ -52,12 +52,11 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from bench._exit import leave
 from bench._workloads import (
-    HANDWRITTEN_ACTIVITIES,
-    HANDWRITTEN_WORKFLOWS,
     CpuMeter,
     EssayInput,
     HandEssay,
     bench_runner,
+    bench_worker,
     dev_server,
     emit,
 )
@@ -399,13 +398,7 @@ async def handwritten_phase(client: Client, runs: int) -> Phase:
         assert all(result["url"] for result in results), results
         return Phase(seconds, sum(r["steps"] for r in results), cpu.process, cpu.server)
 
-    async with Worker(
-        client,
-        task_queue=task_queue,
-        workflows=HANDWRITTEN_WORKFLOWS,
-        activities=HANDWRITTEN_ACTIVITIES,
-        workflow_runner=bench_runner(),
-    ):
+    async with bench_worker(client, task_queue):
         await drive(4)  # warm the worker up, untimed
         return await drive(runs)
 
