@@ -117,6 +117,8 @@ class GraphClient:
         self.directory = directory
         self.channel = channel
         self.wait_seconds = wait_seconds
+        # Judges pending()'s viewers; made once, since it builds verifiers and a nonce ledger.
+        self._viewer_judge = Authority(directory) if directory is not None else None
 
     # Runs --------------------------------------------------------------------------------------
 
@@ -334,7 +336,7 @@ class GraphClient:
         if of is not None:
             query += f" AND {LOCKGATE_AWAITING.name} = {_quote(of)}"
         viewer = viewer if viewer is not None else (self.signer.principal if self.signer else None)
-        authority = Authority(self.directory) if self.directory is not None else None
+        authority = self._viewer_judge
         rows: list[dict[str, Any]] = []
         async for execution in self.client.list_workflows(query):
             memo = await execution.memo()
