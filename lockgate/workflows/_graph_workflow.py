@@ -255,7 +255,7 @@ class GraphRun:
             self._status = "refused"
             self._settled()
             return await self._finish()
-        await self._mark()
+        self._mark()
         while self._state != _END:
             self._continue_as_new_if_due()
             if self._state in self._graph.asks:
@@ -414,7 +414,7 @@ class GraphRun:
         }
         self._trail.append(row)
         self._status = "parked"
-        await self._mark()
+        self._mark()
         workflow.upsert_memo({"lockgate_parked": self._parked.to_dict() | {"why": row["why"]}})
         self._settled()
         while True:
@@ -438,7 +438,7 @@ class GraphRun:
         self._parked = None
         self._status = "running"
         workflow.upsert_memo({"lockgate_parked": None})
-        await self._mark()
+        self._mark()
 
     # Gates -------------------------------------------------------------------------------------
 
@@ -462,7 +462,7 @@ class GraphRun:
         self._driver = actor
         self._status = "running"
         workflow.upsert_memo({"lockgate_gate": None})
-        await self._mark()
+        self._mark()
         self._state = self._take(state, choice)
 
     async def _open_gate(self, state: str) -> None:
@@ -492,7 +492,7 @@ class GraphRun:
             choices=tuple(choices),
         )
         self._status = "waiting"
-        await self._mark()
+        self._mark()
         workflow.upsert_memo({"lockgate_gate": self._gate_memo()})
         self._settled()
 
@@ -782,7 +782,7 @@ class GraphRun:
     def _settled(self) -> None:
         self._settles += 1
 
-    async def _mark(self) -> None:
+    def _mark(self) -> None:
         """Brings the run's search attributes up to date, writing only what changed."""
         current = workflow.info().typed_search_attributes
         wanted = {
@@ -803,7 +803,7 @@ class GraphRun:
             self._status = "finished"
             self._state = _END
             self._settled()
-        await self._mark()
+        self._mark()
         while True:
             while self._inbox:
                 await self._judge_next_signal()
