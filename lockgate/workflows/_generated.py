@@ -1,6 +1,6 @@
-"""Where each graph's workflow class lives, so that the workflow sandbox can import it by name.
+"""The module each graph's workflow class, made at run time, says it belongs to.
 
-The classes are made at run time, one per graph name, by :func:`lockgate.workflows.graph_workflow`
-and set on this module; the sandbox re-imports a workflow class with ``from <module> import
-<name>``, which works because lockgate's modules pass through the sandbox.
+temporalio accepts a class's ``@workflow.run`` only when the method and the class belong to one
+importable module; :func:`lockgate.workflows._graph_workflow.graph_workflow` makes its classes
+here.
 """

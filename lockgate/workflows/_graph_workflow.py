@@ -923,10 +923,8 @@ _sequence = 0
 def graph_workflow(name: str, versions: dict[int, CompiledGraph]) -> type[GraphRun]:
     """The workflow class of graph ``name`` (workflow type ``name``) serving ``versions``.
 
-    Each distinct set of compiled versions gets its own class, set on
-    :mod:`lockgate.workflows._generated` under a unique name: the workflow sandbox imports a
-    workflow class by module and name, and two workers in one process may serve different
-    versions of one graph.
+    Each distinct set of compiled versions gets its own class (two workers in one process may
+    serve different versions of one graph), made once and named after the graph.
     """
     global _sequence
     key = (name, tuple(sorted((version, id(graph)) for version, graph in versions.items())))
@@ -962,6 +960,5 @@ def graph_workflow(name: str, versions: dict[int, CompiledGraph]) -> type[GraphR
     defined = workflow.defn(name=name, failure_exception_types=[RuntimeError], sandboxed=False)(
         type(class_name, (GraphRun,), namespace)
     )
-    setattr(_generated, class_name, defined)
     _made[key] = defined
     return defined
