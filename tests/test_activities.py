@@ -24,8 +24,8 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from temporalio.workflow import ActivityCancellationType
 
 from lockgate import Directory, InMemoryRateLimiter, Signer, ToolClient, ToolRegistry, tool
-from lockgate.activities._temporal import ToolActivityInput, tool_proof_binding
-from lockgate.gating import generate_private_key, public_key_text
+from lockgate.activities._temporal import ToolActivityInput
+from lockgate.gating import generate_private_key, public_key_text, tool_binding
 from lockgate.testing import Identities
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id
 
@@ -357,7 +357,7 @@ async def test_a_forged_proof_is_one_non_retryable_unauthorized_attempt(
     lockgate_worker, temporal_client, task_queue
 ):
     arguments = {"a": 1, "b": 2}
-    forged = Signer("ed", generate_private_key()).sign(tool_proof_binding("demo:add", arguments))
+    forged = Signer("ed", generate_private_key()).sign(tool_binding("demo:add", arguments))
     async with lockgate_worker(
         tools=[add], directory=people().directory, workflows=[DirectToolCall]
     ):

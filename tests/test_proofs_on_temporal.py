@@ -18,8 +18,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from examples.essay_review import EssayReview
 from lockgate import Signer, tool
-from lockgate.activities._temporal import ToolActivityInput, tool_proof_binding
-from lockgate.gating import digest, generate_private_key
+from lockgate.activities._temporal import ToolActivityInput
+from lockgate.gating import digest, generate_private_key, tool_binding
 from lockgate.testing import Identities
 from lockgate.workflows import StartGraphInput
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id
@@ -67,7 +67,7 @@ def people() -> Identities:
 
 def bound_to(tool_name: str, arguments: dict[str, Any], request_id: str) -> dict[str, Any]:
     """What a durable call's proof authorizes: the tool, its arguments' digest, the request."""
-    return {**tool_proof_binding(tool_name, arguments), "request": request_id}
+    return {**tool_binding(tool_name, arguments), "request": request_id}
 
 
 async def assert_no_failed_workflow_task(handle: WorkflowHandle) -> None:
@@ -192,7 +192,7 @@ async def test_a_proof_replayed_for_the_same_act_is_refused_as_already_used(
     lockgate_worker, temporal_client, task_queue
 ):
     identities = people()
-    proof = identities.signer("ed").sign(tool_proof_binding("demo:add", ARGUMENTS))
+    proof = identities.signer("ed").sign(tool_binding("demo:add", ARGUMENTS))
     async with lockgate_worker(
         tools=[add], directory=identities.directory, workflows=[ProvenToolActivity]
     ):
@@ -306,7 +306,7 @@ async def test_a_tool_activitys_proof_replayed_in_a_new_run_of_the_same_workflow
     lockgate_worker, temporal_client, task_queue
 ):
     identities, workflow_id = people(), f"proven-{uuid4().hex}"
-    proof = identities.signer("ed").sign(tool_proof_binding("demo:add", ARGUMENTS))
+    proof = identities.signer("ed").sign(tool_binding("demo:add", ARGUMENTS))
     async with lockgate_worker(
         tools=[add], directory=identities.directory, workflows=[ProvenToolActivity]
     ):

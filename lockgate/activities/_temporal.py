@@ -43,7 +43,6 @@ __all__ = [
     "ToolActivities",
     "ToolActivityInput",
     "VerifyStartInput",
-    "tool_proof_binding",
 ]
 
 CALLER_MISTAKES: frozenset[str] = frozenset(
@@ -121,11 +120,6 @@ class PrepareCallInput:
     proof: Any = None
     channel: str = "temporal"
     request_id: str | None = None
-
-
-def tool_proof_binding(tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """What a proof authorizing a tool call names: the tool and a digest of its arguments."""
-    return tool_binding(tool, arguments)
 
 
 _NOT_JSON = (
