@@ -1,4 +1,4 @@
-"""Keys, proofs, the Directory, nonce ledgers and verification (lockgate.gating._identity)."""
+"""Keys, proofs, the Directory, nonce ledgers and verification (lockgate.gating)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lockgate.gating import Authority, InMemoryNonceLedger
 from lockgate.gating._identity import (
     Actor,
     Directory,
     DirectoryEntry,
     IdentityError,
-    InMemoryNonceLedger,
     Proof,
     ProofRefused,
     Signer,
@@ -77,7 +77,12 @@ def signer(ed_key, clock):
 
 @pytest.fixture
 def verifier(directory, clock):
-    return Verifier(directory, ledger=InMemoryNonceLedger(clock=clock), clock=clock)
+    return Verifier(directory, clock=clock)
+
+
+@pytest.fixture
+def authority(directory, clock):
+    return Authority(directory, ledger=InMemoryNonceLedger(clock=clock), clock=clock)
 
 
 def refusal_of(verifier: Verifier, value: object, expected: Any = DECIDE) -> ProofRefused:
@@ -299,34 +304,24 @@ def test_a_proof_from_within_the_allowed_skew_is_good(signer, verifier, clock):
     assert verifier.verify(proof, DECIDE).principal == "ed"
 
 
-def test_a_proof_used_twice_is_refused_as_replayed(signer, verifier):
+async def test_a_proof_spent_by_one_use_is_refused_to_another(signer, authority):
     proof = signer.sign(DECIDE)
-    verifier.verify(proof, DECIDE)
-
-    refusal = refusal_of(verifier, proof)
-
-    assert refusal.reason == "replayed"
-    assert proof["nonce"] in refusal.sentence
-
-
-def test_a_proof_spent_by_one_holder_is_refused_to_another(signer, verifier):
-    proof = signer.sign(DECIDE)
-    verifier.verify(proof, DECIDE, holder="update-1")
+    await authority.verify_once(proof, DECIDE, "update-1")
 
     with pytest.raises(ProofRefused) as refused:
-        verifier.verify(proof, DECIDE, holder="update-2")
+        await authority.verify_once(proof, DECIDE, "update-2")
     assert refused.value.reason == "replayed"
+    assert proof["nonce"] in refused.value.sentence
 
 
-def test_a_retry_by_the_same_holder_is_accepted(signer, verifier):
+async def test_a_retry_by_the_same_use_is_accepted(signer, authority):
     proof = signer.sign(DECIDE)
-    first = verifier.verify(proof, DECIDE, holder="activity-7")
+    first = await authority.verify_once(proof, DECIDE, "activity-7")
 
-    assert verifier.verify(proof, DECIDE, holder="activity-7") == first
+    assert await authority.verify_once(proof, DECIDE, "activity-7") == first
 
 
-def test_without_a_ledger_a_proof_may_be_verified_again(signer, directory, clock):
-    verifier = Verifier(directory, clock=clock)
+def test_verifying_alone_spends_nothing(signer, verifier):
     proof = signer.sign(DECIDE)
 
     assert verifier.verify(proof, DECIDE) == verifier.verify(proof, DECIDE)
@@ -575,12 +570,12 @@ def test_a_directory_refuses_two_entries_for_one_principal(ed_key):
 def test_the_in_memory_ledger_forgets_nonces_after_they_expire():
     clock = FakeClock(1000.0)
     ledger = InMemoryNonceLedger(clock=clock)
-    ledger.claim("a" * 32, "first", expires_at=1010.0)
+    ledger.claim_now("a" * 32, "first", expires_at=1010.0)
 
     clock.now = 1010.0
-    kept_at_expiry = not ledger.claim("a" * 32, "second", expires_at=1020.0)
+    kept_at_expiry = not ledger.claim_now("a" * 32, "second", expires_at=1020.0)
     clock.now = 1011.0
-    ledger.claim("b" * 32, "third", expires_at=1030.0)
+    ledger.claim_now("b" * 32, "third", expires_at=1030.0)
 
     assert kept_at_expiry
     assert len(ledger) == 1
@@ -643,9 +638,7 @@ def test_parsing_anything_gives_a_proof_or_a_malformed_refusal(value):
 def test_verifying_anything_gives_an_actor_or_a_refusal(value):
     clock = FakeClock(ISSUED_AT)
     verifier = Verifier(
-        Directory(entries=[DirectoryEntry("ed", public_key_text(FUZZ_KEY))]),
-        ledger=InMemoryNonceLedger(clock=clock),
-        clock=clock,
+        Directory(entries=[DirectoryEntry("ed", public_key_text(FUZZ_KEY))]), clock=clock
     )
 
     outcome = verifier.check(value, DECIDE)

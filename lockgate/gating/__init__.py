@@ -12,6 +12,7 @@ from lockgate.gating._audit import (
     redact,
 )
 from lockgate.gating._authority import (
+    MADE_THE_WORK,
     OWN_GATE,
     Authority,
     GateChoice,
@@ -28,13 +29,15 @@ from lockgate.gating._authority import (
     why_node_refuses,
 )
 from lockgate.gating._bindings import (
+    answer_binding,
     confirm_binding,
     decide_binding,
+    gate_subject,
     resume_binding,
     start_binding,
     tool_binding,
 )
-from lockgate.gating._canonical import canonical_json, digest, to_jsonable
+from lockgate.gating._canonical import canonical_json, digest, fingerprint, to_jsonable
 from lockgate.gating._confirm import (
     DEFAULT_CONFIRMATION_TTL_SECONDS,
     Confirmation,
@@ -48,9 +51,7 @@ from lockgate.gating._identity import (
     Directory,
     DirectoryEntry,
     IdentityError,
-    InMemoryNonceLedger,
     NewIdentity,
-    NonceLedger,
     Proof,
     ProofRefused,
     RefusalReason,
@@ -64,9 +65,23 @@ from lockgate.gating._identity import (
     read_private_key,
     write_private_key,
 )
+from lockgate.gating._limits import (
+    MAX_ANSWER_BYTES,
+    MAX_DEPTH,
+    MAX_REFUSED_SIGNALS_KEPT,
+    MAX_SHOWN_ANSWER_CHARS,
+    MAX_START_BYTES,
+    MAX_WAITING_SETTLES,
+    TRAIL_PAGE,
+    PayloadProblem,
+    measure,
+    shorten,
+)
+from lockgate.gating._nonces import InMemoryNonceLedger, NonceLedger
 from lockgate.gating._policy import (
     DEFAULT_CHANNEL_POLICIES,
     FAIL_CLOSED_POLICY,
+    PRIVATE_HOLDINGS,
     ChannelPolicy,
     ConsentGrant,
     GovernedTool,
@@ -87,6 +102,12 @@ from lockgate.gating._ratelimit import (
 )
 from lockgate.gating._render import ChannelRenderer, CliRenderer, DefaultRenderer, RendererRegistry
 from lockgate.gating._result import ErrorCode, ToolError, ToolResult
+from lockgate.gating._seals import (
+    WORKER_SECRET_ENV,
+    WORKER_SECRET_FILE_ENV,
+    WorkerSecret,
+    WorkerSecretError,
+)
 
 __all__ = [
     "AUDIT_LOGGER_NAME",
@@ -96,9 +117,20 @@ __all__ = [
     "DEFAULT_SENSITIVE_NAMES",
     "DEFAULT_WINDOW_SECONDS",
     "FAIL_CLOSED_POLICY",
+    "MADE_THE_WORK",
+    "MAX_ANSWER_BYTES",
+    "MAX_DEPTH",
+    "MAX_REFUSED_SIGNALS_KEPT",
+    "MAX_SHOWN_ANSWER_CHARS",
+    "MAX_START_BYTES",
+    "MAX_WAITING_SETTLES",
     "MUTATING_COST",
     "OWN_GATE",
+    "PRIVATE_HOLDINGS",
     "REDACTED",
+    "TRAIL_PAGE",
+    "WORKER_SECRET_ENV",
+    "WORKER_SECRET_FILE_ENV",
     "Actor",
     "AuditLogger",
     "Authority",
@@ -123,6 +155,7 @@ __all__ = [
     "NonceLedger",
     "OpenGate",
     "ParkedNode",
+    "PayloadProblem",
     "PolicyDecision",
     "PolicyGate",
     "PolicyRule",
@@ -140,19 +173,25 @@ __all__ = [
     "ToolResult",
     "Verifier",
     "ViewerChoice",
+    "WorkerSecret",
+    "WorkerSecretError",
     "action_summary",
+    "answer_binding",
     "answer_refusal_sentence",
     "canonical_json",
     "confirm_binding",
     "decide_binding",
     "digest",
     "directory_entry_toml",
+    "fingerprint",
     "format_scopes",
+    "gate_subject",
     "generate_private_key",
     "judge_answer",
     "judge_resume",
     "judge_viewer",
     "local_shell_context",
+    "measure",
     "needed_phrase",
     "new_identity",
     "new_request_id",
@@ -163,6 +202,7 @@ __all__ = [
     "read_private_key",
     "redact",
     "resume_binding",
+    "shorten",
     "start_binding",
     "to_jsonable",
     "tool_binding",

@@ -17,15 +17,18 @@ from lockgate.gating._context import ToolContext
 from lockgate.gating._identity import (
     Actor,
     Directory,
-    InMemoryNonceLedger,
-    NonceLedger,
     Proof,
     ProofRefused,
     Verifier,
 )
+from lockgate.gating._limits import shorten
+from lockgate.gating._nonces import InMemoryNonceLedger, NonceLedger
+from lockgate.gating._policy import PRIVATE_HOLDINGS
 from lockgate.gating._result import ErrorCode
+from lockgate.gating._seals import WorkerSecret, WorkerSecretError
 
 __all__ = [
+    "MADE_THE_WORK",
     "OWN_GATE",
     "Authority",
     "GateChoice",
@@ -46,6 +49,10 @@ OWN_GATE = (
     "{actor} opened this gate, so it cannot approve it: the work and its approval need two "
     "different people"
 )
+MADE_THE_WORK = (
+    "{actor} drove work this gate reviews, so it cannot approve it: the work and its approval "
+    "need two different people"
+)
 _UNVERIFIED_ANSWER = (
     "A gate is answered by a verified actor, a signed call, and this answer carries no valid "
     "proof: {why}"
@@ -53,12 +60,14 @@ _UNVERIFIED_ANSWER = (
 
 
 class Authority:
-    """The worker's judge of callers: its Directory, its proof verifiers and its audit log.
+    """The worker's judge of callers: its Directory, its proof verifier, its ledger, its secret.
 
     Args:
         directory: Principals, their public keys, roles and scopes.
-        ledger: Where single-use nonces of start and tool-call proofs are spent (in memory by
-            default: one worker process; give several workers a shared ledger).
+        secret: The deployment's worker secret, which seals what workers hand each other (None
+            where nothing is sealed, as in a client judging ``pending`` viewers).
+        ledger: Where single-use nonces of start and tool-call proofs are spent (in this process
+            by default; the plugin gives its workers lockgate's Temporal-backed ledger).
         window_seconds: How long a proof is good after it was signed.
         audit: Where judgements are recorded.
         clock: Unix seconds; real time, because judgements are made live, never replayed.
@@ -68,23 +77,44 @@ class Authority:
         self,
         directory: Directory,
         *,
+        secret: WorkerSecret | None = None,
         ledger: NonceLedger | None = None,
         window_seconds: float = 300,
         audit: AuditLogger | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.directory = directory
+        self.secret = secret
         self.window_seconds = window_seconds
         self.audit = audit or AuditLogger()
-        self.verifier = Verifier(
-            directory,
-            ledger=ledger if ledger is not None else InMemoryNonceLedger(clock=clock),
-            window_seconds=window_seconds,
-            clock=clock,
-        )
-        # Answers and resumes are bound to one run, whose own history spends their nonces, so
-        # the worker's ledger (which a retried activity would trip) is not consulted for them.
-        self.run_verifier = Verifier(directory, window_seconds=window_seconds, clock=clock)
+        self.ledger: NonceLedger = ledger if ledger is not None else InMemoryNonceLedger(clock)
+        self.verifier = Verifier(directory, window_seconds=window_seconds, clock=clock)
+
+    @property
+    def sealer(self) -> WorkerSecret:
+        """The worker secret; a worker without one cannot vouch for anything it hands over."""
+        if self.secret is None:
+            raise WorkerSecretError(
+                "This worker has no worker secret, so it can neither seal nor open what lockgate "
+                "hands over between workers: give LockgatePlugin a secret."
+            )
+        return self.secret
+
+    async def verify_once(self, value: object, expected: Mapping[str, Any], holder: str) -> Actor:
+        """Verifies a proof and spends it for ``holder`` in the ledger (a retry by the same
+        holder passes; any other use is refused as replayed).
+
+        Raises:
+            ProofRefused: The proof does not authorize this act, or another use spent it.
+        """
+        proof = self.verifier.verify_proof(value, expected)
+        if not await self.ledger.claim(proof.nonce, holder, proof.issued_at + self.window_seconds):
+            raise ProofRefused(
+                "replayed",
+                f"The proof {proof.nonce} has already been used: a proof is good for one act, "
+                "once; sign a fresh one.",
+            )
+        return Actor.of_proof(proof)
 
     def scopes_of(self, actor: Actor) -> frozenset[str]:
         """What ``actor`` holds now: nothing unless verified and listed in the Directory."""
@@ -104,9 +134,15 @@ class Authority:
         """The tool context of ``actor``: principal and channel from the proof, scopes from here.
 
         A verified actor's signature counts as consent on channels that take consent as a
-        signature (its proof names the call it authorizes).
+        signature (its proof names the call it authorizes). Refusals made in this context never
+        list what the actor holds: on Temporal they are written to history, which others read.
         """
-        marks: dict[str, Any] = {"actor": actor.actor, "verified": actor.verified, **extra}
+        marks: dict[str, Any] = {
+            "actor": actor.actor,
+            "verified": actor.verified,
+            PRIVATE_HOLDINGS: True,
+            **extra,
+        }
         if actor.verified:
             marks["signer"] = actor.principal
         return ToolContext(
@@ -205,6 +241,11 @@ class OpenGate:
         because: Why a human is asked.
         requester: Who opened it (the run's requester); they may not answer it.
         choices: The options.
+        execution: The run's first run id: a proof answers one execution of a workflow id.
+        subject: :func:`gate_subject` of what the gate shows (its target channel, its options):
+            a proof answers what its signer was shown, nothing else.
+        makers: The verified principals who drove the work this gate reviews: the nodes run
+            since the run started or the previous gate was answered. None of them may approve it.
     """
 
     graph: str
@@ -215,6 +256,9 @@ class OpenGate:
     because: str
     requester: str
     choices: tuple[GateChoice, ...]
+    execution: str = ""
+    subject: str = ""
+    makers: tuple[str, ...] = ()
 
     def choice(self, option: str) -> GateChoice | None:
         """The choice named ``option``."""
@@ -236,6 +280,9 @@ class OpenGate:
             "because": self.because,
             "requester": self.requester,
             "choices": [choice.to_dict() for choice in self.choices],
+            "execution": self.execution,
+            "subject": self.subject,
+            "makers": list(self.makers),
         }
 
     @classmethod
@@ -250,6 +297,9 @@ class OpenGate:
             because=str(value.get("because") or ""),
             requester=str(value["requester"]),
             choices=tuple(GateChoice.from_dict(choice) for choice in value["choices"]),
+            execution=str(value.get("execution") or ""),
+            subject=str(value.get("subject") or ""),
+            makers=tuple(str(maker) for maker in value.get("makers") or ()),
         )
 
 
@@ -342,8 +392,7 @@ def _verify(
 ) -> Proof | ProofRefused:
     """The proof, verified and bound to ``kind`` on ``run`` and not spent in it, or why not."""
     try:
-        proof = Proof.parse(value)
-        authority.run_verifier.verify(value, {"kind": kind, "run": run})
+        proof = authority.verifier.verify_proof(value, {"kind": kind, "run": run})
     except ProofRefused as refused:
         return refused
     if proof.nonce in spent_nonces:
@@ -366,15 +415,16 @@ def judge_answer(
     """Judges an answer to a gate, before anything about it is written.
 
     In order: the answer carries a valid proof bound to this run (``UNVERIFIED_APPROVER``), the
-    proof names this graph (``NOT_FOUND``), the run waits for an answer (``GATE_NOT_PENDING``) at
-    the gate the proof names (``GATE_NOT_PENDING``), the option is offered (``INVALID_DECISION``),
-    the approver is not who opened the gate (``SELF_APPROVAL_FORBIDDEN``), holds the gate's role
-    (``FORBIDDEN``), and may run the first node the answer leads to (``FORBIDDEN``).
+    proof names this graph (``NOT_FOUND``), the run waits for an answer (``GATE_NOT_PENDING``) in
+    the execution, at the gate opening and showing the subject the proof names
+    (``GATE_NOT_PENDING``), the option is offered (``INVALID_DECISION``), the approver neither
+    opened the gate nor drove the work it reviews (``SELF_APPROVAL_FORBIDDEN``), holds the gate's
+    role (``FORBIDDEN``), and may run the first node the answer leads to (``FORBIDDEN``).
 
     Args:
-        authority: The worker's Directory and verifiers.
-        value: The answer as received: a signed proof of ``{kind: decide, graph, run, gate,
-            choice}``, or anything else (which is refused).
+        authority: The worker's Directory and verifier.
+        value: The answer as received: a signed proof of :func:`decide_binding`, or anything
+            else (which is refused).
         graph: The graph of the run being answered.
         run: The run being answered.
         gate: The gate waiting, or None.
@@ -388,12 +438,13 @@ def judge_answer(
             choice=_text_or_none(_claimed(value, "choice")),
         )
     actor = Actor.of_proof(proof)
-    choice = proof.authorizes.get("choice")
-    if proof.authorizes.get("graph") != graph:
+    act = proof.authorizes
+    choice = act.get("choice")
+    if act.get("graph") != graph:
         return Judgement.refuse(
             ErrorCode.NOT_FOUND,
-            f"Run '{run}' is not a run of '{proof.authorizes.get('graph')}': it is a run of "
-            f"'{graph}', and a proof answers only the graph it names.",
+            f"Run '{run}' is not a run of '{act.get('graph')}': it is a run of '{graph}', and a "
+            "proof answers only the graph it names.",
             actor=actor,
         )
     if gate is None:
@@ -402,27 +453,40 @@ def judge_answer(
             f"Run '{run}' is not waiting for a decision.",
             actor=actor,
         )
-    if proof.authorizes.get("gate") != gate.gate:
+    if act.get("execution") != gate.execution:
         return Judgement.refuse(
             ErrorCode.GATE_NOT_PENDING,
-            f"The proof answers gate '{proof.authorizes.get('gate')}', which is not the gate "
-            f"waiting on run '{run}' ('{gate.gate}'); sign an answer to '{gate.gate}'.",
+            f"The proof answers another execution of '{run}' than the one waiting now (a run "
+            "that ended, or one started again under the same id): sign an answer to this one.",
+            actor=actor,
+        )
+    if act.get("gate") != gate.gate:
+        return Judgement.refuse(
+            ErrorCode.GATE_NOT_PENDING,
+            f"The proof answers gate '{act.get('gate')}', which is not the gate waiting on run "
+            f"'{run}' ('{gate.gate}'); sign an answer to '{gate.gate}'.",
+            actor=actor,
+        )
+    if act.get("subject") != gate.subject:
+        return Judgement.refuse(
+            ErrorCode.GATE_NOT_PENDING,
+            f"The proof approves something other than what gate '{gate.gate}' shows (its target "
+            "or its options differ from what the signer was shown); look at the run again and "
+            "sign an answer to what it shows.",
             actor=actor,
         )
     chosen = gate.choice(choice) if isinstance(choice, str) else None
     if chosen is None:
         return Judgement.refuse(
             ErrorCode.INVALID_DECISION,
-            f"{choice!r} is not an option of gate '{gate.gate}' (expected one of: "
+            f"{shorten(repr(choice))} is not an option of gate '{gate.gate}' (expected one of: "
             f"{', '.join(gate.options)}).",
             actor=actor,
         )
-    if actor.actor == gate.requester:
+    conflict = _four_eyes(actor, gate)
+    if conflict is not None:
         return Judgement.refuse(
-            ErrorCode.SELF_APPROVAL_FORBIDDEN,
-            OWN_GATE.format(actor=actor.actor) + ".",
-            actor=actor,
-            choice=chosen.option,
+            ErrorCode.SELF_APPROVAL_FORBIDDEN, conflict + ".", actor=actor, choice=chosen.option
         )
     if gate.role not in authority.roles_of(actor):
         return Judgement.refuse(
@@ -446,21 +510,31 @@ def judge_answer(
     return Judgement(True, actor=actor, choice=chosen.option)
 
 
+def _four_eyes(actor: Actor, gate: OpenGate) -> str | None:
+    """Why ``actor`` may not approve the work behind ``gate`` (made it, or asked for it)."""
+    if actor.actor == gate.requester:
+        return OWN_GATE.format(actor=actor.actor)
+    if actor.principal is not None and actor.principal in gate.makers:
+        return MADE_THE_WORK.format(actor=actor.actor)
+    return None
+
+
 def judge_resume(
     authority: Authority,
     value: object,
     *,
     graph: str,
     run: str,
+    execution: str,
     status: str,
     parked: ParkedNode | None,
     spent_nonces: Collection[str] = (),
 ) -> Judgement:
     """Judges a resume of a parked run, before anything about it is written.
 
-    In order: a valid proof of ``{kind: resume, graph, run, node}`` bound to this run
-    (``UNAUTHORIZED``), naming this graph (``NOT_FOUND``), a run parked at that node
-    (``NOTHING_TO_RESUME``), and a resumer who may run it (``FORBIDDEN``).
+    In order: a valid proof of :func:`resume_binding` bound to this run (``UNAUTHORIZED``),
+    naming this graph (``NOT_FOUND``) and this execution (``NOTHING_TO_RESUME``), a run parked at
+    that node (``NOTHING_TO_RESUME``), and a resumer who may run it (``FORBIDDEN``).
     """
     proof = _verify(authority, value, "resume", run, spent_nonces)
     if isinstance(proof, ProofRefused):
@@ -475,6 +549,13 @@ def judge_resume(
             ErrorCode.NOT_FOUND,
             f"Run '{run}' is not a run of '{proof.authorizes.get('graph')}': it is a run of "
             f"'{graph}'.",
+            actor=actor,
+        )
+    if proof.authorizes.get("execution") != execution:
+        return Judgement.refuse(
+            ErrorCode.NOTHING_TO_RESUME,
+            f"The proof resumes another execution of '{run}' than the one running now (a run "
+            "that ended, or one started again under the same id): sign a resume of this one.",
             actor=actor,
         )
     if parked is None:
@@ -528,10 +609,14 @@ def judge_viewer(
 ) -> tuple[dict[str, Any], list[ViewerChoice]]:
     """For a pending list: may ``viewer`` take each option? Writes nothing, echoes no holdings.
 
-    Judged in the order :func:`judge_answer` judges: verified, not the requester, holds the
-    role, may run the first node.
+    Judged in the order :func:`judge_answer` judges: verified, neither the requester nor a maker
+    of the work, holds the role, may run the first node.
     """
-    summary = {"is_requester": viewer.actor == gate.requester, "verified": viewer.verified}
+    summary = {
+        "is_requester": viewer.actor == gate.requester,
+        "made_the_work": viewer.principal in gate.makers,
+        "verified": viewer.verified,
+    }
     verdicts: list[ViewerChoice] = []
     roles = authority.roles_of(viewer)
     holds = authority.scopes_of(viewer)
@@ -547,10 +632,10 @@ def judge_viewer(
                 )
             )
             continue
-        if viewer.actor == gate.requester:
-            verdicts.append(
-                ViewerChoice(choice.option, False, "requester", OWN_GATE.format(actor=viewer.actor))
-            )
+        conflict = _four_eyes(viewer, gate)
+        if conflict is not None:
+            because = "requester" if viewer.actor == gate.requester else "maker"
+            verdicts.append(ViewerChoice(choice.option, False, because, conflict))
             continue
         if gate.role not in roles:
             verdicts.append(

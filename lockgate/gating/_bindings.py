@@ -8,14 +8,16 @@ lone surrogates): no proof can name those.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lockgate.gating._canonical import digest
 
 __all__ = [
+    "answer_binding",
     "confirm_binding",
     "decide_binding",
+    "gate_subject",
     "resume_binding",
     "start_binding",
     "tool_binding",
@@ -27,14 +29,48 @@ def start_binding(graph: str, run: str, inputs: Mapping[str, Any]) -> dict[str, 
     return {"kind": "start", "graph": graph, "run": run, "inputs": digest(dict(inputs))}
 
 
-def decide_binding(graph: str, run: str, gate: str, choice: str) -> dict[str, Any]:
-    """Answering gate opening ``gate`` (``editor_call#2``) of ``run`` with ``choice``."""
-    return {"kind": "decide", "graph": graph, "run": run, "gate": gate, "choice": choice}
+def gate_subject(target: Mapping[str, Any] | None, choices: Sequence[Mapping[str, Any]]) -> str:
+    """The digest of what an approver is shown at a gate: its target channel and its options.
+
+    Args:
+        target: ``{channel: value}`` of the graph's target channel, or None if it has none.
+        choices: Each option as ``{option, leads_to, operation, needs}``.
+    """
+    shown = [
+        {
+            "option": choice.get("option"),
+            "leads_to": choice.get("leads_to"),
+            "operation": choice.get("operation"),
+            "needs": sorted(choice.get("needs") or ()),
+        }
+        for choice in choices
+    ]
+    return digest({"target": dict(target) if target is not None else None, "choices": shown})
 
 
-def resume_binding(graph: str, run: str, node: str | None) -> dict[str, Any]:
-    """Resuming ``run``, parked at ``node``."""
-    return {"kind": "resume", "graph": graph, "run": run, "node": node}
+def decide_binding(
+    graph: str, run: str, execution: str, gate: str, choice: str, subject: str
+) -> dict[str, Any]:
+    """Answering gate opening ``gate`` (``editor_call#2``) of ``run`` with ``choice``.
+
+    ``execution`` is the run's first run id (the same across continue-as-new and resets, new for
+    a new execution under the same workflow id); ``subject`` is :func:`gate_subject` of what the
+    approver was shown.
+    """
+    return {
+        "kind": "decide",
+        "graph": graph,
+        "run": run,
+        "execution": execution,
+        "gate": gate,
+        "choice": choice,
+        "subject": subject,
+    }
+
+
+def resume_binding(graph: str, run: str, execution: str, node: str | None) -> dict[str, Any]:
+    """Resuming execution ``execution`` of ``run``, parked at ``node``."""
+    return {"kind": "resume", "graph": graph, "run": run, "execution": execution, "node": node}
 
 
 def tool_binding(
@@ -50,3 +86,29 @@ def tool_binding(
 def confirm_binding(request: str, token: str) -> dict[str, Any]:
     """Confirming durable call ``request`` with the token it handed out."""
     return {"kind": "confirm", "request": request, "token": token}
+
+
+def answer_binding(
+    gate: Mapping[str, Any], choice: str, execution: str | None = None
+) -> dict[str, Any]:
+    """The :func:`decide_binding` of answering ``choice`` to a gate as a run reports it.
+
+    Args:
+        gate: The open gate as the run shows it (``awaiting`` in ``show``): its ``graph``,
+            ``run``, ``execution``, ``gate``, ``target`` and ``choices``.
+        choice: The option chosen.
+        execution: The execution as the server reports it (a client should pass it: a worker
+            may say anything); defaults to the gate's own.
+
+    The subject is computed here from the target and options as shown, never taken from what the
+    run says its digest is: a proof approves exactly what its signer was shown.
+    """
+    subject = gate_subject(gate.get("target"), list(gate.get("choices") or ()))
+    return decide_binding(
+        str(gate["graph"]),
+        str(gate["run"]),
+        execution if execution is not None else str(gate.get("execution") or ""),
+        str(gate["gate"]),
+        choice,
+        subject,
+    )

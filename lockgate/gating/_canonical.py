@@ -7,7 +7,7 @@ import hashlib
 import json
 from typing import Any
 
-__all__ = ["canonical_json", "digest", "to_jsonable"]
+__all__ = ["canonical_json", "digest", "fingerprint", "to_jsonable"]
 
 
 def to_jsonable(value: Any) -> Any:
@@ -50,3 +50,17 @@ def canonical_json(value: Any) -> bytes:
 def digest(value: Any) -> str:
     """Returns ``"sha256:<hex>"`` of the canonical JSON of ``value``."""
     return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def fingerprint(value: Any) -> str:
+    """Returns ``"sha256:<hex>"`` of ``value``'s JSON, for data that must only match itself.
+
+    Unlike :func:`digest` it never raises: text that is not valid Unicode is escaped, NaN and
+    infinity are written as JSON's extensions, anything else by ``str``. Temporal's JSON round
+    trip keeps all of these, so a seal over a run's own data (which a stranger may have filled
+    with such values) opens on the far side of the round trip and never fails the run.
+    """
+    text = json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True, default=str
+    )
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()

@@ -1,9 +1,9 @@
-"""Identity and authority: keys, signed proofs, the Directory, nonce ledgers and verification.
+"""Identity and authority: keys, signed proofs, the Directory and verification.
 
 A *proof* is a small signed JSON object that says who authorizes exactly which act. A
 :class:`Signer` makes one with a principal's Ed25519 private key; a :class:`Verifier` checks it
 against the public key a :class:`Directory` lists for that principal, the act the call is about,
-the proof's age and (with a :class:`NonceLedger`) that it has not been spent by someone else. The
+and the proof's age; a :class:`~lockgate.gating.NonceLedger` says whether it was spent before. The
 result is an :class:`Actor`: who the call is verified to come from, never what they hold. Scopes
 and roles are looked up in the Directory each time they are judged.
 
@@ -24,7 +24,6 @@ import base64
 import binascii
 import datetime
 import functools
-import heapq
 import json
 import logging
 import math
@@ -38,7 +37,7 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from lockgate.gating._canonical import canonical_json, to_jsonable
 
@@ -83,9 +82,7 @@ __all__ = [
     "Directory",
     "DirectoryEntry",
     "IdentityError",
-    "InMemoryNonceLedger",
     "NewIdentity",
-    "NonceLedger",
     "Proof",
     "ProofRefused",
     "RefusalReason",
@@ -848,81 +845,6 @@ def _file_stamp(path: Path) -> tuple[int, int] | None:
     return (status.st_mtime_ns, status.st_size)
 
 
-# --- Nonce ledgers ------------------------------------------------------------------------------
-
-
-class NonceLedger(Protocol):
-    """Remembers which proofs have been spent, and by whom, until they expire."""
-
-    def claim(self, nonce: str, holder: str, expires_at: float) -> bool:
-        """Spends ``nonce`` for ``holder``.
-
-        Args:
-            nonce: The proof's nonce.
-            holder: The use it is spent on (an activity or update id). A retry of the same use
-                passes the same holder.
-            expires_at: Unix seconds after which the proof is refused as expired anyway, so the
-                ledger may forget the nonce; it must remember it at least until then.
-
-        Returns:
-            True if the nonce was unspent or already spent by ``holder``; False if another holder
-            spent it.
-        """
-        ...
-
-
-class InMemoryNonceLedger:
-    """A :class:`NonceLedger` in this process's memory; thread-safe.
-
-    Good for one worker process or tests. Several workers need a shared ledger, or a proof could be
-    spent once on each.
-    """
-
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
-        """Makes an empty ledger.
-
-        Args:
-            clock: Returns unix seconds; injectable for tests.
-        """
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._claims: dict[str, tuple[str, float]] = {}
-        self._expiries: list[tuple[float, str]] = []
-
-    def claim(self, nonce: str, holder: str, expires_at: float) -> bool:
-        """Spends ``nonce`` for ``holder``; see :meth:`NonceLedger.claim`."""
-        with self._lock:
-            self._forget_expired(self._clock())
-            claimed = self._claims.get(nonce)
-            if claimed is None:
-                self._claims[nonce] = (holder, expires_at)
-                heapq.heappush(self._expiries, (expires_at, nonce))
-                return True
-            claimed_by, claimed_until = claimed
-            if claimed_by != holder:
-                return False
-            if expires_at > claimed_until:
-                self._claims[nonce] = (holder, expires_at)
-                heapq.heappush(self._expiries, (expires_at, nonce))
-            return True
-
-    def __len__(self) -> int:
-        """Returns how many nonces are remembered."""
-        with self._lock:
-            return len(self._claims)
-
-    def _forget_expired(self, now: float) -> None:
-        # A proof is still accepted at the very second it expires, so its nonce is kept until
-        # strictly after.
-        while self._expiries and self._expiries[0][0] < now:
-            expires_at, nonce = heapq.heappop(self._expiries)
-            claimed = self._claims.get(nonce)
-            # A later claim by the same holder may have extended the nonce; only the heap entry
-            # matching the current expiry removes it.
-            if claimed is not None and claimed[1] == expires_at:
-                del self._claims[nonce]
-
-
 # --- Actors and verification --------------------------------------------------------------------
 
 
@@ -1020,16 +942,18 @@ class Actor:
 class Verifier:
     """Checks proofs against a Directory and turns them into Actors.
 
+    A verifier checks shape, signer, signature, binding and age. Whether a proof was already
+    spent is the :class:`NonceLedger`'s to say (see :meth:`Authority.verify_once`), or, for
+    answers bound to one run, that run's own history.
+
     Example:
-        >>> verifier = Verifier(directory, ledger=InMemoryNonceLedger())  # doctest: +SKIP
-        >>> actor = verifier.verify(proof, {"kind": "resume", "run": run_id}, holder=update_id)
-        ... # doctest: +SKIP
+        >>> verifier = Verifier(directory)  # doctest: +SKIP
+        >>> actor = verifier.verify(proof, {"kind": "resume", "run": run_id})  # doctest: +SKIP
     """
 
     def __init__(
         self,
         directory: Directory,
-        ledger: NonceLedger | None = None,
         window_seconds: float = 300,
         future_skew_seconds: float = 60,
         clock: Callable[[], float] = time.time,
@@ -1038,11 +962,9 @@ class Verifier:
 
         Args:
             directory: Where principals' public keys are looked up.
-            ledger: Spends each proof's nonce so it cannot be replayed; None skips that check
-                (inside workflow code, where the history already makes each decision once).
             window_seconds: How long after it was issued a proof is good.
             future_skew_seconds: How far ahead of this clock a signer's clock may be.
-            clock: Returns unix seconds; pass ``workflow.now().timestamp`` in workflow code.
+            clock: Returns unix seconds.
 
         Raises:
             ValueError: A window or skew is negative or not finite.
@@ -1054,30 +976,20 @@ class Verifier:
             if not (math.isfinite(seconds) and seconds >= 0):
                 raise ValueError(f"{label} must be a finite number of seconds, at least 0.")
         self.directory = directory
-        self.ledger = ledger
         self.window_seconds = window_seconds
         self.future_skew_seconds = future_skew_seconds
         self._clock = clock
 
-    def verify(
-        self,
-        value: object,
-        expected: Mapping[str, Any],
-        *,
-        holder: str | None = None,
-    ) -> Actor:
+    def verify(self, value: object, expected: Mapping[str, Any]) -> Actor:
         """Checks that ``value`` is a good proof for the act ``expected`` describes.
 
         Checks run in this order, the first failure refusing: shape, principal listed, public key
-        listed, signature, binding, freshness, nonce.
+        listed, signature, binding, freshness.
 
         Args:
             value: The proof as received; anything.
             expected: The fields the proof must authorize with exactly these values, for example
                 ``{"kind": "decide", "run": run_id, "gate": gate, "choice": choice}``.
-            holder: The use the proof is spent on (an activity or update id), so that a retry of
-                the same use is accepted. Without one, every call is a separate use, and a proof
-                is accepted once.
 
         Returns:
             The verified actor.
@@ -1088,6 +1000,10 @@ class Verifier:
             TypeError: ``expected`` is not JSON data (a bug in the caller).
             ValueError: ``expected`` holds a NaN or infinity (a bug in the caller).
         """
+        return Actor.of_proof(self.verify_proof(value, expected))
+
+    def verify_proof(self, value: object, expected: Mapping[str, Any]) -> Proof:
+        """Like :meth:`verify`, but returns the checked :class:`Proof` (its nonce and age)."""
         expected_json = {key: canonical_json(item) for key, item in expected.items()}
         proof = Proof.parse(value)
         entry = self.directory.entry(proof.principal)
@@ -1114,28 +1030,12 @@ class Verifier:
             ) from None
         self._check_binding(proof, expected, expected_json)
         self._check_freshness(proof)
-        if self.ledger is not None:
-            # Without a holder each call is its own use; defaulting to the nonce would make every
-            # replay look like a retry.
-            use = holder if holder is not None else "call:" + secrets.token_hex(16)
-            if not self.ledger.claim(proof.nonce, use, proof.issued_at + self.window_seconds):
-                raise ProofRefused(
-                    "replayed",
-                    f"The proof {proof.nonce} has already been used: a proof is good for one "
-                    "act, once; sign a fresh one.",
-                )
-        return Actor.of_proof(proof)
+        return proof
 
-    def check(
-        self,
-        value: object,
-        expected: Mapping[str, Any],
-        *,
-        holder: str | None = None,
-    ) -> Actor | ProofRefused:
+    def check(self, value: object, expected: Mapping[str, Any]) -> Actor | ProofRefused:
         """Like :meth:`verify`, but returns the refusal instead of raising it."""
         try:
-            return self.verify(value, expected, holder=holder)
+            return self.verify(value, expected)
         except ProofRefused as refusal:
             return refusal
 

@@ -13,6 +13,7 @@ from lockgate.gating._context import ToolContext
 __all__ = [
     "DEFAULT_CHANNEL_POLICIES",
     "FAIL_CLOSED_POLICY",
+    "PRIVATE_HOLDINGS",
     "ChannelPolicy",
     "ConsentGrant",
     "GovernedTool",
@@ -82,6 +83,18 @@ def format_scopes(scopes: Iterable[str]) -> str:
     """``"a, b"`` in sorted order, or ``"(none)"``."""
     ordered = sorted(scopes)
     return ", ".join(ordered) if ordered else "(none)"
+
+
+PRIVATE_HOLDINGS = "holdings_private"
+"""A context mark: refusals must not list what the caller holds (they are written to history)."""
+
+
+def _what_it_holds(ctx: ToolContext) -> str:
+    """`` — context has: a, b``, or, where refusals are written down for others to read, who
+    lacks it without listing what they hold."""
+    if ctx.extra.get(PRIVATE_HOLDINGS):
+        return f", which {ctx.principal or 'this caller'} does not hold"
+    return f" — context has: {format_scopes(ctx.scopes)}"
 
 
 def _operation_id(name: str) -> str:
@@ -232,7 +245,7 @@ class PolicyGate:
             return PolicyDecision(
                 False,
                 f"Missing required scope for tool '{tool.name}'. Need one of: "
-                f"{format_scopes(tool.scopes)} — context has: {format_scopes(ctx.scopes)}.",
+                f"{format_scopes(tool.scopes)}{_what_it_holds(ctx)}.",
                 "scopes",
             )
         if self.rules is not None:
@@ -280,7 +293,7 @@ def _judge_rule(rule: PolicyRule, ctx: ToolContext, tool: GovernedTool) -> Polic
         return PolicyDecision(
             False,
             f"Policy rule #{rule.id} for tool '{tool.name}' requires one of these scopes: "
-            f"{format_scopes(rule.scopes)} — context has: {format_scopes(ctx.scopes)}.",
+            f"{format_scopes(rule.scopes)}{_what_it_holds(ctx)}.",
             "rule",
         )
     if rule.effect == "allow":

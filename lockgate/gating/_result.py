@@ -16,7 +16,8 @@ __all__ = ["ErrorCode", "ToolError", "ToolResult"]
 class ErrorCode(str, enum.Enum):
     """The codes a refusal or failure carries in ``error.code``.
 
-    The first nine are the tool pipeline's; the rest are answered by human gates and runs.
+    The first nine are the tool pipeline's; the rest are answered by human gates and runs, and
+    ``PAYLOAD_TOO_LARGE`` by anything that measures what a caller sent (see ``_limits``).
     """
 
     TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
@@ -33,6 +34,7 @@ class ErrorCode(str, enum.Enum):
     INVALID_DECISION = "INVALID_DECISION"
     GATE_NOT_PENDING = "GATE_NOT_PENDING"
     NOTHING_TO_RESUME = "NOTHING_TO_RESUME"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
 
     def __str__(self) -> str:
         return self.value
