@@ -1,6 +1,8 @@
 """Tools: `@tool`, `Param`, the registry that runs the pipeline, and their activities."""
 
 from lockgate.activities._budget import BudgetReport, context_tokens, estimate_tokens
+from lockgate.activities._ledger import SPENT_PROOF_WORKFLOW, TemporalNonceLedger, spent_proof_id
+from lockgate.activities._refusal import Refusal
 from lockgate.activities._registry import (
     PIPELINE_STAGES,
     ExecutedEvent,
@@ -8,6 +10,12 @@ from lockgate.activities._registry import (
     FailedEvent,
     ToolFailure,
     ToolRegistry,
+)
+from lockgate.activities._sealed_calls import (
+    SEAL_HEADER,
+    SealReader,
+    current_seal,
+    tool_activity_binding,
 )
 from lockgate.activities._temporal import CALLER_MISTAKES, ToolActivities, ToolActivityInput
 from lockgate.activities._tool import (
@@ -31,6 +39,8 @@ from lockgate.activities._verification import (
 __all__ = [
     "CALLER_MISTAKES",
     "PIPELINE_STAGES",
+    "SEAL_HEADER",
+    "SPENT_PROOF_WORKFLOW",
     "ArgumentsInvalid",
     "BudgetReport",
     "ExecutedEvent",
@@ -38,7 +48,10 @@ __all__ = [
     "FailedEvent",
     "HumanVerifier",
     "Param",
+    "Refusal",
     "Retry",
+    "SealReader",
+    "TemporalNonceLedger",
     "ToolActivities",
     "ToolActivityInput",
     "ToolDeclarationError",
@@ -48,10 +61,13 @@ __all__ = [
     "VerificationError",
     "VerificationRequest",
     "context_tokens",
+    "current_seal",
     "definition_of",
     "estimate_tokens",
     "is_tool",
     "register_verification",
+    "spent_proof_id",
     "tool",
+    "tool_activity_binding",
     "tool_methods",
 ]

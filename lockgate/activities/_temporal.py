@@ -1,9 +1,10 @@
 """Tools as Temporal activities: one activity per tool, named after it, running the pipeline.
 
-The activity judges its caller on the worker: a verified actor handed over by lockgate's own
-workflow code, a signed proof it verifies itself, or nobody (``unverified:<channel>``). The
-scopes come from the worker's Directory. A caller's mistake is one non-retryable
-``ApplicationError`` whose ``type`` is the code; a tool's own exception goes to the retry policy.
+The activity judges its caller on the worker: an actor handed over by lockgate's own workflow
+code under the worker secret's seal (see :mod:`._sealed_calls`), a signed proof it verifies and
+spends itself, or nobody (``unverified:<channel>``). The scopes come from the worker's Directory.
+A caller's mistake is one non-retryable :class:`Refusal` whose ``type`` is the code, with no stack
+trace and nothing of what the caller holds; a tool's own exception goes to the retry policy.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from lockgate.activities._refusal import Refusal
 from lockgate.activities._registry import ToolFailure, ToolRegistry
+from lockgate.activities._sealed_calls import current_seal, tool_activity_binding
 from lockgate.activities._tool import ToolDefinition
 from lockgate.gating import (
     Actor,
@@ -29,6 +32,8 @@ from lockgate.gating import (
     ParkedNode,
     ProofRefused,
     ToolResult,
+    WorkerSecretError,
+    fingerprint,
     judge_answer,
     judge_resume,
     start_binding,
@@ -38,11 +43,14 @@ from lockgate.gating import (
 
 __all__ = [
     "CALLER_MISTAKES",
-    "JudgeInput",
+    "JudgeSignalsInput",
     "PrepareCallInput",
+    "SignalEntry",
     "ToolActivities",
     "ToolActivityInput",
+    "VerifyCarriedInput",
     "VerifyStartInput",
+    "carry_binding",
 ]
 
 CALLER_MISTAKES: frozenset[str] = frozenset(
@@ -64,15 +72,16 @@ class ToolActivityInput:
 
     Attributes:
         arguments: The tool's arguments.
-        actor: Who calls, already verified by lockgate's workflow code (trusted as given: only
-            workflow code schedules activities).
+        actor: Who calls, as lockgate's workflow code verified them. Honoured only when the
+            activity's header carries the worker secret's seal over this input and the execution
+            that scheduled it; anyone else's ``actor`` is refused.
         proof: A signed proof of ``{kind: "tool", tool, arguments}`` (the arguments' digest) to
-            verify here, when no ``actor`` is given.
+            verify and spend here, when no ``actor`` is given.
         channel: The channel of an unsigned caller (``temporal`` by default).
         request_id: Correlates the call in results and audit records.
         idempotency_key: Stable across retries of one step (run, node, visit): a tool with side
             effects can use it to make them happen once. Handed to the tool in ``ctx.extra``.
-        confirmed: The workflow received the confirmation this call needed.
+        confirmed: The workflow received the confirmation this call needed (sealed, as ``actor``).
         node: The graph node this call runs, for the audit record of a refusal.
     """
 
@@ -88,24 +97,66 @@ class ToolActivityInput:
 
 @dataclass
 class VerifyStartInput:
-    """Verifies the proof a graph run was started with."""
+    """Verifies the proof a graph run was started with, and spends it for this execution."""
 
     proof: Any
     graph: str
     run: str
     inputs: dict[str, Any]
+    execution: str = ""
 
 
 @dataclass
-class JudgeInput:
-    """Judges an answer or resume that arrived as a signal (the `temporal` CLI / UI path)."""
+class VerifyCarriedInput:
+    """Opens the seal on the state a run was handed at continue-as-new.
 
-    kind: str
-    value: Any
+    Attributes:
+        carried: The carried state as the new run received it.
+        seal: The seal from the new run's start header, if any.
+        workflow_id: The run's workflow id, as the server reports it.
+        execution: Its first run id, as the server reports it.
+        previous_run: The run it continued from, as the server reports it.
+    """
+
+    carried: Any
+    seal: str | None
+    workflow_id: str
+    execution: str
+    previous_run: str | None
+
+
+def carry_binding(
+    workflow_id: str, execution: str, previous_run: str, carried: Any
+) -> dict[str, Any]:
+    """What a carried state's seal vouches for: this state, handed over by this run of this
+    execution."""
+    return {
+        "workflow_id": workflow_id,
+        "execution": execution,
+        "from_run": previous_run,
+        "carried": fingerprint(carried),
+    }
+
+
+@dataclass
+class SignalEntry:
+    """One signal waiting to be judged: its name, its value, or why it was refused unread."""
+
+    name: str
+    value: Any = None
+    problem: dict[str, str] | None = None
+
+
+@dataclass
+class JudgeSignalsInput:
+    """Judges the answers and resumes that arrived as signals (the `temporal` CLI / UI path),
+    in the order they arrived, as the update validators would have."""
+
+    entries: list[SignalEntry]
     graph: str
     run: str
+    execution: str
     status: str
-    name: str = ""
     gate: dict[str, Any] | None = None
     parked: dict[str, Any] | None = None
     spent_nonces: list[str] = field(default_factory=list)
@@ -120,6 +171,7 @@ class PrepareCallInput:
     proof: Any = None
     channel: str = "temporal"
     request_id: str | None = None
+    execution: str = ""
 
 
 _NOT_JSON = (
@@ -149,10 +201,23 @@ def _binding_or_refusal(
         )
 
 
+def _only_local(info: activity.Info) -> None:
+    """Refuses one of lockgate's own checks scheduled as a regular activity.
+
+    Lockgate's workflows run these as local activities, which only workflow code on the same
+    worker can start; anyone with namespace access could schedule them as regular activities
+    from a workflow of their own, to spend someone's proof or write audit records of checks
+    no run asked for.
+    """
+    if not info.is_local:
+        raise _refusal(
+            ErrorCode.UNAUTHORIZED.value,
+            f"{info.activity_type} runs only as a local activity of lockgate's own workflows.",
+        )
+
+
 def _refusal(code: str, message: str, **details: Any) -> ApplicationError:
-    return ApplicationError(
-        message, {"code": code, "message": message, **details}, type=code, non_retryable=True
-    )
+    return Refusal(code, message, {"code": code, "message": message, **details})
 
 
 @contextlib.asynccontextmanager
@@ -184,7 +249,7 @@ class ToolActivities:
 
     Args:
         registry: The tools.
-        authority: The worker's Directory, verifiers and audit log.
+        authority: The worker's Directory, verifier, ledger, secret and audit log.
         catalogue: Lists the graphs the worker serves, for ``lockgate.describe``.
     """
 
@@ -199,9 +264,17 @@ class ToolActivities:
         self._catalogue = catalogue
 
     def activities(self) -> list[Callable[..., Any]]:
-        """One activity per tool, plus lockgate's own: verify a start, judge a signal, prepare."""
+        """One activity per tool, plus lockgate's own: verify a start or a carried state, judge
+        signals, prepare a call, describe the worker."""
         tool_activities = [self._tool_activity(definition) for definition in self.registry]
-        return [*tool_activities, self.verify_start, self.judge, self.prepare_call, self.describe]
+        return [
+            *tool_activities,
+            self.verify_start,
+            self.verify_carried,
+            self.judge_signals,
+            self.prepare_call,
+            self.describe,
+        ]
 
     def _tool_activity(self, definition: ToolDefinition) -> Callable[..., Any]:
         name = definition.name
@@ -219,8 +292,8 @@ class ToolActivities:
         info = activity.info()
         # The run id is part of the use: a new run of the same workflow id (allowed once the first
         # closed) must not pass for a retry of the first run's activity.
-        holder = f"{info.workflow_id}/{info.workflow_run_id}/{info.activity_id}"
-        actor = self._caller(name, call, holder=holder)
+        holder = f"tool:{info.workflow_id}/{info.workflow_run_id}/{info.activity_id}"
+        actor = await self._caller(name, call, holder=holder)
         ctx = self.authority.context_for(
             actor,
             request_id=call.request_id or f"{info.workflow_id}/{info.activity_id}",
@@ -257,19 +330,16 @@ class ToolActivities:
             raise self._mistake(name, actor, result)
         return result.to_dict()
 
-    def _caller(self, name: str, call: ToolActivityInput, holder: str) -> Actor:
-        if call.actor is not None:
-            try:
-                return Actor.from_dict(call.actor)
-            except IdentityError as error:
-                raise _refusal(ErrorCode.UNAUTHORIZED.value, str(error)) from None
+    async def _caller(self, name: str, call: ToolActivityInput, holder: str) -> Actor:
+        if call.actor is not None or call.confirmed:
+            return self._sealed_caller(name, call)
         if call.proof is not None:
             binding = _binding_or_refusal(name, call.arguments)
             if isinstance(binding, ToolResult):
                 assert binding.error is not None
                 raise _refusal(binding.error.code, binding.error.message)
             try:
-                return self.authority.verifier.verify(call.proof, binding, holder=holder)
+                return await self.authority.verify_once(call.proof, binding, holder)
             except ProofRefused as refused:
                 self.authority.audit.event(
                     "tool.proof",
@@ -281,6 +351,39 @@ class ToolActivities:
                 )
                 raise _refusal(refused.code, refused.sentence, reason=refused.reason) from None
         return Actor.unverified(call.channel)
+
+    def _sealed_caller(self, name: str, call: ToolActivityInput) -> Actor:
+        """The actor lockgate's workflow vouched for, if the seal on this call opens."""
+        info = activity.info()
+        binding = tool_activity_binding(
+            info.workflow_id or "", info.workflow_run_id or "", info.activity_type, call
+        )
+        try:
+            sealed = self.authority.sealer.opens(current_seal(), "tool-activity", binding)
+        except WorkerSecretError:
+            sealed = False
+        if not sealed:
+            self.authority.audit.event(
+                "tool.sealed_call",
+                accepted=False,
+                actor=None,
+                reason="no valid seal",
+                code=ErrorCode.UNAUTHORIZED.value,
+                tool=name,
+                run=info.workflow_id,
+            )
+            raise _refusal(
+                ErrorCode.UNAUTHORIZED.value,
+                f"'{name}' was scheduled with an actor or a confirmation that lockgate's workers "
+                "did not vouch for: a tool runs as someone, or confirmed, only when lockgate's own "
+                "workflow scheduled it. Call it with a signed proof instead.",
+            )
+        if call.actor is None:
+            return Actor.unverified(call.channel)
+        try:
+            return Actor.from_dict(call.actor)
+        except IdentityError as error:
+            raise _refusal(ErrorCode.UNAUTHORIZED.value, str(error)) from None
 
     def _mistake(self, name: str, actor: Actor, result: ToolResult) -> ApplicationError:
         error = result.error
@@ -298,21 +401,24 @@ class ToolActivities:
 
     @activity.defn(name="lockgate.verify_start")
     async def verify_start(self, start: VerifyStartInput) -> dict[str, Any]:
-        """Verifies a start proof once; the history keeps the verdict for every replay."""
+        """Verifies a start proof and spends it for this execution; the history keeps the verdict
+        for every replay."""
+        _only_local(activity.info())
         try:
             binding = start_binding(start.graph, start.run, start.inputs)
         except (TypeError, ValueError):
             # NaN, infinity or a lone surrogate: no proof can name them, and raising would retry
-            # this local activity forever.
+            # this local activity.
             return {
                 "actor": None,
                 "code": ErrorCode.VALIDATION_ERROR.value,
                 "reason": _NOT_JSON.format(what=f"The inputs of '{start.graph}'"),
             }
-        # Spent per run: a new run under the same id is not a retry of this one.
-        holder = f"{start.run}/{activity.info().workflow_run_id}"
+        # Spent per execution (its first run id survives continue-as-new and resets): a new
+        # execution under the same id is not a retry of this one.
+        holder = f"start:{start.run}/{start.execution}"
         try:
-            actor = self.authority.verifier.verify(start.proof, binding, holder=holder)
+            actor = await self.authority.verify_once(start.proof, binding, holder)
         except ProofRefused as refused:
             self.authority.audit.event(
                 "run.start",
@@ -326,52 +432,125 @@ class ToolActivities:
             return {"actor": None, "code": refused.code, "reason": refused.sentence}
         return {"actor": actor.to_dict(), "code": None, "reason": None}
 
-    @activity.defn(name="lockgate.judge")
-    async def judge(self, judged: JudgeInput) -> dict[str, Any]:
-        """Judges a signalled answer or resume by the same rules as the update validators."""
-        if judged.kind not in ("decide", "resume"):
-            judgement = Judgement.refuse(
-                ErrorCode.VALIDATION_ERROR,
-                f"The signal '{judged.name}' is not one this run takes (decide, resume take one "
-                "signed proof each), or its payload could not be read; it was recorded and "
-                "refused.",
-            )
-        elif judged.kind == "decide":
-            judgement = judge_answer(
-                self.authority,
-                judged.value,
-                graph=judged.graph,
-                run=judged.run,
-                gate=OpenGate.from_dict(judged.gate) if judged.gate else None,
-                spent_nonces=judged.spent_nonces,
-            )
+    @activity.defn(name="lockgate.verify_carried")
+    async def verify_carried(self, handed: VerifyCarriedInput) -> dict[str, Any]:
+        """Whether the state a run was handed was sealed by a worker, for exactly this handover."""
+        _only_local(activity.info())
+        problem: str | None = None
+        if handed.previous_run is None:
+            problem = "this run was not continued from another run"
         else:
-            parked = judged.parked
-            judgement = judge_resume(
-                self.authority,
-                judged.value,
-                graph=judged.graph,
-                run=judged.run,
-                status=judged.status,
-                parked=ParkedNode(**parked) if parked else None,
-                spent_nonces=judged.spent_nonces,
-            )
-        self.authority.audit.event(
-            f"signal.{judged.kind}",
-            accepted=judgement.accepted,
-            actor=judgement.actor.to_dict() if judgement.actor else None,
-            reason=judgement.reason,
-            code=judgement.code,
-            graph=judged.graph,
-            run=judged.run,
-            gate=(judged.gate or {}).get("gate"),
-            answer=judgement.choice,
+            try:
+                binding = carry_binding(
+                    handed.workflow_id, handed.execution, handed.previous_run, handed.carried
+                )
+                if not self.authority.sealer.opens(handed.seal, "carry", binding):
+                    problem = "it carries no seal of this deployment's workers for this handover"
+            except (TypeError, ValueError):
+                problem = "it is not JSON data"
+            except WorkerSecretError as error:
+                problem = str(error)
+        if problem is None:
+            return {"ok": True, "reason": None}
+        reason = (
+            "'carried' is lockgate's own state, handed from one run to the next by lockgate's "
+            f"workers, and this one was refused: {problem}."
         )
-        return judgement.to_dict()
+        self.authority.audit.event(
+            "run.carried",
+            accepted=False,
+            actor=None,
+            reason=reason,
+            code=ErrorCode.UNAUTHORIZED.value,
+            run=handed.workflow_id,
+        )
+        return {"ok": False, "reason": reason}
+
+    @activity.defn(name="lockgate.judge_signals")
+    async def judge_signals(self, batch: JudgeSignalsInput) -> list[dict[str, Any]]:
+        """Judges signalled answers and resumes by the same rules as the update validators, in
+        the order they arrived: once one is accepted, the gate (or park) it answered is closed
+        for the rest."""
+        info = activity.info()
+        binding = tool_activity_binding(
+            info.workflow_id or "", info.workflow_run_id or "", info.activity_type, batch
+        )
+        if self.authority.secret is None or not self.authority.secret.opens(
+            current_seal(), "tool-activity", binding
+        ):
+            # Only a run's own workflow hands it its signals; anyone else's verdicts would be
+            # audit records of answers nobody gave.
+            raise _refusal(
+                ErrorCode.UNAUTHORIZED.value,
+                "lockgate.judge_signals judges the signals of lockgate's own runs only.",
+            )
+        gate = OpenGate.from_dict(batch.gate) if batch.gate else None
+        parked = ParkedNode(**batch.parked) if batch.parked else None
+        spent = list(batch.spent_nonces)
+        verdicts: list[dict[str, Any]] = []
+        for entry in batch.entries:
+            judgement = self._judge_one(entry, batch, gate, parked, spent)
+            if judgement.accepted and judgement.actor is not None:
+                if judgement.actor.authorization:
+                    spent.append(judgement.actor.authorization)
+                if entry.name == "decide":
+                    gate = None
+                else:
+                    parked = None
+            self.authority.audit.event(
+                f"signal.{entry.name if entry.name in ('decide', 'resume') else 'invalid'}",
+                accepted=judgement.accepted,
+                actor=judgement.actor.to_dict() if judgement.actor else None,
+                reason=judgement.reason,
+                code=judgement.code,
+                graph=batch.graph,
+                run=batch.run,
+                gate=(batch.gate or {}).get("gate"),
+                answer=judgement.choice,
+            )
+            verdicts.append(judgement.to_dict())
+        return verdicts
+
+    def _judge_one(
+        self,
+        entry: SignalEntry,
+        batch: JudgeSignalsInput,
+        gate: OpenGate | None,
+        parked: ParkedNode | None,
+        spent: list[str],
+    ) -> Judgement:
+        if entry.problem is not None:
+            return Judgement.refuse(ErrorCode(entry.problem["code"]), entry.problem["sentence"])
+        if entry.name == "decide":
+            return judge_answer(
+                self.authority,
+                entry.value,
+                graph=batch.graph,
+                run=batch.run,
+                gate=gate,
+                spent_nonces=spent,
+            )
+        if entry.name == "resume":
+            return judge_resume(
+                self.authority,
+                entry.value,
+                graph=batch.graph,
+                run=batch.run,
+                execution=batch.execution,
+                status=batch.status,
+                parked=parked,
+                spent_nonces=spent,
+            )
+        return Judgement.refuse(
+            ErrorCode.VALIDATION_ERROR,
+            "This signal is not one a run takes (decide and resume take one signed proof "
+            "each); it was recorded and refused.",
+        )
 
     @activity.defn(name="lockgate.prepare_call")
     async def prepare_call(self, call: PrepareCallInput) -> dict[str, Any]:
         """Everything a durable call checks before it waits: the caller, the tool, a dry run."""
+        _only_local(activity.info())
         definition = self.registry.get(call.tool) if isinstance(call.tool, str) else None
         if definition is None:
             caller = self.authority.context_for(
@@ -385,13 +564,12 @@ class ToolActivities:
             binding = _binding_or_refusal(definition.name, arguments, call.request_id)
             if isinstance(binding, ToolResult):
                 return {"ok": False, "result": binding.to_dict()}
-            # Spent per run, not per request id: a start under another workflow id, or a new run
-            # of this one, carries the same request id and must not pass for a retry.
-            info = activity.info()
+            # Spent per execution, not per request id: a start under another workflow id, or a
+            # new execution of this one, carries the same request id and must not pass for a
+            # retry. The ledger is the deployment's: every worker sees the same spending.
+            holder = f"call:{activity.info().workflow_id}/{call.execution}"
             try:
-                actor = self.authority.verifier.verify(
-                    call.proof, binding, holder=f"call:{info.workflow_id}/{info.workflow_run_id}"
-                )
+                actor = await self.authority.verify_once(call.proof, binding, holder)
             except ProofRefused as refused:
                 error = ToolResult.error(refused.code, refused.sentence)
                 return {"ok": False, "result": error.to_dict()}

@@ -1,0 +1,86 @@
+"""Sealed tool calls: how a tool activity knows lockgate's own workflow scheduled it.
+
+Anyone with namespace access can schedule ``essay:publish`` on lockgate's task queue from a
+workflow of their own, with any input. A tool activity therefore runs as a verified actor, or as
+already confirmed, only when the call carries a seal: an HMAC under the worker secret, put on the
+activity's header by lockgate's workflow interceptor on the worker that scheduled it, over the
+whole input and the scheduling execution as the server reports it to the activity (workflow id,
+run id, activity type). A copy read from history opens for no other execution.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from temporalio import activity
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import PayloadConverter
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
+
+from lockgate.gating import fingerprint
+
+__all__ = [
+    "SEAL_HEADER",
+    "SealReader",
+    "current_seal",
+    "header_text",
+    "tool_activity_binding",
+]
+
+SEAL_HEADER = "lockgate-seal"
+"""The activity header that carries a tool call's seal."""
+
+_SEAL: contextvars.ContextVar[str | None] = contextvars.ContextVar("lockgate_seal", default=None)
+
+
+def tool_activity_binding(
+    workflow_id: str, run_id: str, activity_type: str, call: Any
+) -> dict[str, Any]:
+    """What a tool activity's seal vouches for: this input, scheduled by this execution."""
+    fields = (
+        dataclasses.asdict(call)
+        if dataclasses.is_dataclass(call) and not isinstance(call, type)
+        else call
+    )
+    return {
+        "workflow_id": workflow_id,
+        "run_id": run_id,
+        "activity": activity_type,
+        "input": fingerprint(fields),
+    }
+
+
+def current_seal() -> str | None:
+    """The seal on the header of the activity running now, if it carried one."""
+    return _SEAL.get()
+
+
+def header_text(
+    headers: Mapping[str, Payload], name: str, converter: PayloadConverter
+) -> str | None:
+    """The text a header holds, or None when it is missing or holds anything else (whatever a
+    stranger put there is no seal)."""
+    payload = headers.get(name)
+    if payload is None:
+        return None
+    try:
+        value = converter.from_payload(payload, str)
+    except Exception:
+        return None
+    return value if isinstance(value, str) else None
+
+
+class SealReader(ActivityInboundInterceptor):
+    """Hands the activity the seal its header carries (and nothing when it carries none)."""
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        """Runs the activity with :func:`current_seal` set from its header."""
+        seal = header_text(input.headers, SEAL_HEADER, activity.payload_converter())
+        token = _SEAL.set(seal)
+        try:
+            return await self.next.execute_activity(input)
+        finally:
+            _SEAL.reset(token)
