@@ -21,6 +21,7 @@ from lockgate.gating import (
     ToolContext,
     ToolError,
     ToolResult,
+    WorkerSecret,
 )
 from lockgate.worker import LockgatePlugin
 from lockgate.workflows import (
@@ -64,6 +65,7 @@ __all__ = [
     "ToolError",
     "ToolRegistry",
     "ToolResult",
+    "WorkerSecret",
     "compile_graph",
     "graph",
     "tool",

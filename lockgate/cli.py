@@ -23,7 +23,17 @@ from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError, RPCStatusCode
 
-from lockgate.gating import Directory, IdentityError, Signer, new_identity, start_binding
+from lockgate.gating import (
+    WORKER_SECRET_ENV,
+    WORKER_SECRET_FILE_ENV,
+    Directory,
+    IdentityError,
+    Signer,
+    WorkerSecret,
+    WorkerSecretError,
+    new_identity,
+    start_binding,
+)
 from lockgate.worker import (
     DEFAULT_TASK_QUEUE,
     LockgatePlugin,
@@ -59,6 +69,25 @@ def _keys_dir(arguments: argparse.Namespace) -> Path:
 def _directory_path(arguments: argparse.Namespace) -> Path:
     chosen = getattr(arguments, "directory", None) or os.environ.get("LOCKGATE_DIRECTORY")
     return Path(chosen or STATE_DIRECTORY / "directory.toml")
+
+
+def _secret_path(arguments: argparse.Namespace) -> Path:
+    chosen = getattr(arguments, "secret_file", None) or os.environ.get(WORKER_SECRET_FILE_ENV)
+    return Path(chosen or STATE_DIRECTORY / "worker.secret")
+
+
+def _worker_secret(arguments: argparse.Namespace) -> WorkerSecret:
+    try:
+        if os.environ.get(WORKER_SECRET_ENV) and not getattr(arguments, "secret_file", None):
+            found = WorkerSecret.from_environment()
+            assert found is not None
+            return found
+        return WorkerSecret.load(_secret_path(arguments))
+    except WorkerSecretError as error:
+        raise CommandError(
+            f"{error} A worker needs the deployment's worker secret (--secret-file, "
+            f"{WORKER_SECRET_FILE_ENV} or {WORKER_SECRET_ENV})."
+        ) from None
 
 
 def _signer(arguments: argparse.Namespace) -> Signer | None:
@@ -157,7 +186,11 @@ def _describe_run(shown: dict[str, Any]) -> str:
         lines.append(f"ignored inputs (not channels): {', '.join(shown['ignored_inputs'])}")
     trail = shown.get("trail") or []
     if trail:
-        lines.append("trail:")
+        total, first = shown.get("trail_total", len(trail)), shown.get("trail_from", 0)
+        shown_rows = (
+            f" (rows {first + 1}–{first + len(trail)} of {total})" if total > len(trail) else ""
+        )
+        lines.append(f"trail{shown_rows}:")
         for row in trail:
             by = (row.get("by") or {}).get("actor", "?")
             extra = f" → {row['answer']}" if row.get("answer") else ""
@@ -338,6 +371,32 @@ async def _tools(arguments: argparse.Namespace) -> int:
 # Keys, setup, worker, dev ------------------------------------------------------------------------
 
 
+def _secret(arguments: argparse.Namespace) -> int:
+    target = getattr(arguments, "secret_file", None)
+    try:
+        if arguments.secret_command == "new":
+            secret = WorkerSecret.generate()
+            if target is None:
+                print(secret.to_text(), end="")
+                return 0
+            written = secret.write(target)
+            print(f"# worker secret written to {written} (mode 0600); copy it to every worker")
+            return 0
+        path = _secret_path(arguments)
+        current = WorkerSecret.load(path)
+        if arguments.secret_command == "rotate":
+            updated = current.rotated()
+            note = f"new current key {updated.current}; {', '.join(current.key_ids)} still open"
+        else:
+            updated = current.retired(arguments.key_id)
+            note = f"key {arguments.key_id} retired"
+        updated.write(path, overwrite=True)
+    except WorkerSecretError as error:
+        raise CommandError(str(error)) from None
+    print(f"# {path}: {note}; copy it to every worker, then restart them")
+    return 0
+
+
 def _keys(arguments: argparse.Namespace) -> int:
     try:
         made = new_identity(arguments.principal, _keys_dir(arguments))
@@ -386,6 +445,7 @@ def _plugin(arguments: argparse.Namespace, references: Sequence[str]) -> Lockgat
         tools, graphs = load_components(references)
     except ValueError as error:
         raise CommandError(str(error)) from None
+    secret = _worker_secret(arguments)
     path = _directory_path(arguments)
     if not path.exists():
         print(
@@ -393,8 +453,8 @@ def _plugin(arguments: argparse.Namespace, references: Sequence[str]) -> Lockgat
             "tools that need no scope",
             file=sys.stderr,
         )
-        return LockgatePlugin(tools, graphs)
-    return LockgatePlugin(tools, graphs, str(path))
+        return LockgatePlugin(tools, graphs, secret=secret)
+    return LockgatePlugin(tools, graphs, str(path), secret=secret)
 
 
 async def _worker(arguments: argparse.Namespace) -> int:
@@ -461,6 +521,9 @@ async def _dev(arguments: argparse.Namespace) -> int:
     from lockgate.devserver import DevServer, DevServerError
 
     STATE_DIRECTORY.mkdir(exist_ok=True)
+    secret_path = _secret_path(arguments)
+    if not secret_path.exists() and not os.environ.get(WORKER_SECRET_ENV):
+        WorkerSecret.generate().write(secret_path)
     directory_path = _demo_identities(arguments)
     arguments.directory = str(directory_path)
     plugin = _plugin(arguments, list(arguments.examples or EXAMPLES))
@@ -509,6 +572,10 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--keys-dir", help="where private keys live (default .lockgate/keys)")
     common.add_argument("--directory", help="Directory TOML (default .lockgate/directory.toml)")
     common.add_argument("--json", action="store_true", help="machine-readable output")
+    common.add_argument(
+        "--secret-file",
+        help=f"the worker secret (default {WORKER_SECRET_FILE_ENV} or .lockgate/worker.secret)",
+    )
     signed = argparse.ArgumentParser(add_help=False)
     signed.add_argument(
         "--as", dest="as_principal", metavar="PRINCIPAL", help="sign as this principal"
@@ -529,6 +596,19 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--graphs", nargs="+", metavar="MODULE[:ATTR]")
 
     commands.add_parser("setup", parents=[common], help="register lockgate's search attributes")
+
+    secret = commands.add_parser("secret", parents=[common], help="the workers' shared secret")
+    secret_commands = secret.add_subparsers(dest="secret_command", required=True)
+    secret_commands.add_parser(
+        "new", parents=[common], help="a new worker secret (to --secret-file, else printed)"
+    )
+    secret_commands.add_parser(
+        "rotate", parents=[common], help="add a new current key; the old ones still open"
+    )
+    retire = secret_commands.add_parser(
+        "retire", parents=[common], help="drop an old key (once what it sealed has been opened)"
+    )
+    retire.add_argument("key_id")
 
     keys = commands.add_parser("keys", parents=[common], help="identities")
     keys_commands = keys.add_subparsers(dest="keys_command", required=True)
@@ -610,6 +690,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if arguments.command == "keys":
             return _keys(arguments)
+        if arguments.command == "secret":
+            return _secret(arguments)
         return asyncio.run(_ASYNC_COMMANDS[arguments.command](arguments))
     except CommandError as error:
         _fail(str(error), 2)

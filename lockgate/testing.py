@@ -44,6 +44,7 @@ from lockgate.devserver import temporal_binary
 from lockgate.gating import (
     Directory,
     Signer,
+    WorkerSecret,
     directory_entry_toml,
     generate_private_key,
     public_key_text,
@@ -175,13 +176,15 @@ def task_queue() -> str:
 
 
 class Identities:
-    """Demo principals for tests: each with a fresh key, listed in one in-memory Directory.
+    """Demo principals for tests: each with a fresh key, listed in one in-memory Directory, and
+    the worker secret of the test's deployment (:attr:`secret`).
 
     Example::
 
         people = Identities({"ed": {"roles": ["editor"], "scopes": ["essay:publish"]},
                              "ada": {}})
-        plugin = LockgatePlugin(graphs=[EssayReview], directory=people.directory)
+        plugin = LockgatePlugin(graphs=[EssayReview], directory=people.directory,
+                                secret=people.secret)
         client = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
     """
 
@@ -197,6 +200,8 @@ class Identities:
             for principal, holds in principals.items()
         )
         self.directory = Directory.from_toml(self.toml, source="<test identities>")
+        self.secret = WorkerSecret.generate("test")
+        """The worker secret every worker of this test's deployment shares."""
 
     def signer(self, principal: str, channel: str = "cli") -> Signer:
         """A signer for ``principal`` (who must be one of these identities)."""
@@ -220,8 +225,9 @@ def lockgate_worker(temporal_client: Client, task_queue: str) -> WorkerFactory:
             async with lockgate_worker(tools=[my_tool]):
                 result = await ToolClient(temporal_client, task_queue).call("my:tool", {...})
 
-    Keyword arguments: ``tools``, ``graphs``, ``directory`` (as for :class:`LockgatePlugin`),
-    or a ready ``plugin``; plus ``workflows``, ``activities`` and any other ``Worker`` option.
+    Keyword arguments: ``tools``, ``graphs``, ``directory``, ``secret`` (as for
+    :class:`LockgatePlugin`; a fresh secret when none is given), or a ready ``plugin``; plus
+    ``workflows``, ``activities`` and any other ``Worker`` option.
     """
 
     @contextlib.asynccontextmanager
@@ -230,10 +236,13 @@ def lockgate_worker(temporal_client: Client, task_queue: str) -> WorkerFactory:
         tools: Iterable[Callable[..., Any]] | ToolRegistry | None = None,
         graphs: Iterable[type] = (),
         directory: Directory | None = None,
+        secret: WorkerSecret | None = None,
         plugin: LockgatePlugin | None = None,
         **worker_options: Any,
     ) -> AsyncIterator[Worker]:
-        plugin = plugin or LockgatePlugin(tools, graphs, directory)
+        plugin = plugin or LockgatePlugin(
+            tools, graphs, directory, secret=secret or WorkerSecret.generate("test")
+        )
         worker_options.setdefault("task_queue", task_queue)
         async with Worker(temporal_client, plugins=[plugin], **worker_options) as worker:
             yield worker

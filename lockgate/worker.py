@@ -3,7 +3,7 @@
 A Temporal shop adds :class:`LockgatePlugin` to the ``Worker`` it already runs::
 
     plugin = LockgatePlugin(tools=[grade, publish], graphs=[EssayReview],
-                            directory="directory.toml")
+                            directory="directory.toml", secret=WorkerSecret.load("worker.secret"))
     worker = Worker(client, task_queue="essays", workflows=[MyWorkflow],
                     activities=[my_activity], plugins=[plugin])
 
@@ -31,15 +31,24 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from lockgate.activities import ToolRegistry, definition_of, is_tool
+from lockgate.activities import TemporalNonceLedger, ToolRegistry, definition_of, is_tool
 from lockgate.activities._temporal import ToolActivities
-from lockgate.gating import AuditLogger, Authority, Directory, NonceLedger
+from lockgate.gating import (
+    WORKER_SECRET_ENV,
+    WORKER_SECRET_FILE_ENV,
+    AuditLogger,
+    Authority,
+    Directory,
+    NonceLedger,
+    WorkerSecret,
+    WorkerSecretError,
+)
 from lockgate.workflows._authority_context import AuthorityInterceptor
 from lockgate.workflows._client import DEFAULT_TASK_QUEUE
 from lockgate.workflows._compile import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
-from lockgate.workflows._tool_call import DescribeWorkflow, ToolCallWorkflow
+from lockgate.workflows._tool_call import DescribeWorkflow, SpentProofWorkflow, ToolCallWorkflow
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
@@ -105,9 +114,10 @@ class LockgatePlugin(SimplePlugin):
 
     Every tool becomes an activity named after it. Every graph becomes its own workflow type
     named after it, and the tools its nodes run are registered too. The durable single tool call
-    (``lockgate.tool_call``) and ``lockgate.describe`` come along. The worker's Directory judges
-    every caller: at start the worker checks that lockgate's search attributes exist and says
-    how to add them if not.
+    (``lockgate.tool_call``), ``lockgate.describe`` and ``lockgate.spent_proof`` come along. The
+    worker's Directory judges every caller; the deployment's worker secret seals what its
+    workers hand each other. At start the worker checks that lockgate's search attributes exist
+    and says how to add them if not.
 
     Args:
         tools: ``@tool`` functions, or a :class:`ToolRegistry` (its gate, limiter and audit log
@@ -115,12 +125,20 @@ class LockgatePlugin(SimplePlugin):
         graphs: ``@graph`` classes (several versions of one graph may be served side by side).
         directory: The Directory, or the path of its TOML file (re-read when it changes). Without
             one, nobody is verified: unsigned callers run only tools that need no scope.
-        authority: A ready :class:`Authority` instead of ``directory`` (to share a nonce ledger
-            or set a proof window).
-        ledger: Where start and tool-call proofs' nonces are spent (one process by default).
+        secret: The deployment's worker secret, the same on every worker (``lockgate secret
+            new`` makes one). Without it, ``LOCKGATE_WORKER_SECRET`` or the file
+            ``LOCKGATE_WORKER_SECRET_FILE`` names; with none of them the plugin refuses to be
+            built: a worker that cannot seal cannot keep anyone from acting as someone else.
+        authority: A ready :class:`Authority` instead of ``directory`` and ``secret`` (to set a
+            proof window or a ledger).
+        ledger: Where start and tool-call proofs are spent: lockgate's Temporal-backed ledger
+            by default, shared by every worker of the namespace.
         audit: Where judgements are recorded.
         check_search_attributes: Refuse to start a worker whose namespace lacks lockgate's search
             attributes (an upsert of a missing one would wedge every graph run).
+
+    Raises:
+        WorkerSecretError: No worker secret was given or configured.
     """
 
     def __init__(
@@ -129,6 +147,7 @@ class LockgatePlugin(SimplePlugin):
         graphs: Iterable[type | str] = (),
         directory: Directory | str | os.PathLike[str] | None = None,
         *,
+        secret: WorkerSecret | None = None,
         authority: Authority | None = None,
         ledger: NonceLedger | None = None,
         audit: AuditLogger | None = None,
@@ -140,9 +159,17 @@ class LockgatePlugin(SimplePlugin):
             for node in compiled.nodes.values():
                 if node.tool not in self.registry:
                     self.registry.register(node.definition)
-        self.authority = authority or Authority(
-            _directory_of(directory), ledger=ledger, audit=audit or self.registry.audit
-        )
+        if authority is None:
+            secret = _secret_of(secret)
+            authority = Authority(
+                _directory_of(directory),
+                secret=secret,
+                ledger=ledger if ledger is not None else TemporalNonceLedger(secret),
+                audit=audit or self.registry.audit,
+            )
+        elif authority.secret is None:
+            raise WorkerSecretError(_NO_SECRET)
+        self.authority = authority
         self.check_search_attributes = check_search_attributes
         self.tool_activities = ToolActivities(self.registry, self.authority, self.graphs.catalogue)
         self.graph_workflows = [
@@ -151,7 +178,12 @@ class LockgatePlugin(SimplePlugin):
         super().__init__(
             "lockgate",
             activities=self.tool_activities.activities(),
-            workflows=[ToolCallWorkflow, DescribeWorkflow, *self.graph_workflows],
+            workflows=[
+                ToolCallWorkflow,
+                DescribeWorkflow,
+                SpentProofWorkflow,
+                *self.graph_workflows,
+            ],
             interceptors=[AuthorityInterceptor(self.authority)],
             workflow_runner=_with_passthrough,
         )
@@ -163,6 +195,22 @@ class LockgatePlugin(SimplePlugin):
             if missing:
                 raise SearchAttributesMissingError(_missing_message(worker.client, missing))
         await super().run_worker(worker, next)
+
+
+_NO_SECRET = (
+    "LockgatePlugin needs the deployment's worker secret, the same on every worker: it seals what "
+    "workers hand each other through Temporal (who a tool runs as, the state a run carries on), "
+    "so that nobody with only namespace access can act as someone else. Make one with "
+    "`lockgate secret new --file worker.secret`, then pass secret=WorkerSecret.load(...), or set "
+    f"{WORKER_SECRET_FILE_ENV} (or {WORKER_SECRET_ENV}) on every worker."
+)
+
+
+def _secret_of(secret: WorkerSecret | None) -> WorkerSecret:
+    found = secret if secret is not None else WorkerSecret.from_environment()
+    if found is None:
+        raise WorkerSecretError(_NO_SECRET)
+    return found
 
 
 async def missing_search_attributes(client: Client) -> list[str]:

@@ -38,6 +38,7 @@ PUBLIC_NAMES = [
     "ToolError",
     "ToolRegistry",
     "ToolResult",
+    "WorkerSecret",
     "compile_graph",
     "graph",
     "tool",
@@ -58,6 +59,7 @@ ERROR_CODES = [
     "INVALID_DECISION",
     "GATE_NOT_PENDING",
     "NOTHING_TO_RESUME",
+    "PAYLOAD_TOO_LARGE",
 ]
 
 

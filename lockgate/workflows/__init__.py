@@ -1,5 +1,6 @@
 """Declared graphs and their Temporal workflows, the durable tool call, and the client."""
 
+from lockgate.workflows._carry import CarriedState
 from lockgate.workflows._client import GraphClient, ToolClient
 from lockgate.workflows._compile import (
     CompiledAsk,
@@ -19,7 +20,9 @@ from lockgate.workflows._declare import (
     Target,
     graph,
 )
-from lockgate.workflows._graph_workflow import GraphRun, SettleInput, StartGraphInput
+from lockgate.workflows._failures import UnreadableStart
+from lockgate.workflows._graph_inputs import SettleInput, ShowInput, StartGraphInput
+from lockgate.workflows._graph_workflow import GraphRun
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,
     LOCKGATE_GRAPH,
@@ -30,6 +33,7 @@ from lockgate.workflows._tool_call import (
     CallToolInput,
     ConfirmCallInput,
     DescribeWorkflow,
+    SpentProofWorkflow,
     ToolCallWorkflow,
     WaitCallInput,
 )
@@ -43,6 +47,7 @@ __all__ = [
     "Ask",
     "Because",
     "CallToolInput",
+    "CarriedState",
     "CompiledAsk",
     "CompiledGraph",
     "CompiledNode",
@@ -55,11 +60,14 @@ __all__ = [
     "GraphRun",
     "Route",
     "SettleInput",
+    "ShowInput",
+    "SpentProofWorkflow",
     "StartGraphInput",
     "Target",
     "ToolCallWorkflow",
     "ToolClient",
     "Transition",
+    "UnreadableStart",
     "WaitCallInput",
     "compile_graph",
     "graph",

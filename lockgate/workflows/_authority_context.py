@@ -1,26 +1,55 @@
-"""How workflow validators reach the worker's Authority: an interceptor sets it around them.
+"""How lockgate's workflow code reaches the worker's Authority, and how its handovers are sealed.
 
 Validators are the one place workflow code judges callers live (they never run on replay), and
-they must do it against the worker's Directory. The interceptor, made by the worker with its
-Authority, sets it in a context variable for exactly the duration of a validator.
+they must do it against the worker's Directory: the interceptor sets the worker's Authority in a
+context variable for exactly the duration of a validator, an update handler or a query.
+
+What lockgate's workflows hand over through Temporal is sealed on its way out, here: a tool
+activity's input (who it runs as, whether it was confirmed), the signals a run hands the worker
+to judge, and the state a run carries to its next run at continue-as-new. The seal is an HMAC
+under the worker secret over the handover and the execution it leaves from; it rides in a header,
+which no workflow code reads back and which replay never compares, so the secret never shapes a
+run's history. Seals are made only for lockgate's own workflows.
 """
 
 from __future__ import annotations
 
 import contextvars
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NoReturn
 
 import temporalio.worker
+from temporalio import workflow
+from temporalio.api.common.v1 import Payload
 from temporalio.worker import (
+    ActivityInboundInterceptor,
+    ContinueAsNewInput,
     HandleQueryInput,
     HandleUpdateInput,
+    StartActivityInput,
     WorkflowInboundInterceptor,
     WorkflowInterceptorClassInput,
+    WorkflowOutboundInterceptor,
 )
 
+from lockgate.activities import SEAL_HEADER, SealReader, ToolActivityInput, tool_activity_binding
+from lockgate.activities._sealed_calls import header_text
+from lockgate.activities._temporal import JudgeSignalsInput, carry_binding
 from lockgate.gating import Authority
 
-__all__ = ["AuthorityInterceptor", "current_authority"]
+__all__ = [
+    "CARRY_SEAL_HEADER",
+    "LOCKGATE_WORKFLOW",
+    "AuthorityInterceptor",
+    "carry_seal",
+    "current_authority",
+]
+
+CARRY_SEAL_HEADER = "lockgate-carry-seal"
+"""The start header that carries the seal on a continued run's carried state."""
+
+LOCKGATE_WORKFLOW = "__lockgate_workflow__"
+"""The class attribute marking lockgate's own workflows, whose handovers are sealed."""
 
 _CURRENT: contextvars.ContextVar[Authority | None] = contextvars.ContextVar(
     "lockgate_authority", default=None
@@ -32,8 +61,21 @@ def current_authority() -> Authority | None:
     return _CURRENT.get()
 
 
+def carry_seal(headers: Mapping[str, Payload]) -> str | None:
+    """The seal on this run's carried state, from its start headers."""
+    return header_text(headers, CARRY_SEAL_HEADER, workflow.payload_converter())
+
+
+def _is_lockgate_workflow() -> bool:
+    return bool(getattr(type(workflow.instance()), LOCKGATE_WORKFLOW, False))
+
+
 class _AuthorityInbound(WorkflowInboundInterceptor):
     authority: Authority
+    outbound: type[_SealingOutbound]
+
+    def init(self, outbound: WorkflowOutboundInterceptor) -> None:
+        self.next.init(self.outbound(outbound))
 
     def handle_update_validator(self, input: HandleUpdateInput) -> None:
         token = _CURRENT.set(self.authority)
@@ -58,14 +100,61 @@ class _AuthorityInbound(WorkflowInboundInterceptor):
             _CURRENT.reset(token)
 
 
+class _SealingOutbound(WorkflowOutboundInterceptor):
+    authority: Authority
+
+    def start_activity(self, input: StartActivityInput) -> workflow.ActivityHandle[Any]:
+        call = input.args[0] if len(input.args) == 1 else None
+        if isinstance(call, (ToolActivityInput, JudgeSignalsInput)) and self._sealing():
+            info = workflow.info()
+            binding = tool_activity_binding(info.workflow_id, info.run_id, input.activity, call)
+            seal = self.authority.sealer.seal("tool-activity", binding)
+            input.headers = {**input.headers, SEAL_HEADER: self._payload(seal)}
+        return self.next.start_activity(input)
+
+    def continue_as_new(self, input: ContinueAsNewInput) -> NoReturn:
+        start = input.args[0] if len(input.args) == 1 else None
+        carried = getattr(start, "carried", None)
+        if carried is not None and self._sealing():
+            info = workflow.info()
+            binding = carry_binding(
+                info.workflow_id, info.first_execution_run_id, info.run_id, carried
+            )
+            seal = self.authority.sealer.seal("carry", binding)
+            input.headers = {**input.headers, CARRY_SEAL_HEADER: self._payload(seal)}
+        self.next.continue_as_new(input)
+
+    @staticmethod
+    def _sealing() -> bool:
+        # Sealed on replay too: a command replay matches to its recorded event is discarded,
+        # header and all, but `is_replaying()` is also true in activations whose commands do
+        # reach the server (after a task the server refused for signals that came meanwhile).
+        return _is_lockgate_workflow()
+
+    @staticmethod
+    def _payload(seal: str) -> Payload:
+        return workflow.payload_converter().to_payload(seal)
+
+
 class AuthorityInterceptor(temporalio.worker.Interceptor):
-    """Hands the worker's Authority to lockgate's validators (and queries) on this worker."""
+    """Hands the worker's Authority to lockgate's validators, seals lockgate's handovers, and
+    shows tool activities the seal they carry."""
 
     def __init__(self, authority: Authority) -> None:
         self.authority = authority
+        outbound = type("SealingOutbound", (_SealingOutbound,), {"authority": authority})
+        self._inbound = type(
+            "AuthorityInbound",
+            (_AuthorityInbound,),
+            {"authority": authority, "outbound": outbound},
+        )
 
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
     ) -> type[WorkflowInboundInterceptor] | None:
         """A per-worker subclass bound to this worker's Authority."""
-        return type("AuthorityInbound", (_AuthorityInbound,), {"authority": self.authority})
+        return self._inbound
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        """Reads each activity's header seal, for :func:`lockgate.activities.current_seal`."""
+        return SealReader(next)

@@ -2,6 +2,11 @@
 
 Refusals come back as ``{"ok": False, "code": ..., "error": <sentence>}``, never as a stack
 trace; infrastructure failures (no server) still raise.
+
+What a client signs it takes from the server and the run's worker, never from memo or search
+attributes (anyone can write those on a workflow of their own): the execution from the server's
+description, the gate and what it shows from the run's ``awaiting`` query, and only for a run of
+a graph type served on the client's own task queue.
 """
 
 from __future__ import annotations
@@ -10,13 +15,16 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
+    WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowHandle,
+    WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
 from temporalio.common import (
@@ -35,15 +43,15 @@ from lockgate.gating import (
     ErrorCode,
     OpenGate,
     Signer,
+    answer_binding,
     confirm_binding,
-    decide_binding,
     judge_viewer,
     resume_binding,
     start_binding,
     tool_binding,
 )
 from lockgate.workflows._declare import graph_spec
-from lockgate.workflows._graph_workflow import SettleInput, StartGraphInput
+from lockgate.workflows._graph_inputs import SettleInput, StartGraphInput
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,
     LOCKGATE_GRAPH,
@@ -60,6 +68,9 @@ from lockgate.workflows._tool_call import (
 __all__ = ["DEFAULT_TASK_QUEUE", "GraphClient", "ToolClient", "describe_worker", "refusal"]
 
 DEFAULT_TASK_QUEUE = "lockgate"
+
+_QUERY_TIMEOUT = timedelta(seconds=10)
+"""How long a client waits for a run's worker to say what the run waits for."""
 
 
 def refusal(code: str | ErrorCode, error: str, **facts: Any) -> dict[str, Any]:
@@ -175,9 +186,11 @@ class GraphClient:
                 run_id=run_id,
             )
 
-    async def _settled(self, pending: Any, run_id: str, graph: str) -> dict[str, Any]:
+    async def _settled(self, pending: Any, run_id: str, graph: str | None = None) -> dict[str, Any]:
         try:
-            shown: dict[str, Any] = await asyncio.wait_for(pending, self.wait_seconds)
+            shown: dict[str, Any] = await asyncio.wait_for(
+                self._until_settled(pending, run_id), self.wait_seconds
+            )
         except asyncio.TimeoutError:
             return {
                 "ok": True,
@@ -199,111 +212,168 @@ class GraphClient:
             raise
         return shown
 
-    async def decide(
-        self, run_id: str, choice: str, *, gate: str | None = None, graph: str | None = None
-    ) -> dict[str, Any]:
+    async def _until_settled(self, pending: Any, run_id: str) -> dict[str, Any]:
+        shown: dict[str, Any] = await pending
+        while shown.get("moving_to_new_history"):
+            # The run answered its waiting callers before moving to a new history; wait there.
+            handle = self.client.get_workflow_handle(run_id)
+            shown = await handle.execute_update(
+                "settle", SettleInput(int(shown["settles"])), result_type=dict
+            )
+        return shown
+
+    async def decide(self, run_id: str, choice: str) -> dict[str, Any]:
         """Answers the gate open on ``run_id`` with ``choice``, as the signer.
 
-        Returns the run once it settles again, or the refusal (nothing written).
-
-        Args:
-            run_id: The run.
-            choice: One of the gate's options.
-            gate: The gate's key, as a ``pending()`` row or the last result's ``awaiting``
-                names it; with ``graph``, it saves looking the run up first.
-            graph: The run's graph.
+        The answer names the gate the run's worker reports, the execution the server reports,
+        and a digest of what the gate shows (its target and options); it is refused if any of
+        them has changed by the time it arrives. Returns the run once it settles again, or the
+        refusal (nothing written).
         """
-        if gate is None or graph is None:
-            found = await self._open_gate(run_id)
-            if "error" in found:
-                return found
-            gate, graph = found["gate"], found["graph"]
-        binding = decide_binding(graph, run_id, gate, choice)
-        answer = self.signer.sign(binding) if self.signer is not None else {"choice": choice}
+        signed = await self.sign_decide(run_id, choice) if self.signer is not None else None
+        if signed is not None and "error" in signed:
+            return signed
+        answer = signed if signed is not None else {"choice": choice}
         handle = self.client.get_workflow_handle(run_id)
         return await self._settled(
-            handle.execute_update("decide", answer, result_type=dict), run_id, graph
+            handle.execute_update("decide", answer, result_type=dict), run_id
         )
 
     async def resume(self, run_id: str) -> dict[str, Any]:
         """Carries on a run parked at a node, as the signer (who must be allowed to run it)."""
-        found = await self._parked_node(run_id)
-        if "error" in found:
-            return found
-        binding = resume_binding(found["graph"], run_id, found["node"])
-        proof = self.signer.sign(binding) if self.signer is not None else {}
+        signed = await self.sign_resume(run_id) if self.signer is not None else {}
+        if "error" in signed:
+            return signed
         handle = self.client.get_workflow_handle(run_id)
         return await self._settled(
-            handle.execute_update("resume", proof, result_type=dict), run_id, found["graph"]
+            handle.execute_update("resume", signed, result_type=dict), run_id
         )
 
     async def sign_decide(self, run_id: str, choice: str) -> dict[str, Any]:
         """The signed answer to paste into the Temporal UI's or CLI's ``decide``, or a refusal.
 
-        It answers the gate open now (a proof names one gate opening) and is good for the
+        It answers the gate open now, in this execution, as it shows now, and is good for the
         worker's proof window, once.
         """
-        found = await self._open_gate(run_id)
+        found = await self._awaiting(run_id)
         if "error" in found:
             return found
-        return self._signer().sign(decide_binding(found["graph"], run_id, found["gate"], choice))
+        if found["closed"]:
+            return refusal(
+                ErrorCode.GATE_NOT_PENDING,
+                f"Run '{run_id}' is not waiting for a decision: it has {found['closed']}.",
+                run_id=run_id,
+            )
+        gate = found["gate"]
+        if gate is None:
+            return refusal(
+                ErrorCode.GATE_NOT_PENDING,
+                f"Run '{run_id}' is not waiting for a decision.",
+                run_id=run_id,
+            )
+        if choice not in gate.get("options", []):
+            return refusal(
+                ErrorCode.INVALID_DECISION,
+                f"{choice!r} is not an option of gate '{gate.get('gate')}' (expected one of: "
+                f"{', '.join(map(str, gate.get('options', [])))}).",
+                run_id=run_id,
+            )
+        return self._signer().sign(answer_binding(gate, choice, execution=found["execution"]))
 
     async def sign_resume(self, run_id: str) -> dict[str, Any]:
         """The signed resume to paste into the Temporal UI's or CLI's ``resume``, or a refusal."""
-        found = await self._parked_node(run_id)
+        found = await self._awaiting(run_id)
         if "error" in found:
             return found
-        if found["node"] is None:
-            return refusal(
-                ErrorCode.NOTHING_TO_RESUME, f"Run '{run_id}' is not parked.", run_id=run_id
-            )
-        return self._signer().sign(resume_binding(found["graph"], run_id, found["node"]))
+        parked = found["parked"]
+        if parked is None:
+            if found["closed"]:
+                reason = f"Run '{run_id}' has finished: there is nothing to resume."
+            elif found["gate"] is not None:
+                reason = (
+                    f"Run '{run_id}' is waiting for a decision: answer it with decide. Resuming "
+                    "a run answers nothing."
+                )
+            else:
+                reason = (
+                    f"Run '{run_id}' is not parked by a refused node: resume carries on only a "
+                    "run whose next node its caller was not allowed to run."
+                )
+            return refusal(ErrorCode.NOTHING_TO_RESUME, reason, run_id=run_id)
+        return self._signer().sign(
+            resume_binding(found["graph"], run_id, found["execution"], parked["node"])
+        )
 
     def _signer(self) -> Signer:
         if self.signer is None:
             raise ValueError("Signing needs a GraphClient with a signer.")
         return self.signer
 
-    async def _open_gate(self, run_id: str) -> dict[str, Any]:
-        """``{graph, gate}`` of the gate open on ``run_id``, or a refusal."""
-        described = await self._describe(run_id)
-        if "error" in described:
-            return described
-        open_gate = described["memo"].get("lockgate_gate")
-        if not open_gate or described["state"] != "waiting":
-            return refusal(
-                ErrorCode.GATE_NOT_PENDING,
-                f"Run '{run_id}' is not waiting for a decision.",
-                run_id=run_id,
-            )
-        return {"graph": described["graph"], "gate": open_gate["gate"]}
+    async def _awaiting(self, run_id: str) -> dict[str, Any]:
+        """``{graph, execution, gate, parked, closed}`` of a run of ours, or a refusal.
 
-    async def _parked_node(self, run_id: str) -> dict[str, Any]:
-        """``{graph, node}`` of the node ``run_id`` is parked at (node None if none), or a refusal.
-
-        A running run that is not parked still gets a resume sent: the workflow says why not.
+        The graph and execution are the server's (the workflow type and its first run id), the
+        gate and park the worker's answer to ``awaiting``; a run on another task queue is not
+        ours to answer, whatever it calls itself.
         """
-        described = await self._describe(run_id)
-        if "error" in described:
-            return described
-        if described["status"] != WorkflowExecutionStatus.RUNNING:
+        handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
+        description = await _describe(handle)
+        if isinstance(description, dict):
+            return description
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            closed = _status_name(description.status)
+            return {"closed": closed, "gate": None, "parked": None}
+        if description.task_queue != self.task_queue:
             return refusal(
-                ErrorCode.NOTHING_TO_RESUME,
-                f"Run '{run_id}' has finished: there is nothing to resume.",
+                ErrorCode.NOT_FOUND,
+                f"Run '{run_id}' runs on task queue '{description.task_queue}', not on "
+                f"'{self.task_queue}' where this client's lockgate workers are: it is not a run "
+                "of theirs, whatever it calls itself, and nothing was signed for it.",
                 run_id=run_id,
             )
-        parked = described["memo"].get("lockgate_parked")
-        return {"graph": described["graph"], "node": parked["node"] if parked else None}
-
-    async def show(self, run_id: str) -> dict[str, Any]:
-        """The run: status, state, channels, trail, open gate, budgets (a finished run's result)."""
-        handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
+        execution = description.raw_description.workflow_execution_info.first_run_id
         try:
-            description = await handle.describe()
-        except RPCError as error:
-            if error.status == RPCStatusCode.NOT_FOUND:
-                return refusal(ErrorCode.NOT_FOUND, f"No run '{run_id}'.", run_id=run_id)
-            raise
+            reported: dict[str, Any] = await handle.query(
+                "awaiting", result_type=dict, rpc_timeout=_QUERY_TIMEOUT
+            )
+        except (WorkflowQueryFailedError, RPCError) as error:
+            return refusal(
+                ErrorCode.NOT_FOUND,
+                f"Run '{run_id}' did not say what it waits for ({error}); is a lockgate worker "
+                f"serving '{self.task_queue}'?",
+                run_id=run_id,
+            )
+        graph = description.workflow_type
+        if reported.get("graph") != graph or reported.get("execution") != execution:
+            return refusal(
+                ErrorCode.NOT_FOUND,
+                f"Run '{run_id}' reports a graph or execution other than the server's; nothing "
+                "was signed for it.",
+                run_id=run_id,
+            )
+        gate = reported.get("gate")
+        if gate is not None and (gate.get("graph") != graph or gate.get("run") != run_id):
+            gate = None
+        return {
+            "graph": graph,
+            "execution": execution,
+            "gate": gate,
+            "parked": reported.get("parked"),
+            "closed": None,
+        }
+
+    async def show(
+        self, run_id: str, *, trail_from: int | None = None, trail_limit: int | None = None
+    ) -> dict[str, Any]:
+        """The run: status, state, channels, trail, open gate, budgets (a finished run's result).
+
+        A running run shows a page of its trail (the newest rows unless ``trail_from``;
+        ``trail_total`` says how many there are); a finished run's result has all of it.
+        """
+        handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
+        description = await _describe(handle)
+        if isinstance(description, dict):
+            return description
         if description.status != WorkflowExecutionStatus.RUNNING:
             try:
                 result: dict[str, Any] = await self.client.get_workflow_handle(
@@ -316,7 +386,12 @@ class GraphClient:
                     f"Run '{run_id}' ended {_status_name(description.status)}: {error}",
                     run_id=run_id,
                 )
-        shown: dict[str, Any] = await handle.query("show", result_type=dict)
+        page: dict[str, Any] = {}
+        if trail_from is not None:
+            page["trail_from"] = trail_from
+        if trail_limit is not None:
+            page["trail_limit"] = trail_limit
+        shown: dict[str, Any] = await handle.query("show", page or None, result_type=dict)
         return shown
 
     async def pending(
@@ -332,7 +407,12 @@ class GraphClient:
         Returns:
             One row per open gate, each option with ``leads_to`` and ``needs``.
         """
-        query = f"{LOCKGATE_STATE.name} = 'waiting' AND ExecutionStatus = 'Running'"
+        # Only runs on this client's task queue: anyone may start a workflow of their own named
+        # like a graph, with lockgate's memo and search attributes, but not on these workers.
+        query = (
+            f"{LOCKGATE_STATE.name} = 'waiting' AND ExecutionStatus = 'Running' "
+            f"AND TaskQueue = {_quote(self.task_queue)}"
+        )
         if of is not None:
             query += f" AND {LOCKGATE_AWAITING.name} = {_quote(of)}"
         viewer = viewer if viewer is not None else (self.signer.principal if self.signer else None)
@@ -343,7 +423,14 @@ class GraphClient:
             gate_memo = memo.get("lockgate_gate")
             if not isinstance(gate_memo, dict):
                 continue
-            gate = OpenGate.from_dict(gate_memo)
+            try:
+                gate = OpenGate.from_dict(gate_memo)
+            except (KeyError, TypeError, ValueError):
+                continue
+            if gate.graph != execution.workflow_type or gate.run != execution.id:
+                continue
+            if not await self._names_its_execution(execution.id, execution.run_id, gate):
+                continue
             row: dict[str, Any] = {
                 "run_id": execution.id,
                 "graph": gate.graph,
@@ -356,6 +443,7 @@ class GraphClient:
                 "opened_at": gate_memo.get("opened_at"),
                 "options": gate.options,
                 "choices": [choice.to_dict() for choice in gate.choices],
+                "makers": list(gate.makers),
             }
             if viewer is not None and authority is not None:
                 actor = Actor(viewer, True, "cli", viewer, "viewing")
@@ -365,6 +453,15 @@ class GraphClient:
                     shown.update(may=verdict.may, because=verdict.because, why_not=verdict.why_not)
             rows.append(row)
         return rows
+
+    async def _names_its_execution(self, run_id: str, current_run: str, gate: OpenGate) -> bool:
+        """Whether a gate memo names its run's execution: only the run's worker can write that
+        (a starter's memo is written before the server picks the run id)."""
+        if gate.execution == current_run:
+            return True
+        # A run continued as new: its execution is its chain's first run id.
+        described = await self.client.get_workflow_handle(run_id, run_id=current_run).describe()
+        return gate.execution == described.raw_description.workflow_execution_info.first_run_id
 
     async def list(self, graph: str | type | None = None) -> list[dict[str, Any]]:
         """Every lockgate run (of ``graph``), newest visibility first as the server returns them."""
@@ -394,22 +491,6 @@ class GraphClient:
         """The tools and graphs the worker on this task queue serves (runs a short workflow)."""
         return await describe_worker(self.client, self.task_queue)
 
-    async def _describe(self, run_id: str) -> dict[str, Any]:
-        handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
-        try:
-            description = await handle.describe()
-        except RPCError as error:
-            if error.status == RPCStatusCode.NOT_FOUND:
-                return refusal(ErrorCode.NOT_FOUND, f"No run '{run_id}'.", run_id=run_id)
-            raise
-        attributes = description.typed_search_attributes
-        return {
-            "graph": attributes.get(LOCKGATE_GRAPH) or description.workflow_type,
-            "state": attributes.get(LOCKGATE_STATE),
-            "memo": await description.memo(),
-            "status": description.status,
-        }
-
 
 async def describe_worker(client: Client, task_queue: str) -> dict[str, Any]:
     """``{tools, graphs}`` the worker on ``task_queue`` serves, asked through a short workflow."""
@@ -419,6 +500,18 @@ async def describe_worker(client: Client, task_queue: str) -> dict[str, Any]:
         task_queue=task_queue,
     )
     return described
+
+
+async def _describe(
+    handle: WorkflowHandle[Any, Any],
+) -> WorkflowExecutionDescription | dict[str, Any]:
+    """The server's description of a run, or the NOT_FOUND refusal if there is no such run."""
+    try:
+        return await handle.describe()
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            return refusal(ErrorCode.NOT_FOUND, f"No run '{handle.id}'.", run_id=handle.id)
+        raise
 
 
 def _status_name(status: WorkflowExecutionStatus | None) -> str:
@@ -497,6 +590,12 @@ class ToolClient:
                 start_workflow_operation=operation,
                 result_type=dict,
             )
+            if (result.get("meta") or {}).get("requires_confirmation"):
+                # The token is not in the update's result (history keeps that); ask for it.
+                handle = self.client.get_workflow_handle(workflow_id)
+                with contextlib.suppress(WorkflowQueryFailedError):
+                    # Fails only if the call expired meanwhile; the result says it needed one.
+                    result["data"] = await handle.query("confirmation", result_type=dict)
             return result
         except WorkflowAlreadyStartedError:
             # The call already ran and closed: its first answer stands.

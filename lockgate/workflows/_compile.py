@@ -107,6 +107,13 @@ class CompiledGraph:
     routes: Mapping[str, Mapping[str, Transition]]
     terminals: frozenset[str]
     budgets: Mapping[str, int] = field(default_factory=dict)
+    allow_unsigned_start: bool = False
+
+    @property
+    def needs_signed_start(self) -> bool:
+        """Whether a run must be started by a verified starter: it has gates, and did not
+        declare otherwise."""
+        return bool(self.asks) and not self.allow_unsigned_start
 
     def transitions_from(self, state: str) -> list[Transition]:
         """Every way out of ``state``: its edge, its routes, and the escapes of their budgets."""
@@ -134,6 +141,7 @@ class CompiledGraph:
             "target": self.target,
             "nodes": {state: node.tool for state, node in self.nodes.items()},
             "asks": {state: ask.role for state, ask in self.asks.items()},
+            "needs_signed_start": self.needs_signed_start,
         }
 
 
@@ -418,6 +426,7 @@ class _Compiler:
             routes=routes,
             terminals=terminals,
             budgets=budgets,
+            allow_unsigned_start=spec.allow_unsigned_start,
         )
 
     def _ask(self, ask: Ask) -> None:

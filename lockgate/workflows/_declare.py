@@ -107,6 +107,7 @@ class GraphSpec:
     routes: tuple[Route, ...]
     asks: tuple[Ask, ...]
     version: int
+    allow_unsigned_start: bool = False
 
 
 def graph(
@@ -118,6 +119,7 @@ def graph(
     routes: Iterable[Route] = (),
     asks: Iterable[Ask] = (),
     version: int = 1,
+    allow_unsigned_start: bool = False,
 ) -> Callable[[_Class], _Class]:
     """Declares a graph of tools on a pydantic model whose fields are the graph's channels.
 
@@ -144,7 +146,11 @@ def graph(
         routes: Edges named by enum cases.
         asks: Human gates.
         version: Runs are pinned to the version they started with; bump it when the graph's
-            shape changes and keep serving the old class until its runs finish.
+            shape changes and keep serving the old class until its runs finish. New runs always
+            start on the newest version served.
+        allow_unsigned_start: A graph with gates starts only from a signed start, so that four
+            eyes can tell who asked for the work; set this to let unsigned callers start it
+            (its gates then only keep the makers of the work from approving it).
     """
 
     def decorate(cls: _Class) -> _Class:
@@ -159,6 +165,7 @@ def graph(
                 routes=tuple(routes),
                 asks=tuple(asks),
                 version=version,
+                allow_unsigned_start=allow_unsigned_start,
             ),
         )
         return cls

@@ -1,43 +1,50 @@
-"""A durable single tool call, and a workflow that describes what a worker serves.
+"""A durable single tool call, and the small workflows that describe a worker and record spent
+proofs.
 
 The call runs once per request id: the workflow id is the request id, so asking again returns
 the first answer. A tool that must be confirmed waits, durably, for a ``confirm`` update with
 the token; the token expires on a workflow timer, and the call runs with the arguments of the
-first request whatever a later request sends.
+first request whatever a later request sends. The token is derived from the worker secret and
+handed out by a query, so it is never written to the call's history.
 """
 
 from __future__ import annotations
 
-import hmac
+import asyncio
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from lockgate.activities._temporal import CALLER_MISTAKES, PrepareCallInput, ToolActivityInput
+from lockgate.activities import CALLER_MISTAKES, SPENT_PROOF_WORKFLOW, Refusal, Retry
+from lockgate.activities._temporal import PrepareCallInput, ToolActivityInput
 from lockgate.gating import (
+    MAX_ANSWER_BYTES,
+    MAX_START_BYTES,
     Actor,
+    Authority,
     ErrorCode,
     ProofRefused,
     ToolResult,
     action_summary,
     confirm_binding,
+    measure,
 )
+from lockgate.workflows._activity_options import local, tool_retry_policy
 from lockgate.workflows._authority_context import current_authority
+from lockgate.workflows._failures import UnreadableStart
 
 __all__ = [
     "CallToolInput",
     "ConfirmCallInput",
     "DescribeWorkflow",
+    "SpentProofWorkflow",
     "ToolCallWorkflow",
     "WaitCallInput",
     "call_workflow_id",
 ]
-
-_LOCAL = timedelta(seconds=30)
 
 
 def call_workflow_id(request_id: str) -> str:
@@ -71,60 +78,97 @@ class WaitCallInput:
     accept_confirmation_request: bool = True
 
 
-# A start payload the worker cannot decode (an unknown encoding, broken JSON) raises the SDK's
-# RuntimeError("Failed decoding arguments") before any of this code runs. As a task failure it
-# would be retried forever; as a workflow failure the caller learns the call was refused.
-# Unsandboxed like the graph workflows: lockgate's own code, guarded by the replay tests.
-@workflow.defn(name="lockgate.tool_call", failure_exception_types=[RuntimeError], sandboxed=False)
+# Unsandboxed like the graph workflows: lockgate's own code, guarded by the replay tests. A start
+# payload the SDK cannot decode fails the run (UnreadableStart) instead of wedging its task.
+@workflow.defn(
+    name="lockgate.tool_call", failure_exception_types=[UnreadableStart], sandboxed=False
+)
 class ToolCallWorkflow:
     """Runs one tool call, once, confirmed when the tool or channel asks for it."""
+
+    # Its tool activities carry the worker secret's seal (see _authority_context).
+    __lockgate_workflow__ = True
 
     @workflow.init
     def __init__(self, *calls: Any) -> None:
         self._call: CallToolInput | None = None
-        self._problem: str | None = None
+        self._problem: tuple[str, str] | None = None
         self._status = "checking"
         self._actor: Actor | None = None
-        self._token: str | None = None
         self._summary = ""
         self._confirmed = False
         self._result: dict[str, Any] | None = None
         self._request: dict[str, Any] | None = None
+        self._problem = self._read(calls)
+
+    def _read(self, calls: tuple[Any, ...]) -> tuple[str, str] | None:
+        shape = "{tool, arguments, proof?, channel?, request_id?}"
         if len(calls) != 1 or not isinstance(calls[0], dict):
-            self._problem = (
-                "A tool call starts with one object {tool, arguments, proof?, channel?, "
-                "request_id?}."
+            return (
+                ErrorCode.VALIDATION_ERROR.value,
+                f"A tool call starts with one object {shape}.",
             )
-            return
         raw = calls[0]
-        unknown = sorted(set(raw) - {"tool", "arguments", "proof", "channel", "request_id"})
+        too_big = measure(raw, what="The tool call", max_bytes=MAX_START_BYTES)
+        if too_big is not None:
+            return (too_big.code, too_big.sentence)
+        unknown = sorted(str(key)[:40] for key in set(raw) - set(_CALL_KEYS))
         if unknown or not isinstance(raw.get("tool"), str):
-            self._problem = "A tool call is {tool, arguments, proof?, channel?, request_id?}" + (
-                f"; it has unknown keys {', '.join(unknown)}."
-                if unknown
-                else "; 'tool' is missing."
+            return (
+                ErrorCode.VALIDATION_ERROR.value,
+                f"A tool call is {shape}"
+                + (
+                    f"; it has unknown keys {', '.join(unknown[:5])}."
+                    if unknown
+                    else "; 'tool' is missing."
+                ),
             )
-            return
         channel = raw.get("channel") or "temporal"
+        workflow_id = workflow.info().workflow_id
+        request_id = str(raw.get("request_id") or workflow_id)
         self._call = CallToolInput(
-            tool=raw["tool"],
+            tool=raw["tool"][:200],
             arguments=raw.get("arguments"),
             proof=raw.get("proof"),
             channel=channel if isinstance(channel, str) else "temporal",
-            request_id=str(raw.get("request_id") or workflow.info().workflow_id),
+            request_id=request_id,
         )
+        if raw.get("proof") is not None and workflow_id != call_workflow_id(request_id):
+            # A signed call names its request; run under another id, a copy of its input read
+            # from history would be a second call of the same proof.
+            return (
+                ErrorCode.UNAUTHORIZED.value,
+                f"A signed call runs under the workflow id {call_workflow_id(request_id)!r}, "
+                f"the one its request id names, not {workflow_id!r}.",
+            )
+        return None
 
     @workflow.run
     async def run(self, *calls: Any) -> dict[str, Any]:
         call = self._call
-        if call is None:
-            return self._done(ToolResult.error(ErrorCode.VALIDATION_ERROR, self._problem or ""))
-        prepared = await workflow.execute_local_activity(
-            "lockgate.prepare_call",
-            PrepareCallInput(call.tool, call.arguments, call.proof, call.channel, call.request_id),
-            start_to_close_timeout=_LOCAL,
-            result_type=dict,
-        )
+        if call is None or self._problem is not None:
+            code, sentence = self._problem or (ErrorCode.VALIDATION_ERROR.value, "")
+            return self._done(ToolResult.error(code, sentence))
+        try:
+            prepared = await local(
+                "lockgate.prepare_call",
+                PrepareCallInput(
+                    call.tool,
+                    call.arguments,
+                    call.proof,
+                    call.channel,
+                    call.request_id,
+                    execution=workflow.info().first_execution_run_id,
+                ),
+                result_type=dict,
+            )
+        except ActivityError as error:
+            return self._done(
+                ToolResult.error(
+                    ErrorCode.INTERNAL_ERROR,
+                    f"The call could not be checked: {error.cause or error}",
+                )
+            )
         if not prepared["ok"]:
             return self._done(ToolResult.from_dict(prepared["result"]))
         self._actor = Actor.from_dict(prepared["actor"])
@@ -135,7 +179,7 @@ class ToolCallWorkflow:
             if expired is not None:
                 return self._done(expired)
         self._status = "running"
-        retry = prepared.get("retry") or {}
+        retry = prepared.get("retry")
         heartbeat = prepared.get("heartbeat_seconds")
         try:
             result = await workflow.execute_activity(
@@ -150,13 +194,7 @@ class ToolCallWorkflow:
                 result_type=dict,
                 start_to_close_timeout=timedelta(seconds=prepared["timeout_seconds"]),
                 heartbeat_timeout=timedelta(seconds=heartbeat) if heartbeat else None,
-                retry_policy=RetryPolicy(
-                    initial_interval=timedelta(seconds=retry.get("initial_interval_seconds", 1)),
-                    backoff_coefficient=retry.get("backoff", 2.0),
-                    maximum_interval=timedelta(seconds=retry.get("max_interval_seconds", 60)),
-                    maximum_attempts=retry.get("max_attempts", 3),
-                    non_retryable_error_types=sorted(CALLER_MISTAKES),
-                ),
+                retry_policy=tool_retry_policy(Retry(**retry) if retry else None),
                 summary=f"{call.tool} as {self._actor.actor}",
             )
         except ActivityError as error:
@@ -173,12 +211,12 @@ class ToolCallWorkflow:
 
     async def _await_confirmation(self, ttl_seconds: float) -> ToolResult | None:
         assert self._call is not None
-        self._token = workflow.uuid4().hex
         expires_at = workflow.now() + timedelta(seconds=ttl_seconds)
         self._status = "awaiting_confirmation"
+        # No token here: this is recorded in the history (an update's result). The token comes
+        # from the `confirmation` query, which history never holds.
         self._request = {
             "requires_confirmation": True,
-            "confirm_token": self._token,
             "action_summary": self._summary,
             "expires_at": expires_at.isoformat(timespec="seconds"),
             "request_id": self._call.request_id,
@@ -187,8 +225,8 @@ class ToolCallWorkflow:
             await workflow.wait_condition(
                 lambda: self._confirmed, timeout=timedelta(seconds=ttl_seconds)
             )
-        except TimeoutError:
-            self._token = None
+        except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
+            self._status = "expired"
             return ToolResult.error(
                 ErrorCode.VALIDATION_ERROR,
                 f"The confirmation token for '{self._call.tool}' expired at "
@@ -208,16 +246,18 @@ class ToolCallWorkflow:
         self._result = result.to_dict()
         return self._result
 
-    # The update handlers take their input untyped and read it themselves: with a dataclass
-    # annotation the SDK would reject a malformed payload as "Failed decoding arguments"
-    # (RuntimeError), a null confirmation would crash the validator, and neither says what to send.
+    # The update handlers take their payloads untyped and read them themselves: with a dataclass
+    # annotation the SDK would reject a malformed payload as "Failed decoding arguments", a
+    # payload of the wrong arity would answer with Python's own words, and neither says what to
+    # send.
     @workflow.update(name="outcome", description="Wait for a confirmation request or the result.")
-    async def outcome(self, wait: Any = None) -> dict[str, Any]:
+    async def outcome(self, *args: Any) -> dict[str, Any]:
         """The result, or, while the call waits for its confirmation, the request for it.
 
-        ``wait`` is a :class:`WaitCallInput` (or nothing, for the defaults).
+        Takes a :class:`WaitCallInput` (or nothing, for the defaults). The request carries no
+        token (it is written to history): :meth:`ToolClient.call` asks the `confirmation` query.
         """
-        wait = _wait_of(wait)
+        wait = _wait_of(args)
         await workflow.wait_condition(
             lambda: (
                 self._result is not None
@@ -233,15 +273,15 @@ class ToolCallWorkflow:
         ).to_dict()
 
     @outcome.validator
-    def validate_outcome(self, wait: Any = None) -> None:
+    def validate_outcome(self, *args: Any) -> None:
         """Refuses a payload that is not a :class:`WaitCallInput`."""
-        _wait_of(wait)
+        _wait_of(args)
 
     @workflow.update(name="confirm", description="Confirm the pending call with its token.")
-    async def confirm(self, confirmation: Any) -> dict[str, Any]:
+    async def confirm(self, *args: Any) -> dict[str, Any]:
         """Lets the call run, then returns its result.
 
-        ``confirmation`` is a :class:`ConfirmCallInput`: ``{token, proof?}``.
+        Takes a :class:`ConfirmCallInput`: ``{token, proof?}``.
         """
         self._confirmed = True
         await workflow.wait_condition(lambda: self._result is not None)
@@ -249,48 +289,61 @@ class ToolCallWorkflow:
         return self._result
 
     @confirm.validator
-    def validate_confirm(self, confirmation: Any) -> None:
+    def validate_confirm(self, *args: Any) -> None:
         """Refuses a wrong, late or spent token, and a signed call confirmed by someone else."""
-        confirmation = _confirmation_of(confirmation)
+        confirmation = _confirmation_of(args)
         call = self._call
-        if self._status != "awaiting_confirmation" or self._token is None or call is None:
-            raise ApplicationError(
+        if self._status != "awaiting_confirmation" or call is None:
+            raise Refusal(
+                ErrorCode.VALIDATION_ERROR.value,
                 "This call is not waiting for a confirmation (it ran, expired, or never asked).",
-                type=ErrorCode.VALIDATION_ERROR.value,
             )
-        if not isinstance(confirmation.token, str) or not hmac.compare_digest(
-            confirmation.token, self._token
-        ):
-            raise ApplicationError(
+        authority = _authority()
+        if not authority.sealer.token_matches(confirmation.token, "confirm", self._token_binding()):
+            raise Refusal(
+                ErrorCode.VALIDATION_ERROR.value,
                 f"The confirmation token for '{call.tool}' is not the one this call handed out.",
-                type=ErrorCode.VALIDATION_ERROR.value,
             )
         actor = self._actor
         if actor is not None and actor.verified:
-            authority = current_authority()
-            if authority is None:
-                raise ApplicationError(
-                    "This worker cannot check who confirms: add LockgatePlugin to it.",
-                    type=ErrorCode.UNAUTHORIZED.value,
-                )
-            binding = confirm_binding(str(call.request_id), self._token)
+            binding = confirm_binding(str(call.request_id), confirmation.token)
             try:
-                confirmer = authority.run_verifier.verify(confirmation.proof, binding)
+                confirmer = authority.verifier.verify(confirmation.proof, binding)
             except ProofRefused as refused:
-                raise ApplicationError(
+                raise Refusal(
+                    ErrorCode.UNAUTHORIZED.value,
                     f"A signed call is confirmed by its signer: {refused.sentence}",
-                    type=ErrorCode.UNAUTHORIZED.value,
                 ) from None
             if confirmer.actor != actor.actor:
-                raise ApplicationError(
+                raise Refusal(
+                    ErrorCode.FORBIDDEN.value,
                     f"The confirmation token was issued to {actor.actor}, not to "
                     f"{confirmer.actor}: only who asked can confirm.",
-                    type=ErrorCode.FORBIDDEN.value,
                 )
+
+    def _token_binding(self) -> dict[str, Any]:
+        info = workflow.info()
+        request = self._call.request_id if self._call is not None else None
+        return {"workflow_id": info.workflow_id, "run_id": info.run_id, "request": request}
+
+    @workflow.query(
+        name="confirmation",
+        description="The token that confirms this call, while it waits for one.",
+    )
+    def confirmation(self) -> dict[str, Any]:
+        """``{confirm_token, expires_at, action_summary}`` while the call awaits confirmation.
+
+        Queries are never written to history, and the token is derived from the worker secret,
+        so the history of the call holds no token anyone could read and use.
+        """
+        if self._status != "awaiting_confirmation" or self._request is None:
+            raise ValueError("This call is not waiting for a confirmation.")
+        token = _authority().sealer.token("confirm", self._token_binding())
+        return {**self._request, "confirm_token": token}
 
     @workflow.query(name="status", description="Where the call stands.")
     def status(self) -> dict[str, Any]:
-        """``checking``, ``awaiting_confirmation``, ``running`` or ``done``, with the summary."""
+        """``checking``, ``awaiting_confirmation``, ``running``, ``expired`` or ``done``."""
         return {
             "status": self._status,
             "summary": self._summary,
@@ -299,8 +352,28 @@ class ToolCallWorkflow:
         }
 
 
-def _wait_of(value: object) -> WaitCallInput:
+_CALL_KEYS = ("tool", "arguments", "proof", "channel", "request_id")
+
+
+def _authority() -> Authority:
+    authority = current_authority()
+    if authority is None:
+        raise Refusal(
+            ErrorCode.UNAUTHORIZED.value,
+            "This worker cannot check confirmations: add LockgatePlugin to it.",
+        )
+    if authority.secret is None:
+        raise Refusal(
+            ErrorCode.UNAUTHORIZED.value,
+            "This worker has no worker secret, so it cannot hand out or check confirmation "
+            "tokens: give LockgatePlugin a secret.",
+        )
+    return authority
+
+
+def _wait_of(args: tuple[Any, ...]) -> WaitCallInput:
     """The :class:`WaitCallInput` in an ``outcome`` payload, or a VALIDATION_ERROR saying why."""
+    value = args[0] if len(args) == 1 else (None if not args else ...)
     if value is None:
         return WaitCallInput()
     if isinstance(value, WaitCallInput):
@@ -311,27 +384,30 @@ def _wait_of(value: object) -> WaitCallInput:
         and isinstance(value.get("accept_confirmation_request", True), bool)
     ):
         return WaitCallInput(**value)
-    raise ApplicationError(
+    raise Refusal(
+        ErrorCode.VALIDATION_ERROR.value,
         "`outcome` takes one object {accept_confirmation_request?: true|false}, or nothing.",
-        type=ErrorCode.VALIDATION_ERROR.value,
     )
 
 
-def _confirmation_of(value: object) -> ConfirmCallInput:
+def _confirmation_of(args: tuple[Any, ...]) -> ConfirmCallInput:
     """The :class:`ConfirmCallInput` in a ``confirm`` payload, or a VALIDATION_ERROR saying why."""
+    value = args[0] if len(args) == 1 else None
     if isinstance(value, ConfirmCallInput):
         return value
     if (
         isinstance(value, dict)
         and set(value) <= {"token", "proof"}
         and isinstance(value.get("token"), str)
+        and len(value["token"]) <= 100
         and isinstance(value.get("proof"), (dict, type(None)))
+        and measure(value, what="confirm", max_bytes=MAX_ANSWER_BYTES) is None
     ):
         return ConfirmCallInput(value["token"], value.get("proof"))
-    raise ApplicationError(
+    raise Refusal(
+        ErrorCode.VALIDATION_ERROR.value,
         "`confirm` takes one object {token, proof?}: the confirm_token the call handed out, and "
         "for a signed call its signer's proof of that token.",
-        type=ErrorCode.VALIDATION_ERROR.value,
     )
 
 
@@ -341,7 +417,15 @@ class DescribeWorkflow:
 
     @workflow.run
     async def run(self) -> dict[str, Any]:
-        described: dict[str, Any] = await workflow.execute_local_activity(
-            "lockgate.describe", start_to_close_timeout=_LOCAL, result_type=dict
-        )
+        described: dict[str, Any] = await local("lockgate.describe", result_type=dict)
         return described
+
+
+@workflow.defn(name=SPENT_PROOF_WORKFLOW, sandboxed=False)
+class SpentProofWorkflow:
+    """The record of a spent proof (see :class:`~lockgate.activities.TemporalNonceLedger`):
+    its id and memo are the record, so it has nothing to do."""
+
+    @workflow.run
+    async def run(self, *args: Any) -> None:
+        return None

@@ -1,0 +1,130 @@
+"""The state a graph run hands its next run at continue-as-new, as one versioned type.
+
+Everything a run is (channels, trail, budgets, an open gate, who asked and who drove, the proofs
+it spent, the makers of its work) crosses into the next run's start input. The input is anyone's
+to write, so the next run trusts it only once the worker secret's seal on it opens (see
+:mod:`._authority_context`); until then it is read, never believed. A carried state that cannot
+be read back is refused like a forged one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockgate.gating import Actor, OpenGate
+
+__all__ = ["CARRIED_VERSION", "CarriedState", "CarriedStateError"]
+
+CARRIED_VERSION = 2
+"""The version of :class:`CarriedState` this lockgate writes and reads."""
+
+
+class CarriedStateError(ValueError):
+    """A carried state this lockgate cannot read."""
+
+
+@dataclass
+class CarriedState:
+    """One run's state, as its next run restores it.
+
+    Trail rows name their actor by index into ``actors``: a long run's carried trail is then a
+    fraction of its shown size, and stays far inside Temporal's payload limit.
+    """
+
+    state: str
+    channels: dict[str, Any]
+    trail: list[dict[str, Any]]
+    taken: dict[str, int]
+    visits: dict[str, int]
+    requester: Actor
+    driver: Actor
+    gate: OpenGate | None
+    gate_openings: int
+    parkings: int
+    spent: list[str]
+    settles: int
+    ignored_inputs: list[str] = field(default_factory=list)
+    makers: list[str] = field(default_factory=list)
+    refused_signals_dropped: int = 0
+    inbox: list[dict[str, Any]] = field(default_factory=list)
+    """Signals the run received and had not judged yet: the next run judges them first."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """As the JSON object the next run's start input carries."""
+        actors: list[dict[str, Any]] = []
+        index: dict[str, int] = {}
+        rows: list[dict[str, Any]] = []
+        for row in self.trail:
+            by = row.get("by")
+            key = repr(sorted(by.items())) if isinstance(by, dict) else ""
+            if key not in index:
+                index[key] = len(actors)
+                actors.append(by or {})
+            rows.append({**row, "by": index[key]})
+        return {
+            "version": CARRIED_VERSION,
+            "state": self.state,
+            "channels": self.channels,
+            "actors": actors,
+            "trail": rows,
+            "taken": self.taken,
+            "visits": self.visits,
+            "requester": self.requester.to_dict(),
+            "driver": self.driver.to_dict(),
+            "gate": self.gate.to_dict() if self.gate is not None else None,
+            "gate_openings": self.gate_openings,
+            "parkings": self.parkings,
+            "spent": self.spent,
+            "settles": self.settles,
+            "ignored_inputs": self.ignored_inputs,
+            "makers": self.makers,
+            "refused_signals_dropped": self.refused_signals_dropped,
+            "inbox": self.inbox,
+        }
+
+    @classmethod
+    def from_dict(cls, value: dict[str, Any]) -> CarriedState:
+        """Reads :meth:`to_dict` output.
+
+        Raises:
+            CarriedStateError: It is not a carried state of this version.
+        """
+        if value.get("version") != CARRIED_VERSION:
+            raise CarriedStateError(
+                f"it is carried state version {value.get('version')!r}; this lockgate reads "
+                f"version {CARRIED_VERSION}"
+            )
+        try:
+            actors = value["actors"]
+            gate = value.get("gate")
+            return cls(
+                state=str(value["state"]),
+                channels=dict(value["channels"]),
+                trail=[{**row, "by": actors[row["by"]]} for row in value["trail"]],
+                taken={str(k): int(v) for k, v in value["taken"].items()},
+                visits={str(k): int(v) for k, v in value["visits"].items()},
+                requester=Actor.from_dict(value["requester"]),
+                driver=Actor.from_dict(value["driver"]),
+                gate=OpenGate.from_dict(gate) if gate is not None else None,
+                gate_openings=int(value["gate_openings"]),
+                parkings=int(value["parkings"]),
+                spent=[str(nonce) for nonce in value["spent"]],
+                settles=int(value["settles"]),
+                ignored_inputs=[str(name) for name in value.get("ignored_inputs", [])],
+                makers=[str(name) for name in value.get("makers", [])],
+                refused_signals_dropped=int(value.get("refused_signals_dropped", 0)),
+                inbox=[_signal_entry(entry) for entry in value.get("inbox", [])],
+            )
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
+            raise CarriedStateError(f"it cannot be read ({type(error).__name__})") from None
+
+
+def _signal_entry(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict) or set(value) - {"name", "value", "problem"}:
+        raise CarriedStateError("a carried signal is not {name, value, problem}")
+    return {
+        "name": str(value["name"]),
+        "value": value.get("value"),
+        "problem": value.get("problem"),
+    }

@@ -1,0 +1,35 @@
+"""The one failure that ends a lockgate workflow instead of retrying its task: an unreadable start.
+
+Before any lockgate code runs, the SDK decodes a workflow's start payloads; a payload it cannot
+decode (an unknown encoding, broken JSON) raises ``RuntimeError("Failed decoding arguments")``.
+As a task failure it would be retried forever, wedging the run, so lockgate's workflows declare
+:class:`UnreadableStart` as their failure type. It matches exactly that error and nothing else:
+not every ``RuntimeError`` (a ``RecursionError`` is one), so no other exception inside lockgate's
+code can fail a run that way. Everything a caller sends after the start is refused in validators
+or judged and recorded, never raised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["UnreadableStart"]
+
+# The messages temporalio raises when it cannot decode a workflow's arguments (see
+# temporalio/worker/_workflow_instance.py `_convert_payloads`).
+_SDK_DECODE_FAILURE = "Failed decoding arguments"
+
+
+class _MatchesSdkDecodeFailure(type):
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return type.__instancecheck__(cls, instance) or (
+            type(instance) is RuntimeError and instance.args == (_SDK_DECODE_FAILURE,)
+        )
+
+
+class UnreadableStart(Exception, metaclass=_MatchesSdkDecodeFailure):
+    """A workflow's start payload could not be decoded; the run fails at once, typed as this.
+
+    ``isinstance(error, UnreadableStart)`` is also true of the SDK's own decode failure, which is
+    how the SDK's ``failure_exception_types`` check recognises it.
+    """

@@ -1,0 +1,291 @@
+"""Updates and queries: answering a gate, resuming a parked run, waiting for a run to settle,
+reading it.
+
+Every update has a validator that refuses, before anything is written, whatever the rules refuse:
+a payload of the wrong shape, size or depth, an answer no verified approver gave for exactly this
+gate of this execution, a wait that could never end or would crowd out other callers. A refusal
+is a code and a sentence, audited once, with no stack trace. Queries write nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from temporalio import workflow
+
+from lockgate.activities import Refusal
+from lockgate.activities._temporal import carry_binding
+from lockgate.gating import (
+    MAX_WAITING_SETTLES,
+    Actor,
+    Authority,
+    ErrorCode,
+    Judgement,
+    PayloadProblem,
+    Proof,
+    WorkerSecretError,
+    judge_answer,
+    judge_resume,
+    shorten,
+)
+from lockgate.workflows._authority_context import carry_seal, current_authority
+from lockgate.workflows._graph_inputs import one_answer, settle_input, show_input
+from lockgate.workflows._graph_signals import GraphSignals
+from lockgate.workflows._graph_state import invalid
+
+__all__ = ["GraphAnswers"]
+
+
+class GraphAnswers(GraphSignals):
+    """The ``decide``, ``resume`` and ``settle`` updates and the ``show`` and ``awaiting``
+    queries of every graph's workflow."""
+
+    @workflow.update(
+        name="decide",
+        description=(
+            "Answer the open gate. Paste the signed answer that `lockgate sign decide RUN "
+            "CHOICE --as YOU` prints; unsigned answers are refused."
+        ),
+    )
+    async def decide(self, *args: Any) -> dict[str, Any]:
+        """Records an answer the validator accepted, then returns once the run settles."""
+        await workflow.wait_condition(lambda: self._carry != "pending")
+        proof = Proof.parse(args[0])
+        choice = str(proof.authorizes["choice"])
+        gate = self._gate
+        if gate is None or self._answer is not None or proof.authorizes.get("gate") != gate.gate:
+            # Another answer got in first, after this one was validated in the same task.
+            raise Refusal(
+                ErrorCode.GATE_NOT_PENDING.value,
+                f"Run '{self._run_id}' is not waiting for a decision.",
+            )
+        actor = Actor.of_proof(proof)
+        _audit(
+            "gate.decide",
+            True,
+            actor,
+            graph=self._graph.name,
+            run=self._run_id,
+            gate=gate.gate,
+            answer=choice,
+        )
+        self._answer = (choice, actor)
+        return await self._after_settling(self._settles)
+
+    @decide.validator
+    def validate_decide(self, *args: Any) -> None:
+        """Refuses, before anything is written, every answer the gate rules refuse."""
+        authority = _authority()
+        answer, problem = one_answer(args, "decide")
+        judgement = (
+            self._not_ready(authority)
+            or _refused_payload(problem)
+            or judge_answer(
+                authority,
+                answer,
+                graph=self._graph.name,
+                run=self._run_id,
+                gate=self._gate if self._answer is None else None,
+                spent_nonces=self._spent,
+            )
+        )
+        if not judgement.accepted:
+            self._refuse(
+                authority,
+                "gate.decide",
+                judgement,
+                gate=self._gate.gate if self._gate else None,
+                answer=shorten(judgement.choice),
+            )
+
+    @workflow.update(
+        name="resume",
+        description=(
+            "Carry on a run parked at a node its caller could not run, as a caller who can. "
+            "Paste what `lockgate sign resume RUN --as YOU` prints."
+        ),
+    )
+    async def resume(self, *args: Any) -> dict[str, Any]:
+        """Records a resume the validator accepted, then returns once the run settles."""
+        await workflow.wait_condition(lambda: self._carry != "pending")
+        proof = Proof.parse(args[0])
+        parked = self._parked
+        if (
+            parked is None
+            or self._resumer is not None
+            or proof.authorizes.get("node") != parked.node
+        ):
+            raise Refusal(
+                ErrorCode.NOTHING_TO_RESUME.value,
+                f"Run '{self._run_id}' is not parked: there is nothing to resume.",
+            )
+        actor = Actor.of_proof(proof)
+        if actor.authorization:
+            self._spent.append(actor.authorization)
+        _audit(
+            "run.resume", True, actor, graph=self._graph.name, run=self._run_id, node=parked.node
+        )
+        self._resumer = actor
+        return await self._after_settling(self._settles)
+
+    @resume.validator
+    def validate_resume(self, *args: Any) -> None:
+        """Refuses, before anything is written, a resume the rules refuse."""
+        authority = _authority()
+        value, problem = one_answer(args, "resume")
+        judgement = (
+            self._not_ready(authority)
+            or _refused_payload(problem)
+            or judge_resume(
+                authority,
+                value,
+                graph=self._graph.name,
+                run=self._run_id,
+                execution=self._execution,
+                status=self._status,
+                parked=self._parked if self._resumer is None else None,
+                spent_nonces=self._spent,
+            )
+        )
+        if not judgement.accepted:
+            self._refuse(
+                authority,
+                "run.resume",
+                judgement,
+                node=self._parked.node if self._parked else None,
+            )
+
+    def _not_ready(self, authority: Authority) -> Judgement | None:
+        """A refusal while this run cannot take answers: its carried state is not yet believed
+        (and its seal does not open now), or it is moving to a new history."""
+        if self._carry != "pending":
+            return None
+        # Validators never replay, so they may consult the secret; the run's own check of this
+        # seal is recorded (a local activity) before the answer takes effect.
+        info = workflow.info()
+        try:
+            binding = carry_binding(
+                info.workflow_id, self._execution, info.continued_run_id or "", self._start.carried
+            )
+            opens = authority.sealer.opens(carry_seal(info.headers), "carry", binding)
+        except WorkerSecretError:
+            opens = False
+        if opens:
+            return None
+        return Judgement.refuse(
+            ErrorCode.GATE_NOT_PENDING,
+            f"Run '{self._run_id}' takes no answers: the state it was started with was not "
+            "handed over by lockgate's workers.",
+        )
+
+    def _refuse(
+        self, authority: Authority, event: str, judgement: Judgement, **facts: Any
+    ) -> NoReturn:
+        """Audits a validator's refusal (validators never replay: exactly once), then raises it."""
+        authority.audit.event(
+            event,
+            accepted=False,
+            actor=judgement.actor.to_dict() if judgement.actor else None,
+            reason=judgement.reason,
+            code=judgement.code,
+            graph=self._graph.name,
+            run=self._run_id,
+            **facts,
+        )
+        raise Refusal(judgement.code or ErrorCode.VALIDATION_ERROR.value, judgement.reason or "")
+
+    @workflow.update(
+        name="settle",
+        description="Wait until the run settles: a gate opens, a node parks, or the run ends.",
+    )
+    async def settle(self, *args: Any) -> dict[str, Any]:
+        """Returns :meth:`show` once the run has settled more than ``after`` times."""
+        wait, _ = settle_input(args)
+        self._waiting_settles += 1
+        try:
+            return await self._after_settling(wait.after, released=True)
+        finally:
+            self._waiting_settles -= 1
+
+    @settle.validator
+    def validate_settle(self, *args: Any) -> None:
+        """Refuses a settle that could never return or that would crowd out other callers."""
+        wait, problem = settle_input(args)
+        if problem is None and not 0 <= wait.after <= self._settles:
+            problem = invalid(
+                f"'after' counts the times run '{self._run_id}' has settled (0 to "
+                f"{self._settles} so far); a settle waits for the next one after it."
+            )
+        if problem is None and self._waiting_settles >= MAX_WAITING_SETTLES:
+            problem = PayloadProblem(
+                ErrorCode.RATE_LIMITED.value,
+                f"Run '{self._run_id}' already has {MAX_WAITING_SETTLES} callers waiting for it "
+                "to settle; ask again when one returns, or read it with the `show` query.",
+            )
+        if problem is not None:
+            raise Refusal(problem.code, problem.sentence)
+
+    async def _after_settling(self, after: int, *, released: bool = False) -> dict[str, Any]:
+        """The run once it has settled more than ``after`` times, or has ended (it settles no
+        more), or, for a ``settle`` caller, moves to a new history and answers its waiting
+        callers."""
+        await workflow.wait_condition(
+            lambda: (
+                self._settles > after
+                or self._status in ("finished", "refused")
+                or (released and self._releasing)
+            )
+        )
+        view = self._view()
+        if self._settles <= after and self._status not in ("finished", "refused"):
+            # Not settled: the caller asks again (on the next history) with `after` = settles.
+            view["moving_to_new_history"] = True
+        return view
+
+    @workflow.query(name="show", description="The run: state, channels, trail, gate, budgets.")
+    def show(self, *args: Any) -> dict[str, Any]:
+        """The run as it stands, with a page of its trail (``{trail_from?, trail_limit?}``)."""
+        page = show_input(args)
+        return self._view(page.trail_from, page.trail_limit)
+
+    @workflow.query(
+        name="awaiting",
+        description="What the run waits for: the open gate as its approver is shown it, or the "
+        "node it is parked at; with the execution a signed answer names.",
+    )
+    def awaiting(self) -> dict[str, Any]:
+        """The gate or park a signer binds an answer or resume to, as this worker reports it."""
+        return {
+            "graph": self._graph.name,
+            "run_id": self._run_id,
+            "execution": self._execution,
+            "status": self._status,
+            "gate": self._gate_view() if self._gate and self._answer is None else None,
+            "parked": self._parked.to_dict() if self._parked else None,
+        }
+
+
+def _refused_payload(problem: PayloadProblem | None) -> Judgement | None:
+    if problem is None:
+        return None
+    return Judgement.refuse(ErrorCode(problem.code), problem.sentence)
+
+
+def _authority() -> Authority:
+    authority = current_authority()
+    if authority is None:
+        raise Refusal(
+            ErrorCode.UNAUTHORIZED.value,
+            "This worker judges no answers: it was built without lockgate's plugin (which "
+            "brings the Directory the gate rules need). Add LockgatePlugin to the worker.",
+        )
+    return authority
+
+
+def _audit(event: str, accepted: bool, actor: Actor, **facts: Any) -> None:
+    # Update handlers run again on replay; the audit record is written only the first time.
+    if workflow.unsafe.is_replaying():
+        return
+    authority = current_authority()
+    if authority is not None:
+        authority.audit.event(event, accepted=accepted, actor=actor.to_dict(), **facts)

@@ -1,0 +1,181 @@
+"""What a graph run takes from callers, and how each payload is read before it is trusted.
+
+Every input a run takes (its start, an update's payload, a query's page) arrives as JSON anyone
+with namespace access can write. Each is read here, shape and size first, into one dataclass; a
+payload that does not fit is a :class:`~lockgate.activities.Refusal` (or a refused start) with a
+code and a sentence, never an exception from deep inside the SDK.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockgate.gating import (
+    MAX_ANSWER_BYTES,
+    MAX_START_BYTES,
+    TRAIL_PAGE,
+    ErrorCode,
+    PayloadProblem,
+    measure,
+)
+
+__all__ = [
+    "MAX_CARRIED_BYTES",
+    "SettleInput",
+    "ShowInput",
+    "StartGraphInput",
+    "channel_ok",
+    "one_answer",
+    "parse_start",
+    "settle_input",
+    "show_input",
+]
+
+MAX_CARRIED_BYTES = 1_900_000
+"""A continued run's start (its carried state) must still fit Temporal's ~2 MB payload limit."""
+
+_START_KEYS = ("inputs", "proof", "channel", "version", "carried")
+
+
+@dataclass
+class StartGraphInput:
+    """The input a graph run starts with.
+
+    Attributes:
+        inputs: Starting channel values; keys that are not channels of the graph are dropped.
+        proof: A signed proof of ``{kind: start, graph, run, inputs}`` (the inputs' digest); the
+            verified signer becomes the run's requester. Without one the requester is
+            ``unverified:<channel>``, and a graph with gates refuses to start.
+        channel: The channel of an unsigned starter.
+        version: The graph version to run; new runs take the newest this worker serves, and
+            any other is refused (older versions only finish their runs).
+        carried: State carried over by continue-as-new: lockgate's own, honoured only under the
+            seal of the deployment's workers.
+    """
+
+    inputs: dict[str, Any] = field(default_factory=dict)
+    proof: dict[str, Any] | None = None
+    channel: str = "temporal"
+    version: int | None = None
+    carried: dict[str, Any] | None = None
+
+
+@dataclass
+class SettleInput:
+    """Waits until the run settles (a gate open, a node parked, or the run over) past ``after``.
+
+    ``after`` is a count of settles the caller has seen (``settles`` in :meth:`show`); it may not
+    exceed what the run has made.
+    """
+
+    after: int = 0
+
+
+@dataclass
+class ShowInput:
+    """A page of the trail: ``trail_limit`` rows from ``trail_from`` (the newest when None)."""
+
+    trail_from: int | None = None
+    trail_limit: int = TRAIL_PAGE
+
+
+def channel_ok(channel: object) -> bool:
+    """Whether ``channel`` is a short name like ``temporal`` or ``cli``."""
+    return isinstance(channel, str) and bool(re.fullmatch(r"[A-Za-z0-9._@:-]{1,64}", channel))
+
+
+def parse_start(starts: Sequence[Any]) -> tuple[StartGraphInput, PayloadProblem | None]:
+    """Reads a run's start payloads into a :class:`StartGraphInput`, or says what is wrong."""
+    if len(starts) != 1:
+        return StartGraphInput(), _invalid(
+            f"A run starts with one input, {{inputs, proof?, channel?}}; it got {len(starts)}."
+        )
+    raw = starts[0]
+    if raw is None:
+        return StartGraphInput(), None
+    if not isinstance(raw, dict):
+        return StartGraphInput(), _invalid(
+            "A run starts with an object {inputs, proof?, channel?, version?}, not "
+            f"{type(raw).__name__}."
+        )
+    limit = MAX_CARRIED_BYTES if raw.get("carried") is not None else MAX_START_BYTES
+    problem = measure(raw, what="The start input", max_bytes=limit)
+    if problem is not None:
+        return StartGraphInput(), problem
+    unknown = sorted(str(key) for key in set(raw) - set(_START_KEYS))
+    if unknown:
+        shown = ", ".join(name[:40] for name in unknown[:5])
+        return StartGraphInput(), _invalid(
+            f"The start input has unknown keys ({shown}): a run starts with "
+            "{inputs, proof?, channel?, version?}. Put channel values under 'inputs'."
+        )
+    inputs, proof, channel = raw.get("inputs", {}), raw.get("proof"), raw.get("channel")
+    version, carried = raw.get("version"), raw.get("carried")
+    if not isinstance(inputs, dict):
+        return StartGraphInput(), _invalid("'inputs' must be an object of starting channel values.")
+    if channel is not None and not channel_ok(channel):
+        return StartGraphInput(), _invalid(
+            "'channel' must be a short name like 'temporal' or 'cli'."
+        )
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+        return StartGraphInput(), _invalid("'version' must be a whole number.")
+    if carried is not None and not isinstance(carried, dict):
+        return StartGraphInput(), _invalid("'carried' is lockgate's own: leave it out.")
+    return StartGraphInput(inputs, proof, channel or "temporal", version, carried), None
+
+
+def one_answer(args: Sequence[Any], update: str) -> tuple[Any, PayloadProblem | None]:
+    """The one payload an answer update (``decide``, ``resume``) takes, measured."""
+    if len(args) != 1:
+        return None, _invalid(
+            f"`{update}` takes one payload, the signed proof that `lockgate sign {update}` prints; "
+            f"it got {len(args)}."
+        )
+    return args[0], measure(args[0], what=f"The `{update}` payload", max_bytes=MAX_ANSWER_BYTES)
+
+
+def settle_input(args: Sequence[Any]) -> tuple[SettleInput, PayloadProblem | None]:
+    """The :class:`SettleInput` of a ``settle`` update, or what is wrong with its payload."""
+    expected = "`settle` takes nothing, or one object {after: a whole number}."
+    if not args:
+        return SettleInput(), None
+    if len(args) != 1:
+        return SettleInput(), _invalid(expected)
+    value = args[0]
+    if value is None:
+        return SettleInput(), None
+    if isinstance(value, SettleInput):
+        return value, None
+    if not isinstance(value, dict) or set(value) - {"after"}:
+        return SettleInput(), _invalid(expected)
+    after = value.get("after", 0)
+    if not isinstance(after, int) or isinstance(after, bool):
+        return SettleInput(), _invalid(expected)
+    return SettleInput(after), None
+
+
+def show_input(args: Sequence[Any]) -> ShowInput:
+    """The page a ``show`` query asks for.
+
+    Raises:
+        ValueError: The payload is not ``{trail_from?, trail_limit?}`` (the query fails; a query
+            writes nothing, so a failed one costs the run nothing).
+    """
+    if not args or args[0] is None:
+        return ShowInput()
+    value = args[0]
+    if len(args) != 1 or not isinstance(value, dict) or set(value) - {"trail_from", "trail_limit"}:
+        raise ValueError("`show` takes nothing, or one object {trail_from?, trail_limit?}.")
+    start, limit = value.get("trail_from"), value.get("trail_limit", TRAIL_PAGE)
+    if start is not None and (not isinstance(start, int) or isinstance(start, bool) or start < 0):
+        raise ValueError("'trail_from' is a row number, 0 or more.")
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+        raise ValueError("'trail_limit' is a number of rows, 1 to 1000.")
+    return ShowInput(start, limit)
+
+
+def _invalid(sentence: str) -> PayloadProblem:
+    return PayloadProblem(ErrorCode.VALIDATION_ERROR.value, sentence)

@@ -1,0 +1,302 @@
+"""A graph run's state, and how it is shown, indexed and handed to the next run.
+
+The interpreter (:mod:`._graph_workflow`) changes this state; its answers (:mod:`._graph_answers`)
+and signals (:mod:`._graph_signals`) read it. Everything here is rebuilt by replay and stored
+nowhere else; what it shows holds nothing of what anyone holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeUpdate
+
+from lockgate.activities._temporal import SignalEntry
+from lockgate.gating import (
+    MAX_REFUSED_SIGNALS_KEPT,
+    TRAIL_PAGE,
+    Actor,
+    ErrorCode,
+    Judgement,
+    OpenGate,
+    ParkedNode,
+    PayloadProblem,
+    shorten,
+)
+from lockgate.workflows._carry import CarriedState
+from lockgate.workflows._compile import CompiledGraph
+from lockgate.workflows._graph_inputs import StartGraphInput
+from lockgate.workflows._search_attributes import (
+    LOCKGATE_AWAITING,
+    LOCKGATE_GRAPH,
+    LOCKGATE_STATE,
+)
+
+__all__ = ["END", "Accepted", "GraphState", "invalid"]
+
+END = "__end__"
+"""The state of a run that has ended."""
+
+_SHOWN_REASON_CHARS = 600
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """An answer or resume a signal carried, accepted by the judge."""
+
+    kind: str
+    actor: Actor
+    choice: str | None
+
+
+def invalid(sentence: str) -> PayloadProblem:
+    """A ``VALIDATION_ERROR`` problem."""
+    return PayloadProblem(ErrorCode.VALIDATION_ERROR.value, sentence)
+
+
+class GraphState:
+    """What a graph run is, at any moment; the base of every graph's workflow class."""
+
+    graphs: ClassVar[dict[int, CompiledGraph]] = {}
+
+    # Fixed at the start (or by the carried state).
+    _graph: CompiledGraph
+    _run_id: str
+    _execution: str
+    _start: StartGraphInput
+    _refusal: PayloadProblem | None
+    _carry: str  # "none"; "pending" until a carried state's seal opens; then "open"
+    # The run.
+    _status: str
+    _state: str
+    _channels: dict[str, Any]
+    _trail: list[dict[str, Any]]
+    _taken: dict[str, int]
+    _visits: dict[str, int]
+    _gate: OpenGate | None
+    _gate_openings: int
+    _parked: ParkedNode | None
+    _parkings: int
+    _spent: list[str]
+    _settles: int
+    _dropped_inputs: list[str]
+    _makers: list[str]
+    _requester: Actor
+    _driver: Actor
+    # Callers.
+    _inbox: list[SignalEntry]
+    _answer: tuple[str, Actor] | None
+    _resumer: Actor | None
+    _waiting_settles: int
+    _releasing: bool
+    _refused_signals_kept: int
+    _refused_signals_dropped: int
+
+    def _fresh_state(self, requester: Actor) -> None:
+        self._status = "running"
+        self._state = self._graph.start
+        self._channels = dict(self._graph.defaults)
+        self._trail = []
+        self._taken = {}
+        self._visits = {}
+        self._gate = None
+        self._gate_openings = 0
+        self._parked = None
+        self._parkings = 0
+        self._spent = []
+        self._settles = 0
+        self._dropped_inputs = []
+        self._makers = []
+        self._refused_signals_dropped = 0
+        self._requester = requester
+        self._driver = requester
+
+    def _target(self) -> dict[str, Any] | None:
+        target = self._graph.target
+        return {target: self._channels.get(target)} if target else None
+
+    def _gate_memo(self) -> dict[str, Any]:
+        assert self._gate is not None
+        memo = self._gate.to_dict()
+        memo["target"] = self._target()
+        memo["version"] = self._graph.version
+        memo["opened_at"] = workflow.now().isoformat()
+        return memo
+
+    def _gate_view(self) -> dict[str, Any]:
+        assert self._gate is not None
+        view = self._gate.to_dict()
+        view["options"] = self._gate.options
+        view["target"] = self._target()
+        return view
+
+    def _view(
+        self, trail_from: int | None = None, trail_limit: int | None = TRAIL_PAGE
+    ) -> dict[str, Any]:
+        """The run, its trail paged (the newest rows unless ``trail_from``); with no limit, the
+        whole trail (a finished run's result, which no stranger can make large: refused rows
+        are bounded)."""
+        graph = self._graph
+        total = len(self._trail)
+        if trail_limit is None:
+            first, rows = 0, list(self._trail)
+        else:
+            first = max(total - trail_limit, 0) if trail_from is None else min(trail_from, total)
+            rows = self._trail[first : first + trail_limit]
+        shown: dict[str, Any] = {
+            "ok": self._refusal is None,
+            "run_id": self._run_id,
+            "execution": self._execution,
+            "graph": graph.name,
+            "version": graph.version,
+            "status": self._status,
+            "state": self._state if self._state != END else None,
+            "requester": self._requester.to_dict(),
+            "awaiting": self._gate_view() if self._gate else None,
+            "parked": self._parked.to_dict() if self._parked else None,
+            "channels": dict(self._channels),
+            "budgets": {
+                code: {"taken": self._taken.get(code, 0), "at_most": at_most}
+                for code, at_most in graph.budgets.items()
+            },
+            "trail": rows,
+            "trail_from": first,
+            "trail_total": total,
+            "settles": self._settles,
+        }
+        if self._refused_signals_dropped:
+            shown["refused_signals_not_kept"] = self._refused_signals_dropped
+        if self._dropped_inputs:
+            shown["ignored_inputs"] = list(self._dropped_inputs)
+        if self._refusal is not None:
+            shown.update(code=self._refusal.code, error=self._refusal.sentence)
+        return shown
+
+    def _settled(self) -> None:
+        self._settles += 1
+
+    def _upsert_search_attributes(self) -> None:
+        """Brings the run's search attributes up to date, writing only what changed."""
+        current = workflow.info().typed_search_attributes
+        wanted = {
+            LOCKGATE_GRAPH: self._graph.name,
+            LOCKGATE_STATE: self._status,
+            LOCKGATE_AWAITING: self._gate.role if self._gate is not None else None,
+        }
+        updates: list[SearchAttributeUpdate[Any]] = []
+        for key, value in wanted.items():
+            if current.get(key) == value:
+                continue
+            updates.append(key.value_set(value) if value is not None else key.value_unset())
+        if updates:
+            workflow.upsert_search_attributes(updates)
+
+    def _sync_memo(self) -> None:
+        """Overwrites any lockgate memo the starter wrote: only the run says what it waits for."""
+        wanted = {
+            "lockgate_gate": self._gate_memo() if self._gate is not None else None,
+            "lockgate_parked": self._parked.to_dict() if self._parked is not None else None,
+        }
+        stale: dict[str, Any] = {}
+        for key, value in wanted.items():
+            written = workflow.memo_value(key, default=None)
+            if (written is None) != (value is None):
+                stale[key] = value
+        if stale:
+            workflow.upsert_memo(stale)
+
+    def _record_refused_signal(self, name: str, judged: Judgement) -> None:
+        """One trail row per refused signal, up to a bound; beyond it they are only counted
+        (each is in the worker's audit log), so strangers cannot bloat the run."""
+        if self._refused_signals_kept >= MAX_REFUSED_SIGNALS_KEPT:
+            self._refused_signals_dropped += 1
+            return
+        self._refused_signals_kept += 1
+        # A signal without a valid proof still came from someone: record them the way an
+        # unsigned Temporal caller is recorded everywhere else, so every row's `by` has one shape.
+        sender = judged.actor or Actor.unverified("temporal")
+        self._trail.append(
+            {
+                "node": self._state,
+                "operation": f"signal:{name}",
+                "outcome": "refused",
+                "by": sender.to_dict(),
+                "needs": list(judged.needs),
+                "answer": shorten(judged.choice),
+                "code": judged.code,
+                "why": shorten(judged.reason, _SHOWN_REASON_CHARS),
+            }
+        )
+
+    def _refuse_late_signal(self, accepted: Accepted) -> None:
+        if accepted.actor.authorization in self._spent:
+            self._spent.remove(accepted.actor.authorization)
+        self._record_refused_signal(
+            accepted.kind,
+            Judgement.refuse(
+                ErrorCode.GATE_NOT_PENDING
+                if accepted.kind == "decide"
+                else ErrorCode.NOTHING_TO_RESUME,
+                f"Another {accepted.kind} was accepted while this one was judged.",
+                actor=accepted.actor,
+                choice=accepted.choice,
+            ),
+        )
+
+    def _take_signalled(self, accepted: Accepted) -> None:
+        """An answer or resume a signal carried, accepted by the judge: taken like an update's,
+        unless an update got in while the signal was judged (it was promised, so it stands)."""
+        if accepted.kind == "decide" and accepted.choice and self._gate is not None:
+            if self._answer is None:
+                self._answer = (accepted.choice, accepted.actor)
+                return
+        elif accepted.kind == "resume" and self._parked is not None and self._resumer is None:
+            self._resumer = accepted.actor
+            return
+        self._refuse_late_signal(accepted)
+
+    def _carried(self) -> dict[str, Any]:
+        return CarriedState(
+            state=self._state,
+            channels=self._channels,
+            trail=self._trail,
+            taken=self._taken,
+            visits=self._visits,
+            requester=self._requester,
+            driver=self._driver,
+            gate=self._gate,
+            gate_openings=self._gate_openings,
+            parkings=self._parkings,
+            spent=self._spent,
+            settles=self._settles,
+            ignored_inputs=self._dropped_inputs,
+            makers=self._makers,
+            refused_signals_dropped=self._refused_signals_dropped,
+            inbox=[dataclasses.asdict(entry) for entry in self._inbox],
+        ).to_dict()
+
+    def _restore(self, carried: CarriedState) -> None:
+        self._state = carried.state
+        self._channels = carried.channels
+        self._trail = carried.trail
+        self._taken = carried.taken
+        self._visits = carried.visits
+        self._requester = carried.requester
+        self._driver = carried.driver
+        self._gate = carried.gate
+        if self._gate is not None:
+            self._status = "waiting"
+        self._gate_openings = carried.gate_openings
+        self._parkings = carried.parkings
+        self._spent = carried.spent
+        self._settles = carried.settles
+        self._dropped_inputs = carried.ignored_inputs
+        self._makers = carried.makers
+        self._refused_signals_dropped = carried.refused_signals_dropped
+        self._refused_signals_kept = sum(
+            1 for row in carried.trail if str(row.get("operation", "")).startswith("signal:")
+        )
+        self._inbox = [SignalEntry(**entry) for entry in carried.inbox]
