@@ -309,6 +309,8 @@ GATE_LOOP = "bench:gate-loop"
     edges=[Edge(tick, LoopCall)],
     routes=[Route(LoopCall.ONE_MORE, to=tick), Route(LoopCall.DONE, to=finish)],
     asks=[Ask(LoopCall, of="editor", because="An editor decides whether to go round again.")],
+    # A measuring loop: who starts it does not matter, so the benchmarks start it unsigned.
+    allow_unsigned_start=True,
 )
 class GateLoop(BaseModel):
     counter: int = 0
@@ -469,12 +471,13 @@ HANDWRITTEN_ACTIVITIES: list[Callable[..., Any]] = [
 
 async def _serve(target: str, task_queue: str, principals_toml: str) -> None:
     from lockgate import LockgatePlugin
-    from lockgate.gating import Directory
+    from lockgate.gating import Directory, WorkerSecret
 
     client = await Client.connect(target)
     plugin = LockgatePlugin(
         graphs=[GateLoop],
         directory=Directory.from_toml(principals_toml, source="<bench identities>"),
+        secret=WorkerSecret.generate(),
     )
     async with bench_worker(client, task_queue, plugin):
         print("ready", flush=True)

@@ -41,6 +41,7 @@ from temporalio.worker import (
 
 from lockgate import tool
 from lockgate.activities._temporal import ToolActivityInput
+from lockgate.gating import WorkerSecret
 
 BENCH = "activity_overhead"
 TARGET_RATIO = 1.10
@@ -177,7 +178,7 @@ async def main(rounds: int, calls: int) -> None:
             workflows=[LockgateCalls, BareCalls],
             activities=[bare_add],
             interceptors=[clock],
-            plugins=[LockgatePlugin(tools=[add])],
+            plugins=[LockgatePlugin(tools=[add], secret=WorkerSecret.generate())],
         ):
             # One warm-up run each: the sandbox's first import of this module, the converters'
             # caches, the server's first task queue partitions.

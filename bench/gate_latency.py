@@ -2,13 +2,16 @@
 
 lockgate's side is ``GraphClient.decide`` signed by a verified editor (from ``Identities``), on
 the ``bench:gate-loop`` graph: answering ``one_more`` runs one node and comes back to the same
-gate, so every answer advances one node and returns once the run waits again. The hand-written
+gate, so every answer advances one node and returns once the run waits again. Two editors take
+turns: whoever answered drove the next node, so the gate it comes back to is the other's
+(four eyes). The hand-written
 side is a workflow with a bare update handler (and validator) that runs one bare activity (the
 same function) and returns when it is waiting again. Both run on one worker against one dev
 server, answers interleaved; the figure is the median of pairwise ratios.
 
 A third side splits ``decide`` in two: the signed ``execute_update("decide", ...)`` alone, without
-the ``describe`` call ``decide`` makes first to read the open gate from the memo.
+the ``describe`` and ``awaiting`` query ``decide`` makes first to read the execution and the open
+gate from the server and the run's worker.
 
     python bench/gate_latency.py [--answers 60]
 """
@@ -31,7 +34,6 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
 from bench._exit import leave
 from bench._workloads import (
-    GATE_LOOP,
     DecideInput,
     GateLoop,
     HandGateLoop,
@@ -43,6 +45,7 @@ from bench._workloads import (
     timed,
 )
 from lockgate import GraphClient, LockgatePlugin, Signer
+from lockgate.gating import answer_binding
 from lockgate.testing import Identities
 
 BENCH = "gate_latency"
@@ -51,15 +54,16 @@ ONE_MORE = LoopCall.ONE_MORE.value
 
 
 class LockgateLoop:
-    """A gate-loop run answered through ``GraphClient.decide``."""
+    """A gate-loop run answered through ``GraphClient.decide``, by two editors in turn."""
 
-    def __init__(self, editor: GraphClient, run_id: str) -> None:
-        self.editor = editor
+    def __init__(self, editors: list[GraphClient], run_id: str) -> None:
+        self.editors = editors
         self.run_id = run_id
         self.counter = 1
 
     async def answer(self) -> None:
-        shown = await self.editor.decide(self.run_id, ONE_MORE)
+        editor = self.editors[self.counter % len(self.editors)]
+        shown = await editor.decide(self.run_id, ONE_MORE)
         self.counter += 1
         assert shown.get("status") == "waiting", shown
         assert shown["channels"]["counter"] == self.counter, shown
@@ -68,28 +72,21 @@ class LockgateLoop:
 class LockgateUpdateOnly:
     """A gate-loop run answered with the signed update alone (what ``decide`` sends)."""
 
-    def __init__(self, client: Client, signer: Signer, run: dict[str, Any]) -> None:
+    def __init__(self, client: Client, signers: list[Signer], run: dict[str, Any]) -> None:
         self.handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(run["run_id"])
-        self.signer = signer
+        self.signers = signers
         self.run_id = run["run_id"]
-        self.gate = run["awaiting"]["gate"]
+        self.gate = run["awaiting"]
         self.counter = 1
 
     async def answer(self) -> None:
-        proof = self.signer.sign(
-            {
-                "kind": "decide",
-                "graph": GATE_LOOP,
-                "run": self.run_id,
-                "gate": self.gate,
-                "choice": ONE_MORE,
-            }
-        )
+        signer = self.signers[self.counter % len(self.signers)]
+        proof = signer.sign(answer_binding(self.gate, ONE_MORE))
         shown = await self.handle.execute_update("decide", proof, result_type=dict)
         self.counter += 1
         assert shown.get("status") == "waiting", shown
         assert shown["channels"]["counter"] == self.counter, shown
-        self.gate = shown["awaiting"]["gate"]
+        self.gate = shown["awaiting"]
 
 
 class HandwrittenLoop:
@@ -115,13 +112,15 @@ class HandwrittenLoop:
 
 
 async def main(answers: int, warmup: int) -> None:
-    people = Identities({"ed": {"roles": ["editor"]}})
+    people = Identities({"ed": {"roles": ["editor"]}, "eve": {"roles": ["editor"]}})
     async with dev_server() as environment:
         client = environment.client
         task_queue = f"bench-gate-{uuid.uuid4().hex[:8]}"
-        plugin = LockgatePlugin(graphs=[GateLoop], directory=people.directory)
+        plugin = LockgatePlugin(graphs=[GateLoop], directory=people.directory, secret=people.secret)
         starter = GraphClient(client, task_queue)
-        editor = GraphClient(client, task_queue, signer=people.signer("ed"))
+        editors = [
+            GraphClient(client, task_queue, signer=people.signer(name)) for name in ("ed", "eve")
+        ]
         async with bench_worker(client, task_queue, plugin):
             first = await starter.start(GateLoop, {})
             second = await starter.start(GateLoop, {})
@@ -135,9 +134,9 @@ async def main(answers: int, warmup: int) -> None:
             )
             await hand.wait_until_waiting()
             sides: dict[str, Callable[[], Awaitable[None]]] = {
-                "lockgate_decide": LockgateLoop(editor, first["run_id"]).answer,
+                "lockgate_decide": LockgateLoop(editors, first["run_id"]).answer,
                 "lockgate_update_only": LockgateUpdateOnly(
-                    client, people.signer("ed"), second
+                    client, [people.signer("ed"), people.signer("eve")], second
                 ).answer,
                 "handwritten": hand.answer,
             }

@@ -63,7 +63,7 @@ async def main(repeats: int, warmup: int) -> None:
     async with dev_server() as environment:
         client = environment.client
         task_queue = f"bench-overhead-{uuid.uuid4().hex[:8]}"
-        plugin = LockgatePlugin(graphs=[Linear20], directory=people.directory)
+        plugin = LockgatePlugin(graphs=[Linear20], directory=people.directory, secret=people.secret)
         unsigned = GraphClient(client, task_queue)
         signed = GraphClient(client, task_queue, signer=people.signer("starter"))
         sides: dict[str, Callable[[], Awaitable[None]]] = {

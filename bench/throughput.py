@@ -122,7 +122,9 @@ async def lockgate_phase(client: Client, writer: GraphClient, runs: int) -> Phas
 
 
 def lockgate_worker(client: Client, task_queue: str, people: Identities, **options: Any) -> Worker:
-    plugin = LockgatePlugin(graphs=[essay.EssayReview], directory=people.directory)
+    plugin = LockgatePlugin(
+        graphs=[essay.EssayReview], directory=people.directory, secret=people.secret
+    )
     options.setdefault("workflow_runner", bench_runner())
     return Worker(client, task_queue=task_queue, plugins=[plugin], **options)
 

@@ -17,7 +17,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from examples import essay_review as essay
-from lockgate import tool
+from lockgate import Signer, tool
+from lockgate.gating import answer_binding, resume_binding
 from lockgate.testing import Identities
 from lockgate.workflows import Appends, Ask, Because, Edge, Route, Target, graph
 
@@ -452,7 +453,44 @@ class Launch(BaseModel):
     log: Annotated[list[bool], Appends("staged")] = []
 
 
+def _essay_routes(at_most: int) -> list[Route]:
+    """essay:review's routes (examples/essay_review.py), with a loop budget of ``at_most``."""
+    return [
+        Route(essay.Verdict.PASSED, to=essay.publish),
+        Route(essay.Verdict.FAILED, to=essay.write, at_most=at_most, then_ask=essay.EditorCall),
+        Route(essay.EditorCall.PUBLISH_AS_IS, to=essay.publish),
+        Route(essay.EditorCall.ONE_MORE_ROUND, to=essay.write),
+        Route(essay.EditorCall.ABANDON, to=essay.abandon),
+    ]
+
+
+@graph(
+    "essay:open",
+    "essay:review as a graph anyone may start unsigned: its gate keeps only makers out.",
+    start=essay.write,
+    edges=[Edge(essay.write, essay.grade)],
+    routes=_essay_routes(at_most=3),
+    asks=[Ask(essay.EditorCall, of="editor", because="Three drafts in a row failed the rubric.")],
+    allow_unsigned_start=True,
+)
+class OpenEssay(essay.EssayReview):
+    pass
+
+
 # --- Helpers the graph tests share ---------------------------------------------------------------
+
+
+def signed_answer(signer: Signer, run: Mapping[str, Any], choice: str) -> dict[str, Any]:
+    """``signer``'s proof answering ``choice`` to the gate ``run`` (a start or show) shows."""
+    return signer.sign(answer_binding(run["awaiting"], choice))
+
+
+def signed_resume(signer: Signer, run: Mapping[str, Any]) -> dict[str, Any]:
+    """``signer``'s proof resuming ``run`` (a start or show result) at the node it is parked at."""
+    return signer.sign(
+        resume_binding(run["graph"], run["run_id"], run["execution"], run["parked"]["node"])
+    )
+
 
 _T = TypeVar("_T")
 
@@ -514,13 +552,7 @@ def keys_of(rows: Iterable[Mapping[str, Any]]) -> set[str]:
     "EssayReview with a budget of two: histories of the real one must fail to replay on it.",
     start=essay.write,
     edges=[Edge(essay.write, essay.grade)],
-    routes=[
-        Route(essay.Verdict.PASSED, to=essay.publish),
-        Route(essay.Verdict.FAILED, to=essay.write, at_most=2, then_ask=essay.EditorCall),
-        Route(essay.EditorCall.PUBLISH_AS_IS, to=essay.publish),
-        Route(essay.EditorCall.ONE_MORE_ROUND, to=essay.write),
-        Route(essay.EditorCall.ABANDON, to=essay.abandon),
-    ],
+    routes=_essay_routes(at_most=2),
     asks=[Ask(essay.EditorCall, of="editor", because="Two drafts in a row failed the rubric.")],
 )
 class EssayReviewReshaped(essay.EssayReview):

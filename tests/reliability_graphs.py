@@ -58,6 +58,8 @@ async def finish() -> Finished:
         Route(Overrun.STOP, to=finish),
     ],
     asks=[Ask(Overrun, of="operator", because="The count ran past its budget.")],
+    # Its gate only catches a runaway count; there is no work anyone approves.
+    allow_unsigned_start=True,
 )
 class CountTo(BaseModel):
     target: Annotated[int, Target()]

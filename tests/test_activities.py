@@ -291,7 +291,9 @@ async def test_the_scopes_a_call_is_judged_by_come_from_the_workers_directory_at
 
     assert granted["success"] is True, granted
     assert revoked["error"]["code"] == "FORBIDDEN", revoked
-    assert "reading" in revoked["error"]["message"]
+    # What ed holds now is judged, and never written where others read it (the history).
+    assert "which ed does not hold" in revoked["error"]["message"]
+    assert "reading" not in revoked["error"]["message"]
 
 
 # 2. Each caller mistake is one non-retryable attempt; the tool's own failure is retried ----------

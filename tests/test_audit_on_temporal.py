@@ -10,7 +10,7 @@ from temporalio.client import Client
 
 from examples.essay_review import EssayReview
 from lockgate import GraphClient, ToolClient, tool
-from lockgate.gating import AUDIT_LOGGER_NAME
+from lockgate.gating import AUDIT_LOGGER_NAME, answer_binding
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS
 
@@ -109,15 +109,7 @@ async def test_secrets_in_arguments_and_proof_signatures_never_reach_a_log_line(
         run = await GraphClient(temporal_client, task_queue, signer=people.signer("ada")).start(
             EssayReview, ALWAYS_FAILS
         )
-        answer = ed.sign(
-            {
-                "kind": "decide",
-                "graph": "essay:review",
-                "run": run["run_id"],
-                "gate": run["awaiting"]["gate"],
-                "choice": "abandon",
-            }
-        )
+        answer = ed.sign(answer_binding(run["awaiting"], "abandon"))
         await temporal_client.get_workflow_handle(run["run_id"]).signal("decide", answer)
         await temporal_client.get_workflow_handle(run["run_id"]).result()
 

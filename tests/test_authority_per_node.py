@@ -24,6 +24,7 @@ from tests.graphs_for_tests import (
     event_types,
     eventually,
     keys_of,
+    signed_answer,
     trail_of,
 )
 
@@ -189,7 +190,7 @@ async def test_answering_a_parked_run_is_refused_as_not_waiting_for_a_decision(
         run = await ada.start(Ledger, {"entry": "Rent"})
         proof = people.signer("poppy").sign(
             {"kind": "decide", "graph": "ledger:entry", "run": run["run_id"], "gate": "x#1",
-             "choice": "go"}
+             "execution": run["execution"], "choice": "go", "subject": "sha256:0"}
         )  # fmt: skip
         handle = temporal_client.get_workflow_handle(run["run_id"])
         try:
@@ -289,10 +290,7 @@ async def test_trail_rows_say_who_and_what_and_never_what_anyone_holds(
         agent = GraphClient(temporal_client, task_queue, signer=people.signer("agent-7"))
         run = await agent.start(MemoClearance, DIRTY_MEMO)
         # A refused signal is the one refusal that lands in the trail: it has every row key.
-        clerk_answer = people.signer("clerk").sign(
-            {"kind": "decide", "graph": run["graph"], "run": run["run_id"],
-             "gate": run["awaiting"]["gate"], "choice": "release"}
-        )  # fmt: skip
+        clerk_answer = signed_answer(people.signer("clerk"), run, "release")
         await temporal_client.get_workflow_handle(run["run_id"]).signal("decide", clerk_answer)
         await eventually(
             lambda: agent.show(run["run_id"]),

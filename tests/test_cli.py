@@ -74,7 +74,7 @@ class Command:
 
 
 def _takes_task_queue(arguments: tuple[str, ...]) -> bool:
-    return bool(arguments) and arguments[0] not in ("keys",)
+    return bool(arguments) and arguments[0] not in ("keys", "secret")
 
 
 @pytest.fixture
@@ -92,6 +92,8 @@ async def lockgate_command(
             )
         )
     (tmp_path / ".lockgate" / "directory.toml").write_text("\n".join(entries))
+    secret = await command("secret", "new", "--secret-file", ".lockgate/worker.secret")
+    assert secret.status == 0, secret.err
     yield command
 
 
@@ -213,13 +215,16 @@ async def test_sign_decide_prints_a_proof_the_workflow_accepts_as_an_update(
         )
 
     assert signed.status == 0
-    assert proof["authorizes"] == {
+    assert {
+        key: proof["authorizes"][key] for key in ("kind", "graph", "run", "gate", "choice")
+    } == {
         "kind": "decide",
         "graph": "essay:review",
         "run": run,
         "gate": "editor_call#1",
         "choice": "abandon",
     }
+    assert proof["authorizes"]["execution"] and proof["authorizes"]["subject"].startswith("sha256:")
     assert "Send an Update" in signed.err
     assert answered["status"] == "finished"
     assert answered["trail"][-1]["node"] == "abandon"

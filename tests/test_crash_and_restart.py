@@ -25,7 +25,7 @@ from lockgate.devserver import DevServer
 from lockgate.testing import Identities
 from tests.graphs_for_tests import ALWAYS_FAILS
 from tests.reliability_graphs import SlowJob
-from tests.support import REPOSITORY, free_port
+from tests.support import REPOSITORY, SECRET, free_port
 
 
 async def _eventually(check: Any, timeout: float = 60, every: float = 0.05) -> Any:
@@ -56,7 +56,12 @@ async def _worker_process(address: str, task_queue: str) -> asyncio.subprocess.P
         "--task-queue",
         task_queue,
         cwd=REPOSITORY,
-        env={**os.environ, "TEMPORAL_ADDRESS": address, "PYTHONPATH": str(REPOSITORY)},
+        env={
+            **os.environ,
+            "TEMPORAL_ADDRESS": address,
+            "PYTHONPATH": str(REPOSITORY),
+            "LOCKGATE_WORKER_SECRET": SECRET.to_text(),
+        },
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
     )
@@ -113,7 +118,7 @@ async def test_runs_finish_on_the_other_worker_when_the_one_running_their_node_i
         assert result["channels"]["result"] == f"{job} done"
         assert [(row["node"], row["outcome"]) for row in result["trail"]] == [("work", "ran")]
         keys = {key for (done, key) in effects if done == job}
-        assert keys == {f"{result['run_id']}:work:1"}  # one step, one key, on every attempt
+        assert keys == {f"{result['run_id']}/{result['execution']}:work:1"}  # one step, one key
 
 
 async def test_runs_parked_at_gates_and_mid_node_survive_a_server_restart(
@@ -122,7 +127,9 @@ async def test_runs_parked_at_gates_and_mid_node_survive_a_server_restart(
     port = free_port()
     database = tmp_path / "temporal.db"
     people = Identities({"ada": {}, "ed": {"roles": ["editor"], "scopes": ["essay:publish"]}})
-    plugin = LockgatePlugin(graphs=[EssayReview, SlowJob], directory=people.directory)
+    plugin = LockgatePlugin(
+        graphs=[EssayReview, SlowJob], directory=people.directory, secret=people.secret
+    )
     server = DevServer(port=port, ui=False, db_file=database)
     await server.start()
     client = await Client.connect(server.target)

@@ -21,7 +21,9 @@ async def test_a_run_started_on_v1_follows_v1_after_v2_is_deployed(
         started = await ada.start(DocReviewV1, {"title": "Tides"})
 
     # The new deployment serves both versions; the v1 run is replayed on it from its history.
-    v2_plugin = LockgatePlugin(graphs=[DocReviewV1, DocReviewV2], directory=people.directory)
+    v2_plugin = LockgatePlugin(
+        graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
+    )
     async with lockgate_worker(plugin=v2_plugin):
         answered = await ed.decide(started["run_id"], "approve")
 
@@ -37,7 +39,9 @@ async def test_a_run_started_after_v2_is_deployed_follows_v2(
     people = Identities(PEOPLE)
     ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
     ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
-    plugin = LockgatePlugin(graphs=[DocReviewV1, DocReviewV2], directory=people.directory)
+    plugin = LockgatePlugin(
+        graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
+    )
     async with lockgate_worker(plugin=plugin):
         started = await ada.start("doc:review", {"title": "Tides"})
         answered = await ed.decide(started["run_id"], "approve")
@@ -53,11 +57,15 @@ async def test_a_run_pinned_to_v2_keeps_v2_when_replayed_by_a_fresh_worker(
     ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
     ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
     async with lockgate_worker(
-        plugin=LockgatePlugin(graphs=[DocReviewV1, DocReviewV2], directory=people.directory)
+        plugin=LockgatePlugin(
+            graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
+        )
     ):
         started = await ada.start("doc:review", {"title": "Tides"})
     async with lockgate_worker(
-        plugin=LockgatePlugin(graphs=[DocReviewV1, DocReviewV2], directory=people.directory)
+        plugin=LockgatePlugin(
+            graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
+        )
     ):
         answered = await ed.decide(started["run_id"], "approve")
 
@@ -66,16 +74,21 @@ async def test_a_run_pinned_to_v2_keeps_v2_when_replayed_by_a_fresh_worker(
     assert answered["channels"]["outcome"] == "archived"
 
 
-async def test_a_start_can_ask_for_an_older_version_explicitly(
+async def test_a_new_run_cannot_choose_an_older_version_the_worker_still_serves(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     people = Identities(PEOPLE)
     ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
-    ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
-    plugin = LockgatePlugin(graphs=[DocReviewV1, DocReviewV2], directory=people.directory)
+    plugin = LockgatePlugin(
+        graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
+    )
     async with lockgate_worker(plugin=plugin):
-        started = await ada.start("doc:review", {"title": "Tides"}, version=1)
-        answered = await ed.decide(started["run_id"], "approve")
+        refused = await ada.start("doc:review", {"title": "Tides"}, version=1)
 
-    assert answered["version"] == 1
-    assert answered["channels"]["outcome"] == "published"
+    assert refused["status"] == "refused"
+    assert refused["code"] == "VALIDATION_ERROR"
+    assert refused["error"] == (
+        "New runs of 'doc:review' start on its newest version (2); version 1 only finishes the "
+        "runs that started on it."
+    )
+    assert refused["trail"] == []

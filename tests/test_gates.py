@@ -14,6 +14,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 
 from examples.essay_review import EssayReview
 from lockgate import GraphClient
+from lockgate.gating import answer_binding
 from tests.graphs_for_tests import (
     ALWAYS_FAILS,
     PASSES_FIRST_TIME,
@@ -40,15 +41,13 @@ async def send_decide(client: Client, run_id: str, answer: Any) -> dict[str, Any
 
 
 def decide_proof(signer, run: dict[str, Any], choice: str, **override: Any) -> dict[str, Any]:
-    act = {
-        "kind": "decide",
-        "graph": run["graph"],
-        "run": run["run_id"],
-        "gate": run["awaiting"]["gate"] if run["awaiting"] else None,
-        "choice": choice,
-        **override,
-    }
-    return signer.sign(act)
+    """A proof answering the gate ``run`` shows (as a start or show result reports it)."""
+    if run["awaiting"]:
+        act = answer_binding(run["awaiting"], choice)
+    else:
+        act = {"kind": "decide", "graph": run["graph"], "run": run["run_id"], "gate": None}
+        act |= {"execution": run["execution"], "choice": choice}
+    return signer.sign({**act, **override})
 
 
 async def test_the_requester_cannot_answer_their_own_gate(
@@ -185,7 +184,10 @@ async def test_a_finished_run_is_not_waiting_for_a_decision(
 
     assert run["status"] == "finished"
     assert refused["code"] == "GATE_NOT_PENDING"
-    assert refused["error"] == f"Run '{run['run_id']}' is not waiting for a decision."
+    assert (
+        refused["error"]
+        == f"Run '{run['run_id']}' is not waiting for a decision: it has completed."
+    )
 
 
 async def test_a_proof_signed_for_an_earlier_opening_of_the_gate_is_refused(
@@ -277,6 +279,10 @@ async def test_every_refused_answer_is_audited_with_its_reason_and_code(
         refusals = []
         for who, choice in answers:
             signer = people.signer(who) if who else None
+            if choice == "burn_it":  # GraphClient refuses to sign a choice that is not offered
+                proof = decide_proof(people.signer("ed"), run, choice)
+                refusals.append(await send_decide(temporal_client, run["run_id"], proof))
+                continue
             client = GraphClient(temporal_client, task_queue, signer=signer)
             refusals.append(await client.decide(run["run_id"], choice))
 
@@ -381,7 +387,12 @@ async def test_pending_tells_a_clerk_they_may_not_publish_and_why(
     )
     assert (one_more["may"], one_more["because"], one_more["why_not"]) == (True, None, None)
     assert abandon["may"] is True
-    assert row["viewer"] == {"principal": "clerk", "is_requester": False, "verified": True}
+    assert row["viewer"] == {
+        "principal": "clerk",
+        "is_requester": False,
+        "made_the_work": False,
+        "verified": True,
+    }
 
 
 async def test_pending_tells_the_requester_they_opened_the_gate(

@@ -20,6 +20,7 @@ from tests.graphs_for_tests import (
     ALWAYS_FAILS,
     FAILS_ONCE,
     PASSES_FIRST_TIME,
+    OpenEssay,
     essay_people,
     eventually,
     trail_of,
@@ -126,13 +127,26 @@ async def test_forged_budget_and_engine_inputs_are_ignored_and_listed(
     assert set(run["channels"]) == set(EssayReview.model_fields)
 
 
-async def test_an_unsigned_start_is_driven_by_an_unverified_requester(
+async def test_an_unsigned_start_of_a_graph_with_gates_is_refused_as_unauthorized(
     lockgate_worker, temporal_client, task_queue
 ):
     who = people()
     async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
+        run = await GraphClient(temporal_client, task_queue).start(EssayReview, ALWAYS_FAILS)
+
+    assert run["status"] == "refused"
+    assert run["code"] == "UNAUTHORIZED"
+    assert "has human gates, so a run starts only from a signed start" in run["error"]
+    assert run["trail"] == []
+
+
+async def test_an_unsigned_start_of_a_graph_that_allows_it_is_driven_by_an_unverified_requester(
+    lockgate_worker, temporal_client, task_queue
+):
+    who = people()
+    async with lockgate_worker(graphs=[OpenEssay], directory=who.directory):
         anonymous = GraphClient(temporal_client, task_queue)
-        run = await anonymous.start(EssayReview, ALWAYS_FAILS)
+        run = await anonymous.start(OpenEssay, ALWAYS_FAILS)
 
     assert run["requester"]["actor"] == "unverified:temporal"
     assert run["requester"]["verified"] is False
@@ -204,7 +218,7 @@ async def test_a_run_that_continues_as_new_keeps_its_trail_budget_and_requester(
     )
     try:
         client, who = environment.client, people()
-        plugin = LockgatePlugin(graphs=[EssayReview], directory=who.directory)
+        plugin = LockgatePlugin(graphs=[EssayReview], directory=who.directory, secret=who.secret)
         async with Worker(client, task_queue=task_queue, plugins=[plugin]):
             ada = GraphClient(client, task_queue, signer=who.signer("ada"))
             # Not waiting: a client waiting on `settle` holds continue-as-new off until it settles.

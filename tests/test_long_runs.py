@@ -20,9 +20,11 @@ from temporalio.worker import Worker
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.devserver import temporal_binary
+from lockgate.gating import MAX_REFUSED_SIGNALS_KEPT, answer_binding
 from lockgate.testing import Identities
 from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES
 from tests.reliability_graphs import CountTo, DocReviewV1
+from tests.support import SECRET
 
 SUGGEST_AFTER_EVENTS = 150
 
@@ -59,7 +61,9 @@ async def test_a_run_of_hundreds_of_steps_continues_as_new_and_keeps_its_whole_t
     task_queue = f"long-{uuid.uuid4().hex[:8]}"
     client = GraphClient(short_history_client, task_queue)
     async with Worker(
-        short_history_client, task_queue=task_queue, plugins=[LockgatePlugin(graphs=[CountTo])]
+        short_history_client,
+        task_queue=task_queue,
+        plugins=[LockgatePlugin(graphs=[CountTo], secret=SECRET)],
     ):
         started = await client.start(CountTo, {"target": 300}, wait=False)
         handle = short_history_client.get_workflow_handle(started["run_id"])
@@ -84,7 +88,9 @@ async def test_each_history_of_a_long_run_stays_near_the_suggested_length(
     task_queue = f"long-{uuid.uuid4().hex[:8]}"
     client = GraphClient(short_history_client, task_queue)
     async with Worker(
-        short_history_client, task_queue=task_queue, plugins=[LockgatePlugin(graphs=[CountTo])]
+        short_history_client,
+        task_queue=task_queue,
+        plugins=[LockgatePlugin(graphs=[CountTo], secret=SECRET)],
     ):
         started = await client.start(CountTo, {"target": 200}, wait=False)
         await short_history_client.get_workflow_handle(started["run_id"]).result()
@@ -99,21 +105,12 @@ async def test_a_gate_left_waiting_continues_as_new_with_its_key_and_takes_the_a
 ) -> None:
     task_queue = f"long-{uuid.uuid4().hex[:8]}"
     people = Identities({"ada": {}, "ed": {"roles": ["editor"]}})
-    plugin = LockgatePlugin(graphs=[DocReviewV1], directory=people.directory)
+    plugin = LockgatePlugin(graphs=[DocReviewV1], directory=people.directory, secret=people.secret)
     ada = GraphClient(short_history_client, task_queue, signer=people.signer("ada"))
     async with Worker(short_history_client, task_queue=task_queue, plugins=[plugin]):
         started = await ada.start(DocReviewV1, {"title": "Tides"})
         run_id = started["run_id"]
-        gate = started["awaiting"]["gate"]
-        answer = people.signer("ed").sign(
-            {
-                "kind": "decide",
-                "graph": "doc:review",
-                "run": run_id,
-                "gate": gate,
-                "choice": "approve",
-            }
-        )
+        answer = people.signer("ed").sign(answer_binding(started["awaiting"], "approve"))
         handle = short_history_client.get_workflow_handle(run_id)
         first_run = (await handle.describe()).run_id
         sent = 0
@@ -123,12 +120,16 @@ async def test_a_gate_left_waiting_continues_as_new_with_its_key_and_takes_the_a
                 sent += 1
             await handle.query("show")  # a query is answered once the worker caught up
         answered = await handle.execute_update("decide", answer, result_type=dict)
+        # Signals that came with the answer are judged as the run finishes.
+        result = await handle.result()
 
-    refused = [row for row in answered["trail"] if row["outcome"] == "refused"]
+    refused = [row for row in result["trail"] if row["outcome"] == "refused"]
     assert (await handle.describe()).run_id != first_run
     assert answered["status"] == "finished"
     assert answered["channels"]["outcome"] == "published"
-    assert len(refused) == sent
+    # Each refused signal is recorded: the first ones as trail rows, the rest counted.
+    assert len(refused) == MAX_REFUSED_SIGNALS_KEPT
+    assert len(refused) + result["refused_signals_not_kept"] == sent
     assert all(row["code"] == "UNVERIFIED_APPROVER" for row in refused)
     assert {row["answer"] for row in refused} == {"approve"}
 
@@ -139,7 +140,9 @@ async def test_a_five_thousand_step_run_finishes_with_its_trail_intact(
 ) -> None:
     client = GraphClient(temporal_client, task_queue)
     async with Worker(
-        temporal_client, task_queue=task_queue, plugins=[LockgatePlugin(graphs=[CountTo])]
+        temporal_client,
+        task_queue=task_queue,
+        plugins=[LockgatePlugin(graphs=[CountTo], secret=SECRET)],
     ):
         started = await client.start(CountTo, {"target": 5000}, wait=False)
         result = await temporal_client.get_workflow_handle(started["run_id"]).result()

@@ -29,10 +29,10 @@ from temporalio.client import (
 )
 from temporalio.exceptions import ApplicationError
 
-from examples.essay_review import EssayReview
 from lockgate import GraphClient, ToolClient, tool
 from lockgate.testing import Identities
 from lockgate.workflows._tool_call import call_workflow_id
+from tests.graphs_for_tests import OpenEssay
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -72,15 +72,17 @@ async def eventually(
         await asyncio.sleep(0.05)
 
 
-async def start_raw(client: Client, workflow: str, task_queue: str, *args: Any) -> WorkflowHandle:
+async def start_raw(
+    client: Client, workflow: str, task_queue: str, *args: Any, id: str | None = None
+) -> WorkflowHandle:
     return await client.start_workflow(
-        workflow, args=list(args), id=f"garbage-{uuid4().hex}", task_queue=task_queue
+        workflow, args=list(args), id=id or f"garbage-{uuid4().hex}", task_queue=task_queue
     )
 
 
 async def editor_gate(client: Client, task_queue: str) -> WorkflowHandle:
-    """A run of essay:review waiting at its editor gate."""
-    shown = await GraphClient(client, task_queue).start(EssayReview, NEEDS_AN_EDITOR)
+    """A run of essay:open (essay:review, started unsigned) waiting at its editor gate."""
+    shown = await GraphClient(client, task_queue).start(OpenEssay, NEEDS_AN_EDITOR)
     assert shown["status"] == "waiting", shown
     return client.get_workflow_handle(shown["run_id"])
 
@@ -229,7 +231,11 @@ async def test_a_signed_call_whose_arguments_no_proof_can_name_is_refused(
     call = {"tool": "demo:scale", "arguments": {"x": float("nan")}, "proof": proof}
     async with lockgate_worker(tools=[scale], directory=identities.directory):
         handle = await start_raw(
-            temporal_client, "lockgate.tool_call", task_queue, {**call, "request_id": request_id}
+            temporal_client,
+            "lockgate.tool_call",
+            task_queue,
+            {**call, "request_id": request_id},
+            id=call_workflow_id(request_id),
         )
         result = await handle.result()
         await assert_no_failed_workflow_task(handle)
@@ -252,8 +258,8 @@ GARBAGE_STARTS = [
 async def test_a_graph_run_started_with_garbage_is_refused_with_a_sentence(
     lockgate_worker, temporal_client, task_queue, args, says
 ):
-    async with lockgate_worker(graphs=[EssayReview]):
-        handle = await start_raw(temporal_client, "essay:review", task_queue, *args)
+    async with lockgate_worker(graphs=[OpenEssay]):
+        handle = await start_raw(temporal_client, "essay:open", task_queue, *args)
         shown = await handle.result()
         await assert_no_failed_workflow_task(handle)
 
@@ -266,9 +272,9 @@ async def test_a_graph_run_started_with_garbage_is_refused_with_a_sentence(
 async def test_a_graph_run_started_with_a_garbage_proof_is_refused_as_unauthorized(
     lockgate_worker, temporal_client, task_queue
 ):
-    async with lockgate_worker(graphs=[EssayReview]):
+    async with lockgate_worker(graphs=[OpenEssay]):
         start = {"inputs": NEEDS_AN_EDITOR, "proof": {"lockgate_proof": "yes"}}
-        handle = await start_raw(temporal_client, "essay:review", task_queue, start)
+        handle = await start_raw(temporal_client, "essay:open", task_queue, start)
         shown = await handle.result()
         await assert_no_failed_workflow_task(handle)
 
@@ -280,10 +286,10 @@ async def test_a_signed_graph_start_whose_inputs_no_proof_can_name_is_refused(
     lockgate_worker, temporal_client, task_queue
 ):
     identities = Identities({"ed": {"scopes": ["essay:publish"]}})
-    proof = identities.signer("ed").sign({"kind": "start", "graph": "essay:review", "run": "x"})
+    proof = identities.signer("ed").sign({"kind": "start", "graph": "essay:open", "run": "x"})
     start = {"inputs": {**NEEDS_AN_EDITOR, "weight": float("inf")}, "proof": proof}
-    async with lockgate_worker(graphs=[EssayReview], directory=identities.directory):
-        handle = await start_raw(temporal_client, "essay:review", task_queue, start)
+    async with lockgate_worker(graphs=[OpenEssay], directory=identities.directory):
+        handle = await start_raw(temporal_client, "essay:open", task_queue, start)
         shown = await handle.result()
         await assert_no_failed_workflow_task(handle)
 
@@ -296,8 +302,8 @@ async def test_a_signed_graph_start_whose_inputs_no_proof_can_name_is_refused(
 async def test_a_graph_run_started_with_an_undecodable_payload_fails_instead_of_wedging(
     lockgate_worker, temporal_client, task_queue, payload
 ):
-    async with lockgate_worker(graphs=[EssayReview]):
-        handle = await start_undecodable(temporal_client, "essay:review", task_queue, payload)
+    async with lockgate_worker(graphs=[OpenEssay]):
+        handle = await start_undecodable(temporal_client, "essay:open", task_queue, payload)
         try:
             seen = await closed_or_wedged(handle)
         finally:
@@ -314,7 +320,7 @@ async def test_a_graph_run_started_with_an_undecodable_payload_fails_instead_of_
 async def test_a_garbage_decide_update_is_refused_and_the_gate_keeps_waiting(
     lockgate_worker, temporal_client, task_queue, answer
 ):
-    async with lockgate_worker(graphs=[EssayReview]):
+    async with lockgate_worker(graphs=[OpenEssay]):
         handle = await editor_gate(temporal_client, task_queue)
         with pytest.raises(WorkflowUpdateFailedError) as refused:
             await handle.execute_update("decide", answer)
@@ -332,7 +338,7 @@ async def test_a_garbage_decide_update_is_refused_and_the_gate_keeps_waiting(
 async def test_a_garbage_resume_update_is_refused_as_unauthorized(
     lockgate_worker, temporal_client, task_queue, value
 ):
-    async with lockgate_worker(graphs=[EssayReview]):
+    async with lockgate_worker(graphs=[OpenEssay]):
         handle = await editor_gate(temporal_client, task_queue)
         with pytest.raises(WorkflowUpdateFailedError) as refused:
             await handle.execute_update("resume", value)
@@ -393,7 +399,7 @@ async def test_a_garbage_outcome_update_is_refused_and_the_call_keeps_waiting(
 async def test_garbage_signals_are_refused_into_the_trail_and_the_gate_keeps_waiting(
     lockgate_worker, temporal_client, task_queue
 ):
-    async with lockgate_worker(graphs=[EssayReview]):
+    async with lockgate_worker(graphs=[OpenEssay]):
         handle = await editor_gate(temporal_client, task_queue)
         await handle.signal("decide", 42)
         await handle.signal("resume", "resume it")
@@ -423,7 +429,7 @@ async def test_garbage_signals_are_refused_into_the_trail_and_the_gate_keeps_wai
 async def test_a_signal_whose_payload_cannot_be_decoded_is_refused_into_the_trail(
     lockgate_worker, temporal_client, task_queue
 ):
-    async with lockgate_worker(graphs=[EssayReview]):
+    async with lockgate_worker(graphs=[OpenEssay]):
         handle = await editor_gate(temporal_client, task_queue)
         undecodable = Payload(metadata={"encoding": b"binary/bogus"}, data=b"\x00\xff")
         await temporal_client.workflow_service.signal_workflow_execution(

@@ -18,6 +18,10 @@ from lockgate.testing import Identities
 from lockgate.worker import SearchAttributesMissingError
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
+with workflow.unsafe.imports_passed_through():
+    # The sandbox re-imports this module for Greet; tests.support reads the file system.
+    from tests.support import SECRET
+
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -83,7 +87,7 @@ async def test_a_worker_refuses_to_start_on_a_namespace_without_lockgates_search
             task_queue=task_queue,
             workflows=[Greet],
             activities=[shout],
-            plugins=[LockgatePlugin(graphs=[EssayReview])],
+            plugins=[LockgatePlugin(graphs=[EssayReview], secret=SECRET)],
         )
         with pytest.raises(SearchAttributesMissingError) as refused:
             await worker.run()

@@ -8,6 +8,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 
 from examples.essay_review import EssayReview
 from lockgate import GraphClient
+from lockgate.gating import answer_binding
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS
 
@@ -52,15 +53,7 @@ async def test_the_same_signed_answer_sent_twice_at_once_is_accepted_once(
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
         run = await ada.start(EssayReview, ALWAYS_FAILS)
-        answer = people.signer("editor0").sign(
-            {
-                "kind": "decide",
-                "graph": "essay:review",
-                "run": run["run_id"],
-                "gate": run["awaiting"]["gate"],
-                "choice": "abandon",
-            }
-        )
+        answer = people.signer("editor0").sign(answer_binding(run["awaiting"], "abandon"))
         handle = temporal_client.get_workflow_handle(run["run_id"])
         outcomes = await asyncio.gather(
             handle.execute_update("decide", answer, result_type=dict),

@@ -12,7 +12,7 @@ import pytest
 from temporalio.client import Client
 
 from lockgate.cli import _parser
-from lockgate.gating import new_identity
+from lockgate.gating import WorkerSecret, new_identity
 from tests.support import REPOSITORY
 
 README = (REPOSITORY / "README.md").read_text()
@@ -56,6 +56,7 @@ async def test_the_own_worker_example_serves_and_finishes_a_run(
 ) -> None:
     made = new_identity("ed", tmp_path / ".lockgate" / "keys", ["editor"], ["essay:publish"])
     (tmp_path / ".lockgate" / "directory.toml").write_text(made.directory_entry_toml)
+    WorkerSecret.generate().write(tmp_path / ".lockgate" / "worker.secret")
     monkeypatch.chdir(tmp_path)
     example = _block_containing("python", "async def serve()")
     address = temporal_client.service_client.config.target_host

@@ -24,6 +24,7 @@ from examples.essay_review import EssayReview
 from examples.memo_clearance import MemoClearance
 from examples.publish_post import PublishPost
 from lockgate import GraphClient, LockgatePlugin
+from lockgate.gating import answer_binding
 from lockgate.testing import Identities
 from tests.graphs_for_tests import (
     ALWAYS_FAILS,
@@ -32,6 +33,7 @@ from tests.graphs_for_tests import (
     Ledger,
     eventually,
 )
+from tests.support import SECRET
 
 HISTORIES = Path(__file__).parent / "histories"
 GRAPHS = [EssayReview, MemoClearance, PublishPost, Ledger]
@@ -73,15 +75,7 @@ def without_stack_traces(text: str) -> str:
 
 
 def signal_decide(signer, run: dict, choice: str) -> dict:
-    return signer.sign(
-        {
-            "kind": "decide",
-            "graph": run["graph"],
-            "run": run["run_id"],
-            "gate": run["awaiting"]["gate"],
-            "choice": choice,
-        }
-    )
+    return signer.sign(answer_binding(run["awaiting"], choice))
 
 
 @pytest.mark.skipif(not REGENERATE, reason="set LOCKGATE_REGENERATE_HISTORIES=1 to re-record")
@@ -91,13 +85,14 @@ async def test_record_the_saved_histories(lockgate_worker, temporal_client, task
             "ada": {},
             "agent-7": {},
             "ed": {"roles": ["editor"], "scopes": ["essay:publish", "post:publish"]},
+            "eve": {"roles": ["editor"], "scopes": ["post:publish"]},
             "rod": {"roles": ["officer"], "scopes": ["memo:release"]},
             "poppy": {"scopes": ["ledger:post"]},
         }
     )
     HISTORIES.mkdir(exist_ok=True)
     as_ = {who: GraphClient(temporal_client, task_queue, signer=people.signer(who))
-           for who in ("ada", "agent-7", "ed", "rod", "poppy")}  # fmt: skip
+           for who in ("ada", "agent-7", "ed", "eve", "rod", "poppy")}  # fmt: skip
     async with lockgate_worker(graphs=GRAPHS, directory=people.directory):
         # Essay: always fails, the requester's own answer arrives as a signal and is refused into
         # the trail, then an editor publishes it through the update.
@@ -122,7 +117,8 @@ async def test_record_the_saved_histories(lockgate_worker, temporal_client, task
             PublishPost, {"topic": "Tide tables"}, run_id=run_id_of("publish_post")
         )
         assert (await as_["ed"].decide(post["run_id"], "reject"))["status"] == "waiting"
-        assert (await as_["ed"].decide(post["run_id"], "approve"))["status"] == "finished"
+        # ed drove the redraft, so another editor approves it (four eyes).
+        assert (await as_["eve"].decide(post["run_id"], "approve"))["status"] == "finished"
         await save(temporal_client, post["run_id"], "publish_post")
 
         ledger = await as_["ada"].start(Ledger, {"entry": "Rent"}, run_id=run_id_of("ledger_entry"))
@@ -140,13 +136,15 @@ def test_every_example_graph_has_a_saved_history():
 
 @pytest.mark.parametrize("name", SAVED)
 async def test_a_saved_history_replays_on_todays_code(name):
-    replayer = Replayer(workflows=[], plugins=[LockgatePlugin(graphs=GRAPHS)])
+    replayer = Replayer(workflows=[], plugins=[LockgatePlugin(graphs=GRAPHS, secret=SECRET)])
     result = await replayer.replay_workflow(saved_history(name), raise_on_replay_failure=False)
     assert result.replay_failure is None
 
 
 async def test_a_history_does_not_replay_on_a_reshaped_graph_of_the_same_name():
-    replayer = Replayer(workflows=[], plugins=[LockgatePlugin(graphs=[EssayReviewReshaped])])
+    replayer = Replayer(
+        workflows=[], plugins=[LockgatePlugin(graphs=[EssayReviewReshaped], secret=SECRET)]
+    )
     result = await replayer.replay_workflow(
         saved_history("essay_review"), raise_on_replay_failure=False
     )

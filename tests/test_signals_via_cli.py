@@ -18,6 +18,7 @@ from temporalio.client import Client
 from examples.essay_review import EssayReview
 from lockgate import GraphClient
 from lockgate.devserver import temporal_binary
+from lockgate.gating import answer_binding
 from tests.graphs_for_tests import ACTOR_KEYS, ALWAYS_FAILS, essay_people, eventually, trail_of
 
 
@@ -39,17 +40,7 @@ async def temporal_cli(client: Client, *arguments: str) -> tuple[int, str, str]:
 
 
 def signed_answer(people, who: str, run: dict[str, Any], choice: str) -> str:
-    return json.dumps(
-        people.signer(who).sign(
-            {
-                "kind": "decide",
-                "graph": run["graph"],
-                "run": run["run_id"],
-                "gate": run["awaiting"]["gate"],
-                "choice": choice,
-            }
-        )
-    )
+    return json.dumps(people.signer(who).sign(answer_binding(run["awaiting"], choice)))
 
 
 async def test_an_editors_signed_answer_sent_as_a_signal_moves_the_run_on(

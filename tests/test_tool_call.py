@@ -16,6 +16,7 @@ from lockgate import LockgatePlugin, PolicyGate, ToolClient, ToolContext, ToolRe
 from lockgate.gating import GovernedTool, PolicyDecision
 from lockgate.testing import Identities
 from lockgate.workflows._tool_call import call_workflow_id
+from tests.support import SECRET
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -152,7 +153,9 @@ async def test_a_wrong_token_is_refused_and_the_call_keeps_waiting(
 async def test_an_unconfirmed_call_expires_on_a_workflow_timer(time_skipping_env, task_queue):
     token, request_id = uuid4().hex, new_request_id()
     client = time_skipping_env.client
-    async with Worker(client, task_queue=task_queue, plugins=[LockgatePlugin([launch])]):
+    async with Worker(
+        client, task_queue=task_queue, plugins=[LockgatePlugin([launch], secret=SECRET)]
+    ):
         await ToolClient(client, task_queue).call(
             "demo:launch", {"token": token, "n": 1}, request_id=request_id
         )
