@@ -1,0 +1,772 @@
+"""An attacker with namespace access, but no private key and no worker secret, tries to hand
+lockgate authority it never gave: the security findings 1, 2 and 9, played on real dev servers.
+
+1. Forged carried state. A start whose ``carried`` names ed as requester and driver, parked at
+   ``publish``, reaches ``essay:review`` by every road that sets a continued run id: a cron
+   schedule, a retry policy, a continue-as-new from the attacker's own workflow, and a real
+   sealed carry (input and ``lockgate-carry-seal`` header) copied from a real run's history into
+   another workflow id. The first cron run is refused VALIDATION_ERROR, every continued run
+   UNAUTHORIZED, and nothing is believed: nothing publishes, no audit record or trail names ed.
+2. Forged activity caller. The attacker's workflow, on its own worker and queue, schedules
+   ``essay:publish`` and ``memo:release`` on lockgate's queue naming ed (or rod) as the actor and
+   the call as confirmed, or with a real ``lockgate-seal`` header copied from a real publication
+   (replayed under another workflow id, or in a new execution of the real run's workflow id):
+   each call fails non-retryable UNAUTHORIZED and the audit log accepts nothing of it.
+9. Spent twice across workers. Two workers of one deployment (each its own LockgatePlugin, one
+   Directory, one secret) share the proof ledger: a durable tool call's proof, or a graph start's
+   proof, spent on the first is refused ("has already been used") when replayed in a new
+   execution of the same workflow id that only the second serves.
+
+After each attack the honest path still works: ed's signed essay publishes, rod's memo releases,
+a real run held at a gate takes ed's signed answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import AsyncIterator, Iterable
+from datetime import timedelta
+from typing import Any, NoReturn
+from uuid import uuid4
+
+import pytest
+import pytest_asyncio
+from temporalio import workflow
+from temporalio.api.enums.v1 import ContinueAsNewInitiator, EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import (
+    ContinueAsNewInput,
+    Interceptor,
+    StartActivityInput,
+    Worker,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+    WorkflowOutboundInterceptor,
+)
+
+from examples.essay_review import EssayReview
+from examples.memo_clearance import MemoClearance
+from lockgate import GraphClient, LockgatePlugin, ToolClient
+from lockgate.activities._temporal import ToolActivityInput
+from lockgate.devserver import temporal_binary
+from lockgate.gating import Actor
+from lockgate.testing import Identities
+from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES
+from lockgate.workflows._carry import CarriedState
+from lockgate.workflows._tool_call import call_workflow_id
+from tests.graphs_for_tests import (
+    ALWAYS_FAILS,
+    PASSES_FIRST_TIME,
+    essay_people,
+    eventually,
+    trail_of,
+)
+from tests.support import failed_workflow_tasks
+
+pytestmark = pytest.mark.timeout(90)
+
+# The headers lockgate's workers write, as anyone reading a history sees them.
+SEAL_HEADER = "lockgate-seal"
+CARRY_SEAL_HEADER = "lockgate-carry-seal"
+
+CLEAN_MEMO = {"memo": "Quarterly numbers. TODO: round them"}
+
+# A suggestion this low makes a drafting essay:review continue as new before its gate opens.
+SUGGEST_AFTER_EVENTS = 40
+
+
+# --- The deployment ------------------------------------------------------------------------------
+
+
+def people() -> Identities:
+    """ada writes, ed edits and publishes, rod is an officer who releases memos."""
+    return essay_people(rod={"roles": ["officer"], "scopes": ["memo:release"]})
+
+
+def deployment(identities: Identities) -> LockgatePlugin:
+    """One worker process of the deployment: its own plugin, the shared Directory and secret."""
+    return LockgatePlugin(
+        graphs=[EssayReview, MemoClearance],
+        directory=identities.directory,
+        secret=identities.secret,
+    )
+
+
+def named(principal: str) -> dict[str, Any]:
+    """The actor record a verified ``principal`` has, as an attacker writes it out by hand."""
+    return {
+        "actor": principal,
+        "verified": True,
+        "channel": "cli",
+        "principal": principal,
+        "authorization": f"forged-{uuid4().hex}",
+    }
+
+
+def forged_carry() -> dict[str, Any]:
+    """A carried state that says ed asked for the essay, drove it, and it is due to publish."""
+    ed = Actor.from_dict(named("ed"))
+    return CarriedState(
+        state="publish",
+        channels={
+            "title": "Forged",
+            "rubric": "forged",
+            "draft": "Forged.",
+            "feedback": "Covers the rubric.",
+            "drafts": ["Forged."],
+            "verdict": "PASSED",
+            "url": None,
+        },
+        trail=[],
+        taken={},
+        visits={},
+        requester=ed,
+        driver=ed,
+        gate=None,
+        gate_openings=0,
+        parkings=0,
+        spent=[],
+        settles=0,
+    ).to_dict()
+
+
+def forged_start(*, version: int | None = 1) -> dict[str, Any]:
+    """A start input of essay:review carrying :func:`forged_carry`, as a continued run's is."""
+    start: dict[str, Any] = {"inputs": {}, "carried": forged_carry()}
+    if version is not None:
+        start["version"] = version
+    return start
+
+
+# --- The attacker's own workflows, worker and interceptor ----------------------------------------
+
+
+@workflow.defn(name="attacker.hand_over", sandboxed=False)
+class HandOver:
+    """Continues as new into a lockgate graph type on lockgate's queue, with any start and any
+    carry-seal header."""
+
+    carry_seal: str | None = None
+
+    @workflow.run
+    async def run(self, start: dict[str, Any], queue: str, carry_seal: str | None) -> NoReturn:
+        self.carry_seal = carry_seal
+        workflow.continue_as_new(start, workflow="essay:review", task_queue=queue)
+
+
+@workflow.defn(name="attacker.schedule_tools", sandboxed=False)
+class ScheduleTools:
+    """Schedules tool activities on lockgate's queue with any input and any seal header, and
+    reports how each one ended."""
+
+    activity_seal: str | None = None
+
+    @workflow.run
+    async def run(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        outcomes = []
+        for call in calls:
+            self.activity_seal = call.get("seal")
+            try:
+                result = await workflow.execute_activity(
+                    call["tool"],
+                    call["input"],
+                    task_queue=call["queue"],
+                    start_to_close_timeout=timedelta(seconds=10),
+                    # Room for retries: a refusal must not take them.
+                    retry_policy=RetryPolicy(maximum_attempts=3),
+                    result_type=dict,
+                )
+                outcomes.append({"ran": True, "result": result})
+            except ActivityError as error:
+                cause = error.cause
+                assert isinstance(cause, ApplicationError)
+                outcomes.append(
+                    {
+                        "ran": False,
+                        "type": cause.type,
+                        "non_retryable": cause.non_retryable,
+                        "message": cause.message,
+                        "retry_state": error.retry_state.name if error.retry_state else None,
+                    }
+                )
+        return outcomes
+
+
+class _WritesCopiedHeaders(WorkflowOutboundInterceptor):
+    def start_activity(self, input: StartActivityInput) -> workflow.ActivityHandle[Any]:
+        seal = getattr(workflow.instance(), "activity_seal", None)
+        if seal is not None:
+            input.headers = {**input.headers, SEAL_HEADER: _payload(seal)}
+        return self.next.start_activity(input)
+
+    def continue_as_new(self, input: ContinueAsNewInput) -> NoReturn:
+        seal = getattr(workflow.instance(), "carry_seal", None)
+        if seal is not None:
+            input.headers = {**input.headers, CARRY_SEAL_HEADER: _payload(seal)}
+        self.next.continue_as_new(input)
+
+
+def _payload(value: str) -> Any:
+    return workflow.payload_converter().to_payload(value)
+
+
+class _CopiedHeadersInbound(WorkflowInboundInterceptor):
+    def init(self, outbound: WorkflowOutboundInterceptor) -> None:
+        self.next.init(_WritesCopiedHeaders(outbound))
+
+
+class CopiedHeaders(Interceptor):
+    """The attacker's worker interceptor: puts a seal read from someone else's history on the
+    attacker's own activity or continue-as-new."""
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor]:
+        return _CopiedHeadersInbound
+
+
+def attacker_worker(client: Client, queue: str) -> Worker:
+    """The attacker's worker: their own queue, their own workflows, no lockgate plugin."""
+    return Worker(
+        client,
+        task_queue=queue,
+        workflows=[HandOver, ScheduleTools],
+        interceptors=[CopiedHeaders()],
+    )
+
+
+# --- Reading what the server and the audit log hold ----------------------------------------------
+
+
+async def history(client: Client, workflow_id: str, run_id: str | None = None) -> list[Any]:
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+    return list((await handle.fetch_history()).events)
+
+
+def decoded(client: Client, payload: Any) -> Any:
+    return client.data_converter.payload_converter.from_payload(payload)
+
+
+def header_text(client: Client, fields: Any, name: str) -> str:
+    assert name in fields, f"no {name!r} header in {list(fields)}"
+    text = decoded(client, fields[name])
+    assert isinstance(text, str)
+    return text
+
+
+def activity_types(events: Iterable[HistoryEvent]) -> list[str]:
+    """The activity types a run scheduled (local activities are not in this list)."""
+    return [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in events
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+
+
+def completed_result(client: Client, events: Iterable[HistoryEvent]) -> dict[str, Any] | None:
+    """What a run returned, from its history; None if it did not complete."""
+    for event in events:
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+            result = decoded(
+                client, event.workflow_execution_completed_event_attributes.result.payloads[0]
+            )
+            assert isinstance(result, dict)
+            return result
+    return None
+
+
+async def executions(client: Client, workflow_id: str) -> list[Any]:
+    return [run async for run in client.list_workflows(f"WorkflowId = '{workflow_id}'")]
+
+
+def audited(records: Iterable[logging.LogRecord]) -> list[dict[str, Any]]:
+    return [record.lockgate_audit for record in records if hasattr(record, "lockgate_audit")]
+
+
+def accepted_as(records: Iterable[logging.LogRecord], principal: str) -> list[dict[str, Any]]:
+    """Audit records that let something through as ``principal``."""
+    return [
+        record
+        for record in audited(records)
+        if record.get("outcome") in ("accepted", "ok")
+        and principal in (record.get("principal"), (record.get("actor") or {}).get("principal"))
+    ]
+
+
+def calls_of(records: Iterable[logging.LogRecord], tool: str) -> list[dict[str, Any]]:
+    """The audited runs of ``tool`` (its pipeline ran, whatever the outcome)."""
+    return [r for r in audited(records) if r["event"] == "tool.call" and r["tool"] == tool]
+
+
+def assert_nothing_believed(run: dict[str, Any]) -> None:
+    """A refused continued run shows the refusal only: no trail, no one, nothing published."""
+    assert run["status"] == "refused", run
+    assert run["trail"] == []
+    assert run["requester"]["verified"] is False
+    assert run["requester"]["principal"] is None
+    assert run["channels"]["url"] is None
+    assert run["awaiting"] is None
+
+
+# --- The honest path ------------------------------------------------------------------------------
+
+
+async def ed_publishes(client: Client, task_queue: str, identities: Identities) -> dict[str, Any]:
+    """ed's own signed essay, which passes at once: ed drives it to publication."""
+    ed = GraphClient(client, task_queue, signer=identities.signer("ed"))
+    run = await ed.start(EssayReview, PASSES_FIRST_TIME)
+    assert run["status"] == "finished", run
+    assert run["channels"]["url"] == "https://essays.example/tides-and-the-moon"
+    assert ("publish", "ran", "ed") in trail_of(run)
+    return run
+
+
+async def rod_releases(client: Client, task_queue: str, identities: Identities) -> None:
+    rod = GraphClient(client, task_queue, signer=identities.signer("rod"))
+    run = await rod.start(MemoClearance, CLEAN_MEMO)
+    assert run["status"] == "finished", run
+    assert run["channels"]["released"] is True
+    assert ("release", "ran", "rod") in trail_of(run)
+
+
+@pytest.fixture
+def audit_log(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    """The worker's audit records, accepted ones (INFO) included."""
+    caplog.set_level(logging.INFO, logger="lockgate.audit")
+    return caplog
+
+
+# --- Finding 1: forged carried state -------------------------------------------------------------
+
+
+async def test_a_cron_schedule_carrying_forged_state_is_refused_on_every_run(
+    time_skipping_env: WorkflowEnvironment, task_queue: str, audit_log: pytest.LogCaptureFixture
+) -> None:
+    # Cron waits for the minute to come round; on this server the wait is skipped.
+    client = time_skipping_env.client
+    identities, workflow_id = people(), f"cron-{uuid4().hex}"
+    async with Worker(client, task_queue=task_queue, plugins=[deployment(identities)]):
+        handle = await client.start_workflow(
+            "essay:review",
+            forged_start(),
+            id=workflow_id,
+            task_queue=task_queue,
+            cron_schedule="* * * * *",
+        )
+        runs = await eventually(
+            lambda: executions(client, workflow_id),
+            lambda found: sum(r.status == WorkflowExecutionStatus.COMPLETED for r in found) >= 3,
+            what="three cron runs completed",
+            seconds=30,
+        )
+        await handle.terminate("the test has seen enough cron runs")
+        seen = []
+        for run in runs:
+            if run.status != WorkflowExecutionStatus.COMPLETED:
+                continue
+            events = await history(client, workflow_id, run.run_id)
+            started = events[0].workflow_execution_started_event_attributes
+            seen.append((started, activity_types(events), completed_result(client, events)))
+        refused_records = list(audit_log.records)
+        await ed_publishes(client, task_queue, identities)
+
+    first = [result for started, _, result in seen if not started.continued_execution_run_id]
+    later = [result for started, _, result in seen if started.continued_execution_run_id]
+    assert len(first) == 1 and len(later) >= 2
+    assert first[0]["status"] == "refused"
+    assert first[0]["code"] == "VALIDATION_ERROR"
+    assert first[0]["error"].startswith("'carried' is lockgate's own")
+    for result in later:
+        assert result["code"] == "UNAUTHORIZED", result
+        assert "no seal of this deployment's workers" in result["error"]
+        assert_nothing_believed(result)
+    assert all(
+        started.initiator == ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_CRON_SCHEDULE
+        for started, _, _ in seen
+        if started.continued_execution_run_id
+    )
+    assert all("essay:publish" not in scheduled for _, scheduled, _ in seen)
+    assert accepted_as(refused_records, "ed") == []
+    assert calls_of(refused_records, "essay:publish") == []
+    assert any(r["event"] == "run.carried" for r in audited(refused_records))
+
+
+async def test_a_retry_attempt_handed_forged_state_is_refused_as_unauthorized(
+    temporal_client: Client, task_queue: str, audit_log: pytest.LogCaptureFixture
+) -> None:
+    # The attacker picks a two-second run timeout and starts while the deployment's workers
+    # restart: the first attempt times out untouched, and the retry (a continued run) reaches
+    # the worker with the forged state.
+    identities, workflow_id = people(), f"retried-{uuid4().hex}"
+    handle = await temporal_client.start_workflow(
+        "essay:review",
+        forged_start(),
+        id=workflow_id,
+        task_queue=task_queue,
+        run_timeout=timedelta(seconds=2),
+        retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=2),
+    )
+    first_attempt = handle.first_execution_run_id or handle.result_run_id
+    retried = await eventually(
+        lambda: temporal_client.get_workflow_handle(workflow_id).describe(),
+        lambda described: described.run_id != first_attempt,
+        what="the first attempt timed out and the retry began",
+    )
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[deployment(identities)]):
+        result = await temporal_client.get_workflow_handle(workflow_id).result()
+        events = await history(temporal_client, workflow_id, retried.run_id)
+        failed = await failed_workflow_tasks(temporal_client.get_workflow_handle(workflow_id))
+        refused_records = list(audit_log.records)
+        await ed_publishes(temporal_client, task_queue, identities)
+
+    started = events[0].workflow_execution_started_event_attributes
+    assert started.attempt == 2
+    assert started.initiator == ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_RETRY
+    assert started.continued_execution_run_id == first_attempt
+    assert result["code"] == "UNAUTHORIZED", result
+    assert "no seal of this deployment's workers" in result["error"]
+    assert_nothing_believed(result)
+    assert "essay:publish" not in activity_types(events)
+    assert failed == []
+    assert accepted_as(refused_records, "ed") == []
+    assert calls_of(refused_records, "essay:publish") == []
+    assert [r["code"] for r in audited(refused_records) if r["event"] == "run.carried"] == [
+        "UNAUTHORIZED"
+    ]
+
+
+@pytest.mark.parametrize(
+    "version",
+    [
+        pytest.param(1, id="naming-its-version-as-a-real-carry-does"),
+        pytest.param(None, id="naming-no-version"),
+    ],
+)
+async def test_a_continue_as_new_from_a_strangers_workflow_into_essay_review_is_refused(
+    temporal_client: Client,
+    task_queue: str,
+    audit_log: pytest.LogCaptureFixture,
+    version: int | None,
+) -> None:
+    identities, workflow_id = people(), f"handover-{uuid4().hex}"
+    attacker_queue = f"{task_queue}-attacker"
+    async with (
+        Worker(temporal_client, task_queue=task_queue, plugins=[deployment(identities)]),
+        attacker_worker(temporal_client, attacker_queue),
+    ):
+        await temporal_client.start_workflow(
+            HandOver.run,
+            args=[forged_start(version=version), task_queue, None],
+            id=workflow_id,
+            task_queue=attacker_queue,
+        )
+        result = await temporal_client.get_workflow_handle(workflow_id).result()
+        described = await temporal_client.get_workflow_handle(workflow_id).describe()
+        events = await history(temporal_client, workflow_id)
+        refused_records = list(audit_log.records)
+        await ed_publishes(temporal_client, task_queue, identities)
+
+    assert described.workflow_type == "essay:review"
+    assert described.task_queue == task_queue
+    assert events[0].workflow_execution_started_event_attributes.continued_execution_run_id
+    assert result["code"] == "UNAUTHORIZED", result
+    assert_nothing_believed(result)
+    assert "essay:publish" not in activity_types(events)
+    assert accepted_as(refused_records, "ed") == []
+    assert calls_of(refused_records, "essay:publish") == []
+    # The forgery is on the record as refused.
+    assert [r["code"] for r in audited(refused_records) if r["event"] == "run.carried"] == [
+        "UNAUTHORIZED"
+    ]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def short_history_client() -> AsyncIterator[Client]:
+    """A dev server that suggests continue-as-new after a few dozen events."""
+    environment = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(temporal_binary()),
+        search_attributes=LOCKGATE_SEARCH_ATTRIBUTES,
+        dev_server_extra_args=[
+            "--dynamic-config-value",
+            f"limit.historyCount.suggestContinueAsNew={SUGGEST_AFTER_EVENTS}",
+        ],
+        ui=False,
+    )
+    try:
+        yield environment.client
+    finally:
+        await environment.shutdown()
+
+
+async def test_a_real_sealed_carry_copied_into_another_workflow_id_is_refused(
+    short_history_client: Client, task_queue: str, audit_log: pytest.LogCaptureFixture
+) -> None:
+    client, identities = short_history_client, people()
+    attacker_queue, stolen_id = f"{task_queue}-attacker", f"stolen-{uuid4().hex}"
+    ada = GraphClient(client, task_queue, signer=identities.signer("ada"))
+    ed = GraphClient(client, task_queue, signer=identities.signer("ed"))
+    async with (
+        Worker(client, task_queue=task_queue, plugins=[deployment(identities)]),
+        attacker_worker(client, attacker_queue),
+    ):
+        real = await ada.start(EssayReview, ALWAYS_FAILS)
+        assert real["status"] == "waiting", real
+        chain = await executions(client, real["run_id"])
+        continued = [r for r in chain if r.status == WorkflowExecutionStatus.RUNNING]
+        assert len(chain) >= 2 and len(continued) == 1, "the real run never continued as new"
+        started = (await history(client, real["run_id"], continued[0].run_id))[0]
+        attributes = started.workflow_execution_started_event_attributes
+        real_start = decoded(client, attributes.input.payloads[0])
+        seal = header_text(client, attributes.header.fields, CARRY_SEAL_HEADER)
+        assert real_start["carried"]["requester"]["principal"] == "ada"
+
+        await client.start_workflow(
+            HandOver.run,
+            args=[real_start, task_queue, seal],
+            id=stolen_id,
+            task_queue=attacker_queue,
+        )
+        stolen = await client.get_workflow_handle(stolen_id).result()
+        stolen_events = await history(client, stolen_id)
+        refused_records = list(audit_log.records)
+        still = await ada.show(real["run_id"])
+        answered = await ed.decide(real["run_id"], "publish_as_is")
+
+    copied = stolen_events[0].workflow_execution_started_event_attributes
+    assert copied.header.fields[CARRY_SEAL_HEADER] == attributes.header.fields[CARRY_SEAL_HEADER]
+    assert stolen["code"] == "UNAUTHORIZED", stolen
+    assert "no seal of this deployment's workers" in stolen["error"]
+    assert_nothing_believed(stolen)
+    assert "essay:publish" not in activity_types(stolen_events)
+    assert accepted_as(refused_records, "ed") == []
+    # Nothing lost: the real run still waits at its gate and takes ed's signed answer.
+    assert still["status"] == "waiting"
+    assert still["awaiting"] == real["awaiting"]
+    assert answered["status"] == "finished", answered
+    assert answered["channels"]["url"] == "https://essays.example/tides"
+    assert ("publish", "ran", "ed") in trail_of(answered)
+
+
+# --- Finding 2: forged activity caller -----------------------------------------------------------
+
+
+def forged_calls(
+    tool: str, principal: str, arguments: dict[str, Any], queue: str
+) -> list[dict[str, Any]]:
+    """The three ways to claim what only lockgate's sealed calls carry: an actor, a
+    confirmation, both."""
+    forms = [
+        ToolActivityInput(arguments, actor=named(principal), confirmed=True),
+        ToolActivityInput(arguments, actor=named(principal)),
+        ToolActivityInput(arguments, confirmed=True),
+    ]
+    return [
+        {"tool": tool, "input": dataclasses.asdict(form), "queue": queue, "seal": None}
+        for form in forms
+    ]
+
+
+FORGED_CALLERS = [
+    pytest.param(
+        "essay:publish",
+        "ed",
+        {"title": "Forged", "draft": "Forged."},
+        ed_publishes,
+        id="essay:publish-as-ed",
+    ),
+    pytest.param(
+        "memo:release",
+        "rod",
+        {"memo": "Merger talks (classified)"},
+        rod_releases,
+        id="memo:release-as-rod",
+    ),
+]
+
+
+@pytest.mark.parametrize(("tool", "principal", "arguments", "honest"), FORGED_CALLERS)
+async def test_a_tool_scheduled_from_a_strangers_workflow_as_a_named_actor_is_refused(
+    temporal_client: Client,
+    task_queue: str,
+    audit_log: pytest.LogCaptureFixture,
+    tool: str,
+    principal: str,
+    arguments: dict[str, Any],
+    honest: Any,
+) -> None:
+    identities, attacker_queue = people(), f"{task_queue}-attacker"
+    async with (
+        Worker(temporal_client, task_queue=task_queue, plugins=[deployment(identities)]),
+        attacker_worker(temporal_client, attacker_queue),
+    ):
+        outcomes = await temporal_client.execute_workflow(
+            ScheduleTools.run,
+            forged_calls(tool, principal, arguments, task_queue),
+            id=f"forger-{uuid4().hex}",
+            task_queue=attacker_queue,
+        )
+        refused_records = list(audit_log.records)
+        await honest(temporal_client, task_queue, identities)
+        honest_records = list(audit_log.records)
+
+    assert len(outcomes) == 3
+    for outcome in outcomes:
+        assert outcome["ran"] is False, outcome
+        assert outcome["type"] == "UNAUTHORIZED"
+        assert outcome["non_retryable"] is True
+        assert outcome["retry_state"] == "NON_RETRYABLE_FAILURE"
+        assert "lockgate's workers did not vouch for" in outcome["message"]
+    # The tool never ran; each attempt is on the record as refused, none as accepted.
+    assert calls_of(refused_records, tool) == []
+    assert accepted_as(refused_records, principal) == []
+    refusals = [r for r in audited(refused_records) if r["event"] == "tool.sealed_call"]
+    assert [(r["tool"], r["outcome"], r["code"]) for r in refusals] == [
+        (tool, "refused", "UNAUTHORIZED")
+    ] * 3
+    # The honest path ran the same tool as the same principal, and the audit log says so.
+    assert [r["principal"] for r in calls_of(honest_records, tool)] == [principal]
+
+
+@pytest.mark.parametrize(
+    "same_workflow_id",
+    [pytest.param(False, id="another-workflow-id"), pytest.param(True, id="the-real-workflow-id")],
+)
+async def test_a_real_publications_seal_copied_into_another_execution_is_refused(
+    temporal_client: Client,
+    task_queue: str,
+    audit_log: pytest.LogCaptureFixture,
+    same_workflow_id: bool,
+) -> None:
+    identities, attacker_queue = people(), f"{task_queue}-attacker"
+    async with (
+        Worker(temporal_client, task_queue=task_queue, plugins=[deployment(identities)]),
+        attacker_worker(temporal_client, attacker_queue),
+    ):
+        real = await ed_publishes(temporal_client, task_queue, identities)
+        events = await history(temporal_client, real["run_id"])
+        (scheduled,) = [
+            event.activity_task_scheduled_event_attributes
+            for event in events
+            if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            and event.activity_task_scheduled_event_attributes.activity_type.name == "essay:publish"
+        ]
+        real_input = decoded(temporal_client, scheduled.input.payloads[0])
+        seal = header_text(temporal_client, scheduled.header.fields, SEAL_HEADER)
+        assert real_input["actor"]["principal"] == "ed"
+        replay_id = real["run_id"] if same_workflow_id else f"copier-{uuid4().hex}"
+        before = list(audit_log.records)
+
+        replay = await temporal_client.start_workflow(
+            ScheduleTools.run,
+            [{"tool": "essay:publish", "input": real_input, "queue": task_queue, "seal": seal}],
+            id=replay_id,
+            task_queue=attacker_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        )
+        (outcome,) = await replay.result()
+        replay_events = await history(temporal_client, replay_id, replay.result_run_id)
+        attack_records = list(audit_log.records)[len(before) :]
+        await ed_publishes(temporal_client, task_queue, identities)
+
+    copied = [
+        event.activity_task_scheduled_event_attributes
+        for event in replay_events
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    assert copied[0].header.fields[SEAL_HEADER] == scheduled.header.fields[SEAL_HEADER]
+    assert decoded(temporal_client, copied[0].input.payloads[0]) == real_input
+    assert outcome["ran"] is False, outcome
+    assert outcome["type"] == "UNAUTHORIZED"
+    assert outcome["non_retryable"] is True
+    assert calls_of(attack_records, "essay:publish") == []
+    assert accepted_as(attack_records, "ed") == []
+
+
+# --- Finding 9: spent twice across workers -------------------------------------------------------
+
+
+async def test_a_durable_calls_proof_spent_on_one_worker_is_refused_on_another(
+    lockgate_worker: Any, temporal_client: Client, task_queue: str
+) -> None:
+    identities, request_id = people(), f"r-{uuid4().hex}"
+    ed = ToolClient(temporal_client, task_queue, signer=identities.signer("ed"))
+    arguments = {"title": "Tides", "draft": "Tides."}
+    async with lockgate_worker(plugin=deployment(identities), identity="worker-a"):
+        first = await ed.call("essay:publish", arguments, request_id=request_id)
+    started = (await history(temporal_client, call_workflow_id(request_id)))[0]
+    call = decoded(
+        temporal_client, started.workflow_execution_started_event_attributes.input.payloads[0]
+    )
+
+    async with lockgate_worker(plugin=deployment(identities), identity="worker-b"):
+        replay = await temporal_client.start_workflow(
+            "lockgate.tool_call",
+            call,
+            id=call_workflow_id(request_id),
+            task_queue=task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            result_type=dict,
+        )
+        replayed = await replay.result()
+        replay_events = await history(temporal_client, replay.id, replay.result_run_id)
+        again = await ed.call("essay:publish", arguments)
+
+    assert first["success"] is True, first
+    assert first["meta"]["principal"] == "ed"
+    assert served_only_by(replay_events) == {"worker-b"}
+    assert replayed["success"] is False, replayed
+    assert replayed["error"]["code"] == "UNAUTHORIZED"
+    assert (
+        f"The proof {call['proof']['nonce']} has already been used"
+        in (replayed["error"]["message"])
+    )
+    assert "essay:publish" not in activity_types(replay_events)
+    assert again["success"] is True, again
+
+
+async def test_a_start_proof_spent_on_one_worker_is_refused_on_another(
+    lockgate_worker: Any, temporal_client: Client, task_queue: str
+) -> None:
+    identities = people()
+    async with lockgate_worker(plugin=deployment(identities), identity="worker-a"):
+        first = await ed_publishes(temporal_client, task_queue, identities)
+    started = (await history(temporal_client, first["run_id"]))[0]
+    start = decoded(
+        temporal_client, started.workflow_execution_started_event_attributes.input.payloads[0]
+    )
+
+    async with lockgate_worker(plugin=deployment(identities), identity="worker-b"):
+        replay = await temporal_client.start_workflow(
+            "essay:review",
+            start,
+            id=first["run_id"],
+            task_queue=task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            result_type=dict,
+        )
+        replayed = await replay.result()
+        replay_events = await history(temporal_client, replay.id, replay.result_run_id)
+        await ed_publishes(temporal_client, task_queue, identities)
+
+    assert start["proof"]["principal"] == "ed"
+    assert served_only_by(replay_events) == {"worker-b"}
+    assert replayed["status"] == "refused", replayed
+    assert replayed["code"] == "UNAUTHORIZED"
+    assert "already been used" in replayed["error"]
+    assert replayed["trail"] == []
+    assert replayed["requester"]["verified"] is False
+    assert "essay:publish" not in activity_types(replay_events)
+
+
+def served_only_by(events: Iterable[HistoryEvent]) -> set[str]:
+    """The identities of the workers that completed a run's workflow tasks."""
+    return {
+        event.workflow_task_completed_event_attributes.identity
+        for event in events
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+    }

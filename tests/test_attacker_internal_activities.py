@@ -1,0 +1,177 @@
+"""The attacker schedules lockgate's own activities from a workflow of their own.
+
+lockgate's checks (verifying a start, opening a carried state, preparing a durable call) run as
+local activities, which only workflow code on the worker itself can start; judging signals runs
+as a regular activity under the worker secret's seal. Scheduled by anyone else, from their own
+worker and task queue, each is refused: no proof is spent for them, no verdict audited.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from temporalio import workflow
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.worker import Worker
+
+from examples.essay_review import EssayReview
+from lockgate import GraphClient
+from lockgate.activities._temporal import (
+    JudgeSignalsInput,
+    PrepareCallInput,
+    SignalEntry,
+    VerifyCarriedInput,
+    VerifyStartInput,
+)
+from lockgate.gating import answer_binding, start_binding
+from lockgate.testing import Identities, WorkerFactory
+from tests.graphs_for_tests import ALWAYS_FAILS, eventually
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@workflow.defn(name="mallory.call-lockgate", sandboxed=False)
+class CallLockgateActivity:
+    """Schedules one of lockgate's activities, by name, on lockgate's task queue."""
+
+    @workflow.run
+    async def run(self, activity: str, argument: Any, task_queue: str) -> Any:
+        return await workflow.execute_activity(
+            activity,
+            argument,
+            task_queue=task_queue,
+            start_to_close_timeout=timedelta(seconds=20),
+            retry_policy=RetryPolicy(maximum_attempts=1),
+        )
+
+
+def _people() -> Identities:
+    return Identities({"ada": {}, "ed": {"roles": ["editor"], "scopes": ["essay:publish"]}})
+
+
+async def _refusal_of(
+    client: Client, task_queue: str, activity: str, argument: Any
+) -> ApplicationError:
+    attacker_queue = f"{task_queue}-attacker"
+    async with Worker(client, task_queue=attacker_queue, workflows=[CallLockgateActivity]):
+        with pytest.raises(WorkflowFailureError) as failed:
+            await client.execute_workflow(
+                CallLockgateActivity.run,
+                args=[activity, argument, task_queue],
+                id=f"mallory-{uuid.uuid4().hex}",
+                task_queue=attacker_queue,
+            )
+    error = failed.value.cause
+    assert isinstance(error, ActivityError)
+    assert isinstance(error.cause, ApplicationError)
+    return error.cause
+
+
+@pytest.mark.parametrize(
+    ("activity", "argument"),
+    [
+        pytest.param(
+            "lockgate.verify_start",
+            VerifyStartInput(proof={}, graph="essay:review", run="r", inputs={}, execution="e"),
+            id="verify_start",
+        ),
+        pytest.param(
+            "lockgate.verify_carried",
+            VerifyCarriedInput(
+                carried={}, seal=None, workflow_id="r", execution="e", previous_run="p"
+            ),
+            id="verify_carried",
+        ),
+        pytest.param(
+            "lockgate.prepare_call",
+            PrepareCallInput(tool="essay:publish", arguments={}, execution="e"),
+            id="prepare_call",
+        ),
+    ],
+)
+async def test_lockgates_own_checks_refuse_to_run_as_anyone_elses_regular_activity(
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    activity: str,
+    argument: Any,
+) -> None:
+    async with lockgate_worker(graphs=[EssayReview], directory=_people().directory):
+        refusal = await _refusal_of(temporal_client, task_queue, activity, argument)
+
+    assert refusal.type == "UNAUTHORIZED"
+    assert refusal.non_retryable
+    assert "runs only as a local activity of lockgate's own workflows" in refusal.message
+
+
+async def test_a_start_proof_from_history_cannot_be_spent_through_verify_start_by_anyone_else(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = _people()
+    run_id = f"essay:review-{uuid.uuid4().hex[:12]}"
+    proof = people.signer("ada").sign(start_binding("essay:review", run_id, ALWAYS_FAILS))
+    async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
+        stolen = VerifyStartInput(
+            proof=proof, graph="essay:review", run=run_id, inputs=ALWAYS_FAILS, execution="mine"
+        )
+        refusal = await _refusal_of(temporal_client, task_queue, "lockgate.verify_start", stolen)
+        # The proof was not spent for the attacker: its own run still starts with it.
+        handle = await temporal_client.start_workflow(
+            "essay:review",
+            {"inputs": ALWAYS_FAILS, "proof": proof, "channel": "cli"},
+            id=run_id,
+            task_queue=task_queue,
+        )
+        run = await eventually(
+            lambda: GraphClient(temporal_client, task_queue).show(handle.id),
+            lambda shown: shown.get("status") != "running",
+            what="the run to settle at its gate",
+        )
+
+    assert refusal.type == "UNAUTHORIZED"
+    assert run["status"] == "waiting"
+    assert run["requester"]["actor"] == "ada"
+
+
+async def test_judging_signals_for_a_run_that_did_not_ask_is_refused_and_audits_nothing(
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="lockgate.audit")
+    people = _people()
+    async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
+        run = await GraphClient(temporal_client, task_queue, signer=people.signer("ada")).start(
+            EssayReview, ALWAYS_FAILS
+        )
+        eds_answer = people.signer("ed").sign(answer_binding(run["awaiting"], "publish_as_is"))
+        batch = JudgeSignalsInput(
+            entries=[SignalEntry(name="decide", value=eds_answer)],
+            graph="essay:review",
+            run=run["run_id"],
+            execution=run["execution"],
+            status="waiting",
+            gate=run["awaiting"],
+        )
+        refusal = await _refusal_of(temporal_client, task_queue, "lockgate.judge_signals", batch)
+        # ed's answer is still good for the real run, which it publishes.
+        done = await temporal_client.get_workflow_handle(run["run_id"]).execute_update(
+            "decide", eds_answer, result_type=dict
+        )
+
+    judged = [
+        record.lockgate_audit
+        for record in caplog.records
+        if getattr(record, "lockgate_audit", {}).get("event", "").startswith("signal.")
+    ]
+    assert refusal.type == "UNAUTHORIZED"
+    assert judged == []
+    assert done["status"] == "finished"
+    assert done["channels"]["url"] == "https://essays.example/tides"
