@@ -40,7 +40,7 @@ from temporalio.worker import (
 )
 
 from lockgate import tool
-from lockgate.activities._temporal import ToolActivityInput
+from lockgate.activities._activity_inputs import ToolActivityInput
 from lockgate.gating import WorkerSecret
 
 BENCH = "activity_overhead"

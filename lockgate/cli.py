@@ -41,7 +41,8 @@ from lockgate.worker import (
     missing_search_attributes,
     run_worker,
 )
-from lockgate.workflows._client import GraphClient, ToolClient
+from lockgate.workflows._client import GraphClient
+from lockgate.workflows._tool_client import ToolClient
 
 __all__ = ["entry", "main"]
 

@@ -44,7 +44,7 @@ from lockgate.gating import (
     WorkerSecretError,
 )
 from lockgate.workflows._authority_context import AuthorityInterceptor
-from lockgate.workflows._client import DEFAULT_TASK_QUEUE
+from lockgate.workflows._client_support import DEFAULT_TASK_QUEUE
 from lockgate.workflows._compile import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES

@@ -24,7 +24,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from temporalio.workflow import ActivityCancellationType
 
 from lockgate import Directory, InMemoryRateLimiter, Signer, ToolClient, ToolRegistry, tool
-from lockgate.activities._temporal import ToolActivityInput
+from lockgate.activities._activity_inputs import ToolActivityInput
 from lockgate.gating import generate_private_key, public_key_text, tool_binding
 from lockgate.testing import Identities
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id

@@ -52,7 +52,7 @@ from temporalio.worker import (
 from examples.essay_review import EssayReview
 from examples.memo_clearance import MemoClearance
 from lockgate import GraphClient, LockgatePlugin, ToolClient
-from lockgate.activities._temporal import ToolActivityInput
+from lockgate.activities._activity_inputs import ToolActivityInput
 from lockgate.devserver import temporal_binary
 from lockgate.gating import Actor
 from lockgate.testing import Identities

@@ -22,7 +22,7 @@ from temporalio.worker import Worker
 
 from examples.essay_review import EssayReview
 from lockgate import GraphClient
-from lockgate.activities._temporal import (
+from lockgate.activities._activity_inputs import (
     JudgeSignalsInput,
     PrepareCallInput,
     SignalEntry,

@@ -18,7 +18,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from examples.essay_review import EssayReview
 from lockgate import Signer, tool
-from lockgate.activities._temporal import ToolActivityInput
+from lockgate.activities._activity_inputs import ToolActivityInput
 from lockgate.gating import digest, generate_private_key, tool_binding
 from lockgate.testing import Identities
 from lockgate.workflows import StartGraphInput

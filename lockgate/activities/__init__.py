@@ -1,5 +1,6 @@
 """Tools: `@tool`, `Param`, the registry that runs the pipeline, and their activities."""
 
+from lockgate.activities._activity_inputs import ToolActivityInput
 from lockgate.activities._budget import BudgetReport, context_tokens, estimate_tokens
 from lockgate.activities._ledger import SPENT_PROOF_WORKFLOW, TemporalNonceLedger, spent_proof_id
 from lockgate.activities._refusal import Refusal
@@ -17,7 +18,7 @@ from lockgate.activities._sealed_calls import (
     current_seal,
     tool_activity_binding,
 )
-from lockgate.activities._temporal import CALLER_MISTAKES, ToolActivities, ToolActivityInput
+from lockgate.activities._temporal import CALLER_MISTAKES, ToolActivities
 from lockgate.activities._tool import (
     ArgumentsInvalid,
     Param,

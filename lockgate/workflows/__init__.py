@@ -1,7 +1,7 @@
 """Declared graphs and their Temporal workflows, the durable tool call, and the client."""
 
 from lockgate.workflows._carry import CarriedState
-from lockgate.workflows._client import GraphClient, ToolClient
+from lockgate.workflows._client import GraphClient
 from lockgate.workflows._compile import (
     CompiledAsk,
     CompiledGraph,
@@ -37,6 +37,7 @@ from lockgate.workflows._tool_call import (
     ToolCallWorkflow,
     WaitCallInput,
 )
+from lockgate.workflows._tool_client import ToolClient
 
 __all__ = [
     "LOCKGATE_AWAITING",

@@ -33,8 +33,8 @@ from temporalio.worker import (
 )
 
 from lockgate.activities import SEAL_HEADER, SealReader, ToolActivityInput, tool_activity_binding
+from lockgate.activities._activity_inputs import JudgeSignalsInput, carry_binding
 from lockgate.activities._sealed_calls import header_text
-from lockgate.activities._temporal import JudgeSignalsInput, carry_binding
 from lockgate.gating import Authority
 
 __all__ = [

@@ -12,7 +12,6 @@ a graph type served on the client's own task queue.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections.abc import Mapping
 from datetime import timedelta
@@ -31,9 +30,8 @@ from temporalio.common import (
     SearchAttributePair,
     TypedSearchAttributes,
     WorkflowIDConflictPolicy,
-    WorkflowIDReusePolicy,
 )
-from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from lockgate.gating import (
@@ -44,11 +42,15 @@ from lockgate.gating import (
     OpenGate,
     Signer,
     answer_binding,
-    confirm_binding,
     judge_viewer,
     resume_binding,
     start_binding,
-    tool_binding,
+)
+from lockgate.workflows._client_support import (
+    DEFAULT_TASK_QUEUE,
+    describe_worker,
+    refusal,
+    update_refusal,
 )
 from lockgate.workflows._declare import graph_spec
 from lockgate.workflows._graph_inputs import SettleInput, StartGraphInput
@@ -57,32 +59,12 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_GRAPH,
     LOCKGATE_STATE,
 )
-from lockgate.workflows._tool_call import (
-    CallToolInput,
-    ConfirmCallInput,
-    DescribeWorkflow,
-    WaitCallInput,
-    call_workflow_id,
-)
 
-__all__ = ["DEFAULT_TASK_QUEUE", "GraphClient", "ToolClient", "describe_worker", "refusal"]
+__all__ = ["GraphClient"]
 
-DEFAULT_TASK_QUEUE = "lockgate"
 
 _QUERY_TIMEOUT = timedelta(seconds=10)
 """How long a client waits for a run's worker to say what the run waits for."""
-
-
-def refusal(code: str | ErrorCode, error: str, **facts: Any) -> dict[str, Any]:
-    """The shape of every refusal: ``{ok: False, code, error}`` plus facts."""
-    return {"ok": False, "code": str(code), "error": error, **facts}
-
-
-def _update_refusal(error: WorkflowUpdateFailedError, **facts: Any) -> dict[str, Any]:
-    cause = error.cause
-    if isinstance(cause, ApplicationError):
-        return refusal(cause.type or ErrorCode.INTERNAL_ERROR, cause.message, **facts)
-    return refusal(ErrorCode.INTERNAL_ERROR, str(cause or error), **facts)
 
 
 def _graph_name(graph: str | type) -> str:
@@ -200,7 +182,7 @@ class GraphClient:
                 "note": f"no worker settled the run within {self.wait_seconds:g}s; see `show`",
             }
         except WorkflowUpdateFailedError as error:
-            return _update_refusal(error, run_id=run_id)
+            return update_refusal(error, run_id=run_id)
         except RPCError as error:
             if error.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
                 # The run ended between looking it up and answering it.
@@ -492,16 +474,6 @@ class GraphClient:
         return await describe_worker(self.client, self.task_queue)
 
 
-async def describe_worker(client: Client, task_queue: str) -> dict[str, Any]:
-    """``{tools, graphs}`` the worker on ``task_queue`` serves, asked through a short workflow."""
-    described: dict[str, Any] = await client.execute_workflow(
-        DescribeWorkflow.run,
-        id=f"lockgate-describe-{uuid.uuid4().hex[:12]}",
-        task_queue=task_queue,
-    )
-    return described
-
-
 async def _describe(
     handle: WorkflowHandle[Any, Any],
 ) -> WorkflowExecutionDescription | dict[str, Any]:
@@ -518,113 +490,8 @@ def _status_name(status: WorkflowExecutionStatus | None) -> str:
     return status.name.lower() if status is not None else "in an unknown state"
 
 
-async def _settle_operation(operation: WithStartWorkflowOperation[Any, Any]) -> None:
-    # The operation keeps the start's own failure in a future; retrieving it keeps asyncio from
-    # logging "Future exception was never retrieved" for a refusal already answered.
-    with contextlib.suppress(Exception):
-        await operation.workflow_handle()
-
-
 def _summary_of(inputs: Mapping[str, Any]) -> str:
     for value in inputs.values():
         if isinstance(value, str) and value:
             return value[:80]
     return "run"
-
-
-class ToolClient:
-    """Calls tools through Temporal, durably: one call per request id, however often asked.
-
-    Args:
-        client: A Temporal client.
-        task_queue: Where the lockgate worker listens.
-        signer: Signs each call (its principal's scopes then apply); unsigned calls are
-            ``unverified:<channel>`` and hold nothing.
-        channel: The channel of unsigned calls.
-    """
-
-    def __init__(
-        self,
-        client: Client,
-        task_queue: str = DEFAULT_TASK_QUEUE,
-        signer: Signer | None = None,
-        *,
-        channel: str = "temporal",
-    ) -> None:
-        self.client = client
-        self.task_queue = task_queue
-        self.signer = signer
-        self.channel = channel
-
-    async def call(
-        self,
-        tool: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        request_id: str | None = None,
-    ) -> dict[str, Any]:
-        """Calls ``tool``; returns its result, or the request to confirm it (with the token).
-
-        Asking again with the same ``request_id`` returns the first answer, never runs twice.
-        """
-        request_id = request_id or uuid.uuid4().hex
-        arguments = dict(arguments or {})
-        proof = None
-        if self.signer is not None:
-            proof = self.signer.sign(tool_binding(tool, arguments, request_id))
-        call = CallToolInput(tool, arguments, proof, self.channel, request_id)
-        workflow_id = call_workflow_id(request_id)
-        operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
-            "lockgate.tool_call",
-            call,
-            id=workflow_id,
-            task_queue=self.task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            static_summary=f"{tool} ({request_id})",
-        )
-        try:
-            result: dict[str, Any] = await self.client.execute_update_with_start_workflow(
-                "outcome",
-                WaitCallInput(),
-                start_workflow_operation=operation,
-                result_type=dict,
-            )
-            if (result.get("meta") or {}).get("requires_confirmation"):
-                # The token is not in the update's result (history keeps that); ask for it.
-                handle = self.client.get_workflow_handle(workflow_id)
-                with contextlib.suppress(WorkflowQueryFailedError):
-                    # Fails only if the call expired meanwhile; the result says it needed one.
-                    result["data"] = await handle.query("confirmation", result_type=dict)
-            return result
-        except WorkflowAlreadyStartedError:
-            # The call already ran and closed: its first answer stands.
-            await _settle_operation(operation)
-            handle = self.client.get_workflow_handle(workflow_id, result_type=dict)
-            finished: dict[str, Any] = await handle.result()
-            return finished
-        except WorkflowUpdateFailedError as error:
-            return _update_refusal(error, request_id=request_id)
-
-    async def confirm(self, request_id: str, token: str) -> dict[str, Any]:
-        """Confirms a pending call with its token; returns the call's result."""
-        proof = None
-        if self.signer is not None:
-            proof = self.signer.sign(confirm_binding(request_id, token))
-        handle = self.client.get_workflow_handle(call_workflow_id(request_id))
-        try:
-            result: dict[str, Any] = await handle.execute_update(
-                "confirm", ConfirmCallInput(token, proof), result_type=dict
-            )
-            return result
-        except WorkflowUpdateFailedError as error:
-            return _update_refusal(error, request_id=request_id)
-        except RPCError as error:
-            if error.status == RPCStatusCode.NOT_FOUND:
-                return refusal(ErrorCode.NOT_FOUND, f"No call '{request_id}'.")
-            raise
-
-    async def list(self) -> list[dict[str, Any]]:
-        """The tools the worker on this task queue serves, in the MCP / LLM wire shape."""
-        tools: list[dict[str, Any]] = (await describe_worker(self.client, self.task_queue))["tools"]
-        return tools

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 from temporalio import workflow
 
 from lockgate.activities import Refusal
-from lockgate.activities._temporal import carry_binding
+from lockgate.activities._activity_inputs import carry_binding
 from lockgate.gating import (
     MAX_WAITING_SETTLES,
     Actor,

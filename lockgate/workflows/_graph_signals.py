@@ -15,7 +15,7 @@ from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError
 
-from lockgate.activities._temporal import JudgeSignalsInput, SignalEntry
+from lockgate.activities._activity_inputs import JudgeSignalsInput, SignalEntry
 from lockgate.gating import (
     MAX_ANSWER_BYTES,
     ErrorCode,

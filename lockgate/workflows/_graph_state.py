@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from temporalio import workflow
 from temporalio.common import SearchAttributeUpdate
 
-from lockgate.activities._temporal import SignalEntry
+from lockgate.activities._activity_inputs import SignalEntry
 from lockgate.gating import (
     MAX_REFUSED_SIGNALS_KEPT,
     TRAIL_PAGE,

@@ -23,7 +23,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from lockgate.activities import CALLER_MISTAKES
-from lockgate.activities._temporal import (
+from lockgate.activities._activity_inputs import (
     ToolActivityInput,
     VerifyCarriedInput,
     VerifyStartInput,

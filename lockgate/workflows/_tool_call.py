@@ -19,7 +19,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from lockgate.activities import CALLER_MISTAKES, SPENT_PROOF_WORKFLOW, Refusal, Retry
-from lockgate.activities._temporal import PrepareCallInput, ToolActivityInput
+from lockgate.activities._activity_inputs import PrepareCallInput, ToolActivityInput
 from lockgate.gating import (
     MAX_ANSWER_BYTES,
     MAX_START_BYTES,
