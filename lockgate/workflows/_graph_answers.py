@@ -155,6 +155,9 @@ class GraphAnswers(GraphSignals):
                 node=self._parked.node if self._parked else None,
             )
 
+    def _answerable(self) -> bool:
+        return self._gate is not None and self._answer is None and self._carry != "pending"
+
     def _not_ready(self, authority: Authority) -> Judgement | None:
         """A refusal while this run cannot take answers: its carried state is not yet believed
         (and its seal does not open now), or it is moving to a new history."""
@@ -260,8 +263,9 @@ class GraphAnswers(GraphSignals):
             "run_id": self._run_id,
             "execution": self._execution,
             "status": self._status,
-            "gate": self._gate_view() if self._gate and self._answer is None else None,
-            "parked": self._parked.to_dict() if self._parked else None,
+            # Nothing of a carried state is reported before its seal has been opened.
+            "gate": self._gate_view() if self._answerable() else None,
+            "parked": self._parked.to_dict() if self._parked and self._carry != "pending" else None,
         }
 
 
