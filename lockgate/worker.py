@@ -294,14 +294,16 @@ async def run_worker(
     stop: asyncio.Event | None = None,
     on_ready: Callable[[], None] | None = None,
 ) -> None:
-    """Serves ``task_queue`` until ``stop`` is set, or until SIGINT / SIGTERM.
+    """Serves ``task_queue`` until ``stop`` is set, or until SIGINT, SIGTERM or SIGHUP (the
+    terminal closing).
 
     Shuts down gracefully: polling stops, running activities get their grace period.
     """
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    hangup = getattr(signal, "SIGHUP", None)
+    for signum in (signal.SIGINT, signal.SIGTERM, *([hangup] if hangup is not None else [])):
         try:
             loop.add_signal_handler(signum, stop.set)
             installed.append(signum)

@@ -16,8 +16,8 @@ from pydantic import BaseModel
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from examples import essay_review as essay
 from lockgate import Signer, tool
+from lockgate.examples import essay_review as essay
 from lockgate.gating import answer_binding, resume_binding
 from lockgate.testing import Identities
 from lockgate.workflows import Appends, Ask, Because, Edge, Route, Target, graph

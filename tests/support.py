@@ -9,7 +9,7 @@ from typing import Any
 from lockgate.gating import WorkerSecret
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-"""The repository's root: where `lockgate` subprocesses run and `examples` import from."""
+"""The repository's root: where `lockgate` subprocesses run and `tests` import from."""
 
 
 def free_port() -> int:

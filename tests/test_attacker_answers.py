@@ -36,9 +36,9 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.worker import Worker
 
-from examples.essay_review import EssayReview
 from lockgate import Ask, Edge, GraphClient, LockgatePlugin, Route, Target, ToolContext, graph, tool
 from lockgate.devserver import temporal_binary
+from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding, gate_subject, start_binding
 from lockgate.testing import Identities
 from lockgate.workflows import (

@@ -49,11 +49,11 @@ from temporalio.worker import (
     WorkflowOutboundInterceptor,
 )
 
-from examples.essay_review import EssayReview
-from examples.memo_clearance import MemoClearance
 from lockgate import GraphClient, LockgatePlugin, ToolClient
 from lockgate.activities._activity_inputs import ToolActivityInput
 from lockgate.devserver import temporal_binary
+from lockgate.examples.essay_review import EssayReview
+from lockgate.examples.memo_clearance import MemoClearance
 from lockgate.gating import Actor
 from lockgate.testing import Identities
 from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES

@@ -20,7 +20,6 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import Worker
 
-from examples.essay_review import EssayReview
 from lockgate import GraphClient
 from lockgate.activities._activity_inputs import (
     JudgeSignalsInput,
@@ -29,6 +28,7 @@ from lockgate.activities._activity_inputs import (
     VerifyCarriedInput,
     VerifyStartInput,
 )
+from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding, start_binding
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS, eventually

@@ -52,8 +52,8 @@ from temporalio.worker import (
     Worker,
 )
 
-from examples.essay_review import EssayReview
 from lockgate import GraphClient, LockgatePlugin, ToolClient, tool
+from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import MAX_REFUSED_SIGNALS_KEPT, MAX_WAITING_SETTLES
 from lockgate.testing import Identities
 from lockgate.workflows._tool_call import call_workflow_id

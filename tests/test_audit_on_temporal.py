@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from examples.essay_review import EssayReview
 from lockgate import GraphClient, ToolClient, tool
+from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import AUDIT_LOGGER_NAME, answer_binding
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS

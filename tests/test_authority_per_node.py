@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import logging
 
-from examples.essay_review import EssayReview
-from examples.memo_clearance import MemoClearance
 from lockgate import GraphClient
+from lockgate.examples.essay_review import EssayReview
+from lockgate.examples.memo_clearance import MemoClearance
 from lockgate.testing import Identities
 from tests.graphs_for_tests import (
     ACTOR_KEYS,

@@ -16,9 +16,9 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from examples.essay_review import EssayReview
 from lockgate import ToolClient
 from lockgate.devserver import temporal_binary
+from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import Directory, Signer
 from lockgate.testing import WorkerFactory
 from lockgate.worker import missing_search_attributes
@@ -248,7 +248,7 @@ async def test_the_worker_command_serves_tools_and_stops_cleanly_on_sigterm(
         "lockgate.cli",
         "worker",
         "--tools",
-        "examples.essay_review",
+        "lockgate.examples.essay_review",
         "--task-queue",
         task_queue,
         cwd=lockgate_command.cwd,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from examples.essay_review import EssayReview
+from lockgate.examples.essay_review import EssayReview
 from lockgate.workflows import GraphDeclarationError, GraphRegistry, compile_graph
 from tests import graphs_for_tests as g
 

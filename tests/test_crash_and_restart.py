@@ -19,9 +19,9 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from examples.essay_review import EssayReview
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.devserver import DevServer
+from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import Identities
 from tests.graphs_for_tests import ALWAYS_FAILS
 from tests.reliability_graphs import SlowJob

@@ -1,10 +1,13 @@
-"""`lockgate dev` (what `make dev` runs): server, worker, demo people, next steps, clean stop."""
+"""`lockgate dev` (what `make dev` runs): server, worker, demo people, next steps, clean stop.
+
+Each runs the command in an empty folder, as after a `pip install`: the example graphs come from
+the package, and the state it makes lands in that folder's `.lockgate/`.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import socket
 import sys
@@ -32,7 +35,6 @@ async def _run(cwd: Path, environment: dict[str, str], *arguments: str) -> tuple
 async def test_lockgate_dev_serves_the_examples_to_demo_people_and_stops_on_ctrl_c(
     tmp_path: Path,
 ) -> None:
-    shutil.copytree(REPOSITORY / "examples", tmp_path / "examples")
     port = free_port()
     environment = {
         **os.environ,
@@ -73,6 +75,7 @@ async def test_lockgate_dev_serves_the_examples_to_demo_people_and_stops_on_ctrl
     status = await asyncio.wait_for(dev.wait(), 30)
 
     next_steps = "".join(printed)
+    assert f"export TEMPORAL_ADDRESS=127.0.0.1:{port}" in next_steps
     assert "lockgate start essay:review --as ada" in next_steps
     assert "lockgate decide <run-id> publish_as_is --as ed" in next_steps
     assert called[0] == 0, called[2]
@@ -82,5 +85,46 @@ async def test_lockgate_dev_serves_the_examples_to_demo_people_and_stops_on_ctrl
         assert f"[principals.{principal}]" in directory
         assert (tmp_path / ".lockgate" / "keys" / f"{principal}.key").exists()
     assert status == 0
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", port))  # the server is gone: its port is free again
+    assert not _accepts_connections(port)  # the server is gone with it
+
+
+async def test_closing_the_terminal_ends_lockgate_dev_and_its_server(tmp_path: Path) -> None:
+    port, ui_port = free_port(), free_port()
+    dev = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "lockgate.cli",
+        "dev",
+        "--port",
+        str(port),
+        "--ui-port",
+        str(ui_port),
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPOSITORY)},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert dev.stdout is not None
+    printed: list[str] = []
+    while not any("Ctrl-C stops" in line for line in printed):
+        line = await asyncio.wait_for(dev.stdout.readline(), 60)
+        assert line, "lockgate dev exited before it was up"
+        printed.append(line.decode())
+    ui_was_served = _accepts_connections(ui_port)
+
+    dev.send_signal(signal.SIGHUP)
+    status = await asyncio.wait_for(dev.wait(), 30)
+
+    assert f"Temporal Web UI:  http://127.0.0.1:{ui_port}" in "".join(printed)
+    assert ui_was_served
+    assert status == 0
+    assert not _accepts_connections(port)
+    assert not _accepts_connections(ui_port)
+
+
+def _accepts_connections(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False

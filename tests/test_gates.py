@@ -12,8 +12,8 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowUpdateFailedError
 
-from examples.essay_review import EssayReview
 from lockgate import GraphClient
+from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding
 from tests.graphs_for_tests import (
     ALWAYS_FAILS,

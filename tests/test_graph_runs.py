@@ -12,9 +12,9 @@ from __future__ import annotations
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from examples.essay_review import EssayReview
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.devserver import temporal_binary
+from lockgate.examples.essay_review import EssayReview
 from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES
 from tests.graphs_for_tests import (
     ALWAYS_FAILS,

@@ -22,8 +22,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.worker import Worker
 
-from examples.essay_review import EssayReview
 from lockgate import ErrorCode, GraphClient, LockgatePlugin
+from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding
 from lockgate.testing import Identities
 from tests.graphs_for_tests import ALWAYS_FAILS

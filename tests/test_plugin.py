@@ -11,9 +11,9 @@ from temporalio import activity, workflow
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from examples.essay_review import EssayReview
 from lockgate import LockgatePlugin, ToolClient, tool
 from lockgate.devserver import temporal_binary
+from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import Identities
 from lockgate.worker import SearchAttributesMissingError
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES

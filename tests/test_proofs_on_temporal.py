@@ -16,9 +16,9 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from examples.essay_review import EssayReview
 from lockgate import Signer, tool
 from lockgate.activities._activity_inputs import ToolActivityInput
+from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import digest, generate_private_key, tool_binding
 from lockgate.testing import Identities
 from lockgate.workflows import StartGraphInput

@@ -6,8 +6,8 @@ import asyncio
 
 from temporalio.client import Client, WorkflowUpdateFailedError
 
-from examples.essay_review import EssayReview
 from lockgate import GraphClient
+from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS

@@ -43,7 +43,7 @@ def test_the_tools_example_runs_and_its_assertions_hold(capsys: pytest.CaptureFi
 
 def test_the_graph_example_is_the_declaration_in_examples_essay_review() -> None:
     example = _block_containing("python", "@graph(")
-    source = (REPOSITORY / "examples" / "essay_review.py").read_text()
+    source = (REPOSITORY / "lockgate" / "examples" / "essay_review.py").read_text()
 
     assert example.strip() in source
 
@@ -93,7 +93,7 @@ def test_every_lockgate_command_in_the_readme_parses(command: str) -> None:
 async def test_the_testing_example_runs_with_the_fixtures_it_names(
     lockgate_worker: Any, temporal_client: Client, task_queue: str
 ) -> None:
-    from examples.essay_review import publish
+    from lockgate.examples.essay_review import publish
 
     example = _block_containing("python", "async def test_publishing_needs_the_scope")
     namespace: dict[str, Any] = {"__name__": "readme_testing", "publish": publish}

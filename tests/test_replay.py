@@ -20,10 +20,10 @@ import pytest
 from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
-from examples.essay_review import EssayReview
-from examples.memo_clearance import MemoClearance
-from examples.publish_post import PublishPost
 from lockgate import GraphClient, LockgatePlugin
+from lockgate.examples.essay_review import EssayReview
+from lockgate.examples.memo_clearance import MemoClearance
+from lockgate.examples.publish_post import PublishPost
 from lockgate.gating import answer_binding
 from lockgate.testing import Identities
 from tests.graphs_for_tests import (

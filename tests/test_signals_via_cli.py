@@ -15,9 +15,9 @@ from typing import Any
 
 from temporalio.client import Client
 
-from examples.essay_review import EssayReview
 from lockgate import GraphClient
 from lockgate.devserver import temporal_binary
+from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding
 from tests.graphs_for_tests import ACTOR_KEYS, ALWAYS_FAILS, essay_people, eventually, trail_of
 

