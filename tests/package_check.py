@@ -124,7 +124,8 @@ def check(version: str, interpreter: str, wheel: Path, work: Path) -> str:
             time.sleep(0.2)
         channels = answered.get("channels")
         url = channels.get("url") if isinstance(channels, dict) else None
-        return f"finished {run_id}: {url}; SIGHUP ended lockgate dev (exit {dev.returncode}) and its server"
+        ended = f"SIGHUP ended lockgate dev (exit {dev.returncode}) and its server"
+        return f"finished {run_id}: {url}; {ended}"
     finally:
         if dev.poll() is None:
             dev.kill()
