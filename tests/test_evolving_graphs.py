@@ -6,7 +6,9 @@ from temporalio.client import Client
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.testing import Identities, WorkerFactory
+from tests.graphs_for_tests import eventually
 from tests.reliability_graphs import DocReviewV1, DocReviewV2
+from tests.support import failed_workflow_tasks
 
 PEOPLE = {"ada": {}, "ed": {"roles": ["editor"]}}
 
@@ -92,3 +94,42 @@ async def test_a_new_run_cannot_choose_an_older_version_the_worker_still_serves(
         "runs that started on it."
     )
     assert refused["trail"] == []
+
+
+async def test_a_run_whose_version_is_no_longer_served_fails_its_task_until_it_is_served_again(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = Identities(PEOPLE)
+    ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
+    ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
+    async with lockgate_worker(graphs=[DocReviewV1], directory=people.directory):
+        started = await ada.start(DocReviewV1, {"title": "Tides"})
+    handle = temporal_client.get_workflow_handle(started["run_id"])
+
+    # A deployment that dropped v1 while v1 runs are open: the run's task fails, loudly.
+    v2_only = LockgatePlugin(graphs=[DocReviewV2], directory=people.directory, secret=people.secret)
+    async with lockgate_worker(plugin=v2_only):
+        await handle.signal("decide", {"choice": "approve"})  # anything that wakes the run
+        failures = await eventually(
+            lambda: failed_workflow_tasks(handle),
+            lambda found: bool(found),
+            what="the run's task failing on the v2-only worker",
+        )
+    # v1 is served again: the task is retried and the run carries on where it was.
+    both = LockgatePlugin(
+        graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
+    )
+    async with lockgate_worker(plugin=both):
+        answered = await eventually(
+            lambda: ed.decide(started["run_id"], "approve"),
+            lambda result: result.get("status") == "finished",
+            seconds=60,
+            what="the v1 run answered once a worker serves v1 again",
+        )
+    memo = await (await handle.describe()).memo()
+
+    message = failures[0].workflow_task_failed_event_attributes.failure.message
+    assert "started on a version this worker does not serve (it serves 2)" in message
+    assert answered["version"] == 1
+    assert answered["channels"]["outcome"] == "published"
+    assert memo["lockgate_version"] == 1

@@ -179,7 +179,9 @@ class GraphState:
         self._settles += 1
 
     def _upsert_search_attributes(self) -> None:
-        """Brings the run's search attributes up to date, writing only what changed."""
+        """Brings the run's search attributes up to date, writing only what changed, and tells
+        the Temporal UI what the run waits for (its current details)."""
+        workflow.set_current_details(self._details())
         current = workflow.info().typed_search_attributes
         wanted = {
             LOCKGATE_GRAPH: self._graph.name,
@@ -194,16 +196,46 @@ class GraphState:
         if updates:
             workflow.upsert_search_attributes(updates)
 
+    def _details(self) -> str:
+        """What the run is doing, in the Temporal UI's words (Markdown)."""
+        graph = f"**{self._graph.name}** v{self._graph.version}"
+        if self._status == "waiting" and self._gate is not None:
+            options = ", ".join(f"`{option}`" for option in self._gate.options)
+            return (
+                f"{graph} waits for a(n) **{self._gate.role}** at gate `{self._gate.gate}`: "
+                f"{self._gate.because} Options: {options}. Answer with `lockgate decide "
+                f"{self._run_id} OPTION --as YOU`."
+            )
+        if self._status == "parked" and self._parked is not None:
+            return (
+                f"{graph} is parked at node `{self._parked.node}` ({self._parked.operation}): "
+                f"`lockgate resume {self._run_id} --as SOMEONE` carries it on."
+            )
+        if self._status == "refused" and self._refusal is not None:
+            return f"{graph}: refused [{self._refusal.code}] {self._refusal.sentence}"
+        if self._status == "finished":
+            return f"{graph} finished."
+        return f"{graph} is running (at `{self._state}`, driven by {self._driver.actor})."
+
     def _sync_memo(self) -> None:
-        """Overwrites any lockgate memo the starter wrote: only the run says what it waits for."""
-        wanted = {
+        """Overwrites any lockgate memo the starter wrote: only the run says what it waits for,
+        and on which version of its graph it runs."""
+        wanted: dict[str, Any] = {
             "lockgate_gate": self._gate_memo() if self._gate is not None else None,
             "lockgate_parked": self._parked.to_dict() if self._parked is not None else None,
+            "lockgate_version": self._graph.version,
         }
         stale: dict[str, Any] = {}
         for key, value in wanted.items():
             written = workflow.memo_value(key, default=None)
-            if (written is None) != (value is None):
+            # The gate and park are written as they open and close; only their presence is
+            # checked here (a forged one goes). The version is the run's own, always.
+            differs = (
+                written != value
+                if key == "lockgate_version"
+                else (written is None) != (value is None)
+            )
+            if differs:
                 stale[key] = value
         if stale:
             workflow.upsert_memo(stale)

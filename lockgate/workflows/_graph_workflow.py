@@ -516,19 +516,36 @@ class GraphRun(GraphAnswers):
                 return self._view(trail_limit=None)
 
 
+class UnservedVersionError(Exception):
+    """A run started on a graph version this worker does not serve.
+
+    Raised in workflow code, outside the workflow's failure types, so it fails the run's task,
+    loudly and visibly in the Temporal UI, and the task is retried: a worker that serves the
+    version (deploy the old ``@graph(..., version=N)`` class beside the new one) takes it up and
+    the run carries on where it was.
+    """
+
+
 def _pinned_version(versions: dict[int, CompiledGraph]) -> int:
     """The version a run follows for its whole life, even after newer ones are deployed.
 
     A new run takes the newest version this worker serves and records it with a patch marker
-    (one per version above the oldest); a replayed run finds the marker its first task wrote,
-    or none, and so follows the version it started with.
+    (``lockgate:<graph>@v<version>``, every version has one); a replayed run finds the marker its
+    first task wrote. A run whose marker names none of the versions served here fails its task
+    until a worker that serves it comes back (see :class:`UnservedVersionError`).
     """
-    ordered = sorted(versions)
+    ordered = sorted(versions, reverse=True)
     name = versions[ordered[0]].name
-    for version in reversed(ordered[1:]):
+    for version in ordered:
         if workflow.patched(f"lockgate:{name}@v{version}"):
             return version
-    return ordered[0]
+    served = ", ".join(str(version) for version in sorted(versions))
+    raise UnservedVersionError(
+        f"Run '{workflow.info().workflow_id}' of '{name}' started on a version this worker does "
+        f"not serve (it serves {served}); its version is in its memo (lockgate_version). Serve "
+        "that version's @graph class beside the new one until its runs finish: this task is "
+        "retried and the run carries on."
+    )
 
 
 def _case(enum_type: type[enum.Enum], value: Any) -> str | None:
