@@ -171,7 +171,9 @@ class LockgatePlugin(SimplePlugin):
             raise WorkerSecretError(_NO_SECRET)
         self.authority = authority
         self.check_search_attributes = check_search_attributes
-        self.tool_activities = ToolActivities(self.registry, self.authority, self.graphs.catalogue)
+        self.tool_activities = ToolActivities(
+            self.registry, self.authority, self.graphs.catalogue, self.graphs.model
+        )
         self.graph_workflows = [
             graph_workflow(name, self.graphs.versions(name)) for name in self.graphs.names()
         ]

@@ -11,8 +11,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from enum import Enum
 from typing import Annotated, Any, TypeVar
+from uuid import uuid4
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
@@ -557,3 +558,43 @@ def keys_of(rows: Iterable[Mapping[str, Any]]) -> set[str]:
 )
 class EssayReviewReshaped(essay.EssayReview):
     pass
+
+
+# --- A channel whose default is made per run ------------------------------------------------------
+
+
+class Docket(str, Enum):
+    FILED = "filed"
+
+
+class Ticketed(BaseModel):
+    ticket: str
+    state: Docket
+
+
+@tool("ticket:file", "File the request under its ticket.")
+async def file_ticket(ticket: str) -> Ticketed:
+    return Ticketed(ticket=ticket, state=Docket.FILED)
+
+
+@tool("ticket:close", "Close the ticket.")
+async def close_ticket(ticket: str) -> None:
+    return None
+
+
+class TicketCall(str, Enum):
+    CLOSE = "close"
+
+
+@graph(
+    "ticket:desk",
+    "File a request under a fresh ticket, then wait for a clerk to close it.",
+    start=file_ticket,
+    routes=[Route(Docket.FILED, to=TicketCall), Route(TicketCall.CLOSE, to=close_ticket)],
+    asks=[Ask(TicketCall, of="clerk", because="A clerk closes each ticket.")],
+    allow_unsigned_start=True,
+)
+class TicketDesk(BaseModel):
+    # Made per run, when the run's start is checked on the worker, and recorded there.
+    ticket: Annotated[str, Target()] = Field(default_factory=lambda: uuid4().hex)
+    state: Docket | None = None

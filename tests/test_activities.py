@@ -287,6 +287,7 @@ async def test_the_scopes_a_call_is_judged_by_come_from_the_workers_directory_at
         granted = await signed.call("demo:add", {"a": 1, "b": 2}, request_id=f"r-{uuid4().hex}")
         path.write_text(directory_text(["reading"]))
         now[0] += 5  # past the Directory's once-a-second look at its file
+        directory.refresh()  # what its watcher thread does
         revoked = await signed.call("demo:add", {"a": 1, "b": 2}, request_id=f"r-{uuid4().hex}")
 
     assert granted["success"] is True, granted

@@ -522,7 +522,13 @@ async def test_a_forged_gate_memo_written_at_start_is_overwritten_before_the_run
     converter = temporal_client.data_converter.payload_converter
     assert converter.from_payload(upserted.fields["lockgate_gate"]) is None
     # And over the forged state: "running" before the first node, not the starter's "waiting".
-    first_upsert = kinds.index(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES)
+    # (The version's patch marker writes TemporalChangeVersion first; the state comes next.)
+    first_upsert = next(
+        index
+        for index, event in enumerate(events)
+        if LOCKGATE_STATE.name
+        in event.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+    )
     assert first_upsert < kinds.index(SCHEDULED)
     indexed = events[first_upsert].upsert_workflow_search_attributes_event_attributes
     state = indexed.search_attributes.indexed_fields[LOCKGATE_STATE.name]

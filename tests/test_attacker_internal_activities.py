@@ -1,6 +1,6 @@
 """The attacker schedules lockgate's own activities from a workflow of their own.
 
-lockgate's checks (verifying a start, opening a carried state, preparing a durable call) run as
+lockgate's checks (opening a start, opening a carried state, preparing a durable call) run as
 local activities, which only workflow code on the worker itself can start; judging signals runs
 as a regular activity under the worker secret's seal. Scheduled by anyone else, from their own
 worker and task queue, each is refused: no proof is spent for them, no verdict audited.
@@ -23,10 +23,10 @@ from temporalio.worker import Worker
 from lockgate import GraphClient
 from lockgate.activities._activity_inputs import (
     JudgeSignalsInput,
+    OpenStartInput,
     PrepareCallInput,
     SignalEntry,
     VerifyCarriedInput,
-    VerifyStartInput,
 )
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding, start_binding
@@ -77,9 +77,9 @@ async def _refusal_of(
     ("activity", "argument"),
     [
         pytest.param(
-            "lockgate.verify_start",
-            VerifyStartInput(proof={}, graph="essay:review", run="r", inputs={}, execution="e"),
-            id="verify_start",
+            "lockgate.open_start",
+            OpenStartInput(graph="essay:review", version=1, run="r", execution="e", inputs={}),
+            id="open_start",
         ),
         pytest.param(
             "lockgate.verify_carried",
@@ -110,17 +110,22 @@ async def test_lockgates_own_checks_refuse_to_run_as_anyone_elses_regular_activi
     assert "runs only as a local activity of lockgate's own workflows" in refusal.message
 
 
-async def test_a_start_proof_from_history_cannot_be_spent_through_verify_start_by_anyone_else(
+async def test_a_start_proof_from_history_cannot_be_spent_through_open_start_by_anyone_else(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     people = _people()
     run_id = f"essay:review-{uuid.uuid4().hex[:12]}"
     proof = people.signer("ada").sign(start_binding("essay:review", run_id, ALWAYS_FAILS))
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
-        stolen = VerifyStartInput(
-            proof=proof, graph="essay:review", run=run_id, inputs=ALWAYS_FAILS, execution="mine"
+        stolen = OpenStartInput(
+            graph="essay:review",
+            version=1,
+            run=run_id,
+            execution="mine",
+            inputs=ALWAYS_FAILS,
+            proof=proof,
         )
-        refusal = await _refusal_of(temporal_client, task_queue, "lockgate.verify_start", stolen)
+        refusal = await _refusal_of(temporal_client, task_queue, "lockgate.open_start", stolen)
         # The proof was not spent for the attacker: its own run still starts with it.
         handle = await temporal_client.start_workflow(
             "essay:review",

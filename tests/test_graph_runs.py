@@ -21,10 +21,12 @@ from tests.graphs_for_tests import (
     FAILS_ONCE,
     PASSES_FIRST_TIME,
     OpenEssay,
+    TicketDesk,
     essay_people,
     eventually,
     trail_of,
 )
+from tests.support import SECRET
 
 
 def people():
@@ -253,3 +255,21 @@ async def test_a_run_that_continues_as_new_keeps_its_trail_budget_and_requester(
         ("grade", "ran", "ed"),
     ]
     assert again["awaiting"]["gate"] == "editor_call#2"
+
+
+async def test_a_default_factory_channel_is_made_per_run_and_replays_as_made(
+    temporal_client, task_queue
+):
+    plugin = LockgatePlugin(graphs=[TicketDesk], secret=SECRET)
+    starter = GraphClient(temporal_client, task_queue)
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[plugin]):
+        first = await starter.start(TicketDesk, {})
+        second = await starter.start(TicketDesk, {})
+    # A fresh worker has nothing cached: it rebuilds the run from its history to answer.
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[plugin]):
+        replayed = await starter.show(first["run_id"])
+
+    assert first["status"] == second["status"] == "waiting"
+    assert first["channels"]["ticket"] != second["channels"]["ticket"]
+    assert replayed["channels"]["ticket"] == first["channels"]["ticket"]
+    assert replayed["awaiting"]["target"] == {"ticket": first["channels"]["ticket"]}

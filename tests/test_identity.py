@@ -534,12 +534,31 @@ def test_a_watched_directory_picks_up_a_changed_file(tmp_path, ed_key):
     path.write_text(directory_toml(public_key_text(ed_key)).replace('"essay:publish"', ""))
 
     monotonic.now += 0.5
+    watched.refresh()
     before_a_second = watched.scopes_of("ed")
     monotonic.now += 0.6
+    watched.refresh()
     after_a_second = watched.scopes_of("ed")
+    watched.close()
 
     assert before_a_second == frozenset({"essay:publish"})
     assert after_a_second == frozenset()
+
+
+def test_looking_up_a_watched_directory_never_reads_the_file(tmp_path, ed_key):
+    path = tmp_path / "directory.toml"
+    path.write_text(directory_toml(public_key_text(ed_key)))
+    monotonic = FakeClock(100.0)
+    watched = Directory.load(path, watch=True, clock=monotonic)
+    watched.close()
+    path.write_text(directory_toml(public_key_text(ed_key)).replace('"essay:publish"', ""))
+    monotonic.now += 5
+
+    looked_up = watched.scopes_of("ed")  # what a validator does: memory only
+    watched.refresh()  # what the watcher thread does
+
+    assert looked_up == frozenset({"essay:publish"})
+    assert watched.scopes_of("ed") == frozenset()
 
 
 def test_a_watched_directory_keeps_its_last_good_entries_when_the_file_breaks(
@@ -553,7 +572,9 @@ def test_a_watched_directory_keeps_its_last_good_entries_when_the_file_breaks(
     monotonic.now += 2
 
     with caplog.at_level(logging.WARNING, logger="lockgate.identity"):
+        watched.refresh()
         scopes = watched.scopes_of("ed")
+    watched.close()
 
     assert scopes == frozenset({"essay:publish"})
     assert "Keeping the last good directory" in caplog.text

@@ -14,11 +14,11 @@ from lockgate.gating import fingerprint
 
 __all__ = [
     "JudgeSignalsInput",
+    "OpenStartInput",
     "PrepareCallInput",
     "SignalEntry",
     "ToolActivityInput",
     "VerifyCarriedInput",
-    "VerifyStartInput",
     "carry_binding",
 ]
 
@@ -53,14 +53,25 @@ class ToolActivityInput:
 
 
 @dataclass
-class VerifyStartInput:
-    """Verifies the proof a graph run was started with, and spends it for this execution."""
+class OpenStartInput:
+    """Opens a graph run's start: its channels checked against the graph's model (defaults made
+    for this run), and its proof, if any, verified and spent for this execution.
 
-    proof: Any
+    Attributes:
+        graph: The graph.
+        version: The version the run follows.
+        run: The run's workflow id.
+        execution: Its first run id.
+        inputs: The starting channel values as sent.
+        proof: The start proof, or None for an unsigned start.
+    """
+
     graph: str
+    version: int
     run: str
+    execution: str
     inputs: dict[str, Any]
-    execution: str = ""
+    proof: Any = None
 
 
 @dataclass

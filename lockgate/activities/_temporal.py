@@ -14,16 +14,17 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from lockgate.activities._activity_inputs import (
     JudgeSignalsInput,
+    OpenStartInput,
     PrepareCallInput,
     SignalEntry,
     ToolActivityInput,
     VerifyCarriedInput,
-    VerifyStartInput,
     carry_binding,
 )
 from lockgate.activities._refusal import Refusal
@@ -90,6 +91,16 @@ def _binding_or_refusal(
         )
 
 
+def _start_refused(code: ErrorCode, reason: str) -> dict[str, Any]:
+    return {
+        "channels": None,
+        "ignored_inputs": [],
+        "actor": None,
+        "code": code.value,
+        "reason": reason,
+    }
+
+
 def _only_local(info: activity.Info) -> None:
     """Refuses one of lockgate's own checks scheduled as a regular activity.
 
@@ -140,6 +151,7 @@ class ToolActivities:
         registry: The tools.
         authority: The worker's Directory, verifier, ledger, secret and audit log.
         catalogue: Lists the graphs the worker serves, for ``lockgate.describe``.
+        models: The channel model of a graph's version, for opening a run's start.
     """
 
     def __init__(
@@ -147,18 +159,20 @@ class ToolActivities:
         registry: ToolRegistry,
         authority: Authority,
         catalogue: Callable[[], list[dict[str, Any]]] | None = None,
+        models: Callable[[str, int], type[BaseModel] | None] | None = None,
     ) -> None:
         self.registry = registry
         self.authority = authority
         self._catalogue = catalogue
+        self._models = models
 
     def activities(self) -> list[Callable[..., Any]]:
-        """One activity per tool, plus lockgate's own: verify a start or a carried state, judge
+        """One activity per tool, plus lockgate's own: open a start, open a carried state, judge
         signals, prepare a call, describe the worker."""
         tool_activities = [self._tool_activity(definition) for definition in self.registry]
         return [
             *tool_activities,
-            self.verify_start,
+            self.open_start,
             self.verify_carried,
             self.judge_signals,
             self.prepare_call,
@@ -288,21 +302,53 @@ class ToolActivities:
             details["retry_after_seconds"] = result.meta.get("retry_after_seconds")
         return _refusal(error.code, error.message, **details)
 
-    @activity.defn(name="lockgate.verify_start")
-    async def verify_start(self, start: VerifyStartInput) -> dict[str, Any]:
-        """Verifies a start proof and spends it for this execution; the history keeps the verdict
-        for every replay."""
+    @activity.defn(name="lockgate.open_start")
+    async def open_start(self, start: OpenStartInput) -> dict[str, Any]:
+        """Checks a run's starting channels and its proof; the history keeps the verdict for every
+        replay.
+
+        The channels are validated by the graph's own model here, not in workflow code: its
+        validators are the user's code, and its default factories (``uuid4``, a clock) make a
+        value for this run, which the recorded result keeps the same on every replay.
+        """
         _only_local(activity.info())
+        model = self._models(start.graph, start.version) if self._models else None
+        if model is None:
+            return _start_refused(
+                ErrorCode.NOT_FOUND, f"This worker serves no version {start.version} of "
+                f"'{start.graph}'."
+            )  # fmt: skip
+        channels = model.model_fields
+        declared = {key: value for key, value in start.inputs.items() if key in channels}
+        ignored = sorted(str(key)[:64] for key in start.inputs if key not in channels)[:20]
+        try:
+            opened = model.model_validate(declared).model_dump(mode="json")
+        except ValidationError as error:
+            problems = "; ".join(
+                f"'{'.'.join(str(part) for part in detail['loc'])[:64]}': {detail['msg']}"
+                for detail in error.errors(include_url=False)[:10]
+            )
+            return _start_refused(
+                ErrorCode.VALIDATION_ERROR,
+                f"The starting channels of '{start.graph}' are invalid: {problems}.",
+            )
+        opened_start: dict[str, Any] = {
+            "channels": opened,
+            "ignored_inputs": ignored,
+            "actor": None,
+            "code": None,
+            "reason": None,
+        }
+        if start.proof is None:
+            return opened_start
         try:
             binding = start_binding(start.graph, start.run, start.inputs)
         except (TypeError, ValueError):
             # NaN, infinity or a lone surrogate: no proof can name them, and raising would retry
             # this local activity.
-            return {
-                "actor": None,
-                "code": ErrorCode.VALIDATION_ERROR.value,
-                "reason": _NOT_JSON.format(what=f"The inputs of '{start.graph}'"),
-            }
+            return _start_refused(
+                ErrorCode.VALIDATION_ERROR, _NOT_JSON.format(what=f"The inputs of '{start.graph}'")
+            )
         # Spent per execution (its first run id survives continue-as-new and resets): a new
         # execution under the same id is not a retry of this one.
         holder = f"start:{start.run}/{start.execution}"
@@ -318,8 +364,8 @@ class ToolActivities:
                 graph=start.graph,
                 run=start.run,
             )
-            return {"actor": None, "code": refused.code, "reason": refused.sentence}
-        return {"actor": actor.to_dict(), "code": None, "reason": None}
+            return _start_refused(ErrorCode(refused.code), refused.sentence)
+        return opened_start | {"actor": actor.to_dict()}
 
     @activity.defn(name="lockgate.verify_carried")
     async def verify_carried(self, handed: VerifyCarriedInput) -> dict[str, Any]:

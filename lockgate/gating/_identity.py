@@ -614,8 +614,9 @@ class Directory:
         scopes = ["essay:publish"]
 
     A Directory loaded with ``watch=True`` re-reads its file when it changes, so an operator can
-    grant or revoke without restarting workers. Such a directory reads the file on lookups, so it
-    belongs on the worker side, never inside workflow code.
+    grant or revoke without restarting workers. A watcher thread looks at the file once a second;
+    lookups only read memory, so judging an answer (in an update validator, workflow code) never
+    touches the disk.
     """
 
     def __init__(self, entries: Iterable[DirectoryEntry] = ()) -> None:
@@ -635,6 +636,7 @@ class Directory:
         self._last_check = 0.0
         self._file_stamp: tuple[int, int] | None = None
         self._reload_lock = threading.Lock()
+        self._stop_watching = threading.Event()
 
     @classmethod
     def empty(cls) -> Directory:
@@ -667,9 +669,10 @@ class Directory:
 
         Args:
             path: The file.
-            watch: Re-read the file when its modification time or size changes, checked at most
-                once a second, on lookup. A change that fails to load is logged on the
-                ``lockgate.identity`` logger and the last good entries are kept.
+            watch: Re-read the file when its modification time or size changes, looked at once a
+                second by a watcher thread (see :meth:`refresh`; :meth:`close` stops it). A
+                change that fails to load is logged on the ``lockgate.identity`` logger and the
+                last good entries are kept.
             clock: Monotonic seconds, for the once-a-second check; injectable for tests.
 
         Raises:
@@ -683,18 +686,27 @@ class Directory:
             directory._clock = clock
             directory._last_check = clock()
             directory._file_stamp = stamp
+            threading.Thread(
+                target=directory._watch, name=f"lockgate-directory:{file_path}", daemon=True
+            ).start()
         return directory
+
+    def _watch(self) -> None:
+        while not self._stop_watching.wait(_WATCH_INTERVAL_SECONDS):
+            self.refresh()
+
+    def close(self) -> None:
+        """Stops watching the file (the entries stay as they were last read)."""
+        self._stop_watching.set()
 
     def entry(self, principal: str | None) -> DirectoryEntry | None:
         """Returns the entry for ``principal``, or None if it is not listed."""
-        self._reload_if_changed()
         if principal is None:
             return None
         return self._entries.get(principal)
 
     def public_key_of(self, principal: str | None) -> Ed25519PublicKey | None:
         """Returns the public key of ``principal``, or None if it is unlisted or has none."""
-        self._reload_if_changed()
         if principal is None:
             return None
         return self._public_keys.get(principal)
@@ -711,7 +723,6 @@ class Directory:
 
     def principals(self) -> tuple[str, ...]:
         """Returns the listed principals, sorted."""
-        self._reload_if_changed()
         return tuple(sorted(self._entries))
 
     def _replace_entries(self, entries: Iterable[DirectoryEntry], source: str) -> None:
@@ -732,7 +743,9 @@ class Directory:
         self._entries = by_principal
         self._public_keys = public_keys
 
-    def _reload_if_changed(self) -> None:
+    def refresh(self) -> None:
+        """Re-reads a watched file if it changed, at most once a second by this directory's
+        clock; the watcher thread calls it, and so may a test. Nothing for a fixed directory."""
         if self._watched_path is None:
             return
         now = self._clock()

@@ -97,6 +97,7 @@ class CompiledGraph:
     channels: tuple[str, ...]
     required: tuple[str, ...]
     defaults: Mapping[str, Any]
+    """Channels' static defaults; one made by a ``default_factory`` is made per run."""
     descriptions: Mapping[str, str]
     appends: Mapping[str, str]
     target: str | None
@@ -215,12 +216,16 @@ class _Compiler:
             else:
                 default = info.get_default(call_default_factory=True)
                 try:
-                    facts["defaults"][name] = to_jsonable(default)
+                    jsonable = to_jsonable(default)
                 except TypeError:
                     raise self.fail(
                         f": the default of channel '{name}' is not JSON data, so a run cannot "
                         "carry it. Give it a JSON default."
                     ) from None
+                # A default_factory's value is made per run (when the run's start is checked,
+                # and recorded), never once for every run of this process.
+                if info.default_factory is None:
+                    facts["defaults"][name] = jsonable
         for name, source in facts["appends"].items():
             if source not in cls.model_fields:
                 raise self.fail(
@@ -681,6 +686,11 @@ class GraphRegistry:
             served = ", ".join(str(v) for v in sorted(versions))
             raise KeyError(f"Graph '{name}' has no version {version} here (serving: {served}).")
         return versions[version]
+
+    def model(self, name: str, version: int) -> type[BaseModel] | None:
+        """The channel model of ``name`` at ``version``, or None if it is not served here."""
+        compiled = self._graphs.get(name, {}).get(version)
+        return compiled.model if compiled is not None else None
 
     def __iter__(self) -> typing.Iterator[CompiledGraph]:
         for name in self.names():

@@ -18,15 +18,14 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from lockgate.activities import CALLER_MISTAKES
 from lockgate.activities._activity_inputs import (
+    OpenStartInput,
     ToolActivityInput,
     VerifyCarriedInput,
-    VerifyStartInput,
 )
 from lockgate.gating import (
     Actor,
@@ -96,15 +95,13 @@ class GraphRun(GraphAnswers):
         )
         if problem is None and start.carried is not None:
             problem = self._take_carried(start.carried)
-        elif problem is None:
-            problem = self._take_inputs(start.inputs)
-            if problem is None and start.proof is None and self._graph.needs_signed_start:
-                problem = PayloadProblem(
-                    ErrorCode.UNAUTHORIZED.value,
-                    f"'{self._graph.name}' has human gates, so a run starts only from a signed "
-                    "start (`lockgate start ... --as YOU`): four eyes need to know who asked for "
-                    "the work. A graph may declare @graph(..., allow_unsigned_start=True).",
-                )
+        elif problem is None and start.proof is None and self._graph.needs_signed_start:
+            problem = PayloadProblem(
+                ErrorCode.UNAUTHORIZED.value,
+                f"'{self._graph.name}' has human gates, so a run starts only from a signed "
+                "start (`lockgate start ... --as YOU`): four eyes need to know who asked for "
+                "the work. A graph may declare @graph(..., allow_unsigned_start=True).",
+            )
         self._refusal = problem
 
     def _choose_version(self, start: StartGraphInput) -> tuple[int, PayloadProblem | None]:
@@ -126,22 +123,6 @@ class GraphRun(GraphAnswers):
             )
         return pinned, None
 
-    def _take_inputs(self, inputs: dict[str, Any]) -> PayloadProblem | None:
-        graph = self._graph
-        declared = {key: value for key, value in inputs.items() if key in graph.channels}
-        dropped = sorted(str(key)[:64] for key in inputs if key not in graph.channels)
-        self._dropped_inputs = dropped[:20]
-        try:
-            model = graph.model.model_validate({**graph.defaults, **declared})
-        except ValidationError as error:
-            problems = "; ".join(
-                f"'{'.'.join(str(p) for p in detail['loc'])[:64]}': {detail['msg']}"
-                for detail in error.errors(include_url=False)[:10]
-            )
-            return invalid(f"The starting channels of '{graph.name}' are invalid: {problems}.")
-        self._channels = model.model_dump(mode="json")
-        return None
-
     def _take_carried(self, carried: dict[str, Any]) -> PayloadProblem | None:
         """Restores a carried state, to be believed only once its seal opens (see ``_run``)."""
         if workflow.info().continued_run_id is None:
@@ -162,8 +143,8 @@ class GraphRun(GraphAnswers):
     async def _run(self) -> dict[str, Any]:
         if self._carry == "pending":
             await self._open_carried()
-        elif self._refusal is None and self._start.proof is not None:
-            await self._verify_requester()
+        elif self._refusal is None:
+            await self._open_start()
         if self._refusal is not None:
             self._status = "refused"
             self._settled()
@@ -267,30 +248,36 @@ class GraphRun(GraphAnswers):
             if accepted is not None:
                 self._take_signalled(accepted)
 
-    async def _verify_requester(self) -> None:
+    async def _open_start(self) -> None:
+        """Checks the starting channels and the start proof on the worker (a local activity, so
+        the model's validators and default factories run once and replay reads their result)."""
         try:
-            verdict = await local(
-                "lockgate.verify_start",
-                VerifyStartInput(
-                    proof=self._start.proof,
+            opened = await local(
+                "lockgate.open_start",
+                OpenStartInput(
                     graph=self._graph.name,
+                    version=self._graph.version,
                     run=self._run_id,
-                    inputs=self._start.inputs,
                     execution=self._execution,
+                    inputs=self._start.inputs,
+                    proof=self._start.proof,
                 ),
                 result_type=dict,
             )
         except ActivityError as error:
-            verdict = {
-                "actor": None,
+            opened = {
+                "channels": None,
                 "code": ErrorCode.INTERNAL_ERROR.value,
-                "reason": f"The start proof could not be checked: {_first_sentence_error(error)}",
+                "reason": f"The start could not be checked: {_first_sentence_error(error)}",
             }
-        if verdict["actor"] is None:
-            self._refusal = PayloadProblem(str(verdict["code"]), str(verdict["reason"]))
+        if opened["channels"] is None:
+            self._refusal = PayloadProblem(str(opened["code"]), str(opened["reason"]))
             return
-        self._requester = Actor.from_dict(verdict["actor"])
-        self._driver = self._requester
+        self._channels = opened["channels"]
+        self._dropped_inputs = list(opened.get("ignored_inputs") or [])
+        if opened.get("actor") is not None:
+            self._requester = Actor.from_dict(opened["actor"])
+            self._driver = self._requester
 
     async def _run_node(self, state: str) -> None:
         node = self._graph.nodes[state]
