@@ -128,6 +128,13 @@ REFUSALS = [
 ]  # fmt: skip
 
 
+def test_grade_decides_from_a_table_of_its_enum_values_not_by_calling_the_enum(essay):
+    # The workflow looks a decision up here: no enum (user code) runs inside the workflow.
+    grade = essay.nodes["grade"]
+    assert dict(grade.route_cases) == {"PASSED": "PASSED", "FAILED": "FAILED"}
+    assert essay.nodes["write"].route_cases == {}
+
+
 @pytest.mark.parametrize(("declaration", "class_name", "phrase"), REFUSALS)
 def test_a_malformed_declaration_is_refused_naming_the_class_and_what_to_declare(
     declaration, class_name, phrase

@@ -12,6 +12,7 @@ import re
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel
@@ -62,6 +63,8 @@ class CompiledNode:
         decides_on: The result field holding the routing enum; ``""`` when the result is the
             enum itself; ``None`` when the node does not decide.
         route_enum: The enum its routes are named by.
+        route_cases: Its members' values, each to its case: the workflow looks a decision up
+            here and never calls the enum (user code) itself.
         needs: Scopes it needs (alternatives); empty: anyone may run it.
     """
 
@@ -72,6 +75,7 @@ class CompiledNode:
     writes: tuple[str, ...]
     decides_on: str | None
     route_enum: type[enum.Enum] | None
+    route_cases: Mapping[Any, str]
     needs: tuple[str, ...]
 
 
@@ -274,6 +278,7 @@ class _Compiler:
             writes=writes,
             decides_on=None,
             route_enum=None,
+            route_cases=MappingProxyType({}),
             needs=tuple(sorted(definition.scopes)),
         )
         self.node_states[state] = compiled
@@ -547,6 +552,9 @@ class _Compiler:
                 writes=node.writes,
                 decides_on=fields[0],
                 route_enum=enum_type,
+                route_cases=MappingProxyType(
+                    {member.value: str(member.value) for member in enum_type}
+                ),
                 needs=node.needs,
             )
         return nodes

@@ -12,9 +12,8 @@ new (see ``SECURITY.md``).
 
 from __future__ import annotations
 
-import enum
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -324,7 +323,7 @@ class GraphRun(GraphAnswers):
             self._makers.append(maker)
         if node.route_enum is not None:
             value = data if node.decides_on == "" else (data or {}).get(node.decides_on)
-            code = _case(node.route_enum, value)
+            code = _case(node.route_cases, value)
             if code is None:
                 await self._park(
                     node,
@@ -535,10 +534,11 @@ def _pinned_version(versions: dict[int, CompiledGraph]) -> int:
     )
 
 
-def _case(enum_type: type[enum.Enum], value: Any) -> str | None:
+def _case(cases: Mapping[Any, str], value: Any) -> str | None:
+    """The case a decision names, from the table compiled off the enum's members."""
     try:
-        return str(enum_type(value).value)
-    except (ValueError, TypeError):
+        return cases.get(value)
+    except TypeError:  # unhashable: a list or a dict is no member's value
         return None
 
 
