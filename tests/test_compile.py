@@ -64,6 +64,13 @@ def test_the_failed_route_carries_a_budget_of_three(essay):
     assert dict(essay.budgets) == {"FAILED": 3}
 
 
+def test_grade_decides_from_a_table_of_its_enum_values_not_by_calling_the_enum(essay):
+    # The workflow looks a decision up here: no enum (user code) runs inside the workflow.
+    grade = essay.nodes["grade"]
+    assert dict(grade.route_cases) == {"PASSED": "PASSED", "FAILED": "FAILED"}
+    assert essay.nodes["write"].route_cases == {}
+
+
 # --- Refusals: behaviour.md §2.3 rows 1–19, as lockgate words them ------------------------------
 
 REFUSALS = [
@@ -126,13 +133,6 @@ REFUSALS = [
                  "declares then_ask but no at_most",
                  id="extra-then-ask-without-at-most"),
 ]  # fmt: skip
-
-
-def test_grade_decides_from_a_table_of_its_enum_values_not_by_calling_the_enum(essay):
-    # The workflow looks a decision up here: no enum (user code) runs inside the workflow.
-    grade = essay.nodes["grade"]
-    assert dict(grade.route_cases) == {"PASSED": "PASSED", "FAILED": "FAILED"}
-    assert essay.nodes["write"].route_cases == {}
 
 
 @pytest.mark.parametrize(("declaration", "class_name", "phrase"), REFUSALS)
