@@ -17,11 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from temporalio.api.enums.v1 import IndexedValueType
-from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
-from temporalio.service import RPCError, RPCStatusCode
 
 from lockgate.gating import (
     WORKER_SECRET_ENV,
@@ -34,11 +31,11 @@ from lockgate.gating import (
     new_identity,
     start_binding,
 )
+from lockgate.namespace import SearchAttributesMissingError, add_search_attributes
 from lockgate.worker import (
     DEFAULT_TASK_QUEUE,
     LockgatePlugin,
     load_components,
-    missing_search_attributes,
     run_worker,
 )
 from lockgate.workflows._client import GraphClient
@@ -423,33 +420,15 @@ def _keys(arguments: argparse.Namespace) -> int:
 
 async def _setup(arguments: argparse.Namespace) -> int:
     client = await _connect(arguments)
-    missing = await missing_search_attributes(client)
-    if not missing:
-        print(f"namespace '{client.namespace}' has lockgate's search attributes")
-        return 0
     try:
-        await client.operator_service.add_search_attributes(
-            AddSearchAttributesRequest(
-                namespace=client.namespace,
-                search_attributes={
-                    name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for name in missing
-                },
-            )
-        )
-    except RPCError as error:
-        if error.status not in (RPCStatusCode.PERMISSION_DENIED, RPCStatusCode.UNIMPLEMENTED):
-            raise
-        print(
-            f"cannot add search attributes here ({error.message}); an operator can run:",
-            file=sys.stderr,
-        )
-        for name in missing:
-            print(
-                f"  temporal operator search-attribute create --namespace {client.namespace} "
-                f"--name {name} --type Keyword"
-            )
+        added = await add_search_attributes(client)
+    except SearchAttributesMissingError as error:
+        print(error, file=sys.stderr)
         return 1
-    print(f"added to namespace '{client.namespace}': {', '.join(missing)}")
+    if added:
+        print(f"added to namespace '{client.namespace}': {', '.join(added)}")
+    else:
+        print(f"namespace '{client.namespace}' has lockgate's search attributes")
     return 0
 
 

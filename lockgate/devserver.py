@@ -24,11 +24,6 @@ from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 
-from temporalio.api.enums.v1 import IndexedValueType
-from temporalio.api.operatorservice.v1 import (
-    AddSearchAttributesRequest,
-    ListSearchAttributesRequest,
-)
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -37,15 +32,14 @@ from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 __all__ = [
     "DevServer",
     "DevServerError",
-    "ensure_search_attributes",
     "temporal_binary",
 ]
 
 _BINARY_NAME = "temporal.exe" if sys.platform == "win32" else "temporal"
 
 # Without this the frontend caches the search-attribute list, so an attribute added at runtime
-# (ensure_search_attributes) is rejected on upsert until the cache expires; the SDK's own tests
-# start the dev server with the same flag.
+# (lockgate.namespace.add_search_attributes) is rejected on upsert until the cache expires; the
+# SDK's own tests start the dev server with the same flag.
 _REFRESH_SEARCH_ATTRIBUTES_ARGS = (
     "--dynamic-config-value",
     "system.forceSearchAttributesCacheRefreshOnRead=true",
@@ -97,38 +91,6 @@ def _port_is_free(ip: str, port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-async def ensure_search_attributes(client: Client, namespace: str | None = None) -> list[str]:
-    """Register every lockgate search attribute that the namespace is missing.
-
-    Needed on a server lockgate did not start (the dev server started by `DevServer` registers
-    them itself): a workflow that upserts an unregistered attribute is stuck retrying its task.
-
-    Args:
-        client: A client connected to the server.
-        namespace: The namespace to register on; defaults to the client's namespace.
-
-    Returns:
-        The names of the attributes it added, empty when all were already there.
-    """
-    namespace = namespace if namespace is not None else client.namespace
-    listed = await client.operator_service.list_search_attributes(
-        ListSearchAttributesRequest(namespace=namespace)
-    )
-    missing = {
-        key.name: IndexedValueType.ValueType(key.indexed_value_type)
-        for key in LOCKGATE_SEARCH_ATTRIBUTES
-        if key.name not in listed.custom_attributes
-    }
-    if missing:
-        await client.operator_service.add_search_attributes(
-            AddSearchAttributesRequest(
-                namespace=namespace,
-                search_attributes=missing,
-            )
-        )
-    return list(missing)
 
 
 class DevServer:

@@ -19,13 +19,11 @@ import importlib
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
 from types import ModuleType
 from typing import Any
 
-from temporalio.api.enums.v1 import IndexedValueType
-from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkflowRunner
@@ -43,20 +41,18 @@ from lockgate.gating import (
     WorkerSecret,
     WorkerSecretError,
 )
+from lockgate.namespace import SearchAttributesMissingError, check_search_attributes
 from lockgate.workflows._authority_context import AuthorityInterceptor
 from lockgate.workflows._client_support import DEFAULT_TASK_QUEUE
 from lockgate.workflows._compile import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
-from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.workflows._tool_call import DescribeWorkflow, SpentProofWorkflow, ToolCallWorkflow
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
     "SANDBOX_PASSTHROUGH",
     "LockgatePlugin",
-    "SearchAttributesMissingError",
     "load_components",
-    "missing_search_attributes",
     "run_worker",
 ]
 
@@ -78,10 +74,6 @@ SANDBOX_PASSTHROUGH = (
     "attr",
 )
 """Modules passed through the workflow sandbox on workers (and replayers) with the plugin."""
-
-
-class SearchAttributesMissingError(RuntimeError):
-    """The namespace lacks lockgate's search attributes; the message says how to add them."""
 
 
 def _with_passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
@@ -193,9 +185,9 @@ class LockgatePlugin(SimplePlugin):
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         """Checks the namespace's search attributes, then runs the worker."""
         if self.check_search_attributes and self.graph_workflows:
-            missing = await missing_search_attributes(worker.client)
-            if missing:
-                raise SearchAttributesMissingError(_missing_message(worker.client, missing))
+            check = await check_search_attributes(worker.client)
+            if not check.ok:
+                raise SearchAttributesMissingError(check.explain())
         await super().run_worker(worker, next)
 
 
@@ -213,32 +205,6 @@ def _secret_of(secret: WorkerSecret | None) -> WorkerSecret:
     if found is None:
         raise WorkerSecretError(_NO_SECRET)
     return found
-
-
-async def missing_search_attributes(client: Client) -> list[str]:
-    """Lockgate's search attributes the client's namespace does not have (by name and type)."""
-    response = await client.operator_service.list_search_attributes(
-        ListSearchAttributesRequest(namespace=client.namespace)
-    )
-    known = dict(response.custom_attributes)
-    return [
-        key.name
-        for key in LOCKGATE_SEARCH_ATTRIBUTES
-        if known.get(key.name) != IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
-    ]
-
-
-def _missing_message(client: Client, missing: Sequence[str]) -> str:
-    commands = "\n".join(
-        f"  temporal operator search-attribute create --namespace {client.namespace} "
-        f"--name {name} --type Keyword"
-        for name in missing
-    )
-    return (
-        f"Namespace '{client.namespace}' lacks lockgate's search attributes "
-        f"({', '.join(missing)}): without them every graph run would wedge on its first "
-        f"upsert. Run `lockgate setup`, or ask an operator to run:\n{commands}"
-    )
 
 
 def _resolve(reference: str) -> Any:

@@ -20,8 +20,8 @@ from lockgate import ToolClient
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import Directory, Signer
+from lockgate.namespace import check_search_attributes
 from lockgate.testing import WorkerFactory
-from lockgate.worker import missing_search_attributes
 from tests.graphs_for_tests import ALWAYS_FAILS
 from tests.support import REPOSITORY
 
@@ -282,16 +282,16 @@ async def test_setup_registers_the_search_attributes_on_a_namespace_without_them
     )
     try:
         command = Command(tmp_path, bare.client.service_client.config.target_host, "unused")
-        missing_before = await missing_search_attributes(bare.client)
+        before = await check_search_attributes(bare.client)
         ran = await command("setup")
-        missing_after = await missing_search_attributes(bare.client)
+        after = await check_search_attributes(bare.client)
     finally:
         await bare.shutdown()
 
-    assert missing_before == ["LockgateGraph", "LockgateState", "LockgateAwaiting"]
+    assert before.missing == ("LockgateGraph", "LockgateState", "LockgateAwaiting")
     assert ran.status == 0, ran.err
     assert "added to namespace 'default'" in ran.out
-    assert missing_after == []
+    assert after.ok
 
 
 async def test_a_temporal_env_config_profile_chooses_the_server(

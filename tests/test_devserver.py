@@ -18,7 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lockgate import devserver
-from lockgate.devserver import DevServer, DevServerError, ensure_search_attributes
+from lockgate.devserver import DevServer, DevServerError
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
 LOCKGATE_ATTRIBUTE_NAMES = {key.name for key in LOCKGATE_SEARCH_ATTRIBUTES}
@@ -105,12 +105,6 @@ async def test_a_started_dev_server_has_the_lockgate_search_attributes(
     )
 
     assert set(listed.custom_attributes) >= LOCKGATE_ATTRIBUTE_NAMES
-
-
-async def test_ensure_search_attributes_adds_nothing_when_the_server_has_them(
-    running_server_client: Client,
-):
-    assert await ensure_search_attributes(running_server_client, "default") == []
 
 
 async def test_a_started_dev_server_serves_the_web_ui(running_server: DevServer):
@@ -217,22 +211,6 @@ async def test_starting_without_the_binary_raises_the_same_clear_error(
 
 def test_the_binary_next_to_this_python_is_found():
     assert devserver.temporal_binary() == devserver._scripts_directory() / "temporal"
-
-
-async def test_ensure_search_attributes_registers_the_missing_ones_once(tmp_path: Path):
-    # A bare server started without lockgate's flags stands in for one lockgate did not start.
-    async with await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(devserver.temporal_binary()),
-        dev_server_extra_args=[
-            "--dynamic-config-value",
-            "system.forceSearchAttributesCacheRefreshOnRead=true",
-        ],
-    ) as bare:
-        added = await ensure_search_attributes(bare.client, "default")
-        added_again = await ensure_search_attributes(bare.client)
-
-    assert sorted(added) == sorted(LOCKGATE_ATTRIBUTE_NAMES)
-    assert added_again == []
 
 
 async def test_the_temporal_client_fixture_runs_a_workflow_with_an_activity(

@@ -14,8 +14,8 @@ from temporalio.worker import Worker
 from lockgate import LockgatePlugin, ToolClient, tool
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
+from lockgate.namespace import SearchAttributesMissingError
 from lockgate.testing import Identities
-from lockgate.worker import SearchAttributesMissingError
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
 with workflow.unsafe.imports_passed_through():
@@ -101,3 +101,5 @@ async def test_a_worker_refuses_to_start_on_a_namespace_without_lockgates_search
             f"temporal operator search-attribute create --namespace default --name {key.name} "
             "--type Keyword"
         ) in message
+    # And for a namespace on Temporal Cloud, where the operator service may not add them:
+    assert "tcld namespace search-attributes add --namespace default" in message
