@@ -195,8 +195,9 @@ _NO_SECRET = (
     "LockgatePlugin needs the deployment's worker secret, the same on every worker: it seals what "
     "workers hand each other through Temporal (who a tool runs as, the state a run carries on), "
     "so that nobody with only namespace access can act as someone else. Make one with "
-    "`lockgate secret new --file worker.secret`, then pass secret=WorkerSecret.load(...), or set "
-    f"{WORKER_SECRET_FILE_ENV} (or {WORKER_SECRET_ENV}) on every worker."
+    "`lockgate secret new --secret-file worker.secret`, then pass "
+    f"secret=WorkerSecret.load(...), or set {WORKER_SECRET_FILE_ENV} (or {WORKER_SECRET_ENV}) "
+    "on every worker."
 )
 
 

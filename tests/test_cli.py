@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import stat
 import sys
@@ -16,10 +17,10 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from lockgate import ToolClient
+from lockgate import LockgatePlugin, ToolClient, WorkerSecret
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import Directory, Signer
+from lockgate.gating import Directory, Signer, WorkerSecretError
 from lockgate.namespace import check_search_attributes
 from lockgate.testing import WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS
@@ -228,6 +229,27 @@ async def test_sign_decide_prints_a_proof_the_workflow_accepts_as_an_update(
     assert "Send an Update" in signed.err
     assert answered["status"] == "finished"
     assert answered["trail"][-1]["node"] == "abandon"
+
+
+async def test_the_commands_a_missing_secret_names_make_the_secret(
+    lockgate_command: Command, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LOCKGATE_WORKER_SECRET", raising=False)
+    monkeypatch.delenv("LOCKGATE_WORKER_SECRET_FILE", raising=False)
+    secret_file = lockgate_command.cwd / "elsewhere.secret"
+    told = []
+    for refuse in (lambda: WorkerSecret.load(secret_file), lambda: LockgatePlugin()):
+        with pytest.raises(WorkerSecretError) as refused:
+            refuse()
+        named = re.search(r"`lockgate (secret new [^`]*)`", str(refused.value))
+        assert named is not None, refused.value
+        told.append(named.group(1).split())
+
+    ran = [await lockgate_command(*command) for command in told]
+
+    assert [r.status for r in ran] == [0, 0], [r.err for r in ran]
+    assert len(WorkerSecret.load(secret_file).key_ids) == 1
+    assert len(WorkerSecret.load(lockgate_command.cwd / "worker.secret").key_ids) == 1
 
 
 async def test_setup_says_the_namespace_already_has_the_search_attributes(

@@ -141,8 +141,8 @@ class WorkerSecret:
             text = file.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise WorkerSecretError(
-                f"No worker secret at {file}: `lockgate secret new --file {file}` makes one; "
-                "every worker of the deployment needs the same file."
+                f"No worker secret at {file}: `lockgate secret new --secret-file {file}` makes "
+                "one; every worker of the deployment needs the same file."
             ) from None
         except (OSError, UnicodeDecodeError) as error:
             raise WorkerSecretError(f"Cannot read the worker secret {file}: {error}.") from None
