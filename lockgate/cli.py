@@ -38,6 +38,7 @@ from lockgate.worker import (
     load_components,
     run_worker,
 )
+from lockgate.workflows._catalogue import CatalogueError
 from lockgate.workflows._client import GraphClient
 from lockgate.workflows._tool_client import ToolClient
 
@@ -351,7 +352,10 @@ async def _tools(arguments: argparse.Namespace) -> int:
     client = await _connect(arguments)
     tools = ToolClient(client, arguments.task_queue, _signer(arguments), channel="temporal")
     if arguments.tools_command == "list":
-        listed = await tools.list()
+        try:
+            listed = await tools.list()
+        except CatalogueError as error:
+            raise CommandError(str(error)) from None
         if arguments.json:
             _print_json(listed)
         else:

@@ -43,10 +43,11 @@ from lockgate.gating import (
 )
 from lockgate.namespace import SearchAttributesMissingError, check_search_attributes
 from lockgate.workflows._authority_context import AuthorityInterceptor
+from lockgate.workflows._catalogue import catalogue_workflow
 from lockgate.workflows._client_support import DEFAULT_TASK_QUEUE
 from lockgate.workflows._compile import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
-from lockgate.workflows._tool_call import DescribeWorkflow, SpentProofWorkflow, ToolCallWorkflow
+from lockgate.workflows._tool_call import SpentProofWorkflow, ToolCallWorkflow
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
@@ -106,7 +107,8 @@ class LockgatePlugin(SimplePlugin):
 
     Every tool becomes an activity named after it. Every graph becomes its own workflow type
     named after it, and the tools its nodes run are registered too. The durable single tool call
-    (``lockgate.tool_call``), ``lockgate.describe`` and ``lockgate.spent_proof`` come along. The
+    (``lockgate.tool_call``), the task queue's catalogue (``lockgate.catalogue``) and
+    ``lockgate.spent_proof`` come along. The
     worker's Directory judges every caller; the deployment's worker secret seals what its
     workers hand each other. At start the worker checks that lockgate's search attributes exist
     and says how to add them if not.
@@ -174,7 +176,7 @@ class LockgatePlugin(SimplePlugin):
             activities=self.tool_activities.activities(),
             workflows=[
                 ToolCallWorkflow,
-                DescribeWorkflow,
+                catalogue_workflow(self.tool_activities.describe),
                 SpentProofWorkflow,
                 *self.graph_workflows,
             ],

@@ -150,7 +150,7 @@ class ToolActivities:
     Args:
         registry: The tools.
         authority: The worker's Directory, verifier, ledger, secret and audit log.
-        catalogue: Lists the graphs the worker serves, for ``lockgate.describe``.
+        catalogue: Lists the graphs the worker serves, for :meth:`describe`.
         models: The channel model of a graph's version, for opening a run's start.
     """
 
@@ -168,7 +168,7 @@ class ToolActivities:
 
     def activities(self) -> list[Callable[..., Any]]:
         """One activity per tool, plus lockgate's own: open a start, open a carried state, judge
-        signals, prepare a call, describe the worker."""
+        signals, prepare a call."""
         tool_activities = [self._tool_activity(definition) for definition in self.registry]
         return [
             *tool_activities,
@@ -176,7 +176,6 @@ class ToolActivities:
             self.verify_carried,
             self.judge_signals,
             self.prepare_call,
-            self.describe,
         ]
 
     def _tool_activity(self, definition: ToolDefinition) -> Callable[..., Any]:
@@ -533,8 +532,7 @@ class ToolActivities:
             },
         }
 
-    @activity.defn(name="lockgate.describe")
-    async def describe(self) -> dict[str, Any]:
-        """The worker's tools (MCP / LLM wire shape) and graphs."""
+    def describe(self) -> dict[str, Any]:
+        """The worker's tools (MCP / LLM wire shape) and graphs, for its catalogue query."""
         graphs = self._catalogue() if self._catalogue is not None else []
         return {"tools": self.registry.definitions(), "graphs": graphs}

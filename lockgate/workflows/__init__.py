@@ -1,6 +1,7 @@
 """Declared graphs and their Temporal workflows, the durable tool call, and the client."""
 
 from lockgate.workflows._carry import CarriedState
+from lockgate.workflows._catalogue import CatalogueError
 from lockgate.workflows._client import GraphClient
 from lockgate.workflows._compile import (
     CompiledAsk,
@@ -32,7 +33,6 @@ from lockgate.workflows._search_attributes import (
 from lockgate.workflows._tool_call import (
     CallToolInput,
     ConfirmCallInput,
-    DescribeWorkflow,
     SpentProofWorkflow,
     ToolCallWorkflow,
     WaitCallInput,
@@ -49,11 +49,11 @@ __all__ = [
     "Because",
     "CallToolInput",
     "CarriedState",
+    "CatalogueError",
     "CompiledAsk",
     "CompiledGraph",
     "CompiledNode",
     "ConfirmCallInput",
-    "DescribeWorkflow",
     "Edge",
     "GraphClient",
     "GraphDeclarationError",

@@ -46,9 +46,9 @@ from lockgate.gating import (
     resume_binding,
     start_binding,
 )
+from lockgate.workflows._catalogue import describe_worker
 from lockgate.workflows._client_support import (
     DEFAULT_TASK_QUEUE,
-    describe_worker,
     refusal,
     update_refusal,
 )
@@ -482,7 +482,7 @@ class GraphClient:
         return rows
 
     async def catalogue(self) -> dict[str, Any]:
-        """The tools and graphs the worker on this task queue serves (runs a short workflow)."""
+        """The tools and graphs the workers on this task queue serve (a query; no run per call)."""
         return await describe_worker(self.client, self.task_queue)
 
 

@@ -1,20 +1,17 @@
-"""What lockgate's clients share: the refusal shape, the task queue, and the worker's catalogue."""
+"""What lockgate's clients share: the refusal shape and the default task queue."""
 
 from __future__ import annotations
 
 import contextlib
-import uuid
 from typing import Any
 
-from temporalio.client import Client, WithStartWorkflowOperation, WorkflowUpdateFailedError
+from temporalio.client import WithStartWorkflowOperation, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from lockgate.gating import ErrorCode
-from lockgate.workflows._tool_call import DescribeWorkflow
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
-    "describe_worker",
     "refusal",
     "settle_operation",
     "update_refusal",
@@ -34,16 +31,6 @@ def update_refusal(error: WorkflowUpdateFailedError, **facts: Any) -> dict[str, 
     if isinstance(cause, ApplicationError):
         return refusal(cause.type or ErrorCode.INTERNAL_ERROR, cause.message, **facts)
     return refusal(ErrorCode.INTERNAL_ERROR, str(cause or error), **facts)
-
-
-async def describe_worker(client: Client, task_queue: str) -> dict[str, Any]:
-    """``{tools, graphs}`` the worker on ``task_queue`` serves, asked through a short workflow."""
-    described: dict[str, Any] = await client.execute_workflow(
-        DescribeWorkflow.run,
-        id=f"lockgate-describe-{uuid.uuid4().hex[:12]}",
-        task_queue=task_queue,
-    )
-    return described
 
 
 async def settle_operation(operation: WithStartWorkflowOperation[Any, Any]) -> None:

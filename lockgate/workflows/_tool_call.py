@@ -39,7 +39,6 @@ from lockgate.workflows._failures import UnreadableStart
 __all__ = [
     "CallToolInput",
     "ConfirmCallInput",
-    "DescribeWorkflow",
     "SpentProofWorkflow",
     "ToolCallWorkflow",
     "WaitCallInput",
@@ -409,16 +408,6 @@ def _confirmation_of(args: tuple[Any, ...]) -> ConfirmCallInput:
         "`confirm` takes one object {token, proof?}: the confirm_token the call handed out, and "
         "for a signed call its signer's proof of that token.",
     )
-
-
-@workflow.defn(name="lockgate.describe", sandboxed=False)
-class DescribeWorkflow:
-    """Answers what the worker on this task queue serves: its tools and graphs."""
-
-    @workflow.run
-    async def run(self) -> dict[str, Any]:
-        described: dict[str, Any] = await local("lockgate.describe", result_type=dict)
-        return described
 
 
 @workflow.defn(name=SPENT_PROOF_WORKFLOW, sandboxed=False)

@@ -18,9 +18,9 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from lockgate.gating import ErrorCode, Signer, confirm_binding, tool_binding
+from lockgate.workflows._catalogue import describe_worker
 from lockgate.workflows._client_support import (
     DEFAULT_TASK_QUEUE,
-    describe_worker,
     refusal,
     settle_operation,
     update_refusal,
