@@ -153,6 +153,8 @@ class LockgatePlugin(SimplePlugin):
             for node in compiled.nodes.values():
                 if node.tool not in self.registry:
                     self.registry.register(node.definition)
+        # A Directory loaded here from a path is the plugin's to stop watching.
+        self._owns_directory = authority is None and not isinstance(directory, Directory)
         if authority is None:
             secret = _secret_of(secret)
             authority = Authority(
@@ -185,12 +187,20 @@ class LockgatePlugin(SimplePlugin):
         )
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
-        """Checks the namespace's search attributes, then runs the worker."""
+        """Checks the namespace's search attributes, then runs the worker; the Directory file
+        the plugin loaded is watched while the worker runs."""
         if self.check_search_attributes and self.graph_workflows:
             check = await check_search_attributes(worker.client)
             if not check.ok:
                 raise SearchAttributesMissingError(check.explain())
-        await super().run_worker(worker, next)
+        directory = self.authority.directory
+        if self._owns_directory:
+            directory.watch()
+        try:
+            await super().run_worker(worker, next)
+        finally:
+            if self._owns_directory:
+                directory.close()
 
 
 _NO_SECRET = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from typing import Any
 from uuid import uuid4
@@ -103,3 +104,27 @@ async def test_a_worker_refuses_to_start_on_a_namespace_without_lockgates_search
         ) in message
     # And for a namespace on Temporal Cloud, where the operator service may not add them:
     assert "tcld namespace search-attributes add --namespace default" in message
+
+
+async def test_a_directory_file_the_plugin_loads_is_watched_only_while_its_worker_runs(
+    temporal_client, task_queue, tmp_path
+):
+    people = Identities({"ed": {"scopes": ["math"]}})
+    file = tmp_path / "directory.toml"
+    file.write_text(people.toml)
+    plugin = LockgatePlugin(tools=[add], directory=file, secret=SECRET)
+
+    def watchers() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name == f"lockgate-directory:{file}"]
+
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[plugin]):
+        while_running = watchers()
+        signed = ToolClient(temporal_client, task_queue, signer=people.signer("ed"))
+        result = await signed.call("demo:add", {"a": 2, "b": 3})
+    for thread in threading.enumerate():
+        if thread.name == f"lockgate-directory:{file}":
+            thread.join(timeout=5)  # it stops within its next wait
+
+    assert while_running == [f"lockgate-directory:{file}"]
+    assert result["data"] == {"sum": 5}
+    assert watchers() == []

@@ -637,6 +637,7 @@ class Directory:
         self._file_stamp: tuple[int, int] | None = None
         self._reload_lock = threading.Lock()
         self._stop_watching = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     @classmethod
     def empty(cls) -> Directory:
@@ -686,17 +687,34 @@ class Directory:
             directory._clock = clock
             directory._last_check = clock()
             directory._file_stamp = stamp
-            threading.Thread(
-                target=directory._watch, name=f"lockgate-directory:{file_path}", daemon=True
-            ).start()
+            directory.watch()
         return directory
 
-    def _watch(self) -> None:
-        while not self._stop_watching.wait(_WATCH_INTERVAL_SECONDS):
+    def watch(self) -> None:
+        """Starts the watcher thread again after :meth:`close` (a directory loaded with
+        ``watch=True`` starts watching at once). Nothing for a fixed directory, or when it is
+        watching already."""
+        if self._watched_path is None:
+            return
+        with self._reload_lock:
+            if self._watcher is not None and not self._stop_watching.is_set():
+                return
+            self._stop_watching = threading.Event()
+            self._watcher = threading.Thread(
+                target=self._watch,
+                args=(self._stop_watching,),
+                name=f"lockgate-directory:{self._watched_path}",
+                daemon=True,
+            )
+            self._watcher.start()
+
+    def _watch(self, stop: threading.Event) -> None:
+        while not stop.wait(_WATCH_INTERVAL_SECONDS):
             self.refresh()
 
     def close(self) -> None:
-        """Stops watching the file (the entries stay as they were last read)."""
+        """Stops watching the file (the entries stay as they were last read; :meth:`watch`
+        starts again)."""
         self._stop_watching.set()
 
     def entry(self, principal: str | None) -> DirectoryEntry | None:
