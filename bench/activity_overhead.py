@@ -40,7 +40,7 @@ from temporalio.worker import (
 )
 
 from lockgate import tool
-from lockgate.activities._activity_inputs import ToolActivityInput
+from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
 from lockgate.gating import WorkerSecret
 
 BENCH = "activity_overhead"
@@ -64,7 +64,7 @@ class LockgateCalls:
         total = 0
         for number in range(calls):
             result = await workflow.execute_activity(
-                "bench:add",
+                tool_activity_name("bench:add"),
                 ToolActivityInput(arguments={"a": number, "b": 1}),
                 start_to_close_timeout=_TIMEOUT,
                 result_type=dict,
@@ -206,7 +206,7 @@ async def main(rounds: int, calls: int) -> None:
     emit("lockgate_seconds_per_run", statistics.median(lockgate_seconds), "s")
     emit("bare_seconds_per_run", statistics.median(bare_seconds), "s")
     emit("lockgate_over_bare", statistics.median(ratios), "ratio", TARGET_RATIO)
-    lockgate_activity = statistics.median(clock.seconds["bench:add"]) * 1e6
+    lockgate_activity = statistics.median(clock.seconds[tool_activity_name("bench:add")]) * 1e6
     bare_activity = statistics.median(clock.seconds["bench.bare_add"]) * 1e6
     emit("lockgate_activity_us_on_worker", lockgate_activity, "us")
     emit("bare_activity_us_on_worker", bare_activity, "us")

@@ -7,8 +7,8 @@ A Temporal shop adds :class:`LockgatePlugin` to the ``Worker`` it already runs::
     worker = Worker(client, task_queue="essays", workflows=[MyWorkflow],
                     activities=[my_activity], plugins=[plugin])
 
-Its tools become activities named after them, its graphs workflow types named after them, and
-nothing else in the worker changes.
+Its tools become activities named ``lockgate.tool:<tool>`` (no name of yours can collide), its
+graphs workflow types named after them, and nothing else in the worker changes.
 """
 
 from __future__ import annotations
@@ -105,13 +105,13 @@ def _directory_of(directory: Directory | str | os.PathLike[str] | None) -> Direc
 class LockgatePlugin(SimplePlugin):
     """Adds lockgate's tools, graphs and judges to any Temporal worker (and replayer).
 
-    Every tool becomes an activity named after it. Every graph becomes its own workflow type
-    named after it, and the tools its nodes run are registered too. The durable single tool call
-    (``lockgate.tool_call``), the task queue's catalogue (``lockgate.catalogue``) and
-    ``lockgate.spent_proof`` come along. The
-    worker's Directory judges every caller; the deployment's worker secret seals what its
-    workers hand each other. At start the worker checks that lockgate's search attributes exist
-    and says how to add them if not.
+    Every tool becomes an activity named ``lockgate.tool:<tool>``. Every graph becomes its own
+    workflow type named after it, and the tools its nodes run are registered too. The durable
+    single tool call (``lockgate.tool_call``), the task queue's catalogue
+    (``lockgate.catalogue``) and ``lockgate.spent_proof`` come along. The worker's Directory
+    judges every caller; the deployment's worker secret seals what its workers hand each other.
+    At start the worker checks that lockgate's search attributes exist and says how to add them
+    if not.
 
     Args:
         tools: ``@tool`` functions, or a :class:`ToolRegistry` (its gate, limiter and audit log

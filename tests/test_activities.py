@@ -24,7 +24,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from temporalio.workflow import ActivityCancellationType
 
 from lockgate import Directory, InMemoryRateLimiter, Signer, ToolClient, ToolRegistry, tool
-from lockgate.activities._activity_inputs import ToolActivityInput
+from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
 from lockgate.gating import generate_private_key, public_key_text, tool_binding
 from lockgate.testing import Identities
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id
@@ -107,7 +107,7 @@ class DirectToolCall:
     async def run(self, call: DirectCall) -> dict[str, Any]:
         heartbeat = call.heartbeat_seconds
         result: dict[str, Any] = await workflow.execute_activity(
-            call.tool,
+            tool_activity_name(call.tool),
             ToolActivityInput(arguments=call.arguments, proof=call.proof),
             result_type=dict,
             start_to_close_timeout=timedelta(seconds=30),
@@ -192,7 +192,7 @@ async def test_a_tool_runs_as_an_activity_named_after_the_tool(
     names = [
         event.activity_task_scheduled_event_attributes.activity_type.name for event in scheduled
     ]
-    assert names == ["demo:add"]
+    assert names == ["lockgate.tool:demo:add"]
 
 
 async def test_the_tool_activity_carries_a_summary_naming_the_tool_and_its_caller(

@@ -37,6 +37,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.worker import Worker
 
 from lockgate import Ask, Edge, GraphClient, LockgatePlugin, Route, Target, ToolContext, graph, tool
+from lockgate.activities import TOOL_ACTIVITY_PREFIX
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding, gate_subject, start_binding
@@ -115,7 +116,8 @@ async def scheduled(client: Client, run_id: str, execution: str | None = None) -
         for event in await history(client, run_id, execution)
         if event.event_type == SCHEDULED
     ]
-    return [name for name in names if not name.startswith("lockgate.")]
+    prefix = TOOL_ACTIVITY_PREFIX
+    return [name.removeprefix(prefix) for name in names if name.startswith(prefix)]
 
 
 async def refused_signal_row(reader: GraphClient, run_id: str, name: str) -> dict[str, Any]:

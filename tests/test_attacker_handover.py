@@ -50,7 +50,7 @@ from temporalio.worker import (
 )
 
 from lockgate import GraphClient, LockgatePlugin, ToolClient
-from lockgate.activities._activity_inputs import ToolActivityInput
+from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.memo_clearance import MemoClearance
@@ -78,6 +78,9 @@ CLEAN_MEMO = {"memo": "Quarterly numbers. TODO: round them"}
 
 # A suggestion this low makes a drafting essay:review continue as new before its gate opens.
 SUGGEST_AFTER_EVENTS = 40
+
+# The activity of the tool every attack here is after.
+PUBLISH_ACTIVITY = tool_activity_name("essay:publish")
 
 
 # --- The deployment ------------------------------------------------------------------------------
@@ -390,7 +393,7 @@ async def test_a_cron_schedule_carrying_forged_state_is_refused_on_every_run(
         for started, _, _ in seen
         if started.continued_execution_run_id
     )
-    assert all("essay:publish" not in scheduled for _, scheduled, _ in seen)
+    assert all(PUBLISH_ACTIVITY not in scheduled for _, scheduled, _ in seen)
     assert accepted_as(refused_records, "ed") == []
     assert calls_of(refused_records, "essay:publish") == []
     assert any(r["event"] == "run.carried" for r in audited(refused_records))
@@ -431,7 +434,7 @@ async def test_a_retry_attempt_handed_forged_state_is_refused_as_unauthorized(
     assert result["code"] == "UNAUTHORIZED", result
     assert "no seal of this deployment's workers" in result["error"]
     assert_nothing_believed(result)
-    assert "essay:publish" not in activity_types(events)
+    assert PUBLISH_ACTIVITY not in activity_types(events)
     assert failed == []
     assert accepted_as(refused_records, "ed") == []
     assert calls_of(refused_records, "essay:publish") == []
@@ -476,7 +479,7 @@ async def test_a_continue_as_new_from_a_strangers_workflow_into_essay_review_is_
     assert events[0].workflow_execution_started_event_attributes.continued_execution_run_id
     assert result["code"] == "UNAUTHORIZED", result
     assert_nothing_believed(result)
-    assert "essay:publish" not in activity_types(events)
+    assert PUBLISH_ACTIVITY not in activity_types(events)
     assert accepted_as(refused_records, "ed") == []
     assert calls_of(refused_records, "essay:publish") == []
     # The forgery is on the record as refused.
@@ -542,7 +545,7 @@ async def test_a_real_sealed_carry_copied_into_another_workflow_id_is_refused(
     assert stolen["code"] == "UNAUTHORIZED", stolen
     assert "no seal of this deployment's workers" in stolen["error"]
     assert_nothing_believed(stolen)
-    assert "essay:publish" not in activity_types(stolen_events)
+    assert PUBLISH_ACTIVITY not in activity_types(stolen_events)
     assert accepted_as(refused_records, "ed") == []
     # Nothing lost: the real run still waits at its gate and takes ed's signed answer.
     assert still["status"] == "waiting"
@@ -566,7 +569,12 @@ def forged_calls(
         ToolActivityInput(arguments, confirmed=True),
     ]
     return [
-        {"tool": tool, "input": dataclasses.asdict(form), "queue": queue, "seal": None}
+        {
+            "tool": tool_activity_name(tool),
+            "input": dataclasses.asdict(form),
+            "queue": queue,
+            "seal": None,
+        }
         for form in forms
     ]
 
@@ -653,7 +661,8 @@ async def test_a_real_publications_seal_copied_into_another_execution_is_refused
             event.activity_task_scheduled_event_attributes
             for event in events
             if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-            and event.activity_task_scheduled_event_attributes.activity_type.name == "essay:publish"
+            and event.activity_task_scheduled_event_attributes.activity_type.name
+            == PUBLISH_ACTIVITY
         ]
         real_input = decoded(temporal_client, scheduled.input.payloads[0])
         seal = header_text(temporal_client, scheduled.header.fields, SEAL_HEADER)
@@ -663,7 +672,7 @@ async def test_a_real_publications_seal_copied_into_another_execution_is_refused
 
         replay = await temporal_client.start_workflow(
             ScheduleTools.run,
-            [{"tool": "essay:publish", "input": real_input, "queue": task_queue, "seal": seal}],
+            [{"tool": PUBLISH_ACTIVITY, "input": real_input, "queue": task_queue, "seal": seal}],
             id=replay_id,
             task_queue=attacker_queue,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
@@ -725,7 +734,7 @@ async def test_a_durable_calls_proof_spent_on_one_worker_is_refused_on_another(
         f"The proof {call['proof']['nonce']} has already been used"
         in (replayed["error"]["message"])
     )
-    assert "essay:publish" not in activity_types(replay_events)
+    assert PUBLISH_ACTIVITY not in activity_types(replay_events)
     assert again["success"] is True, again
 
 
@@ -760,7 +769,7 @@ async def test_a_start_proof_spent_on_one_worker_is_refused_on_another(
     assert "already been used" in replayed["error"]
     assert replayed["trail"] == []
     assert replayed["requester"]["verified"] is False
-    assert "essay:publish" not in activity_types(replay_events)
+    assert PUBLISH_ACTIVITY not in activity_types(replay_events)
 
 
 def served_only_by(events: Iterable[HistoryEvent]) -> set[str]:

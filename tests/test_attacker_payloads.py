@@ -502,7 +502,7 @@ async def test_a_settle_sent_to_a_finished_run_returns_at_once_and_the_run_close
 ) -> None:
     run, handle = await deployment.waiting_run()
     # Hold the run, finished, on judging a stranger's signal: the window a settle could pin.
-    publishing = deployment.holds.hold(handle.id, "essay:publish")
+    publishing = deployment.holds.hold(handle.id, "lockgate.tool:essay:publish")
     judging = deployment.holds.hold(handle.id, "lockgate.judge_signals")
     answering = asyncio.create_task(deployment.as_("ed").decide(run["run_id"], "publish_as_is"))
     await asyncio.wait_for(publishing.reached.wait(), 30)

@@ -128,3 +128,36 @@ async def test_a_directory_file_the_plugin_loads_is_watched_only_while_its_worke
     assert while_running == [f"lockgate-directory:{file}"]
     assert result["data"] == {"sum": 5}
     assert watchers() == []
+
+
+@activity.defn(name="demo:add")
+async def users_own_add(a: int, b: int) -> str:
+    return f"the worker's own demo:add of {a} and {b}"
+
+
+@workflow.defn(name="test.own-add")
+class OwnAdd:
+    """The worker's own workflow, calling the worker's own activity named like a lockgate tool."""
+
+    @workflow.run
+    async def run(self) -> str:
+        return await workflow.execute_activity(
+            "demo:add", args=[1, 2], result_type=str, start_to_close_timeout=timedelta(seconds=10)
+        )
+
+
+async def test_a_worker_activity_named_like_a_tool_does_not_collide_with_it(
+    lockgate_worker, temporal_client, task_queue
+):
+    people = Identities({"ed": {"scopes": ["math"]}})
+    async with lockgate_worker(
+        tools=[add], directory=people.directory, workflows=[OwnAdd], activities=[users_own_add]
+    ):
+        own = await temporal_client.execute_workflow(
+            OwnAdd.run, id=f"own-add-{uuid4().hex}", task_queue=task_queue
+        )
+        signed = ToolClient(temporal_client, task_queue, signer=people.signer("ed"))
+        governed = await signed.call("demo:add", {"a": 1, "b": 2})
+
+    assert own == "the worker's own demo:add of 1 and 2"
+    assert governed["data"] == {"sum": 3}

@@ -52,7 +52,7 @@ class ProvenToolActivity:
     @workflow.run
     async def run(self, call: ProvenCall) -> dict[str, Any]:
         result: dict[str, Any] = await workflow.execute_activity(
-            "demo:add",
+            "lockgate.tool:demo:add",
             ToolActivityInput(arguments=call.arguments, proof=call.proof),
             result_type=dict,
             start_to_close_timeout=timedelta(seconds=10),

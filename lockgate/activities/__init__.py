@@ -1,6 +1,10 @@
 """Tools: `@tool`, `Param`, the registry that runs the pipeline, and their activities."""
 
-from lockgate.activities._activity_inputs import ToolActivityInput
+from lockgate.activities._activity_inputs import (
+    TOOL_ACTIVITY_PREFIX,
+    ToolActivityInput,
+    tool_activity_name,
+)
 from lockgate.activities._budget import BudgetReport, context_tokens, estimate_tokens
 from lockgate.activities._ledger import SPENT_PROOF_WORKFLOW, TemporalNonceLedger, spent_proof_id
 from lockgate.activities._refusal import Refusal
@@ -42,6 +46,7 @@ __all__ = [
     "PIPELINE_STAGES",
     "SEAL_HEADER",
     "SPENT_PROOF_WORKFLOW",
+    "TOOL_ACTIVITY_PREFIX",
     "ArgumentsInvalid",
     "BudgetReport",
     "ExecutedEvent",
@@ -70,5 +75,6 @@ __all__ = [
     "spent_proof_id",
     "tool",
     "tool_activity_binding",
+    "tool_activity_name",
     "tool_methods",
 ]

@@ -1,4 +1,9 @@
-"""The inputs of lockgate's activities: one dataclass each, as the SDK's samples keep them.
+"""The names and inputs of lockgate's activities: one dataclass each, as the SDK's samples keep
+them, and one name each, shared by the workflows that schedule them and the worker that runs them.
+
+Every activity lockgate registers is named under ``lockgate.``: a tool ``essay:publish`` is the
+activity ``lockgate.tool:essay:publish``, so no activity of the worker it joins can collide with
+one of lockgate's.
 
 Each is what a workflow hands an activity through Temporal, so anyone with namespace access can
 write one; what stands for identity or authority in them is honoured only under the worker
@@ -13,6 +18,11 @@ from typing import Any
 from lockgate.gating import fingerprint
 
 __all__ = [
+    "JUDGE_SIGNALS",
+    "OPEN_START",
+    "PREPARE_CALL",
+    "TOOL_ACTIVITY_PREFIX",
+    "VERIFY_CARRIED",
     "JudgeSignalsInput",
     "OpenStartInput",
     "PrepareCallInput",
@@ -20,7 +30,28 @@ __all__ = [
     "ToolActivityInput",
     "VerifyCarriedInput",
     "carry_binding",
+    "tool_activity_name",
 ]
+
+TOOL_ACTIVITY_PREFIX = "lockgate.tool:"
+"""What a tool's activity name starts with; the tool's own name follows."""
+
+OPEN_START = "lockgate.open_start"
+"""Checks a graph run's starting channels and start proof (a local activity)."""
+
+VERIFY_CARRIED = "lockgate.verify_carried"
+"""Opens the seal of a state carried across continue-as-new (a local activity)."""
+
+JUDGE_SIGNALS = "lockgate.judge_signals"
+"""Judges a batch of signals a graph run received."""
+
+PREPARE_CALL = "lockgate.prepare_call"
+"""Verifies and plans a durable tool call (a local activity)."""
+
+
+def tool_activity_name(tool: str) -> str:
+    """The activity name of tool ``tool``: ``lockgate.tool:<tool>``."""
+    return TOOL_ACTIVITY_PREFIX + tool
 
 
 @dataclass

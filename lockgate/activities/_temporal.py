@@ -1,4 +1,4 @@
-"""Tools as Temporal activities: one activity per tool, named after it, running the pipeline.
+"""Tools as Temporal activities: one per tool (``lockgate.tool:<tool>``), running the pipeline.
 
 The activity judges its caller on the worker: an actor handed over by lockgate's own workflow
 code under the worker secret's seal (see :mod:`._sealed_calls`), a signed proof it verifies and
@@ -19,6 +19,10 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from lockgate.activities._activity_inputs import (
+    JUDGE_SIGNALS,
+    OPEN_START,
+    PREPARE_CALL,
+    VERIFY_CARRIED,
     JudgeSignalsInput,
     OpenStartInput,
     PrepareCallInput,
@@ -26,6 +30,7 @@ from lockgate.activities._activity_inputs import (
     ToolActivityInput,
     VerifyCarriedInput,
     carry_binding,
+    tool_activity_name,
 )
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._registry import ToolFailure, ToolRegistry
@@ -187,7 +192,7 @@ class ToolActivities:
         run_tool.__name__ = run_tool.__qualname__ = "tool_" + "".join(
             character if character.isalnum() else "_" for character in name
         )
-        return activity.defn(name=name)(run_tool)
+        return activity.defn(name=tool_activity_name(name))(run_tool)
 
     async def run_tool(self, name: str, call: ToolActivityInput) -> dict[str, Any]:
         """Runs ``name`` through the pipeline as the caller described in ``call``."""
@@ -301,7 +306,7 @@ class ToolActivities:
             details["retry_after_seconds"] = result.meta.get("retry_after_seconds")
         return _refusal(error.code, error.message, **details)
 
-    @activity.defn(name="lockgate.open_start")
+    @activity.defn(name=OPEN_START)
     async def open_start(self, start: OpenStartInput) -> dict[str, Any]:
         """Checks a run's starting channels and its proof; the history keeps the verdict for every
         replay.
@@ -366,7 +371,7 @@ class ToolActivities:
             return _start_refused(ErrorCode(refused.code), refused.sentence)
         return opened_start | {"actor": actor.to_dict()}
 
-    @activity.defn(name="lockgate.verify_carried")
+    @activity.defn(name=VERIFY_CARRIED)
     async def verify_carried(self, handed: VerifyCarriedInput) -> dict[str, Any]:
         """Whether the state a run was handed was sealed by a worker, for exactly this handover."""
         _only_local(activity.info())
@@ -400,7 +405,7 @@ class ToolActivities:
         )
         return {"ok": False, "reason": reason}
 
-    @activity.defn(name="lockgate.judge_signals")
+    @activity.defn(name=JUDGE_SIGNALS)
     async def judge_signals(self, batch: JudgeSignalsInput) -> list[dict[str, Any]]:
         """Judges signalled answers and resumes by the same rules as the update validators, in
         the order they arrived: once one is accepted, the gate (or park) it answered is closed
@@ -481,7 +486,7 @@ class ToolActivities:
             "each); it was recorded and refused.",
         )
 
-    @activity.defn(name="lockgate.prepare_call")
+    @activity.defn(name=PREPARE_CALL)
     async def prepare_call(self, call: PrepareCallInput) -> dict[str, Any]:
         """Everything a durable call checks before it waits: the caller, the tool, a dry run."""
         _only_local(activity.info())

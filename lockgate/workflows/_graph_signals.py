@@ -15,7 +15,7 @@ from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError
 
-from lockgate.activities._activity_inputs import JudgeSignalsInput, SignalEntry
+from lockgate.activities._activity_inputs import JUDGE_SIGNALS, JudgeSignalsInput, SignalEntry
 from lockgate.gating import (
     MAX_ANSWER_BYTES,
     ErrorCode,
@@ -88,7 +88,7 @@ class GraphSignals(GraphState):
             # result at once, which can move what the run decides next (continue as new) ahead of
             # signals that came in the same task, and those would never reach the run.
             verdicts = await workflow.execute_activity(
-                "lockgate.judge_signals",
+                JUDGE_SIGNALS,
                 batch,
                 result_type=list,
                 start_to_close_timeout=LOCAL_TIMEOUT,

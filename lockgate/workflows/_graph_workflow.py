@@ -22,9 +22,12 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from lockgate.activities import CALLER_MISTAKES
 from lockgate.activities._activity_inputs import (
+    OPEN_START,
+    VERIFY_CARRIED,
     OpenStartInput,
     ToolActivityInput,
     VerifyCarriedInput,
+    tool_activity_name,
 )
 from lockgate.gating import (
     Actor,
@@ -162,7 +165,7 @@ class GraphRun(GraphAnswers):
         info = workflow.info()
         try:
             verdict = await local(
-                "lockgate.verify_carried",
+                VERIFY_CARRIED,
                 VerifyCarriedInput(
                     carried=self._start.carried,
                     seal=carry_seal(info.headers),
@@ -252,7 +255,7 @@ class GraphRun(GraphAnswers):
         the model's validators and default factories run once and replay reads their result)."""
         try:
             opened = await local(
-                "lockgate.open_start",
+                OPEN_START,
                 OpenStartInput(
                     graph=self._graph.name,
                     version=self._graph.version,
@@ -295,7 +298,7 @@ class GraphRun(GraphAnswers):
         )
         try:
             result = await workflow.execute_activity(
-                node.tool,
+                tool_activity_name(node.tool),
                 call,
                 result_type=dict,
                 start_to_close_timeout=timedelta(seconds=node.definition.timeout),

@@ -19,7 +19,12 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from lockgate.activities import CALLER_MISTAKES, SPENT_PROOF_WORKFLOW, Refusal, Retry
-from lockgate.activities._activity_inputs import PrepareCallInput, ToolActivityInput
+from lockgate.activities._activity_inputs import (
+    PREPARE_CALL,
+    PrepareCallInput,
+    ToolActivityInput,
+    tool_activity_name,
+)
 from lockgate.gating import (
     MAX_ANSWER_BYTES,
     MAX_START_BYTES,
@@ -150,7 +155,7 @@ class ToolCallWorkflow:
             return self._done(ToolResult.error(code, sentence))
         try:
             prepared = await local(
-                "lockgate.prepare_call",
+                PREPARE_CALL,
                 PrepareCallInput(
                     call.tool,
                     call.arguments,
@@ -182,7 +187,7 @@ class ToolCallWorkflow:
         heartbeat = prepared.get("heartbeat_seconds")
         try:
             result = await workflow.execute_activity(
-                call.tool,
+                tool_activity_name(call.tool),
                 ToolActivityInput(
                     arguments=arguments,
                     actor=self._actor.to_dict(),
