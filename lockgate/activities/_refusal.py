@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import temporalio.converter
+from temporalio.api.enums.v1 import ApplicationErrorCategory as ApplicationErrorCategoryProto
 from temporalio.api.failure.v1 import ApplicationFailureInfo, Failure
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 __all__ = ["Refusal"]
 
@@ -33,10 +34,22 @@ class Refusal(ApplicationError):
             message: The sentence a person reads.
             details: JSON data for programs (never holdings, tokens or secrets).
         """
-        super().__init__(message, *details, type=code, non_retryable=True)
+        # Benign: a caller's mistake, not the worker's; the SDK logs it at DEBUG, not as an
+        # error with its traceback, and keeps it out of the failure metrics.
+        super().__init__(
+            message,
+            *details,
+            type=code,
+            non_retryable=True,
+            category=ApplicationErrorCategory.BENIGN,
+        )
         failure = Failure(
             message=message,
-            application_failure_info=ApplicationFailureInfo(type=code, non_retryable=True),
+            application_failure_info=ApplicationFailureInfo(
+                type=code,
+                non_retryable=True,
+                category=ApplicationErrorCategoryProto.APPLICATION_ERROR_CATEGORY_BENIGN,
+            ),
         )
         if details:
             converter = temporalio.converter.default().payload_converter
