@@ -112,8 +112,9 @@ async def test_a_clerk_who_may_not_publish_is_refused_ahead_of_the_gate_and_noth
         "(essay:publish), and it needs the scope essay:publish, which clerk does not hold. The "
         "gate is still waiting."
     )
-    # Only the update-with-start that waited for the run to settle was ever accepted.
-    assert events.count("EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED") == 1
+    # No update was ever accepted: waiting for the run to settle is a query, which writes
+    # nothing, and the refused answer wrote nothing either.
+    assert events.count("EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED") == 0
     assert still["status"] == "waiting"
     assert still["awaiting"]["gate"] == "editor_call#1"
     assert still["trail"] == run["trail"]
@@ -321,11 +322,8 @@ async def test_a_rejected_update_leaves_no_event_in_history(
 
     assert refused["code"] == "SELF_APPROVAL_FORBIDDEN"
     assert after == before
-    # The only update events are the settle that GraphClient.start rode in on.
-    assert [event for event in after if event in UPDATE_EVENTS] == [
-        "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED",
-        "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED",
-    ]
+    # No update events at all: GraphClient.start waits for the run with a query.
+    assert [event for event in after if event in UPDATE_EVENTS] == []
 
 
 # --- pending(): open gates across runs, read without a worker ------------------------------------

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from datetime import timedelta
 from typing import Any
 
 from temporalio.client import (
     Client,
-    WithStartWorkflowOperation,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowHandle,
@@ -53,7 +52,7 @@ from lockgate.workflows._client_support import (
     update_refusal,
 )
 from lockgate.workflows._declare import graph_spec
-from lockgate.workflows._graph_inputs import SettleInput, StartGraphInput
+from lockgate.workflows._graph_inputs import StartGraphInput
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,
     LOCKGATE_GRAPH,
@@ -65,6 +64,10 @@ __all__ = ["GraphClient"]
 
 _QUERY_TIMEOUT = timedelta(seconds=10)
 """How long a client waits for a run's worker to say what the run waits for."""
+
+_FIRST_PAUSE = 0.005
+_LONGEST_PAUSE = 0.05
+"""Seconds between two ``show`` queries while a client waits for a run to settle."""
 
 
 def _graph_name(graph: str | type) -> str:
@@ -149,30 +152,24 @@ class GraphClient:
             "static_summary": f"{name}: {_summary_of(inputs)}",
         }
         try:
-            if not wait:
-                await self.client.start_workflow(
-                    name, start, id_conflict_policy=WorkflowIDConflictPolicy.FAIL, **options
-                )
-                return {"ok": True, "run_id": run_id, "graph": name, "status": "started"}
-            operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+            await self.client.start_workflow(
                 name, start, id_conflict_policy=WorkflowIDConflictPolicy.FAIL, **options
             )
-            update = self.client.execute_update_with_start_workflow(
-                "settle", SettleInput(0), start_workflow_operation=operation, result_type=dict
-            )
-            return await self._settled(update, run_id, name)
         except WorkflowAlreadyStartedError:
             return refusal(
                 ErrorCode.VALIDATION_ERROR,
                 f"A run with id '{run_id}' already exists.",
                 run_id=run_id,
             )
+        if not wait:
+            return {"ok": True, "run_id": run_id, "graph": name, "status": "started"}
+        return await self._settled(self._until_settled(run_id, after=0), run_id, name)
 
-    async def _settled(self, pending: Any, run_id: str, graph: str | None = None) -> dict[str, Any]:
+    async def _settled(
+        self, pending: Awaitable[dict[str, Any]], run_id: str, graph: str | None = None
+    ) -> dict[str, Any]:
         try:
-            shown: dict[str, Any] = await asyncio.wait_for(
-                self._until_settled(pending, run_id), self.wait_seconds
-            )
+            shown: dict[str, Any] = await asyncio.wait_for(pending, self.wait_seconds)
         except asyncio.TimeoutError:
             return {
                 "ok": True,
@@ -183,6 +180,13 @@ class GraphClient:
             }
         except WorkflowUpdateFailedError as error:
             return update_refusal(error, run_id=run_id)
+        except WorkflowQueryFailedError as error:
+            return refusal(
+                ErrorCode.INTERNAL_ERROR,
+                f"Run '{run_id}' did not answer `show` ({error}); is its task failing? The "
+                "Temporal UI shows its history.",
+                run_id=run_id,
+            )
         except RPCError as error:
             if error.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
                 # The run ended between looking it up and answering it.
@@ -194,15 +198,30 @@ class GraphClient:
             raise
         return shown
 
-    async def _until_settled(self, pending: Any, run_id: str) -> dict[str, Any]:
-        shown: dict[str, Any] = await pending
-        while shown.get("moving_to_new_history"):
-            # The run answered its waiting callers before moving to a new history; wait there.
-            handle = self.client.get_workflow_handle(run_id)
-            shown = await handle.execute_update(
-                "settle", SettleInput(int(shown["settles"])), result_type=dict
-            )
+    async def _answered(self, update: Awaitable[dict[str, Any]], run_id: str) -> dict[str, Any]:
+        """What an answering update returned, or, when the run answered it just before moving
+        to a new history, the run once it settles there."""
+        shown = await update
+        if shown.get("moving_to_new_history"):
+            return await self._until_settled(run_id, after=int(shown["settles"]))
         return shown
+
+    async def _until_settled(self, run_id: str, *, after: int) -> dict[str, Any]:
+        """The run once it has settled (a gate, a park, the end) more than ``after`` times.
+
+        Asks the ``show`` query, more slowly the longer it takes: a query writes nothing to the
+        run's history, so waiting leaves no trace in the Temporal UI's timeline.
+        """
+        handle = self.client.get_workflow_handle(run_id)
+        pause = _FIRST_PAUSE
+        while True:
+            shown: dict[str, Any] = await handle.query(
+                "show", result_type=dict, rpc_timeout=_QUERY_TIMEOUT
+            )
+            if int(shown.get("settles", 0)) > after:
+                return shown
+            await asyncio.sleep(pause)
+            pause = min(pause * 1.5, _LONGEST_PAUSE)
 
     async def decide(self, run_id: str, choice: str) -> dict[str, Any]:
         """Answers the gate open on ``run_id`` with ``choice``, as the signer.
@@ -218,7 +237,8 @@ class GraphClient:
         answer = signed if signed is not None else {"choice": choice}
         handle = self.client.get_workflow_handle(run_id)
         return await self._settled(
-            handle.execute_update("decide", answer, result_type=dict), run_id
+            self._answered(handle.execute_update("decide", answer, result_type=dict), run_id),
+            run_id,
         )
 
     async def resume(self, run_id: str) -> dict[str, Any]:
@@ -228,7 +248,8 @@ class GraphClient:
             return signed
         handle = self.client.get_workflow_handle(run_id)
         return await self._settled(
-            handle.execute_update("resume", signed, result_type=dict), run_id
+            self._answered(handle.execute_update("resume", signed, result_type=dict), run_id),
+            run_id,
         )
 
     async def sign_decide(self, run_id: str, choice: str) -> dict[str, Any]:
