@@ -33,7 +33,10 @@ test-main: $(STAMP)
 
 test-other-pythons:
 	@for version in $(OTHER_PYTHONS); do \
-		interpreter=$$(command -v python$$version || ls "$$(pyenv root 2>/dev/null)"/versions/$$version.*/bin/python$$version 2>/dev/null | tail -n 1); \
+		interpreter=; \
+		for candidate in $$(ls "$$(pyenv root 2>/dev/null)"/versions/$$version.*/bin/python$$version 2>/dev/null | sort -V -r) $$(command -v python$$version); do \
+			if "$$candidate" -c '' 2>/dev/null; then interpreter=$$candidate; break; fi; \
+		done; \
 		if [ -z "$$interpreter" ]; then echo "make test: no Python $$version here, so its run is skipped"; continue; fi; \
 		venv=.venv-$$version; \
 		if [ ! -f $$venv/.installed ] || [ pyproject.toml -nt $$venv/.installed ]; then \

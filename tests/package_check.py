@@ -28,13 +28,25 @@ ESSAY = {"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}
 
 
 def interpreter_for(version: str) -> str | None:
-    found = shutil.which(f"python{version}")
-    if found:
-        return found
+    """The newest interpreter for `version` that runs: pyenv's own first, then PATH's.
+
+    A pyenv shim on PATH may name a version that is installed but not selected; it is on PATH
+    and fails when run, so every candidate is tried before it is trusted.
+    """
     pyenv = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=False)
     root = pyenv.stdout.strip() if pyenv.returncode == 0 else ""
-    candidates = sorted(glob.glob(f"{root}/versions/{version}.*/bin/python{version}"))
-    return candidates[-1] if root and candidates else None
+    installed = glob.glob(f"{root}/versions/{version}.*/bin/python{version}") if root else []
+    newest_first = sorted(installed, key=patch_level, reverse=True)
+    on_path = shutil.which(f"python{version}")
+    for candidate in [*newest_first, *([on_path] if on_path else [])]:
+        if subprocess.run([candidate, "-c", ""], capture_output=True, check=False).returncode == 0:
+            return candidate
+    return None
+
+
+def patch_level(interpreter: str) -> tuple[int, ...]:
+    release = Path(interpreter).parent.parent.name
+    return tuple(int(part) for part in release.split(".") if part.isdigit())
 
 
 def free_port() -> int:
