@@ -40,3 +40,20 @@ async def failed_workflow_tasks(handle: Any) -> list[Any]:
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
         and event.workflow_task_failed_event_attributes.cause != unhandled
     ]
+
+
+async def outcome(handle: Any) -> Any:
+    """What a lockgate run returned; for a refused run, which fails with its refusal (never a
+    completed run in the Temporal UI), the same dict, read from the failure as lockgate's own
+    clients read it. Any other failure is raised."""
+    from temporalio.client import WorkflowFailureError
+
+    from lockgate.workflows._failures import outcome_of
+
+    try:
+        return await handle.result()
+    except WorkflowFailureError as error:
+        found = outcome_of(error)
+        if found is None:
+            raise
+        return found

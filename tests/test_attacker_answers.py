@@ -58,7 +58,7 @@ from tests.graphs_for_tests import (
     trail_of,
 )
 from tests.reliability_graphs import DocReviewV1, DocReviewV2
-from tests.support import failed_workflow_tasks
+from tests.support import failed_workflow_tasks, outcome
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -441,7 +441,7 @@ async def test_a_proof_signed_against_a_look_alike_answers_no_real_run_under_its
         tricked = GraphClient(temporal_client, attacker_queue, signer=people.signer("ed"))
         fooled = await tricked.decide(run_id, "publish_as_is")
         assert fooled["status"] == "finished", fooled
-        assert (await spoof.result())["status"] == "finished"
+        assert (await outcome(spoof))["status"] == "finished"
         stolen = await accepted_payload(
             temporal_client, run_id, "decide", spoof.first_execution_run_id
         )
@@ -725,13 +725,14 @@ async def test_an_unsigned_raw_start_of_a_graph_with_gates_is_refused_and_runs_n
     people = essay_people()
     run_id = f"essay:review-{uuid4().hex[:12]}"
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
-        refused = await temporal_client.execute_workflow(
+        handle = await temporal_client.start_workflow(
             "essay:review",
             StartGraphInput(inputs=dict(ALWAYS_FAILS)),
             id=run_id,
             task_queue=task_queue,
             result_type=dict,
         )
+        refused = await outcome(handle)
         ran = await scheduled(temporal_client, run_id)
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
         honest = await ada.start(EssayReview, ALWAYS_FAILS)
@@ -787,7 +788,7 @@ async def test_a_raw_start_asking_for_an_older_version_is_refused_and_runs_nothi
         handle = await temporal_client.start_workflow(
             "doc:review", start, id=run_id, task_queue=task_queue, result_type=dict
         )
-        refused = await handle.result()
+        refused = await outcome(handle)
         ran = await scheduled(temporal_client, run_id)
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
         honest = await ada.start("doc:review", inputs)
@@ -930,7 +931,7 @@ async def published(
     else:
         proof = signed_answer(people.signer("ed"), run, "publish")
         await temporal_client.get_workflow_handle(run["run_id"]).signal("decide", proof)
-        done = await temporal_client.get_workflow_handle(run["run_id"], result_type=dict).result()
+        done = await outcome(temporal_client.get_workflow_handle(run["run_id"], result_type=dict))
     assert done["status"] == "finished", done
     return run, done
 
@@ -942,7 +943,7 @@ def publish_key(run: dict[str, Any]) -> str:
 
 async def finished_again(client: Client, run_id: str, new_run: str) -> dict[str, Any]:
     handle = client.get_workflow_handle(run_id, run_id=new_run, result_type=dict)
-    result: dict[str, Any] = await handle.result()
+    result: dict[str, Any] = await outcome(handle)
     assert await failed_tasks_but_the_reset(handle) == []
     return result
 
@@ -1050,7 +1051,7 @@ async def test_a_reset_that_drops_the_answer_waits_again_and_the_same_proof_publ
             what="the reset run waiting at its gate",
         )
         again = await send(temporal_client, run_id, "decide", proof)
-        result = await temporal_client.get_workflow_handle(run_id, result_type=dict).result()
+        result = await outcome(temporal_client.get_workflow_handle(run_id, result_type=dict))
 
     assert waiting["execution"] == run["execution"]
     assert waiting["awaiting"] == run["awaiting"]

@@ -66,7 +66,7 @@ from tests.graphs_for_tests import (
     eventually,
     trail_of,
 )
-from tests.support import failed_workflow_tasks
+from tests.support import failed_workflow_tasks, outcome
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -271,15 +271,20 @@ def activity_types(events: Iterable[HistoryEvent]) -> list[str]:
     ]
 
 
-def completed_result(client: Client, events: Iterable[HistoryEvent]) -> dict[str, Any] | None:
-    """What a run returned, from its history; None if it did not complete."""
+def closed_result(client: Client, events: Iterable[HistoryEvent]) -> dict[str, Any] | None:
+    """What a run returned, from its history: a completed run's result, or the outcome a refused
+    run fails with; None while it runs."""
     for event in events:
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
-            result = decoded(
-                client, event.workflow_execution_completed_event_attributes.result.payloads[0]
-            )
-            assert isinstance(result, dict)
-            return result
+            payload = event.workflow_execution_completed_event_attributes.result.payloads[0]
+        elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+            failure = event.workflow_execution_failed_event_attributes.failure
+            payload = failure.application_failure_info.details.payloads[0]
+        else:
+            continue
+        result = decoded(client, payload)
+        assert isinstance(result, dict)
+        return result
     return None
 
 
@@ -363,18 +368,18 @@ async def test_a_cron_schedule_carrying_forged_state_is_refused_on_every_run(
         )
         runs = await eventually(
             lambda: executions(client, workflow_id),
-            lambda found: sum(r.status == WorkflowExecutionStatus.COMPLETED for r in found) >= 3,
-            what="three cron runs completed",
+            lambda found: sum(r.status == WorkflowExecutionStatus.FAILED for r in found) >= 3,
+            what="three cron runs refused",
             seconds=30,
         )
         await handle.terminate("the test has seen enough cron runs")
         seen = []
         for run in runs:
-            if run.status != WorkflowExecutionStatus.COMPLETED:
+            if run.status != WorkflowExecutionStatus.FAILED:  # a refused run fails
                 continue
             events = await history(client, workflow_id, run.run_id)
             started = events[0].workflow_execution_started_event_attributes
-            seen.append((started, activity_types(events), completed_result(client, events)))
+            seen.append((started, activity_types(events), closed_result(client, events)))
         refused_records = list(audit_log.records)
         await ed_publishes(client, task_queue, identities)
 
@@ -421,7 +426,7 @@ async def test_a_retry_attempt_handed_forged_state_is_refused_as_unauthorized(
         what="the first attempt timed out and the retry began",
     )
     async with Worker(temporal_client, task_queue=task_queue, plugins=[deployment(identities)]):
-        result = await temporal_client.get_workflow_handle(workflow_id).result()
+        result = await outcome(temporal_client.get_workflow_handle(workflow_id))
         events = await history(temporal_client, workflow_id, retried.run_id)
         failed = await failed_workflow_tasks(temporal_client.get_workflow_handle(workflow_id))
         refused_records = list(audit_log.records)
@@ -468,7 +473,7 @@ async def test_a_continue_as_new_from_a_strangers_workflow_into_essay_review_is_
             id=workflow_id,
             task_queue=attacker_queue,
         )
-        result = await temporal_client.get_workflow_handle(workflow_id).result()
+        result = await outcome(temporal_client.get_workflow_handle(workflow_id))
         described = await temporal_client.get_workflow_handle(workflow_id).describe()
         events = await history(temporal_client, workflow_id)
         refused_records = list(audit_log.records)
@@ -534,7 +539,7 @@ async def test_a_real_sealed_carry_copied_into_another_workflow_id_is_refused(
             id=stolen_id,
             task_queue=attacker_queue,
         )
-        stolen = await client.get_workflow_handle(stolen_id).result()
+        stolen = await outcome(client.get_workflow_handle(stolen_id))
         stolen_events = await history(client, stolen_id)
         refused_records = list(audit_log.records)
         still = await ada.show(real["run_id"])
@@ -623,12 +628,12 @@ async def test_a_tool_scheduled_from_a_strangers_workflow_as_a_named_actor_is_re
         honest_records = list(audit_log.records)
 
     assert len(outcomes) == 3
-    for outcome in outcomes:
-        assert outcome["ran"] is False, outcome
-        assert outcome["type"] == "UNAUTHORIZED"
-        assert outcome["non_retryable"] is True
-        assert outcome["retry_state"] == "NON_RETRYABLE_FAILURE"
-        assert "lockgate's workers did not vouch for" in outcome["message"]
+    for attempt in outcomes:
+        assert attempt["ran"] is False, attempt
+        assert attempt["type"] == "UNAUTHORIZED"
+        assert attempt["non_retryable"] is True
+        assert attempt["retry_state"] == "NON_RETRYABLE_FAILURE"
+        assert "lockgate's workers did not vouch for" in attempt["message"]
     # The tool never ran; each attempt is on the record as refused, none as accepted.
     assert calls_of(refused_records, tool) == []
     assert accepted_as(refused_records, principal) == []
@@ -677,7 +682,7 @@ async def test_a_real_publications_seal_copied_into_another_execution_is_refused
             task_queue=attacker_queue,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
         )
-        (outcome,) = await replay.result()
+        (attempt,) = await replay.result()
         replay_events = await history(temporal_client, replay_id, replay.result_run_id)
         attack_records = list(audit_log.records)[len(before) :]
         await ed_publishes(temporal_client, task_queue, identities)
@@ -689,9 +694,9 @@ async def test_a_real_publications_seal_copied_into_another_execution_is_refused
     ]
     assert copied[0].header.fields[SEAL_HEADER] == scheduled.header.fields[SEAL_HEADER]
     assert decoded(temporal_client, copied[0].input.payloads[0]) == real_input
-    assert outcome["ran"] is False, outcome
-    assert outcome["type"] == "UNAUTHORIZED"
-    assert outcome["non_retryable"] is True
+    assert attempt["ran"] is False, attempt
+    assert attempt["type"] == "UNAUTHORIZED"
+    assert attempt["non_retryable"] is True
     assert calls_of(attack_records, "essay:publish") == []
     assert accepted_as(attack_records, "ed") == []
 
@@ -721,7 +726,7 @@ async def test_a_durable_calls_proof_spent_on_one_worker_is_refused_on_another(
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             result_type=dict,
         )
-        replayed = await replay.result()
+        replayed = await outcome(replay)
         replay_events = await history(temporal_client, replay.id, replay.result_run_id)
         again = await ed.call("essay:publish", arguments)
 
@@ -758,7 +763,7 @@ async def test_a_start_proof_spent_on_one_worker_is_refused_on_another(
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             result_type=dict,
         )
-        replayed = await replay.result()
+        replayed = await outcome(replay)
         replay_events = await history(temporal_client, replay.id, replay.result_run_id)
         await ed_publishes(temporal_client, task_queue, identities)
 

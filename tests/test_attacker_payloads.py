@@ -58,7 +58,7 @@ from lockgate.gating import MAX_REFUSED_SIGNALS_KEPT, MAX_WAITING_SETTLES
 from lockgate.testing import Identities
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.graphs_for_tests import ALWAYS_FAILS, Ledger, eventually, signed_answer
-from tests.support import failed_workflow_tasks
+from tests.support import failed_workflow_tasks, outcome
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -424,7 +424,7 @@ async def test_sixty_small_unsigned_signals_keep_twenty_rows_and_count_the_other
         await handle.signal("decide", {"choice": "publish_as_is", "n": n})
     answered = await deployment.publishes(run["run_id"])
     # Signals that came with the answer are judged as the run finishes: read its result.
-    result = await handle.result()
+    result = await outcome(handle)
 
     rows = signal_rows(result)
     assert len(rows) == MAX_REFUSED_SIGNALS_KEPT == 20
@@ -450,7 +450,7 @@ async def test_a_one_and_a_half_megabyte_start_input_ends_the_run_refused_and_sm
         task_queue=deployment.task_queue,
     )
     deployment.started.append(attack)
-    result = await attack.result()
+    result = await outcome(attack)
     failed = await failed_workflow_tasks(attack)
     answered = await deployment.publishes(honest["run_id"])
 
@@ -519,7 +519,7 @@ async def test_a_settle_sent_to_a_finished_run_returns_at_once_and_the_run_close
         )
     finally:
         judging.released.set()
-    result = await asyncio.wait_for(handle.result(), 30)
+    result = await asyncio.wait_for(outcome(handle), 30)
     answered = await answering
 
     assert settled["status"] == "finished"
@@ -547,8 +547,8 @@ async def test_a_fifth_waiting_settle_is_rate_limited_and_the_answer_still_gets_
     ]
     refusal = await refused_update(handle, "settle", {"after": settles})
     answered = await deployment.publishes(run["run_id"])
-    returned = await asyncio.wait_for(asyncio.gather(*(w.result() for w in waiting)), 30)
-    result = await handle.result()
+    returned = await asyncio.wait_for(asyncio.gather(*(outcome(w) for w in waiting)), 30)
+    result = await outcome(handle)
 
     assert MAX_WAITING_SETTLES == 4
     assert refusal.type == "RATE_LIMITED"

@@ -9,6 +9,8 @@ Inputs that are not channels (a forged ``_taken`` budget, a forged ``_ran``, jun
 
 from __future__ import annotations
 
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -26,7 +28,7 @@ from tests.graphs_for_tests import (
     eventually,
     trail_of,
 )
-from tests.support import SECRET
+from tests.support import SECRET, outcome
 
 
 def people():
@@ -92,7 +94,7 @@ async def test_a_finished_runs_result_carries_its_whole_trail(
     async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
         wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
         run = await wren.start(EssayReview, FAILS_ONCE)
-        result = await temporal_client.get_workflow_handle(run["run_id"], result_type=dict).result()
+        result = await outcome(temporal_client.get_workflow_handle(run["run_id"], result_type=dict))
         shown = await wren.show(run["run_id"])
 
     assert result["status"] == "finished"
@@ -140,6 +142,28 @@ async def test_an_unsigned_start_of_a_graph_with_gates_is_refused_as_unauthorize
     assert run["code"] == "UNAUTHORIZED"
     assert "has human gates, so a run starts only from a signed start" in run["error"]
     assert run["trail"] == []
+
+
+async def test_a_refused_run_fails_in_temporal_with_its_code_and_sentence(
+    lockgate_worker, temporal_client, task_queue
+):
+    # What the Temporal UI and `temporal workflow list` show: never a completed run.
+    who = people()
+    async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
+        run = await GraphClient(temporal_client, task_queue).start(EssayReview, ALWAYS_FAILS)
+        handle = temporal_client.get_workflow_handle(run["run_id"])
+        described = await handle.describe()
+        closing = (await handle.fetch_history()).events[-1]
+        shown = await GraphClient(temporal_client, task_queue).show(run["run_id"])
+
+    assert described.status == WorkflowExecutionStatus.FAILED
+    assert closing.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED
+    failure = closing.workflow_execution_failed_event_attributes.failure
+    assert failure.application_failure_info.type == "UNAUTHORIZED"
+    assert failure.message == run["error"]
+    assert failure.application_failure_info.non_retryable is True
+    # Read back, the run says what it said when it was refused.
+    assert shown == run
 
 
 async def test_an_unsigned_start_of_a_graph_that_allows_it_is_driven_by_an_unverified_requester(
@@ -196,7 +220,7 @@ async def test_a_start_cannot_hand_the_run_a_forged_carried_state(
             id=f"essay:review-forged-{task_queue}",
             task_queue=task_queue,
         )
-        result = await handle.result()
+        result = await outcome(handle)
 
     assert result["status"] == "refused"
     assert result["code"] == "VALIDATION_ERROR"

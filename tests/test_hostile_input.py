@@ -27,6 +27,7 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding
 from lockgate.testing import Identities
 from tests.graphs_for_tests import ALWAYS_FAILS
+from tests.support import outcome
 
 CODES = {code.value for code in ErrorCode}
 
@@ -226,7 +227,7 @@ async def test_arbitrary_json_as_a_start_input_ends_the_run_refused_without_a_fa
     handle = await target.client.start_workflow(
         "essay:review", payload, id=run_id, task_queue="hostile-input"
     )
-    result = await handle.result()
+    result = await outcome(handle)
     history = await handle.fetch_history()
     target.count("start input: arbitrary JSON")
 

@@ -33,6 +33,7 @@ from lockgate import GraphClient, ToolClient, tool
 from lockgate.testing import Identities
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.graphs_for_tests import OpenEssay
+from tests.support import outcome
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -171,7 +172,7 @@ async def test_a_tool_call_started_with_garbage_ends_in_a_validation_error(
 ):
     async with lockgate_worker(tools=[launch]):
         handle = await start_raw(temporal_client, "lockgate.tool_call", task_queue, *args)
-        result = await handle.result()
+        result = await outcome(handle)
         await assert_no_failed_workflow_task(handle)
 
     assert result["success"] is False
@@ -195,7 +196,7 @@ async def test_a_tool_call_with_garbage_fields_is_refused_with_a_code_and_a_sent
 ):
     async with lockgate_worker(tools=[launch]):
         handle = await start_raw(temporal_client, "lockgate.tool_call", task_queue, call)
-        result = await handle.result()
+        result = await outcome(handle)
         await assert_no_failed_workflow_task(handle)
 
     assert result["success"] is False
@@ -211,7 +212,7 @@ async def test_a_tool_call_started_with_an_undecodable_payload_fails_instead_of_
         handle = await start_undecodable(temporal_client, "lockgate.tool_call", task_queue, payload)
         seen = await closed_or_wedged(handle)
         with pytest.raises(WorkflowFailureError) as failed:
-            await handle.result()
+            await outcome(handle)
 
     assert EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED not in seen
     cause = failed.value.cause
@@ -237,7 +238,7 @@ async def test_a_signed_call_whose_arguments_no_proof_can_name_is_refused(
             {**call, "request_id": request_id},
             id=call_workflow_id(request_id),
         )
-        result = await handle.result()
+        result = await outcome(handle)
         await assert_no_failed_workflow_task(handle)
 
     assert result["error"]["code"] == "VALIDATION_ERROR", result
@@ -260,7 +261,7 @@ async def test_a_graph_run_started_with_garbage_is_refused_with_a_sentence(
 ):
     async with lockgate_worker(graphs=[OpenEssay]):
         handle = await start_raw(temporal_client, "essay:open", task_queue, *args)
-        shown = await handle.result()
+        shown = await outcome(handle)
         await assert_no_failed_workflow_task(handle)
 
     assert shown["ok"] is False
@@ -275,7 +276,7 @@ async def test_a_graph_run_started_with_a_garbage_proof_is_refused_as_unauthoriz
     async with lockgate_worker(graphs=[OpenEssay]):
         start = {"inputs": NEEDS_AN_EDITOR, "proof": {"lockgate_proof": "yes"}}
         handle = await start_raw(temporal_client, "essay:open", task_queue, start)
-        shown = await handle.result()
+        shown = await outcome(handle)
         await assert_no_failed_workflow_task(handle)
 
     assert shown["code"] == "UNAUTHORIZED"
@@ -290,7 +291,7 @@ async def test_a_signed_graph_start_whose_inputs_no_proof_can_name_is_refused(
     start = {"inputs": {**NEEDS_AN_EDITOR, "weight": float("inf")}, "proof": proof}
     async with lockgate_worker(graphs=[OpenEssay], directory=identities.directory):
         handle = await start_raw(temporal_client, "essay:open", task_queue, start)
-        shown = await handle.result()
+        shown = await outcome(handle)
         await assert_no_failed_workflow_task(handle)
 
     assert shown["status"] == "refused"

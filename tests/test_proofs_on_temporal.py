@@ -24,6 +24,9 @@ from lockgate.testing import Identities
 from lockgate.workflows import StartGraphInput
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id
 
+with workflow.unsafe.imports_passed_through():  # this module's test workflow runs sandboxed
+    from tests.support import outcome
+
 pytestmark = pytest.mark.timeout(60)
 
 ARGUMENTS = {"a": 1, "b": 2}
@@ -92,7 +95,7 @@ async def call_with_proof(
         task_queue=task_queue,
         result_type=dict,
     )
-    result: dict[str, Any] = await handle.result()
+    result: dict[str, Any] = await outcome(handle)
     await assert_no_failed_workflow_task(handle)
     return result
 
@@ -209,7 +212,7 @@ async def test_a_proof_replayed_for_the_same_act_is_refused_as_already_used(
             task_queue=task_queue,
         )
         with pytest.raises(WorkflowFailureError) as failed:
-            await replay.result()
+            await outcome(replay)
         await assert_no_failed_workflow_task(replay)
 
     assert first["success"] is True, first
@@ -303,7 +306,7 @@ async def test_a_durable_calls_proof_replayed_in_another_run_is_refused(
             task_queue=task_queue,
             result_type=dict,
         )
-        replayed = await replay.result()
+        replayed = await outcome(replay)
         await assert_no_failed_workflow_task(replay)
 
     assert first["success"] is True, first
@@ -332,7 +335,7 @@ async def test_a_tool_activitys_proof_replayed_in_a_new_run_of_the_same_workflow
             task_queue=task_queue,
         )
         with pytest.raises(WorkflowFailureError) as failed:
-            await replay.result()
+            await outcome(replay)
 
     assert first["success"] is True, first
     activity_error = failed.value.cause
@@ -361,7 +364,7 @@ async def test_a_graph_start_proof_replayed_in_a_new_run_of_the_same_id_is_refus
                 task_queue=task_queue,
                 result_type=dict,
             )
-            runs.append(await handle.result())
+            runs.append(await outcome(handle))
 
     first, replayed = runs
     assert first["status"] == "finished", first

@@ -9,14 +9,14 @@ from uuid import uuid4
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 
 from lockgate import LockgatePlugin, PolicyGate, ToolClient, ToolContext, ToolRegistry, tool
 from lockgate.gating import GovernedTool, PolicyDecision
 from lockgate.testing import Identities
 from lockgate.workflows._tool_call import call_workflow_id
-from tests.support import SECRET
+from tests.support import SECRET, outcome
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -81,6 +81,25 @@ async def test_the_same_request_id_twice_returns_the_first_result_and_runs_once(
     assert first["success"] is True, first
     assert second == first
     assert runs[token] == 1
+
+
+async def test_a_refused_call_asked_again_with_its_request_id_returns_the_same_refusal(
+    lockgate_worker, temporal_client, task_queue
+):
+    token, request_id = uuid4().hex, new_request_id()
+    async with lockgate_worker(tools=[count]):
+        tools = ToolClient(temporal_client, task_queue)
+        first = await tools.call("demo:count", {"token": token, "n": "many"}, request_id=request_id)
+        second = await tools.call("demo:count", {"token": token, "n": 1}, request_id=request_id)
+        described = await temporal_client.get_workflow_handle(
+            call_workflow_id(request_id)
+        ).describe()
+
+    assert first["success"] is False
+    assert first["error"]["code"] == "VALIDATION_ERROR", first
+    assert second == first
+    assert described.status == WorkflowExecutionStatus.FAILED
+    assert runs[token] == 0
 
 
 async def test_a_repeated_request_id_ignores_the_arguments_it_comes_with(
@@ -160,12 +179,17 @@ async def test_an_unconfirmed_call_expires_on_a_workflow_timer(time_skipping_env
             "demo:launch", {"token": token, "n": 1}, request_id=request_id
         )
         handle = client.get_workflow_handle(call_workflow_id(request_id), result_type=dict)
-        result = await handle.result()
+        result = await outcome(handle)
         history = (await handle.fetch_history()).events
 
     assert result["success"] is False
     assert result["error"]["code"] == "VALIDATION_ERROR"
     assert "expired" in result["error"]["message"]
+    # A call that did not succeed fails its run, with the code and sentence the caller reads.
+    assert history[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED
+    failure = history[-1].workflow_execution_failed_event_attributes.failure
+    assert failure.application_failure_info.type == "VALIDATION_ERROR"
+    assert failure.message == result["error"]["message"]
     timers = [e for e in history if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED]
     (timer,) = timers
     assert timer.timer_started_event_attributes.start_to_fire_timeout.seconds == 60

@@ -21,6 +21,7 @@ from temporalio.client import (
     Client,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
+    WorkflowFailureError,
     WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
@@ -52,6 +53,7 @@ from lockgate.workflows._client_support import (
     update_refusal,
 )
 from lockgate.workflows._declare import graph_spec
+from lockgate.workflows._failures import outcome_of
 from lockgate.workflows._graph_inputs import StartGraphInput
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,
@@ -383,6 +385,15 @@ class GraphClient:
                     run_id, result_type=dict
                 ).result()
                 return result
+            except WorkflowFailureError as error:
+                outcome = outcome_of(error)  # a refused run: what it would have returned
+                if outcome is not None:
+                    return outcome
+                return refusal(
+                    ErrorCode.INTERNAL_ERROR,
+                    f"Run '{run_id}' ended {_status_name(description.status)}: {error}",
+                    run_id=run_id,
+                )
             except Exception as error:  # the run failed or was terminated: say how
                 return refusal(
                     ErrorCode.INTERNAL_ERROR,

@@ -1,4 +1,5 @@
-"""The one failure that ends a lockgate workflow instead of retrying its task: an unreadable start.
+"""How lockgate's workflows end when they did not do what they were asked: an unreadable start
+fails the run at once, and a refused run fails with its refusal, never as a completed run.
 
 Before any lockgate code runs, the SDK decodes a workflow's start payloads; a payload it cannot
 decode (an unknown encoding, broken JSON) raises ``RuntimeError("Failed decoding arguments")``.
@@ -13,7 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["UnreadableStart"]
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+
+from lockgate.activities import Refusal
+
+__all__ = ["UnreadableStart", "outcome_of", "refused_run"]
 
 # The messages temporalio raises when it cannot decode a workflow's arguments (see
 # temporalio/worker/_workflow_instance.py `_convert_payloads`).
@@ -33,3 +39,22 @@ class UnreadableStart(Exception, metaclass=_MatchesSdkDecodeFailure):
     ``isinstance(error, UnreadableStart)`` is also true of the SDK's own decode failure, which is
     how the SDK's ``failure_exception_types`` check recognises it.
     """
+
+
+def refused_run(code: str, sentence: str, outcome: dict[str, Any]) -> Refusal:
+    """The failure a refused run ends with: its code as the type, its sentence as the message
+    (what the Temporal UI shows on the run's page, in red), and what the run would have
+    returned as its one detail, so a client reads the same dict either way (:func:`outcome_of`).
+    """
+    return Refusal(code, sentence, outcome)
+
+
+def outcome_of(error: WorkflowFailureError) -> dict[str, Any] | None:
+    """What a run that ended with :func:`refused_run` would have returned; None for any other
+    failure."""
+    cause = error.cause
+    if isinstance(cause, ApplicationError) and cause.details:
+        outcome = cause.details[0]
+        if isinstance(outcome, dict):
+            return outcome
+    return None

@@ -49,7 +49,7 @@ from lockgate.workflows._activity_options import (
 from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal
 from lockgate.workflows._carry import CarriedState, CarriedStateError
 from lockgate.workflows._compile import CompiledGraph, CompiledNode
-from lockgate.workflows._failures import UnreadableStart
+from lockgate.workflows._failures import UnreadableStart, refused_run
 from lockgate.workflows._graph_answers import GraphAnswers
 from lockgate.workflows._graph_inputs import (
     StartGraphInput,
@@ -150,7 +150,8 @@ class GraphRun(GraphAnswers):
         if self._refusal is not None:
             self._status = "refused"
             self._settled()
-            return await self._finish()
+            shown = await self._finish()
+            raise refused_run(self._refusal.code, self._refusal.sentence, shown)
         self._sync_memo()
         self._upsert_search_attributes()
         while self._state != END:

@@ -39,7 +39,7 @@ from lockgate.gating import (
 )
 from lockgate.workflows._activity_options import local, tool_retry_policy
 from lockgate.workflows._authority_context import current_authority
-from lockgate.workflows._failures import UnreadableStart
+from lockgate.workflows._failures import UnreadableStart, refused_run
 
 __all__ = [
     "CallToolInput",
@@ -149,6 +149,21 @@ class ToolCallWorkflow:
 
     @workflow.run
     async def run(self, *calls: Any) -> dict[str, Any]:
+        """The call's result; a call that did not succeed (refused, failed, expired) fails the
+        run with its code and sentence, so the Temporal UI never shows it as completed."""
+        result = await self._call_once()
+        if not result.get("success"):
+            # The `outcome` updates waiting for the result answer first.
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            error = result.get("error") or {}
+            raise refused_run(
+                str(error.get("code") or ErrorCode.INTERNAL_ERROR.value),
+                str(error.get("message") or "The call did not succeed."),
+                result,
+            )
+        return result
+
+    async def _call_once(self) -> dict[str, Any]:
         call = self._call
         if call is None or self._problem is not None:
             code, sentence = self._problem or (ErrorCode.VALIDATION_ERROR.value, "")

@@ -10,6 +10,7 @@ from typing import Any
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
+    WorkflowFailureError,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
@@ -25,6 +26,7 @@ from lockgate.workflows._client_support import (
     settle_operation,
     update_refusal,
 )
+from lockgate.workflows._failures import outcome_of
 from lockgate.workflows._tool_call import (
     CallToolInput,
     ConfirmCallInput,
@@ -104,7 +106,13 @@ class ToolClient:
             # The call already ran and closed: its first answer stands.
             await settle_operation(operation)
             handle = self.client.get_workflow_handle(workflow_id, result_type=dict)
-            finished: dict[str, Any] = await handle.result()
+            try:
+                finished: dict[str, Any] = await handle.result()
+            except WorkflowFailureError as error:
+                outcome = outcome_of(error)
+                if outcome is None:
+                    raise
+                return outcome
             return finished
         except WorkflowUpdateFailedError as error:
             return update_refusal(error, request_id=request_id)
