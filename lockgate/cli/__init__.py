@@ -1,0 +1,27 @@
+"""The ``lockgate`` command: a dev stack, a worker, and every client operation.
+
+Human-readable by default, ``--json`` for scripts. A refusal prints its sentence and exits 1;
+a usage mistake exits 2. Connection settings follow Temporal's conventions: ``TEMPORAL_ADDRESS``,
+``TEMPORAL_NAMESPACE``, TLS and API-key variables, and env-config profiles (``--profile``).
+
+One module per command family, so the file's name says where a command lives:
+
+- ``_runs``: ``start``, ``show``, ``list``, ``pending``, ``decide``, ``resume``
+- ``_sign``: ``sign start|decide|resume``
+- ``_tools``: ``tools list|call|confirm``
+- ``_keys``: ``keys new`` and ``secret new|rotate|retire``
+- ``_setup``: ``setup``; ``_worker``: ``worker``; ``_dev``: ``dev``
+
+Shared by them: ``_arguments`` (the parser), ``_settings`` (flags and environment: paths,
+signer, connection), ``_output`` (``--json``, refusals, exit statuses) and ``_entry`` (running a
+command and ending the process).
+"""
+
+from lockgate.cli._arguments import build_parser
+from lockgate.cli._entry import entry, main
+
+__all__ = ["entry", "main"]
+
+_parser = build_parser
+"""The whole command line's parser; ``tests/test_readme.py`` checks the README's commands
+against it."""

@@ -1,0 +1,131 @@
+"""The command line itself: every ``lockgate`` command, its flags, and reading a JSON flag.
+
+Every command takes the connection and state flags (``--address``, ``--keys-dir``, ``--json`` ...);
+the ones that sign also take ``--as PRINCIPAL``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from lockgate.cli._output import CommandError
+from lockgate.gating import WORKER_SECRET_FILE_ENV
+from lockgate.worker import DEFAULT_TASK_QUEUE
+
+__all__ = ["build_parser", "json_argument"]
+
+
+def json_argument(text: str, what: str) -> Any:
+    """``text``, the value of the flag ``what``, read as JSON.
+
+    Raises:
+        CommandError: it is not JSON; the message names the flag and where the JSON breaks.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CommandError(
+            f"{what} is not valid JSON ({error.msg} at {error.pos}): {text}"
+        ) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``lockgate`` parser, with every command and its flags."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--address", help="Temporal frontend host:port (or TEMPORAL_ADDRESS)")
+    common.add_argument("--namespace", help="Temporal namespace (or TEMPORAL_NAMESPACE)")
+    common.add_argument("--profile", help="Temporal env-config profile (or TEMPORAL_PROFILE)")
+    common.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help="lockgate's task queue")
+    common.add_argument("--keys-dir", help="where private keys live (default .lockgate/keys)")
+    common.add_argument("--directory", help="Directory TOML (default .lockgate/directory.toml)")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    common.add_argument(
+        "--secret-file",
+        help=f"the worker secret (default {WORKER_SECRET_FILE_ENV} or .lockgate/worker.secret)",
+    )
+    signed = argparse.ArgumentParser(add_help=False)
+    signed.add_argument(
+        "--as", dest="as_principal", metavar="PRINCIPAL", help="sign as this principal"
+    )
+
+    parser = argparse.ArgumentParser(
+        prog="lockgate", description="Governed tools and declared graphs on Temporal."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    dev = commands.add_parser("dev", parents=[common], help="dev server + worker + demo people")
+    dev.add_argument("--port", type=int, default=7233, help="the server's port (default 7233)")
+    dev.add_argument("--ui-port", type=int, help="the Web UI's port (default: port + 1000)")
+    dev.add_argument("--headless", action="store_true", help="no Web UI")
+    dev.add_argument("--examples", nargs="*", help="modules to serve instead of the examples")
+
+    worker = commands.add_parser("worker", parents=[common], help="serve tools and graphs")
+    worker.add_argument("--tools", nargs="+", metavar="MODULE[:ATTR]")
+    worker.add_argument("--graphs", nargs="+", metavar="MODULE[:ATTR]")
+
+    commands.add_parser("setup", parents=[common], help="register lockgate's search attributes")
+
+    secret = commands.add_parser("secret", parents=[common], help="the workers' shared secret")
+    secret_commands = secret.add_subparsers(dest="secret_command", required=True)
+    secret_commands.add_parser(
+        "new", parents=[common], help="a new worker secret (to --secret-file, else printed)"
+    )
+    secret_commands.add_parser(
+        "rotate", parents=[common], help="add a new current key; the old ones still open"
+    )
+    retire = secret_commands.add_parser(
+        "retire", parents=[common], help="drop an old key (once what it sealed has been opened)"
+    )
+    retire.add_argument("key_id")
+
+    keys = commands.add_parser("keys", parents=[common], help="identities")
+    keys_commands = keys.add_subparsers(dest="keys_command", required=True)
+    keys_new = keys_commands.add_parser("new", parents=[common], help="a new private key")
+    keys_new.add_argument("principal")
+
+    tools = commands.add_parser("tools", parents=[common], help="tools through Temporal")
+    tools_commands = tools.add_subparsers(dest="tools_command", required=True)
+    tools_commands.add_parser("list", parents=[common])
+    call = tools_commands.add_parser("call", parents=[common, signed])
+    call.add_argument("name")
+    call.add_argument("--args", default="{}", help="JSON object of arguments")
+    call.add_argument("--request-id", help="asking again with it returns the first answer")
+    confirm = tools_commands.add_parser("confirm", parents=[common, signed])
+    confirm.add_argument("request_id")
+    confirm.add_argument("token")
+
+    start = commands.add_parser("start", parents=[common, signed], help="start a graph run")
+    start.add_argument("graph")
+    start.add_argument("--inputs", default="{}", help="JSON object of starting channels")
+    start.add_argument("--no-wait", action="store_true", help="return once started")
+
+    pending = commands.add_parser("pending", parents=[common, signed], help="open gates")
+    pending.add_argument("--of", metavar="ROLE")
+
+    decide = commands.add_parser("decide", parents=[common, signed], help="answer a gate")
+    decide.add_argument("run")
+    decide.add_argument("choice")
+
+    resume = commands.add_parser("resume", parents=[common, signed], help="resume a parked run")
+    resume.add_argument("run")
+
+    show = commands.add_parser("show", parents=[common], help="a run and its trail")
+    show.add_argument("run")
+
+    listing = commands.add_parser("list", parents=[common], help="runs")
+    listing.add_argument("--graph")
+
+    sign = commands.add_parser("sign", parents=[common], help="print a signed answer to paste")
+    sign_commands = sign.add_subparsers(dest="what", required=True)
+    sign_decide = sign_commands.add_parser("decide", parents=[common, signed])
+    sign_decide.add_argument("run")
+    sign_decide.add_argument("choice")
+    sign_resume = sign_commands.add_parser("resume", parents=[common, signed])
+    sign_resume.add_argument("run")
+    sign_start = sign_commands.add_parser("start", parents=[common, signed])
+    sign_start.add_argument("graph")
+    sign_start.add_argument("run", help="the workflow id the run will be started with")
+    sign_start.add_argument("--inputs", default="{}")
+    return parser

@@ -1,0 +1,115 @@
+"""``lockgate dev``: a local Temporal, a worker serving the examples, and demo people to try
+them with."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from lockgate.cli._output import CommandError
+from lockgate.cli._settings import STATE_DIRECTORY, directory_path, keys_dir, secret_path
+from lockgate.cli._worker import plugin_for
+from lockgate.gating import WORKER_SECRET_ENV, WorkerSecret, new_identity
+from lockgate.worker import run_worker
+
+__all__ = ["DEMO_PRINCIPALS", "EXAMPLES", "run_dev_stack"]
+
+DEMO_PRINCIPALS: dict[str, dict[str, list[str]]] = {
+    "ada": {"roles": [], "scopes": []},
+    "ed": {"roles": ["editor"], "scopes": ["essay:publish", "post:publish"]},
+    "clerk": {"roles": ["editor"], "scopes": []},
+    "rod": {"roles": ["officer"], "scopes": ["memo:release"]},
+}
+"""``lockgate dev``'s people: an agent that writes, an editor who may publish, an editor who may
+not, and an officer who may release memos."""
+
+EXAMPLES = ("lockgate.examples",)
+"""What ``lockgate dev`` serves: the example graphs that ship in the package."""
+
+
+def _demo_identities(arguments: argparse.Namespace) -> Path:
+    directory = directory_path(arguments)
+    if directory.exists():
+        return directory
+    keys = keys_dir(arguments)
+    entries: list[str] = [
+        "# lockgate dev's demo people. Public keys only; the keys are in keys/.",
+        "",
+    ]
+    for principal, holds in DEMO_PRINCIPALS.items():
+        key_path = keys / f"{principal}.key"
+        if key_path.exists():
+            key_path.unlink()  # a demo identity whose Directory entry is gone is useless
+        made = new_identity(principal, keys, holds["roles"], holds["scopes"])
+        entries.append(made.directory_entry_toml)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    directory.write_text("\n".join(entries))
+    return directory
+
+
+_NEXT_STEPS = """\
+lockgate dev is up.
+  Temporal Web UI:  {ui}
+  Temporal server:  {target} (namespace {namespace}), task queue '{task_queue}'
+  Demo people:      ada (writes), ed (editor, may publish), clerk (editor, may not), rod (officer)
+                    keys in {keys}, Directory in {directory}
+
+In another terminal, in this folder, with this Python's `lockgate` on PATH:
+  export TEMPORAL_ADDRESS={target}
+  lockgate start essay:review --as ada \\
+      --inputs '{{"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}}'
+  lockgate pending --of editor --as ed
+  lockgate decide <run-id> publish_as_is --as clerk     # refused: clerk may not publish
+  lockgate decide <run-id> publish_as_is --as ed        # accepted: publish runs as ed
+  lockgate show <run-id>
+  lockgate tools call essay:grade --args '{{"rubric": "tides", "draft": "Tides."}}'
+From the UI: `lockgate sign decide <run-id> publish_as_is --as ed` prints what to paste into the
+run's More Actions → Send an Update (name: decide).
+Ctrl-C stops the worker and the server (runs are kept in {db}).
+"""
+
+
+async def run_dev_stack(arguments: argparse.Namespace) -> int:
+    """Starts a dev server, makes the demo people once, and serves the examples until Ctrl-C."""
+    from lockgate.devserver import DevServer, DevServerError
+
+    STATE_DIRECTORY.mkdir(exist_ok=True)
+    secret_file = secret_path(arguments)
+    if not secret_file.exists() and not os.environ.get(WORKER_SECRET_ENV):
+        WorkerSecret.generate().write(secret_file)
+    directory_file = _demo_identities(arguments)
+    arguments.directory = str(directory_file)
+    plugin = plugin_for(arguments, list(arguments.examples or EXAMPLES))
+    server = DevServer(
+        port=arguments.port,
+        ui_port=arguments.ui_port,
+        ui=not arguments.headless,
+        db_file=STATE_DIRECTORY / "temporal.db",
+    )
+    try:
+        await server.start()
+    except DevServerError as error:
+        raise CommandError(str(error)) from None
+    try:
+        client = server.client
+        await run_worker(
+            client,
+            plugin,
+            arguments.task_queue,
+            on_ready=lambda: print(
+                _NEXT_STEPS.format(
+                    ui=server.ui_url or "(headless)",
+                    target=server.target,
+                    namespace=server.namespace,
+                    task_queue=arguments.task_queue,
+                    keys=keys_dir(arguments),
+                    directory=directory_file,
+                    db=STATE_DIRECTORY / "temporal.db",
+                ),
+                flush=True,
+            ),
+        )
+    finally:
+        await server.stop()
+    return 0

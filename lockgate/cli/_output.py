@@ -1,0 +1,46 @@
+"""What a command prints and how it exits: ``--json``, refusals, and usage mistakes.
+
+A refusal prints ``refused [CODE]: sentence`` to stderr and exits 1 (or, with ``--json``, the
+result as it came); a :class:`CommandError` prints ``lockgate: message`` and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, NoReturn
+
+__all__ = ["CommandError", "fail", "is_refused", "print_json", "report_result"]
+
+
+class CommandError(Exception):
+    """A mistake in how the command was called; exits 2 with the message."""
+
+
+def fail(message: str, status: int) -> NoReturn:
+    """Prints ``lockgate: message`` to stderr and leaves with ``status``."""
+    print(f"lockgate: {message}", file=sys.stderr)
+    raise SystemExit(status)
+
+
+def print_json(value: Any) -> None:
+    """Prints ``value`` as indented JSON; what JSON cannot hold is printed as its ``str``."""
+    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def is_refused(result: dict[str, Any]) -> bool:
+    """Whether a client's result is a refusal (a graph's ``ok`` or a tool's ``success`` false)."""
+    return result.get("ok") is False or result.get("success") is False
+
+
+def report_result(result: dict[str, Any], arguments: argparse.Namespace) -> int:
+    """Prints ``result`` under ``--json``, else its refusal if refused; returns the exit status."""
+    if arguments.json:
+        print_json(result)
+    elif is_refused(result):
+        error = result.get("error")
+        sentence = error.get("message") if isinstance(error, dict) else error
+        code = error.get("code") if isinstance(error, dict) else result.get("code")
+        print(f"refused [{code}]: {sentence}", file=sys.stderr)
+    return 1 if is_refused(result) else 0

@@ -1,0 +1,169 @@
+"""Graph runs: ``lockgate start``, ``show``, ``list``, ``pending``, ``decide`` and ``resume``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from lockgate.cli._arguments import json_argument
+from lockgate.cli._output import CommandError, is_refused, print_json, report_result
+from lockgate.cli._settings import connect, local_directory, signer
+from lockgate.workflows import GraphClient
+
+__all__ = [
+    "decide_gate",
+    "list_pending_gates",
+    "list_runs",
+    "resume_run",
+    "show_run",
+    "start_run",
+]
+
+
+def _describe_run(shown: dict[str, Any]) -> str:
+    lines = [
+        f"run {shown.get('run_id')}  graph {shown.get('graph')} v{shown.get('version')}  "
+        f"status {shown.get('status')}"
+    ]
+    requester = (shown.get("requester") or {}).get("actor")
+    if requester:
+        lines.append(f"requester: {requester}")
+    gate = shown.get("awaiting")
+    if gate:
+        lines.append(
+            f"waiting at gate {gate['gate']} for a(n) {gate['role']}: {gate['because']}".rstrip()
+        )
+        for choice in gate["choices"]:
+            needs = f" (needs {', '.join(choice['needs'])})" if choice["needs"] else ""
+            lines.append(f"  - {choice['option']} → {choice['leads_to'] or '(a gate)'}{needs}")
+    parked = shown.get("parked")
+    if parked:
+        lines.append(f"parked at node {parked['node']} ({parked['operation']})")
+    if shown.get("ignored_inputs"):
+        lines.append(f"ignored inputs (not channels): {', '.join(shown['ignored_inputs'])}")
+    trail = shown.get("trail") or []
+    if trail:
+        total, first = shown.get("trail_total", len(trail)), shown.get("trail_from", 0)
+        shown_rows = (
+            f" (rows {first + 1}–{first + len(trail)} of {total})" if total > len(trail) else ""
+        )
+        lines.append(f"trail{shown_rows}:")
+        for row in trail:
+            by = (row.get("by") or {}).get("actor", "?")
+            extra = f" → {row['answer']}" if row.get("answer") else ""
+            lines.append(
+                f"  {row['outcome']:>8}  {row['node']} ({row['operation']}) by {by}{extra}"
+            )
+            if row.get("why"):
+                lines.append(f"            {row['why']}")
+    channels = shown.get("channels")
+    if channels:
+        lines.append("channels: " + json.dumps(channels, ensure_ascii=False))
+    return "\n".join(lines)
+
+
+async def start_run(arguments: argparse.Namespace) -> int:
+    """``lockgate start GRAPH``: starts a run and, unless ``--no-wait``, shows where it stopped."""
+    inputs = json_argument(arguments.inputs, "--inputs")
+    if not isinstance(inputs, dict):
+        raise CommandError("--inputs must be a JSON object of starting channel values.")
+    client = GraphClient(
+        await connect(arguments), arguments.task_queue, signer(arguments), channel="cli"
+    )
+    result = await client.start(arguments.graph, inputs, wait=not arguments.no_wait)
+    if not arguments.json and not is_refused(result):
+        print(_describe_run(result))
+        gate = result.get("awaiting")
+        if gate:
+            print(
+                f"\nanswer it: lockgate decide {result['run_id']} {gate['choices'][0]['option']} "
+                "--as <an approver>"
+            )
+    return report_result(result, arguments)
+
+
+async def decide_gate(arguments: argparse.Namespace) -> int:
+    """``lockgate decide RUN CHOICE --as PRINCIPAL``: answers the gate a run waits at."""
+    decider = signer(arguments)
+    if decider is None:
+        raise CommandError(
+            "decide needs --as PRINCIPAL: a gate is answered only by a signed proof, made with "
+            "that principal's key in --keys-dir."
+        )
+    client = GraphClient(await connect(arguments), arguments.task_queue, decider)
+    result = await client.decide(arguments.run, arguments.choice)
+    if not arguments.json and not is_refused(result):
+        print(_describe_run(result))
+    return report_result(result, arguments)
+
+
+async def resume_run(arguments: argparse.Namespace) -> int:
+    """``lockgate resume RUN --as PRINCIPAL``: resumes a parked run."""
+    resumer = signer(arguments)
+    if resumer is None:
+        raise CommandError(
+            "resume needs --as PRINCIPAL: a run is resumed only by a signed proof, made with "
+            "that principal's key in --keys-dir."
+        )
+    client = GraphClient(await connect(arguments), arguments.task_queue, resumer)
+    result = await client.resume(arguments.run)
+    if not arguments.json and not is_refused(result):
+        print(_describe_run(result))
+    return report_result(result, arguments)
+
+
+async def show_run(arguments: argparse.Namespace) -> int:
+    """``lockgate show RUN``: a run, the gate it waits at, and its trail."""
+    client = GraphClient(await connect(arguments), arguments.task_queue)
+    result = await client.show(arguments.run)
+    if not arguments.json and not is_refused(result):
+        print(_describe_run(result))
+    return report_result(result, arguments)
+
+
+async def list_pending_gates(arguments: argparse.Namespace) -> int:
+    """``lockgate pending``: open gates, and with ``--as`` whether that principal may answer."""
+    viewer = signer(arguments)
+    client = GraphClient(
+        await connect(arguments),
+        arguments.task_queue,
+        viewer,
+        directory=local_directory(arguments),
+    )
+    rows = await client.pending(of=arguments.of)
+    if arguments.json:
+        print_json(rows)
+        return 0
+    if not rows:
+        print("no open gates" + (f" for {arguments.of}" if arguments.of else ""))
+        return 0
+    for row in rows:
+        target = row.get("target") or {}
+        named = ", ".join(f"{key}={value!r}" for key, value in target.items())
+        print(
+            f"{row['run_id']}  {row['graph']}  gate {row['gate']}  for {row['assignee']}  {named}"
+        )
+        print(f"  opened by {row['requester']}: {row['because']}")
+        for choice in row["choices"]:
+            needs = f" needs {', '.join(choice['needs'])}" if choice["needs"] else ""
+            verdict = ""
+            if "may" in choice:
+                verdict = "  ✓ you may" if choice["may"] else f"  ✗ {choice['why_not']}"
+            print(f"    {choice['option']} → {choice['leads_to'] or '(a gate)'}{needs}{verdict}")
+    return 0
+
+
+async def list_runs(arguments: argparse.Namespace) -> int:
+    """``lockgate list``: runs, of one graph with ``--graph``."""
+    client = GraphClient(await connect(arguments), arguments.task_queue)
+    rows = await client.list(arguments.graph)
+    if arguments.json:
+        print_json(rows)
+        return 0
+    for row in rows:
+        awaiting = f" (awaiting {row['awaiting']})" if row["awaiting"] else ""
+        print(f"{row['run_id']}  {row['graph']}  {row['status']}{awaiting}  {row['started_at']}")
+    if not rows:
+        print("no runs")
+    return 0

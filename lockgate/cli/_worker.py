@@ -1,0 +1,57 @@
+"""``lockgate worker``: serves tools and graphs on a task queue until Ctrl-C or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from lockgate.cli._output import CommandError
+from lockgate.cli._settings import connect, directory_path, worker_secret
+from lockgate.worker import LockgatePlugin, load_components, run_worker
+
+__all__ = ["plugin_for", "serve_worker"]
+
+
+def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> LockgatePlugin:
+    """The plugin serving the tools and graphs ``references`` name, with the Directory file.
+
+    Without a Directory file it warns and serves anyway: nobody is verified then.
+
+    Raises:
+        CommandError: a reference does not load, or there is no worker secret.
+    """
+    try:
+        tools, graphs = load_components(references)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    secret = worker_secret(arguments)
+    path = directory_path(arguments)
+    if not path.exists():
+        print(
+            f"warning: no Directory at {path}: nobody is verified, unsigned callers run only "
+            "tools that need no scope",
+            file=sys.stderr,
+        )
+        return LockgatePlugin(tools, graphs, secret=secret)
+    return LockgatePlugin(tools, graphs, str(path), secret=secret)
+
+
+async def serve_worker(arguments: argparse.Namespace) -> int:
+    """``lockgate worker --tools ... --graphs ...``: runs a worker until it is stopped."""
+    references = [*(arguments.tools or []), *(arguments.graphs or [])]
+    if not references:
+        raise CommandError("worker needs --tools and/or --graphs (module or module:attr).")
+    plugin = plugin_for(arguments, references)
+    client = await connect(arguments)
+    await run_worker(
+        client,
+        plugin,
+        arguments.task_queue,
+        on_ready=lambda: print(
+            f"worker ready: {len(plugin.registry)} tools, {len(plugin.graph_workflows)} graphs "
+            f"on task queue '{arguments.task_queue}' ({client.namespace}); Ctrl-C stops it",
+            flush=True,
+        ),
+    )
+    return 0
