@@ -13,15 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lockgate.gating import Authority, InMemoryNonceLedger
-from lockgate.gating._identity import (
-    Actor,
-    Directory,
-    DirectoryEntry,
-    IdentityError,
-    Proof,
-    ProofRefused,
-    Signer,
-    Verifier,
+from lockgate.gating._actors import Actor
+from lockgate.gating._directory import Directory, DirectoryEntry
+from lockgate.gating._identity_errors import IdentityError, ProofRefused
+from lockgate.gating._keys import (
     generate_private_key,
     new_identity,
     parse_public_key,
@@ -29,6 +24,8 @@ from lockgate.gating._identity import (
     read_private_key,
     write_private_key,
 )
+from lockgate.gating._proofs import Proof, Signer
+from lockgate.gating._verifier import Verifier
 
 ISSUED_AT = 1_764_452_400  # 2025-11-29T21:40:00Z
 DECIDE = {

@@ -4,6 +4,7 @@ This package never imports temporalio: the same rules run in process, inside act
 inside the workflow sandbox.
 """
 
+from lockgate.gating._actors import Actor
 from lockgate.gating._audit import (
     AUDIT_LOGGER_NAME,
     DEFAULT_SENSITIVE_NAMES,
@@ -46,17 +47,10 @@ from lockgate.gating._confirm import (
     action_summary,
 )
 from lockgate.gating._context import Mode, ToolContext, local_shell_context, new_request_id
-from lockgate.gating._identity import (
-    Actor,
-    Directory,
-    DirectoryEntry,
-    IdentityError,
+from lockgate.gating._directory import Directory, DirectoryEntry
+from lockgate.gating._identity_errors import IdentityError, ProofRefused, RefusalReason
+from lockgate.gating._keys import (
     NewIdentity,
-    Proof,
-    ProofRefused,
-    RefusalReason,
-    Signer,
-    Verifier,
     directory_entry_toml,
     generate_private_key,
     new_identity,
@@ -91,6 +85,7 @@ from lockgate.gating._policy import (
     PolicyRuleProvider,
     format_scopes,
 )
+from lockgate.gating._proofs import Proof, Signer
 from lockgate.gating._ratelimit import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_WINDOW_SECONDS,
@@ -108,6 +103,7 @@ from lockgate.gating._seals import (
     WorkerSecret,
     WorkerSecretError,
 )
+from lockgate.gating._verifier import Verifier
 
 __all__ = [
     "AUDIT_LOGGER_NAME",

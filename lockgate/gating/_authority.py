@@ -1,6 +1,6 @@
 """Authority: what a proven actor holds, looked up at the moment of judgement, and the gate rules.
 
-Who a caller is comes from a verified proof (:mod:`lockgate.gating._identity`); what they hold
+Who a caller is comes from a verified proof (:mod:`lockgate.gating._verifier`); what they hold
 comes from the worker's :class:`Directory`, here, each time they are judged. Nothing in this
 module writes what anyone holds anywhere: judgements return sentences, never scopes.
 """
@@ -12,20 +12,18 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockgate.gating._actors import Actor
 from lockgate.gating._audit import AuditLogger
 from lockgate.gating._context import ToolContext
-from lockgate.gating._identity import (
-    Actor,
-    Directory,
-    Proof,
-    ProofRefused,
-    Verifier,
-)
+from lockgate.gating._directory import Directory
+from lockgate.gating._identity_errors import ProofRefused
 from lockgate.gating._limits import shorten
 from lockgate.gating._nonces import InMemoryNonceLedger, NonceLedger
 from lockgate.gating._policy import PRIVATE_HOLDINGS
+from lockgate.gating._proofs import Proof
 from lockgate.gating._result import ErrorCode
 from lockgate.gating._seals import WorkerSecret, WorkerSecretError
+from lockgate.gating._verifier import Verifier
 
 __all__ = [
     "MADE_THE_WORK",

@@ -1,0 +1,347 @@
+"""The Directory: the principals a worker knows, with their public keys, roles and scopes.
+
+Read from a TOML file of ``[principals.NAME]`` tables, which :func:`~lockgate.gating.new_identity`
+prints one of, and optionally watched so that grants and revocations take effect without a
+restart. Lookups only read memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lockgate.gating._identity_errors import IdentityError
+from lockgate.gating._keys import parse_public_key
+from lockgate.gating._names import check_principal_name, toml_key
+from lockgate.gating._quoting import quoted
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = ["Directory", "DirectoryEntry"]
+
+# Directory.load documents this logger by name, and log configuration selects it by that name.
+_logger = logging.getLogger("lockgate.identity")
+
+_ENTRY_FIELDS = ("public_key", "roles", "scopes")
+_PRIVATE_FIELD_HINTS = ("private", "secret", "seed", "password", "passphrase")
+_WATCH_INTERVAL_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class DirectoryEntry:
+    """What the worker knows about one principal.
+
+    Attributes:
+        principal: The principal's name.
+        public_key: Its public key in text form, or None if it cannot sign proofs.
+        roles: Roles it holds (who may answer which gates).
+        scopes: Scopes it holds (which tools and nodes it may run).
+    """
+
+    principal: str
+    public_key: str | None = None
+    roles: frozenset[str] = frozenset()
+    scopes: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        check_principal_name(self.principal)
+        if self.public_key is not None:
+            parse_public_key(self.public_key)
+        for label in ("roles", "scopes"):
+            names = getattr(self, label)
+            if (
+                isinstance(names, str)
+                or not isinstance(names, Iterable)
+                or not all(isinstance(name, str) and name for name in names)
+            ):
+                raise IdentityError(
+                    f"The {label} of principal {quoted(self.principal)} must be non-empty strings."
+                )
+            # Callers may pass a list or set; an entry is a value and must stay one.
+            object.__setattr__(self, label, frozenset(names))
+
+
+class Directory:
+    """Maps principals to their public keys, roles and scopes.
+
+    Loaded from a TOML file of ``[principals.NAME]`` tables::
+
+        [principals.ed]
+        public_key = "ed25519:..."
+        roles = ["editor"]
+        scopes = ["essay:publish"]
+
+    A Directory loaded with ``watch=True`` re-reads its file when it changes, so an operator can
+    grant or revoke without restarting workers. A watcher thread looks at the file once a second;
+    lookups only read memory, so judging an answer (in an update validator, workflow code) never
+    touches the disk.
+    """
+
+    def __init__(self, entries: Iterable[DirectoryEntry] = ()) -> None:
+        """Makes a fixed directory.
+
+        Args:
+            entries: One entry per principal.
+
+        Raises:
+            IdentityError: Two entries name the same principal.
+        """
+        self._entries: dict[str, DirectoryEntry] = {}
+        self._public_keys: dict[str, Ed25519PublicKey] = {}
+        self._replace_entries(entries, source="<entries>")
+        self._watched_path: Path | None = None
+        self._clock: Callable[[], float] = time.monotonic
+        self._last_check = 0.0
+        self._file_stamp: tuple[int, int] | None = None
+        self._reload_lock = threading.Lock()
+        self._stop_watching = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    @classmethod
+    def empty(cls) -> Directory:
+        """Returns a directory that knows no one."""
+        return cls()
+
+    @classmethod
+    def from_toml(cls, text: str, source: str = "<string>") -> Directory:
+        """Reads a directory from TOML text.
+
+        Args:
+            text: The TOML document.
+            source: Where the text came from, named in error messages.
+
+        Raises:
+            IdentityError: The text is not valid TOML or not a valid directory; the message names
+                ``source`` and the principal at fault.
+        """
+        return cls(_parse_directory(text, source))
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        watch: bool = False,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> Directory:
+        """Reads a directory from a TOML file.
+
+        Args:
+            path: The file.
+            watch: Re-read the file when its modification time or size changes, looked at once a
+                second by a watcher thread (see :meth:`refresh`; :meth:`close` stops it). A
+                change that fails to load is logged on the ``lockgate.identity`` logger and the
+                last good entries are kept.
+            clock: Monotonic seconds, for the once-a-second check; injectable for tests.
+
+        Raises:
+            IdentityError: The file is missing, unreadable or not a valid directory.
+        """
+        file_path = Path(path)
+        stamp = _file_stamp(file_path)
+        directory = cls(_parse_directory(_read_directory_text(file_path), str(file_path)))
+        if watch:
+            directory._watched_path = file_path
+            directory._clock = clock
+            directory._last_check = clock()
+            directory._file_stamp = stamp
+            directory.watch()
+        return directory
+
+    def watch(self) -> None:
+        """Starts the watcher thread again after :meth:`close` (a directory loaded with
+        ``watch=True`` starts watching at once). Nothing for a fixed directory, or when it is
+        watching already."""
+        if self._watched_path is None:
+            return
+        with self._reload_lock:
+            if self._watcher is not None and not self._stop_watching.is_set():
+                return
+            self._stop_watching = threading.Event()
+            self._watcher = threading.Thread(
+                target=self._watch,
+                args=(self._stop_watching,),
+                name=f"lockgate-directory:{self._watched_path}",
+                daemon=True,
+            )
+            self._watcher.start()
+
+    def _watch(self, stop: threading.Event) -> None:
+        while not stop.wait(_WATCH_INTERVAL_SECONDS):
+            self.refresh()
+
+    def close(self) -> None:
+        """Stops watching the file (the entries stay as they were last read; :meth:`watch`
+        starts again)."""
+        self._stop_watching.set()
+
+    def entry(self, principal: str | None) -> DirectoryEntry | None:
+        """Returns the entry for ``principal``, or None if it is not listed."""
+        if principal is None:
+            return None
+        return self._entries.get(principal)
+
+    def public_key_of(self, principal: str | None) -> Ed25519PublicKey | None:
+        """Returns the public key of ``principal``, or None if it is unlisted or has none."""
+        if principal is None:
+            return None
+        return self._public_keys.get(principal)
+
+    def roles_of(self, principal: str | None) -> frozenset[str]:
+        """Returns the roles ``principal`` holds; empty if it is None or unlisted."""
+        found = self.entry(principal)
+        return found.roles if found is not None else frozenset()
+
+    def scopes_of(self, principal: str | None) -> frozenset[str]:
+        """Returns the scopes ``principal`` holds; empty if it is None or unlisted."""
+        found = self.entry(principal)
+        return found.scopes if found is not None else frozenset()
+
+    def principals(self) -> tuple[str, ...]:
+        """Returns the listed principals, sorted."""
+        return tuple(sorted(self._entries))
+
+    def _replace_entries(self, entries: Iterable[DirectoryEntry], source: str) -> None:
+        by_principal: dict[str, DirectoryEntry] = {}
+        for listed in entries:
+            if listed.principal in by_principal:
+                raise IdentityError(
+                    f"{source}: principal {quoted(listed.principal)} is listed twice."
+                )
+            by_principal[listed.principal] = listed
+        public_keys = {
+            principal: parse_public_key(listed.public_key)
+            for principal, listed in by_principal.items()
+            if listed.public_key is not None
+        }
+        # Lookups read these two attributes without the lock; rebinding them (never mutating the
+        # dicts) keeps each lookup consistent with one version of the file.
+        self._entries = by_principal
+        self._public_keys = public_keys
+
+    def refresh(self) -> None:
+        """Re-reads a watched file if it changed, at most once a second by this directory's
+        clock; the watcher thread calls it, and so may a test. Nothing for a fixed directory."""
+        if self._watched_path is None:
+            return
+        now = self._clock()
+        if now - self._last_check < _WATCH_INTERVAL_SECONDS:
+            return
+        with self._reload_lock:
+            if now - self._last_check < _WATCH_INTERVAL_SECONDS:
+                return
+            self._last_check = now
+            path = self._watched_path
+            try:
+                stamp = _file_stamp(path)
+                if stamp == self._file_stamp:
+                    return
+                # Remember the stamp before parsing, so a broken file is reported once, not on
+                # every check until it is fixed.
+                self._file_stamp = stamp
+                entries = _parse_directory(_read_directory_text(path), str(path))
+                self._replace_entries(entries, str(path))
+            except IdentityError as error:
+                _logger.warning("Keeping the last good directory: %s", error)
+
+
+def _parse_directory(text: str, source: str) -> list[DirectoryEntry]:
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise IdentityError(f"{source} is not valid TOML: {error}.") from error
+    unknown = sorted(set(document) - {"principals"})
+    if unknown:
+        raise IdentityError(
+            f"{source}: unknown top-level key {quoted(unknown[0])}; a directory file holds only "
+            "[principals.NAME] tables."
+        )
+    principals = document.get("principals", {})
+    if not isinstance(principals, dict):
+        raise IdentityError(
+            f"{source}: 'principals' must be tables, one [principals.NAME] per principal."
+        )
+    return [
+        _parse_directory_entry(principal, fields, source)
+        for principal, fields in principals.items()
+    ]
+
+
+def _parse_directory_entry(principal: str, fields: object, source: str) -> DirectoryEntry:
+    try:
+        check_principal_name(principal)
+    except IdentityError as error:
+        raise IdentityError(f"{source}: {error}") from error
+    where = f"{source}: principal {quoted(principal)}"
+    if not isinstance(fields, dict):
+        raise IdentityError(f"{where} must be a table, [principals.{toml_key(principal)}].")
+    for field_name in fields:
+        if any(hint in field_name.lower() for hint in _PRIVATE_FIELD_HINTS):
+            raise IdentityError(
+                f"{where} has a {quoted(field_name)} field. Private keys never live in a "
+                "directory: keep the key in the principal's own key file, remove it from "
+                f"{source}, and list only its public_key here."
+            )
+        if field_name not in _ENTRY_FIELDS:
+            raise IdentityError(
+                f"{where} has an unknown field {quoted(field_name)}; the fields are public_key, "
+                "roles and scopes."
+            )
+    public_key = fields.get("public_key")
+    if public_key is not None:
+        if not isinstance(public_key, str):
+            raise IdentityError(f"{where}: public_key must be a string.")
+        if "PRIVATE KEY" in public_key:
+            raise IdentityError(
+                f"{where} has a private key as its public_key. Private keys never live in a "
+                f"directory: remove it from {source} and paste the public key that "
+                "`lockgate keys new` printed."
+            )
+        try:
+            parse_public_key(public_key)
+        except IdentityError as error:
+            raise IdentityError(f"{where}: {error}") from error
+    names: dict[str, frozenset[str]] = {}
+    for label in ("roles", "scopes"):
+        listed = fields.get(label, [])
+        if not isinstance(listed, list) or not all(isinstance(n, str) and n for n in listed):
+            raise IdentityError(f"{where}: {label} must be a list of non-empty strings.")
+        names[label] = frozenset(listed)
+    return DirectoryEntry(principal, public_key, names["roles"], names["scopes"])
+
+
+def _read_directory_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError as error:
+        raise IdentityError(
+            f"No directory file at {path}: create it with one [principals.NAME] table per "
+            "principal (`lockgate keys new NAME` prints one)."
+        ) from error
+    except OSError as error:
+        raise IdentityError(
+            f"Cannot read the directory file {path}: {error.strerror or error}."
+        ) from error
+    except UnicodeDecodeError as error:
+        raise IdentityError(f"The directory file {path} is not UTF-8 text.") from error
+
+
+def _file_stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return (status.st_mtime_ns, status.st_size)

@@ -1,0 +1,197 @@
+"""The Verifier: whether a proof authorizes a call, and if so who the call comes from.
+
+A *proof* is a small signed JSON object that says who authorizes exactly which act. A
+:class:`~lockgate.gating.Signer` makes one with a principal's Ed25519 private key; a
+:class:`Verifier` checks it against the public key a :class:`~lockgate.gating.Directory` lists for
+that principal, the act the call is about, and the proof's age; a
+:class:`~lockgate.gating.NonceLedger` says whether it was spent before. The result is an
+:class:`~lockgate.gating.Actor`: who the call is verified to come from, never what they hold.
+Scopes and roles are looked up in the Directory each time they are judged.
+
+Like the rest of lockgate.gating this is pure: it imports no temporalio, reads no clock and
+touches no file at import time, so it also runs inside the Temporal workflow sandbox.
+
+Example:
+    >>> key = generate_private_key()
+    >>> directory = Directory(entries=[DirectoryEntry("ed", public_key_text(key))])
+    >>> proof = Signer("ed", key).sign({"kind": "resume", "run": "essay:review-1"})
+    >>> Verifier(directory).verify(proof, {"kind": "resume", "run": "essay:review-1"}).actor
+    'ed'
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from lockgate.gating._actors import Actor
+from lockgate.gating._canonical import canonical_json, to_jsonable
+from lockgate.gating._directory import Directory
+from lockgate.gating._identity_errors import ProofRefused
+from lockgate.gating._keys import load_cryptography
+from lockgate.gating._proofs import Proof, decode_signature
+from lockgate.gating._quoting import quoted
+
+__all__ = ["Verifier"]
+
+
+class Verifier:
+    """Checks proofs against a Directory and turns them into Actors.
+
+    A verifier checks shape, signer, signature, binding and age. Whether a proof was already
+    spent is the :class:`NonceLedger`'s to say (see :meth:`Authority.verify_once`), or, for
+    answers bound to one run, that run's own history.
+
+    Example:
+        >>> verifier = Verifier(directory)  # doctest: +SKIP
+        >>> actor = verifier.verify(proof, {"kind": "resume", "run": run_id})  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        directory: Directory,
+        window_seconds: float = 300,
+        future_skew_seconds: float = 60,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """Makes a verifier.
+
+        Args:
+            directory: Where principals' public keys are looked up.
+            window_seconds: How long after it was issued a proof is good.
+            future_skew_seconds: How far ahead of this clock a signer's clock may be.
+            clock: Returns unix seconds.
+
+        Raises:
+            ValueError: A window or skew is negative or not finite.
+        """
+        for label, seconds in (
+            ("window_seconds", window_seconds),
+            ("future_skew_seconds", future_skew_seconds),
+        ):
+            if not (math.isfinite(seconds) and seconds >= 0):
+                raise ValueError(f"{label} must be a finite number of seconds, at least 0.")
+        self.directory = directory
+        self.window_seconds = window_seconds
+        self.future_skew_seconds = future_skew_seconds
+        self._clock = clock
+
+    def verify(self, value: object, expected: Mapping[str, Any]) -> Actor:
+        """Checks that ``value`` is a good proof for the act ``expected`` describes.
+
+        Checks run in this order, the first failure refusing: shape, principal listed, public key
+        listed, signature, binding, freshness.
+
+        Args:
+            value: The proof as received; anything.
+            expected: The fields the proof must authorize with exactly these values, for example
+                ``{"kind": "decide", "run": run_id, "gate": gate, "choice": choice}``.
+
+        Returns:
+            The verified actor.
+
+        Raises:
+            ProofRefused: The proof does not authorize this call; nothing else is raised because
+                of ``value``.
+            TypeError: ``expected`` is not JSON data (a bug in the caller).
+            ValueError: ``expected`` holds a NaN or infinity (a bug in the caller).
+        """
+        return Actor.of_proof(self.verify_proof(value, expected))
+
+    def verify_proof(self, value: object, expected: Mapping[str, Any]) -> Proof:
+        """Like :meth:`verify`, but returns the checked :class:`Proof` (its nonce and age)."""
+        expected_json = {key: canonical_json(item) for key, item in expected.items()}
+        proof = Proof.parse(value)
+        entry = self.directory.entry(proof.principal)
+        if entry is None:
+            raise ProofRefused(
+                "unknown_principal",
+                f"The directory lists no principal {quoted(proof.principal)}: add it to the "
+                "directory file, or sign as a principal it lists.",
+            )
+        public_key = self.directory.public_key_of(proof.principal)
+        if public_key is None:
+            raise ProofRefused(
+                "no_public_key",
+                f"The directory lists {quoted(proof.principal)} without a public_key, so no proof "
+                "from it can be checked: add the public_key that `lockgate keys new` printed.",
+            )
+        try:
+            public_key.verify(decode_signature(proof.signature), proof.signed_bytes())
+        except load_cryptography().InvalidSignature:
+            raise ProofRefused(
+                "forged",
+                "The proof's signature does not match: it was not signed by "
+                f"{proof.principal}, or it was altered after signing.",
+            ) from None
+        self._check_binding(proof, expected, expected_json)
+        self._check_freshness(proof)
+        return proof
+
+    def check(self, value: object, expected: Mapping[str, Any]) -> Actor | ProofRefused:
+        """Like :meth:`verify`, but returns the refusal instead of raising it."""
+        try:
+            return self.verify(value, expected)
+        except ProofRefused as refusal:
+            return refusal
+
+    def _check_binding(
+        self,
+        proof: Proof,
+        expected: Mapping[str, Any],
+        expected_json: Mapping[str, bytes],
+    ) -> None:
+        # The kind is checked first so that a proof for another sort of act is reported as such,
+        # not as a mismatch in some field that act happens to share.
+        ordered = sorted(expected, key=lambda key: key != "kind")
+        for key in ordered:
+            authorized = proof.authorizes.get(key)
+            if key in proof.authorizes and canonical_json(authorized) == expected_json[key]:
+                continue
+            wanted = to_jsonable(expected[key])
+            if key == "kind":
+                sentence = (
+                    f"The proof authorizes a {quoted(proof.authorizes['kind'])}, but this call is "
+                    f"a {quoted(wanted)}"
+                )
+            elif key not in proof.authorizes:
+                sentence = (
+                    f"The proof authorizes no {key}, but this call is on {key} {quoted(wanted)}"
+                )
+            else:
+                sentence = (
+                    f"The proof authorizes {key} {quoted(proof.authorizes[key])}, but this call is "
+                    f"on {key} {quoted(wanted)}"
+                )
+            raise ProofRefused(
+                "wrong_binding", sentence + ": a proof is good only for the exact act it names."
+            )
+
+    def _check_freshness(self, proof: Proof) -> None:
+        now = self._clock()
+        expires_at = proof.issued_at + self.window_seconds
+        if now > expires_at:
+            raise ProofRefused(
+                "expired",
+                f"The proof was issued at {_iso(proof.issued_at)} and expired at "
+                f"{_iso(expires_at)} (a proof is good for {self.window_seconds:g} seconds): sign "
+                "a fresh one.",
+            )
+        if proof.issued_at > now + self.future_skew_seconds:
+            raise ProofRefused(
+                "not_yet_valid",
+                f"The proof says it was issued at {_iso(proof.issued_at)}, but it is only "
+                f"{_iso(now)} here, more than the {self.future_skew_seconds:g} seconds of clock "
+                "skew allowed: check the signer's clock.",
+            )
+
+
+def _iso(unix_seconds: float) -> str:
+    try:
+        moment = datetime.datetime.fromtimestamp(unix_seconds, tz=datetime.timezone.utc)
+    except (OverflowError, ValueError, OSError):
+        return f"{unix_seconds:g} unix seconds"
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
