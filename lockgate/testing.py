@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import uuid4
 
 import pytest
@@ -212,7 +212,27 @@ class Identities:
         return self._keys[principal]
 
 
-WorkerFactory = Callable[..., AbstractAsyncContextManager[Worker]]
+class WorkerFactory(Protocol):
+    """What the `lockgate_worker` fixture returns; annotate the fixture's parameter with it.
+
+    Example::
+
+        async def test_my_tool_runs(lockgate_worker: WorkerFactory) -> None:
+            async with lockgate_worker(tools=[my_tool]) as worker:
+                ...
+    """
+
+    def __call__(
+        self,
+        *,
+        tools: Iterable[Callable[..., Any]] | ToolRegistry | None = None,
+        graphs: Iterable[type] = (),
+        directory: Directory | None = None,
+        secret: WorkerSecret | None = None,
+        plugin: LockgatePlugin | None = None,
+        **worker_options: Any,
+    ) -> AbstractAsyncContextManager[Worker]:
+        """A worker with lockgate's plugin on the test's task queue, to run in ``async with``."""
 
 
 @pytest.fixture
