@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lockgate.gating import WorkerSecret
+
+if TYPE_CHECKING:
+    from temporalio.api.history.v1 import HistoryEvent
+    from temporalio.client import WorkflowHandle, WorkflowUpdateHandle
+
+    from lockgate.activities import ToolDefinition, ToolRegistry
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 """The repository's root: where `lockgate` subprocesses run and `tests` import from."""
@@ -23,7 +30,25 @@ SECRET = WorkerSecret.generate("test")
 """The worker secret of tests that start workers without their own Identities."""
 
 
-async def failed_workflow_tasks(handle: Any) -> list[Any]:
+def definition_of(registry: ToolRegistry, name: str) -> ToolDefinition:
+    """The definition of a tool ``registry`` must hold: the test fails if it holds none."""
+    definition = registry.get(name)
+    assert definition is not None, f"no tool named {name!r} is registered"
+    return definition
+
+
+def audit_facts(record: logging.LogRecord) -> dict[str, Any]:
+    """The facts lockgate's AuditLogger put on ``record`` as ``record.lockgate_audit``.
+
+    They arrive through ``extra=``, which sets an attribute typeshed's ``LogRecord`` cannot
+    declare; reading it from ``__dict__`` keeps the type without an ignore, and a record without
+    them still fails the test (with a KeyError instead of an AttributeError).
+    """
+    facts: dict[str, Any] = record.__dict__["lockgate_audit"]
+    return facts
+
+
+async def failed_workflow_tasks(handle: WorkflowHandle[Any, Any]) -> list[HistoryEvent]:
     """The WorkflowTaskFailed events of a run's history: a wedged or failing task shows here.
 
     Left out: tasks the server turned down because signals arrived while they ran (cause
@@ -42,18 +67,21 @@ async def failed_workflow_tasks(handle: Any) -> list[Any]:
     ]
 
 
-async def outcome(handle: Any) -> Any:
+async def outcome(
+    handle: WorkflowHandle[Any, Any] | WorkflowUpdateHandle[Any],
+) -> dict[str, Any]:
     """What a lockgate run returned; for a refused run, which fails with its refusal (never a
     completed run in the Temporal UI), the same dict, read from the failure as lockgate's own
-    clients read it. Any other failure is raised."""
+    clients read it. Any other failure is raised. An update's handle gives what it returned."""
     from temporalio.client import WorkflowFailureError
 
     from lockgate.workflows._failures import outcome_of
 
     try:
-        return await handle.result()
+        result: dict[str, Any] = await handle.result()
     except WorkflowFailureError as error:
         found = outcome_of(error)
         if found is None:
             raise
         return found
+    return result

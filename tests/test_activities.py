@@ -26,7 +26,7 @@ from temporalio.workflow import ActivityCancellationType
 from lockgate import Directory, InMemoryRateLimiter, Signer, ToolClient, ToolRegistry, tool
 from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
 from lockgate.gating import generate_private_key, public_key_text, tool_binding
-from lockgate.testing import Identities
+from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id
 
 # No test here waits long for anything: a wedged workflow fails fast instead of hanging.
@@ -129,7 +129,9 @@ def people() -> Identities:
     return Identities({"ed": {"roles": ["editor"], "scopes": ["math"]}, "ada": {}})
 
 
-async def start_direct(client: Client, task_queue: str, call: DirectCall) -> WorkflowHandle:
+async def start_direct(
+    client: Client, task_queue: str, call: DirectCall
+) -> WorkflowHandle[DirectToolCall, dict[str, Any]]:
     return await client.start_workflow(
         DirectToolCall.run, call, id=f"direct-{uuid4().hex[:12]}", task_queue=task_queue
     )
@@ -144,7 +146,7 @@ async def direct_refusal(client: Client, task_queue: str, call: DirectCall) -> A
     return failed.value.cause
 
 
-async def events_of(handle: WorkflowHandle) -> list[HistoryEvent]:
+async def events_of(handle: WorkflowHandle[Any, Any]) -> list[HistoryEvent]:
     return list((await handle.fetch_history()).events)
 
 
@@ -179,8 +181,8 @@ def assert_one_non_retryable_attempt(error: ActivityError, code: str) -> Applica
 
 
 async def test_a_tool_runs_as_an_activity_named_after_the_tool(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities = people()
     async with lockgate_worker(tools=[add], directory=identities.directory):
         signed = ToolClient(temporal_client, task_queue, signer=identities.signer("ed"))
@@ -196,8 +198,8 @@ async def test_a_tool_runs_as_an_activity_named_after_the_tool(
 
 
 async def test_the_tool_activity_carries_a_summary_naming_the_tool_and_its_caller(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities = people()
     async with lockgate_worker(tools=[add], directory=identities.directory):
         signed = ToolClient(temporal_client, task_queue, signer=identities.signer("ed"))
@@ -212,8 +214,8 @@ async def test_the_tool_activity_carries_a_summary_naming_the_tool_and_its_calle
 
 
 async def test_a_signed_caller_holding_the_scope_runs_the_tool_as_themselves(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities = people()
     async with lockgate_worker(tools=[add], directory=identities.directory):
         signed = ToolClient(temporal_client, task_queue, signer=identities.signer("ed"))
@@ -226,8 +228,8 @@ async def test_a_signed_caller_holding_the_scope_runs_the_tool_as_themselves(
 
 
 async def test_an_unsigned_caller_is_refused_a_tool_that_needs_a_scope(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     async with lockgate_worker(tools=[add], directory=people().directory):
         unsigned = ToolClient(temporal_client, task_queue)
         result = await unsigned.call("demo:add", {"a": 1, "b": 2}, request_id=f"r-{uuid4().hex}")
@@ -238,8 +240,8 @@ async def test_an_unsigned_caller_is_refused_a_tool_that_needs_a_scope(
 
 
 async def test_an_unsigned_caller_reaches_the_activity_as_unverified_temporal_holding_nothing(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     async with lockgate_worker(
         tools=[add], directory=people().directory, workflows=[DirectToolCall]
     ):
@@ -255,8 +257,8 @@ async def test_an_unsigned_caller_reaches_the_activity_as_unverified_temporal_ho
 
 
 async def test_a_signed_caller_without_the_scope_is_refused(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities = people()
     async with lockgate_worker(tools=[add], directory=identities.directory):
         signed = ToolClient(temporal_client, task_queue, signer=identities.signer("ada"))
@@ -268,8 +270,8 @@ async def test_a_signed_caller_without_the_scope_is_refused(
 
 
 async def test_the_scopes_a_call_is_judged_by_come_from_the_workers_directory_at_call_time(
-    lockgate_worker, temporal_client, task_queue, tmp_path: Path
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
     key = generate_private_key()
 
     def directory_text(scopes: list[str]) -> str:
@@ -301,8 +303,8 @@ async def test_the_scopes_a_call_is_judged_by_come_from_the_workers_directory_at
 
 
 async def test_invalid_arguments_are_one_non_retryable_validation_error(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     async with lockgate_worker(tools=[echo], workflows=[DirectToolCall]):
         handle = await start_direct(temporal_client, task_queue, DirectCall("demo:echo", {}))
         with pytest.raises(WorkflowFailureError) as failed:
@@ -316,8 +318,8 @@ async def test_invalid_arguments_are_one_non_retryable_validation_error(
 
 
 async def test_a_forbidden_call_is_one_non_retryable_attempt(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     async with lockgate_worker(
         tools=[add], directory=people().directory, workflows=[DirectToolCall]
     ):
@@ -334,8 +336,8 @@ async def test_a_forbidden_call_is_one_non_retryable_attempt(
 
 
 async def test_a_call_over_the_rate_limit_is_one_non_retryable_attempt(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     registry = ToolRegistry(rate_limiter=InMemoryRateLimiter(max_tokens=1))
     registry.register(echo)
     async with lockgate_worker(tools=registry, workflows=[DirectToolCall]):
@@ -357,8 +359,8 @@ async def test_a_call_over_the_rate_limit_is_one_non_retryable_attempt(
 
 
 async def test_a_forged_proof_is_one_non_retryable_unauthorized_attempt(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     arguments = {"a": 1, "b": 2}
     forged = Signer("ed", generate_private_key()).sign(tool_binding("demo:add", arguments))
     async with lockgate_worker(
@@ -378,8 +380,8 @@ async def test_a_forged_proof_is_one_non_retryable_unauthorized_attempt(
 
 
 async def test_a_tools_own_exception_is_retried_by_the_retry_policy(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     token = uuid4().hex
     async with lockgate_worker(tools=[flaky], workflows=[DirectToolCall]):
         handle = await start_direct(
@@ -397,8 +399,8 @@ async def test_a_tools_own_exception_is_retried_by_the_retry_policy(
 
 
 async def test_a_long_tool_outlives_its_heartbeat_timeout_because_the_activity_heartbeats(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     async with lockgate_worker(tools=[slow], workflows=[DirectToolCall]):
         handle = await start_direct(
             temporal_client,
@@ -412,8 +414,8 @@ async def test_a_long_tool_outlives_its_heartbeat_timeout_because_the_activity_h
 
 
 async def test_a_durable_call_of_a_long_tool_schedules_it_with_a_heartbeat_timeout(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     request_id = f"r-{uuid4().hex}"
     async with lockgate_worker(tools=[crunch]):
         result = await ToolClient(temporal_client, task_queue).call(
@@ -429,8 +431,8 @@ async def test_a_durable_call_of_a_long_tool_schedules_it_with_a_heartbeat_timeo
 
 
 async def test_cancelling_the_workflow_reaches_the_running_tool_as_cancelled_error(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     token = uuid4().hex
     async with lockgate_worker(tools=[wait_forever], workflows=[DirectToolCall]):
         handle = await start_direct(
@@ -449,8 +451,8 @@ async def test_cancelling_the_workflow_reaches_the_running_tool_as_cancelled_err
 
 
 async def test_cancelling_a_durable_call_reaches_its_running_tool_as_cancelled_error(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     token, request_id = uuid4().hex, f"r-{uuid4().hex}"
     async with lockgate_worker(tools=[wait_durably]):
         handle = await temporal_client.start_workflow(

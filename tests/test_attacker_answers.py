@@ -34,6 +34,7 @@ from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
 from lockgate import Ask, Edge, GraphClient, LockgatePlugin, Route, Target, ToolContext, graph, tool
@@ -41,7 +42,7 @@ from lockgate.activities import TOOL_ACTIVITY_PREFIX
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding, gate_subject, start_binding
-from lockgate.testing import Identities
+from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows import (
     LOCKGATE_AWAITING,
     LOCKGATE_GRAPH,
@@ -83,11 +84,13 @@ ESSAY_TARGET = {"title": ALWAYS_FAILS["title"]}
 async def send(client: Client, run_id: str, name: str, payload: Any) -> dict[str, Any]:
     """Sends ``payload`` as the update ``name`` as it is, past GraphClient's help."""
     try:
-        return await client.get_workflow_handle(run_id).execute_update(
+        result: dict[str, Any] = await client.get_workflow_handle(run_id).execute_update(
             name, payload, result_type=dict
         )
     except WorkflowUpdateFailedError as error:
+        assert isinstance(error.cause, ApplicationError), error.cause
         return {"ok": False, "code": error.cause.type, "error": error.cause.message}
+    return result
 
 
 async def history(client: Client, run_id: str, execution: str | None = None) -> list[HistoryEvent]:
@@ -163,8 +166,12 @@ AGAIN = [
 @pytest.mark.parametrize("sent_as", SENT_AS)
 @pytest.mark.parametrize("second_inputs", AGAIN)
 async def test_an_editors_answer_replayed_on_a_new_execution_of_the_same_id_is_refused(
-    lockgate_worker, temporal_client, task_queue, sent_as, second_inputs
-):
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    sent_as: str,
+    second_inputs: dict[str, str],
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -211,8 +218,8 @@ async def test_an_editors_answer_replayed_on_a_new_execution_of_the_same_id_is_r
 
 @pytest.mark.parametrize("sent_as", SENT_AS)
 async def test_a_resume_replayed_on_a_new_execution_of_the_same_id_is_refused(
-    lockgate_worker, temporal_client, task_queue, sent_as
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str, sent_as: str
+) -> None:
     people = Identities({"ada": {}, "poppy": {"scopes": ["ledger:post"]}})
     async with lockgate_worker(graphs=[Ledger], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -350,8 +357,8 @@ async def start_look_alike(client: Client, attacker_queue: str, run_id: str) -> 
 
 
 async def test_a_look_alike_essay_review_on_another_queue_is_not_listed_as_pending(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people, attacker_queue = essay_people(), f"{task_queue}-attacker"
     spoof_id = f"essay:review-{uuid4().hex[:12]}"
     async with (
@@ -395,8 +402,8 @@ async def _ids(client: Client, query: str) -> list[str]:
 
 
 async def test_an_editors_client_neither_signs_for_nor_answers_a_look_alike_on_another_queue(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people, attacker_queue = essay_people(), f"{task_queue}-attacker"
     spoof_id = f"essay:review-{uuid4().hex[:12]}"
     async with (
@@ -428,8 +435,8 @@ async def test_an_editors_client_neither_signs_for_nor_answers_a_look_alike_on_a
 
 
 async def test_a_proof_signed_against_a_look_alike_answers_no_real_run_under_its_id(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people, attacker_queue = essay_people(), f"{task_queue}-attacker"
     run_id = f"essay:review-{uuid4().hex[:12]}"
     async with (
@@ -477,8 +484,8 @@ async def test_a_proof_signed_against_a_look_alike_answers_no_real_run_under_its
 
 
 async def test_a_forged_gate_memo_written_at_start_is_overwritten_before_the_run_does_anything(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     run_id = f"essay:review-{uuid4().hex[:12]}"
     # What the starter claims: the run waits for an editor, anyone may publish, mallory asked.
@@ -549,8 +556,8 @@ async def test_a_forged_gate_memo_written_at_start_is_overwritten_before_the_run
 
 
 async def test_a_forged_gate_memo_on_a_run_no_worker_has_taken_yet_is_not_listed_as_pending(
-    temporal_client, task_queue
-):
+    temporal_client: Client, task_queue: str
+) -> None:
     # No worker serves the queue: the run sits as its starter dressed it, waiting for an editor.
     people = essay_people()
     run_id = f"essay:review-{uuid4().hex[:12]}"
@@ -609,8 +616,8 @@ async def an_editor_drove_a_round(
 
 
 async def test_an_editor_who_drove_a_round_cannot_approve_the_gate_it_reopens(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people(eve={"roles": ["editor"], "scopes": ["essay:publish"]})
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ed, again = await an_editor_drove_a_round(temporal_client, task_queue, people)
@@ -663,8 +670,8 @@ class Turns(BaseModel):
 
 
 async def test_a_gate_reviews_the_work_since_the_last_answer_so_editors_can_take_turns(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people(eve={"roles": ["editor"]})
     async with lockgate_worker(graphs=[Turns], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -690,8 +697,8 @@ async def test_a_gate_reviews_the_work_since_the_last_answer_so_editors_can_take
 
 
 async def test_pending_tells_an_editor_who_drove_a_round_he_may_not_answer_as_a_maker(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         _, again = await an_editor_drove_a_round(temporal_client, task_queue, people)
@@ -720,8 +727,8 @@ async def test_pending_tells_an_editor_who_drove_a_round_he_may_not_answer_as_a_
 
 
 async def test_an_unsigned_raw_start_of_a_graph_with_gates_is_refused_and_runs_nothing(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     run_id = f"essay:review-{uuid4().hex[:12]}"
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
@@ -749,8 +756,8 @@ async def test_an_unsigned_raw_start_of_a_graph_with_gates_is_refused_and_runs_n
 
 
 async def test_an_open_graph_started_unsigned_is_answered_by_any_editor_who_drove_nothing(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[OpenEssay], directory=people.directory):
         anonymous = GraphClient(temporal_client, task_queue)
@@ -773,8 +780,8 @@ async def test_an_open_graph_started_unsigned_is_answered_by_any_editor_who_drov
 
 @pytest.mark.parametrize("signed", [False, True], ids=["unsigned", "signed by ada"])
 async def test_a_raw_start_asking_for_an_older_version_is_refused_and_runs_nothing(
-    lockgate_worker, temporal_client, task_queue, signed
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str, signed: bool
+) -> None:
     people = Identities({"ada": {}, "ed": {"roles": ["editor"]}})
     run_id = f"doc:review-{uuid4().hex[:12]}"
     inputs = {"title": "Tides"}
@@ -958,7 +965,9 @@ async def failed_tasks_but_the_reset(handle: Any) -> list[HistoryEvent]:
     ]
 
 
-def assert_published_once(run: dict[str, Any], first: dict[str, Any], again: dict[str, Any]):
+def assert_published_once(
+    run: dict[str, Any], first: dict[str, Any], again: dict[str, Any]
+) -> None:
     """The reset run finished as the first did, in the same execution, with publish run twice
     under one key and its effect applied once."""
     key = publish_key(run)
@@ -972,8 +981,8 @@ def assert_published_once(run: dict[str, Any], first: dict[str, Any], again: dic
 
 
 async def test_a_reset_to_before_an_answer_given_as_an_update_reapplies_it_and_publishes_once(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     """``temporal workflow reset`` to the workflow task that took ed's ``decide`` update drops
     that task and all that followed (the answer, the publish, the end). The server REAPPLIES the
     update to the reset run (an UpdateAdmitted event), and the run accepts it again: the same
@@ -998,8 +1007,8 @@ async def test_a_reset_to_before_an_answer_given_as_an_update_reapplies_it_and_p
 
 
 async def test_a_reset_to_before_an_answer_given_as_a_signal_reapplies_it_and_publishes_once(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     """``temporal workflow reset`` to the last workflow task completed before ed's ``decide``
     signal (the task that opened the gate) drops the signal and all that followed. The server
     REAPPLIES the signal to the reset run by default (a new Signaled event, after the reset
@@ -1028,8 +1037,8 @@ async def test_a_reset_to_before_an_answer_given_as_a_signal_reapplies_it_and_pu
 
 
 async def test_a_reset_that_drops_the_answer_waits_again_and_the_same_proof_publishes_once(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     """``temporal workflow reset --reapply-exclude Update`` to the workflow task that took ed's
     answer: nothing is reapplied, so the reset run waits again at the same gate (``release#1``,
     same execution, same subject). ed's same proof, sent again within its

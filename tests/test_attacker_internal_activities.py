@@ -32,6 +32,7 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding, start_binding
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS, eventually
+from tests.support import audit_facts
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -172,7 +173,7 @@ async def test_judging_signals_for_a_run_that_did_not_ask_is_refused_and_audits_
         )
 
     judged = [
-        record.lockgate_audit
+        audit_facts(record)
         for record in caplog.records
         if getattr(record, "lockgate_audit", {}).get("event", "").startswith("signal.")
     ]

@@ -9,6 +9,7 @@ import pytest
 
 from lockgate import AuditLogger, InMemoryRateLimiter, ToolContext, ToolRegistry, ToolResult, tool
 from lockgate.gating import REDACTED, redact
+from tests.support import audit_facts
 
 SECRET = "hunter2-s3cr3t"
 
@@ -53,34 +54,34 @@ def audited(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
 
 
 @pytest.mark.parametrize("name", ["password", "token", "secret", "api_key", "apiKey", "API-KEY"])
-def test_a_sensitive_argument_is_redacted_whatever_its_spelling(name):
+def test_a_sensitive_argument_is_redacted_whatever_its_spelling(name: str) -> None:
     assert redact({name: SECRET, "user": "ada"}) == {name: REDACTED, "user": "ada"}
 
 
-def test_a_sensitive_argument_is_redacted_inside_nested_objects():
+def test_a_sensitive_argument_is_redacted_inside_nested_objects() -> None:
     shown = redact({"outer": {"inner": {"Password": SECRET, "kept": 1}}})
 
     assert shown == {"outer": {"inner": {"Password": REDACTED, "kept": 1}}}
 
 
-def test_a_sensitive_argument_is_redacted_inside_lists():
+def test_a_sensitive_argument_is_redacted_inside_lists() -> None:
     shown = redact({"accounts": [{"user": "ada", "token": SECRET}, {"api_key": SECRET}]})
 
     assert shown == {"accounts": [{"user": "ada", "token": REDACTED}, {"api_key": REDACTED}]}
 
 
-def test_a_name_merely_containing_a_sensitive_word_is_kept():
+def test_a_name_merely_containing_a_sensitive_word_is_kept() -> None:
     assert redact({"token_count": 3}) == {"token_count": 3}
 
 
-def test_an_added_sensitive_field_is_redacted_from_then_on():
+def test_an_added_sensitive_field_is_redacted_from_then_on() -> None:
     audit = AuditLogger()
     audit.add_sensitive_field("ssn")
 
     assert audit.redact({"SSN": "078-05-1120"}) == {"SSN": REDACTED}
 
 
-def test_redaction_leaves_the_callers_arguments_untouched():
+def test_redaction_leaves_the_callers_arguments_untouched() -> None:
     arguments = {"password": SECRET}
 
     redact(arguments)
@@ -88,22 +89,26 @@ def test_redaction_leaves_the_callers_arguments_untouched():
     assert arguments == {"password": SECRET}
 
 
-async def test_a_tools_own_sensitive_names_are_redacted_in_its_record(audited):
+async def test_a_tools_own_sensitive_names_are_redacted_in_its_record(
+    audited: pytest.LogCaptureFixture,
+) -> None:
     registry = make()
 
     await registry.call("login", {"user": "ada", "pin": "1234"})
 
     (record,) = audit_records(audited)
-    assert record.lockgate_audit["arguments"] == {"user": "ada", "pin": REDACTED}
+    assert audit_facts(record)["arguments"] == {"user": "ada", "pin": REDACTED}
 
 
-async def test_nested_secrets_in_a_calls_arguments_are_redacted_in_its_record(audited):
+async def test_nested_secrets_in_a_calls_arguments_are_redacted_in_its_record(
+    audited: pytest.LogCaptureFixture,
+) -> None:
     registry = make()
 
     await registry.call("login", {"user": "ada", "options": {"apiKey": SECRET, "retries": 2}})
 
     (record,) = audit_records(audited)
-    assert record.lockgate_audit["arguments"]["options"] == {"apiKey": REDACTED, "retries": 2}
+    assert audit_facts(record)["arguments"]["options"] == {"apiKey": REDACTED, "retries": 2}
 
 
 @pytest.mark.parametrize(
@@ -116,7 +121,9 @@ async def test_nested_secrets_in_a_calls_arguments_are_redacted_in_its_record(au
         pytest.param("lgin", {"password": SECRET}, None, id="unknown-tool"),
     ],
 )
-async def test_a_secret_never_appears_in_the_formatted_audit_message(audited, name, arguments, ctx):
+async def test_a_secret_never_appears_in_the_formatted_audit_message(
+    audited: pytest.LogCaptureFixture, name: str, arguments: dict[str, Any], ctx: ToolContext | None
+) -> None:
     registry = make()
 
     await registry.call(name, arguments, ctx)
@@ -127,7 +134,9 @@ async def test_a_secret_never_appears_in_the_formatted_audit_message(audited, na
     assert REDACTED in messages[0]
 
 
-async def test_a_confirm_token_never_appears_in_the_audit_message(audited):
+async def test_a_confirm_token_never_appears_in_the_audit_message(
+    audited: pytest.LogCaptureFixture,
+) -> None:
     @tool("notes.delete", "Delete a note", mutating=True)
     def delete(note_id: int) -> int:
         return note_id
@@ -136,6 +145,7 @@ async def test_a_confirm_token_never_appears_in_the_audit_message(audited):
     registry.register(delete)
     ctx = ToolContext.telegram("c", "ada")
     token = (await registry.call("notes.delete", {"note_id": 1}, ctx)).confirm_token
+    assert token is not None
 
     await registry.call("notes.delete", {"note_id": 1, "confirm_token": token}, ctx)
 
@@ -155,35 +165,47 @@ async def test_a_confirm_token_never_appears_in_the_audit_message(audited):
         pytest.param("broken", {}, None, "INTERNAL_ERROR", id="exception"),
     ],
 )
-async def test_every_call_writes_exactly_one_audit_record(audited, name, arguments, ctx, code):
+async def test_every_call_writes_exactly_one_audit_record(
+    audited: pytest.LogCaptureFixture,
+    name: str,
+    arguments: dict[str, Any],
+    ctx: ToolContext | None,
+    code: str | None,
+) -> None:
     registry = make()
 
     await registry.call(name, arguments, ctx)
 
-    assert [record.lockgate_audit["code"] for record in audit_records(audited)] == [code]
+    assert [audit_facts(record)["code"] for record in audit_records(audited)] == [code]
 
 
-async def test_a_rate_limited_call_writes_one_audit_record(audited):
+async def test_a_rate_limited_call_writes_one_audit_record(
+    audited: pytest.LogCaptureFixture,
+) -> None:
     registry = make(rate_limiter=InMemoryRateLimiter(max_tokens=1, clock=lambda: 0.0))
     await registry.call("login", {"user": "ada"})
 
     await registry.call("login", {"user": "ada"})
 
-    assert [record.lockgate_audit["code"] for record in audit_records(audited)] == [
+    assert [audit_facts(record)["code"] for record in audit_records(audited)] == [
         None,
         "RATE_LIMITED",
     ]
 
 
-async def test_a_plan_writes_one_audit_record_in_plan_mode(audited):
+async def test_a_plan_writes_one_audit_record_in_plan_mode(
+    audited: pytest.LogCaptureFixture,
+) -> None:
     registry = make()
 
     await registry.call("login", {"user": "ada"}, ToolContext.cli().as_plan())
 
-    assert [record.lockgate_audit["mode"] for record in audit_records(audited)] == ["plan"]
+    assert [audit_facts(record)["mode"] for record in audit_records(audited)] == ["plan"]
 
 
-async def test_a_successful_call_is_recorded_at_info_and_a_refusal_at_warning(audited):
+async def test_a_successful_call_is_recorded_at_info_and_a_refusal_at_warning(
+    audited: pytest.LogCaptureFixture,
+) -> None:
     registry = make()
 
     await registry.call("login", {"user": "ada"})
@@ -195,14 +217,14 @@ async def test_a_successful_call_is_recorded_at_info_and_a_refusal_at_warning(au
     ]
 
 
-async def test_the_record_carries_the_facts_of_the_call(audited):
+async def test_the_record_carries_the_facts_of_the_call(audited: pytest.LogCaptureFixture) -> None:
     registry = make()
     ctx = ToolContext.web("ada", ["ops"])
 
     await registry.call("guarded", {"password": SECRET}, ctx)
 
     (record,) = audit_records(audited)
-    facts = record.lockgate_audit
+    facts = audit_facts(record)
     assert {key: facts[key] for key in facts if key != "took_ms"} == {
         "event": "tool.call",
         "request_id": ctx.request_id,
@@ -219,26 +241,30 @@ async def test_the_record_carries_the_facts_of_the_call(audited):
     }
 
 
-async def test_a_refusals_record_carries_its_reason(audited):
+async def test_a_refusals_record_carries_its_reason(audited: pytest.LogCaptureFixture) -> None:
     registry = make()
 
     await registry.call("guarded", {}, ToolContext.web("ada", []))
 
     (record,) = audit_records(audited)
-    assert record.lockgate_audit["reason"].startswith("Missing required scope for tool 'guarded'")
+    assert audit_facts(record)["reason"].startswith("Missing required scope for tool 'guarded'")
 
 
-async def test_a_short_circuited_call_is_recorded_as_cache_served(audited):
+async def test_a_short_circuited_call_is_recorded_as_cache_served(
+    audited: pytest.LogCaptureFixture,
+) -> None:
     registry = make()
     registry.on_executing(lambda event: event.short_circuit(ToolResult.success("cached")))
 
     await registry.call("login", {"user": "ada"})
 
     (record,) = audit_records(audited)
-    assert record.lockgate_audit["cache_served"] is True
+    assert audit_facts(record)["cache_served"] is True
 
 
-async def test_the_message_names_request_channel_tool_principal_and_outcome(audited):
+async def test_the_message_names_request_channel_tool_principal_and_outcome(
+    audited: pytest.LogCaptureFixture,
+) -> None:
     registry = make()
     ctx = ToolContext.web("ada", [])
 
@@ -250,7 +276,7 @@ async def test_the_message_names_request_channel_tool_principal_and_outcome(audi
         assert part in message
 
 
-async def test_an_anonymous_caller_is_shown_as_anonymous(audited):
+async def test_an_anonymous_caller_is_shown_as_anonymous(audited: pytest.LogCaptureFixture) -> None:
     registry = make()
 
     await registry.call("login", {"user": "x"}, ToolContext(None, "temporal"))
@@ -258,7 +284,9 @@ async def test_an_anonymous_caller_is_shown_as_anonymous(audited):
     assert "| anonymous |" in audit_records(audited)[0].getMessage()
 
 
-async def test_an_audit_logger_can_write_to_a_logger_of_the_hosts_choice(caplog):
+async def test_an_audit_logger_can_write_to_a_logger_of_the_hosts_choice(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.INFO, logger="host.audit")
     registry = make(audit=AuditLogger(logging.getLogger("host.audit")))
 
@@ -267,7 +295,9 @@ async def test_an_audit_logger_can_write_to_a_logger_of_the_hosts_choice(caplog)
     assert [record.name for record in caplog.records] == ["host.audit"]
 
 
-def test_an_event_record_is_redacted_and_names_who_and_what(caplog):
+def test_an_event_record_is_redacted_and_names_who_and_what(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.INFO, logger="lockgate.audit")
     AuditLogger().event(
         "gate.decide",
@@ -281,7 +311,7 @@ def test_an_event_record_is_redacted_and_names_who_and_what(caplog):
 
     (record,) = audit_records(caplog)
     assert SECRET not in record.getMessage()
-    assert (record.levelno, record.lockgate_audit["outcome"], record.lockgate_audit["token"]) == (
+    assert (record.levelno, audit_facts(record)["outcome"], audit_facts(record)["token"]) == (
         logging.WARNING,
         "refused",
         REDACTED,

@@ -13,6 +13,7 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import AUDIT_LOGGER_NAME, answer_binding
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS
+from tests.support import audit_facts
 
 PEOPLE = {
     "ada": {},
@@ -23,9 +24,9 @@ PEOPLE = {
 
 def _records(caplog: pytest.LogCaptureFixture, event: str) -> list[dict[str, Any]]:
     return [
-        record.lockgate_audit  # type: ignore[attr-defined]
+        audit_facts(record)
         for record in caplog.records
-        if record.name == AUDIT_LOGGER_NAME and record.lockgate_audit.get("event") == event  # type: ignore[attr-defined]
+        if record.name == AUDIT_LOGGER_NAME and audit_facts(record).get("event") == event
     ]
 
 

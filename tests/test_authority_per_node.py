@@ -9,10 +9,14 @@ from __future__ import annotations
 import json
 import logging
 
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+
 from lockgate import GraphClient
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.memo_clearance import MemoClearance
-from lockgate.testing import Identities
+from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import (
     ACTOR_KEYS,
     DIRTY_MEMO,
@@ -27,16 +31,17 @@ from tests.graphs_for_tests import (
     signed_answer,
     trail_of,
 )
+from tests.support import audit_facts
 
 
-def ledger_people():
+def ledger_people() -> Identities:
     """ada may not post; poppy may."""
     return Identities({"ada": {}, "poppy": {"scopes": ["ledger:post"]}})
 
 
 async def test_a_starter_who_may_not_publish_parks_the_run_at_publish(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -59,8 +64,8 @@ async def test_a_starter_who_may_not_publish_parks_the_run_at_publish(
 
 
 async def test_a_refused_node_parks_the_run_and_nothing_after_it_runs(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = ledger_people()
     async with lockgate_worker(graphs=[Ledger], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -75,8 +80,8 @@ async def test_a_refused_node_parks_the_run_and_nothing_after_it_runs(
 
 
 async def test_a_caller_who_may_run_the_parked_node_resumes_the_run(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = ledger_people()
     async with lockgate_worker(graphs=[Ledger], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -97,8 +102,8 @@ async def test_a_caller_who_may_run_the_parked_node_resumes_the_run(
 
 
 async def test_a_resume_by_someone_who_may_not_run_the_node_is_refused_and_nothing_is_written(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = ledger_people()
     async with lockgate_worker(graphs=[Ledger], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -119,8 +124,11 @@ async def test_a_resume_by_someone_who_may_not_run_the_node_is_refused_and_nothi
 
 
 async def test_a_refused_resume_is_audited_with_its_reason(
-    lockgate_worker, temporal_client, task_queue, caplog
-):
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.INFO, logger="lockgate.audit")
     people = ledger_people()
     async with lockgate_worker(graphs=[Ledger], directory=people.directory):
@@ -130,15 +138,17 @@ async def test_a_refused_resume_is_audited_with_its_reason(
 
     assert any(
         getattr(record, "lockgate_audit", {}).get("event") == "run.resume"
-        and record.lockgate_audit["outcome"] == "refused"
-        and record.lockgate_audit["code"] == "FORBIDDEN"
-        and record.lockgate_audit["reason"] == refused["error"]
-        and record.lockgate_audit["node"] == "post"
+        and audit_facts(record)["outcome"] == "refused"
+        and audit_facts(record)["code"] == "FORBIDDEN"
+        and audit_facts(record)["reason"] == refused["error"]
+        and audit_facts(record)["node"] == "post"
         for record in caplog.records
     )
 
 
-async def test_an_unsigned_resume_is_refused(lockgate_worker, temporal_client, task_queue):
+async def test_an_unsigned_resume_is_refused(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = ledger_people()
     async with lockgate_worker(graphs=[Ledger], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -150,8 +160,8 @@ async def test_an_unsigned_resume_is_refused(lockgate_worker, temporal_client, t
 
 
 async def test_resuming_a_run_that_waits_at_a_gate_is_refused_as_nothing_to_resume(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = Identities({"agent-7": {}, "rod": {"roles": ["officer"], "scopes": ["memo:release"]}})
     async with lockgate_worker(graphs=[MemoClearance], directory=people.directory):
         agent = GraphClient(temporal_client, task_queue, signer=people.signer("agent-7"))
@@ -168,8 +178,8 @@ async def test_resuming_a_run_that_waits_at_a_gate_is_refused_as_nothing_to_resu
 
 
 async def test_resuming_a_finished_run_is_refused_as_nothing_to_resume(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = ledger_people()
     async with lockgate_worker(graphs=[Ledger], directory=people.directory):
         poppy = GraphClient(temporal_client, task_queue, signer=people.signer("poppy"))
@@ -182,8 +192,8 @@ async def test_resuming_a_finished_run_is_refused_as_nothing_to_resume(
 
 
 async def test_answering_a_parked_run_is_refused_as_not_waiting_for_a_decision(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = ledger_people()
     async with lockgate_worker(graphs=[Ledger], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -196,15 +206,16 @@ async def test_answering_a_parked_run_is_refused_as_not_waiting_for_a_decision(
         try:
             await handle.execute_update("decide", proof, result_type=dict)
             code = None
-        except Exception as error:  # WorkflowUpdateFailedError
+        except WorkflowUpdateFailedError as error:
+            assert isinstance(error.cause, ApplicationError), error.cause
             code = error.cause.type
 
     assert code == "GATE_NOT_PENDING"
 
 
 async def test_an_answer_is_recorded_when_its_first_node_may_run_and_a_later_node_parks(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = Identities(
         {"ada": {}, "mo": {"roles": ["controller"]}, "flo": {"scopes": ["launch:fire"]}}
     )
@@ -230,7 +241,7 @@ async def test_an_answer_is_recorded_when_its_first_node_may_run_and_a_later_nod
 # --- The seed's pinned MemoClearance trail ------------------------------------------------------
 
 
-def memo_people():
+def memo_people() -> Identities:
     return Identities(
         {
             "agent-7": {},
@@ -242,8 +253,11 @@ def memo_people():
 
 
 async def test_a_dirty_memo_released_by_an_officer_leaves_the_seeds_trail(
-    lockgate_worker, temporal_client, task_queue, caplog
-):
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.INFO, logger="lockgate.audit")
     people = memo_people()
     async with lockgate_worker(graphs=[MemoClearance], directory=people.directory):
@@ -267,10 +281,10 @@ async def test_a_dirty_memo_released_by_an_officer_leaves_the_seeds_trail(
     assert done["channels"]["released"] is True
     # The clerk's refusal wrote nothing to the run, but the audit log has it.
     audited = [
-        record.lockgate_audit
+        audit_facts(record)
         for record in caplog.records
         if getattr(record, "lockgate_audit", {}).get("event") == "gate.decide"
-        and record.lockgate_audit.get("run") == run["run_id"]
+        and audit_facts(record).get("run") == run["run_id"]
     ]
     assert any(
         entry["outcome"] == "refused"
@@ -283,8 +297,8 @@ async def test_a_dirty_memo_released_by_an_officer_leaves_the_seeds_trail(
 
 
 async def test_trail_rows_say_who_and_what_and_never_what_anyone_holds(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = memo_people()
     async with lockgate_worker(graphs=[MemoClearance], directory=people.directory):
         agent = GraphClient(temporal_client, task_queue, signer=people.signer("agent-7"))

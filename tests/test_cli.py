@@ -264,6 +264,7 @@ async def test_setup_says_the_namespace_already_has_the_search_attributes(
 async def test_the_worker_command_serves_tools_and_stops_cleanly_on_sigterm(
     lockgate_command: Command, temporal_client: Client, task_queue: str
 ) -> None:
+    assert lockgate_command.address is not None
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

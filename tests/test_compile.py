@@ -5,20 +5,20 @@ from __future__ import annotations
 import pytest
 
 from lockgate.examples.essay_review import EssayReview
-from lockgate.workflows import GraphDeclarationError, GraphRegistry, compile_graph
+from lockgate.workflows import CompiledGraph, GraphDeclarationError, GraphRegistry, compile_graph
 from tests import graphs_for_tests as g
 
 
 @pytest.fixture(scope="module")
-def essay():
+def essay() -> CompiledGraph:
     return compile_graph(EssayReview)
 
 
-def test_essay_review_compiles_to_its_four_nodes_in_declaration_order(essay):
+def test_essay_review_compiles_to_its_four_nodes_in_declaration_order(essay: CompiledGraph) -> None:
     assert list(essay.nodes) == ["write", "grade", "publish", "abandon"]
 
 
-def test_essay_review_channels_are_the_fields_of_its_model(essay):
+def test_essay_review_channels_are_the_fields_of_its_model(essay: CompiledGraph) -> None:
     assert list(essay.channels) == [
         "title",
         "rubric",
@@ -30,23 +30,23 @@ def test_essay_review_channels_are_the_fields_of_its_model(essay):
     ]
 
 
-def test_essay_review_starts_at_write(essay):
+def test_essay_review_starts_at_write(essay: CompiledGraph) -> None:
     assert essay.start == "write"
 
 
-def test_the_drafts_channel_appends_every_draft(essay):
+def test_the_drafts_channel_appends_every_draft(essay: CompiledGraph) -> None:
     assert dict(essay.appends) == {"drafts": "draft"}
 
 
-def test_the_title_is_the_target_a_run_is_named_by(essay):
+def test_the_title_is_the_target_a_run_is_named_by(essay: CompiledGraph) -> None:
     assert essay.target == "title"
 
 
-def test_grade_leaves_by_its_verdicts_and_the_escape_of_its_budget(essay):
+def test_grade_leaves_by_its_verdicts_and_the_escape_of_its_budget(essay: CompiledGraph) -> None:
     assert [t.code for t in essay.transitions_from("grade")] == ["PASSED", "FAILED", "editor_call"]
 
 
-def test_the_editor_gate_leaves_by_its_three_options(essay):
+def test_the_editor_gate_leaves_by_its_three_options(essay: CompiledGraph) -> None:
     assert [t.code for t in essay.transitions_from("editor_call")] == [
         "publish_as_is",
         "one_more_round",
@@ -54,17 +54,19 @@ def test_the_editor_gate_leaves_by_its_three_options(essay):
     ]
 
 
-def test_publish_and_abandon_are_the_terminals(essay):
+def test_publish_and_abandon_are_the_terminals(essay: CompiledGraph) -> None:
     assert essay.terminals == {"publish", "abandon"}
     assert essay.is_terminal("publish") and essay.is_terminal("abandon")
     assert not essay.is_terminal("grade")
 
 
-def test_the_failed_route_carries_a_budget_of_three(essay):
+def test_the_failed_route_carries_a_budget_of_three(essay: CompiledGraph) -> None:
     assert dict(essay.budgets) == {"FAILED": 3}
 
 
-def test_grade_decides_from_a_table_of_its_enum_values_not_by_calling_the_enum(essay):
+def test_grade_decides_from_a_table_of_its_enum_values_not_by_calling_the_enum(
+    essay: CompiledGraph,
+) -> None:
     # The workflow looks a decision up here: no enum (user code) runs inside the workflow.
     grade = essay.nodes["grade"]
     assert dict(grade.route_cases) == {"PASSED": "PASSED", "FAILED": "FAILED"}
@@ -137,8 +139,8 @@ REFUSALS = [
 
 @pytest.mark.parametrize(("declaration", "class_name", "phrase"), REFUSALS)
 def test_a_malformed_declaration_is_refused_naming_the_class_and_what_to_declare(
-    declaration, class_name, phrase
-):
+    declaration: type, class_name: str, phrase: str
+) -> None:
     with pytest.raises(GraphDeclarationError) as refused:
         compile_graph(declaration)
     message = str(refused.value)
@@ -146,17 +148,17 @@ def test_a_malformed_declaration_is_refused_naming_the_class_and_what_to_declare
     assert class_name in message
 
 
-def test_a_refused_declaration_names_the_class_at_the_start_of_its_sentence():
+def test_a_refused_declaration_names_the_class_at_the_start_of_its_sentence() -> None:
     with pytest.raises(GraphDeclarationError, match=r"^Graph Unbudgeted does not compile"):
         compile_graph(g.Unbudgeted)
 
 
-def test_a_channel_with_a_leading_underscore_is_refused_as_the_engines():
+def test_a_channel_with_a_leading_underscore_is_refused_as_the_engines() -> None:
     with pytest.raises(GraphDeclarationError, match="underscore"):
         compile_graph(g.ReservedChannel)
 
 
-def test_two_graphs_with_one_name_and_version_are_refused_by_the_registry():
+def test_two_graphs_with_one_name_and_version_are_refused_by_the_registry() -> None:
     with pytest.raises(GraphDeclarationError) as refused:
         GraphRegistry([g.TwinOne, g.TwinTwo])
     message = str(refused.value)
@@ -164,12 +166,12 @@ def test_two_graphs_with_one_name_and_version_are_refused_by_the_registry():
     assert "TwinOne" in message and "TwinTwo" in message
 
 
-def test_registering_one_graph_twice_is_not_a_clash():
+def test_registering_one_graph_twice_is_not_a_clash() -> None:
     registry = GraphRegistry([EssayReview, EssayReview])
     assert registry.names() == ["essay:review"]
 
 
-def test_the_registry_names_what_it_serves_when_asked_for_an_unknown_graph():
+def test_the_registry_names_what_it_serves_when_asked_for_an_unknown_graph() -> None:
     registry = GraphRegistry([EssayReview])
     with pytest.raises(KeyError, match=r"No graph named 'nope'\. Declared: essay:review\."):
         registry.get("nope")

@@ -64,7 +64,7 @@ async def ask(registry: ToolRegistry, arguments: dict[str, Any], ctx: ToolContex
 # Telegram asks a token for every mutating tool ----------------------------------------------------
 
 
-async def test_a_first_call_returns_a_confirmation_request_and_runs_nothing():
+async def test_a_first_call_returns_a_confirmation_request_and_runs_nothing() -> None:
     registry, notes = make()
 
     result = await registry.call("notes.delete", {"note_id": 7}, ADA)
@@ -75,7 +75,7 @@ async def test_a_first_call_returns_a_confirmation_request_and_runs_nothing():
     assert notes.deleted == []
 
 
-async def test_a_confirmation_request_carries_a_token_and_a_summary_of_the_call():
+async def test_a_confirmation_request_carries_a_token_and_a_summary_of_the_call() -> None:
     registry, _ = make()
 
     result = await registry.call("notes.delete", {"note_id": 7}, ADA)
@@ -85,7 +85,7 @@ async def test_a_confirmation_request_carries_a_token_and_a_summary_of_the_call(
     assert result.data["requires_confirmation"] is True
 
 
-async def test_a_confirmation_request_says_when_the_token_expires():
+async def test_a_confirmation_request_says_when_the_token_expires() -> None:
     clock = FakeClock(1_764_452_400.0)
     registry, _ = make(clock)
 
@@ -94,7 +94,7 @@ async def test_a_confirmation_request_says_when_the_token_expires():
     assert result.data["expires_at"] == "2025-11-29T21:41:00+00:00"
 
 
-async def test_a_read_on_telegram_runs_without_a_token():
+async def test_a_read_on_telegram_runs_without_a_token() -> None:
     registry, _ = make()
 
     result = await registry.call("notes.peek", {"note_id": 7}, ADA)
@@ -102,7 +102,7 @@ async def test_a_read_on_telegram_runs_without_a_token():
     assert result.data == {"note": 7}
 
 
-async def test_replaying_the_call_with_its_token_runs_it_once():
+async def test_replaying_the_call_with_its_token_runs_it_once() -> None:
     registry, notes = make()
     token = await ask(registry, {"note_id": 7})
 
@@ -111,7 +111,7 @@ async def test_replaying_the_call_with_its_token_runs_it_once():
     assert (result.data, notes.deleted) == ({"deleted": 7}, [7])
 
 
-async def test_a_token_can_be_spent_only_once():
+async def test_a_token_can_be_spent_only_once() -> None:
     registry, notes = make()
     token = await ask(registry, {"note_id": 7})
     await registry.call("notes.delete", {"note_id": 7, "confirm_token": token}, ADA)
@@ -119,11 +119,12 @@ async def test_a_token_can_be_spent_only_once():
     again = await registry.call("notes.delete", {"note_id": 7, "confirm_token": token}, ADA)
 
     assert again.code == ErrorCode.VALIDATION_ERROR
+    assert again.error is not None
     assert "already used" in again.error.message
     assert notes.deleted == [7]
 
 
-async def test_an_expired_token_is_refused_saying_it_expired():
+async def test_an_expired_token_is_refused_saying_it_expired() -> None:
     clock = FakeClock()
     registry, notes = make(clock)
     token = await ask(registry, {"note_id": 7})
@@ -132,11 +133,12 @@ async def test_an_expired_token_is_refused_saying_it_expired():
     result = await registry.call("notes.delete", {"note_id": 7, "confirm_token": token}, ADA)
 
     assert result.code == ErrorCode.VALIDATION_ERROR
+    assert result.error is not None
     assert "expired" in result.error.message
     assert notes.deleted == []
 
 
-async def test_a_token_is_still_good_just_before_it_expires():
+async def test_a_token_is_still_good_just_before_it_expires() -> None:
     clock = FakeClock()
     registry, notes = make(clock)
     token = await ask(registry, {"note_id": 7})
@@ -147,39 +149,42 @@ async def test_a_token_is_still_good_just_before_it_expires():
     assert notes.deleted == [7]
 
 
-async def test_an_unknown_token_is_refused_naming_the_tool():
+async def test_an_unknown_token_is_refused_naming_the_tool() -> None:
     registry, _ = make()
 
     result = await registry.call("notes.delete", {"note_id": 7, "confirm_token": "f" * 32}, ADA)
 
     assert result.code == ErrorCode.VALIDATION_ERROR
+    assert result.error is not None
     assert "'notes.delete'" in result.error.message
 
 
-async def test_a_token_that_is_not_a_string_is_refused_saying_what_it_got():
+async def test_a_token_that_is_not_a_string_is_refused_saying_what_it_got() -> None:
     registry, _ = make()
 
     result = await registry.call("notes.delete", {"note_id": 7, "confirm_token": 12}, ADA)
 
     assert result.code == ErrorCode.VALIDATION_ERROR
+    assert result.error is not None
     assert "must be a string, not a number" in result.error.message
 
 
 # The binding: tool, principal, arguments ----------------------------------------------------------
 
 
-async def test_a_token_for_another_tool_is_refused_naming_the_tool_it_was_issued_for():
+async def test_a_token_for_another_tool_is_refused_naming_the_tool_it_was_issued_for() -> None:
     registry, notes = make()
     token = await ask(registry, {"note_id": 7})
 
     result = await registry.call("notes.archive", {"note_id": 7, "confirm_token": token}, ADA)
 
     assert result.code == ErrorCode.VALIDATION_ERROR
+    assert result.error is not None
     assert "issued for 'notes.delete', not for 'notes.archive'" in result.error.message
     assert notes.archived == []
 
 
-async def test_a_token_refused_for_another_tool_stays_valid_for_its_own_call():
+async def test_a_token_refused_for_another_tool_stays_valid_for_its_own_call() -> None:
     registry, notes = make()
     token = await ask(registry, {"note_id": 7})
     await registry.call("notes.archive", {"note_id": 7, "confirm_token": token}, ADA)
@@ -189,18 +194,19 @@ async def test_a_token_refused_for_another_tool_stays_valid_for_its_own_call():
     assert notes.deleted == [7]
 
 
-async def test_a_token_presented_by_another_principal_is_refused_naming_both():
+async def test_a_token_presented_by_another_principal_is_refused_naming_both() -> None:
     registry, notes = make()
     token = await ask(registry, {"note_id": 7}, ADA)
 
     result = await registry.call("notes.delete", {"note_id": 7, "confirm_token": token}, BOB)
 
     assert result.code == ErrorCode.VALIDATION_ERROR
+    assert result.error is not None
     assert "issued to ada, not to bob" in result.error.message
     assert notes.deleted == []
 
 
-async def test_a_token_refused_for_another_principal_stays_valid_for_its_own():
+async def test_a_token_refused_for_another_principal_stays_valid_for_its_own() -> None:
     registry, notes = make()
     token = await ask(registry, {"note_id": 7}, ADA)
     await registry.call("notes.delete", {"note_id": 7, "confirm_token": token}, BOB)
@@ -210,18 +216,21 @@ async def test_a_token_refused_for_another_principal_stays_valid_for_its_own():
     assert notes.deleted == [7]
 
 
-async def test_a_token_replayed_with_different_arguments_is_refused_naming_the_original_call():
+async def test_a_token_replayed_with_different_arguments_is_refused_naming_the_original_call() -> (
+    None
+):
     registry, notes = make()
     token = await ask(registry, {"note_id": 7})
 
     result = await registry.call("notes.delete", {"note_id": 8, "confirm_token": token}, ADA)
 
     assert result.code == ErrorCode.VALIDATION_ERROR
+    assert result.error is not None
     assert "other arguments (notes.delete(note_id=7))" in result.error.message
     assert notes.deleted == []
 
 
-async def test_a_token_refused_for_different_arguments_stays_valid_for_the_original_ones():
+async def test_a_token_refused_for_different_arguments_stays_valid_for_the_original_ones() -> None:
     registry, notes = make()
     token = await ask(registry, {"note_id": 7})
     await registry.call("notes.delete", {"note_id": 8, "confirm_token": token}, ADA)
@@ -231,7 +240,7 @@ async def test_a_token_refused_for_different_arguments_stays_valid_for_the_origi
     assert notes.deleted == [7]
 
 
-async def test_a_token_binds_the_arguments_whatever_order_they_are_written_in():
+async def test_a_token_binds_the_arguments_whatever_order_they_are_written_in() -> None:
     registry, notes = make()
     token = await ask(registry, {"note_id": 7, "reason": "duplicate"})
 
@@ -242,7 +251,7 @@ async def test_a_token_binds_the_arguments_whatever_order_they_are_written_in():
     assert notes.deleted == [7]
 
 
-async def test_a_non_finite_number_for_a_confirmed_tool_is_a_validation_error():
+async def test_a_non_finite_number_for_a_confirmed_tool_is_a_validation_error() -> None:
     @tool("thermostat.set", "Set the temperature", mutating=True)
     def thermostat_set(celsius: float) -> float:
         return celsius
@@ -274,7 +283,7 @@ def cli_registry() -> ToolRegistry:
     return registry
 
 
-async def test_on_cli_a_tool_that_needs_confirmation_is_refused_at_authorize():
+async def test_on_cli_a_tool_that_needs_confirmation_is_refused_at_authorize() -> None:
     registry = cli_registry()
 
     result = await registry.call("config.set", {"key": "a", "value": "b"}, ToolContext.cli())
@@ -286,7 +295,7 @@ async def test_on_cli_a_tool_that_needs_confirmation_is_refused_at_authorize():
     )
 
 
-async def test_on_cli_a_signed_call_runs_a_tool_that_needs_confirmation():
+async def test_on_cli_a_signed_call_runs_a_tool_that_needs_confirmation() -> None:
     registry = cli_registry()
     ctx = ToolContext.cli().with_extra(signer="BE75D34")
 
@@ -296,7 +305,9 @@ async def test_on_cli_a_signed_call_runs_a_tool_that_needs_confirmation():
 
 
 @pytest.mark.parametrize("operation", ["config.set", "config:set", "config_set", " CONFIG.SET "])
-async def test_on_cli_a_consent_grant_covers_every_spelling_of_the_operation(operation):
+async def test_on_cli_a_consent_grant_covers_every_spelling_of_the_operation(
+    operation: str,
+) -> None:
     registry = cli_registry()
     ctx = ToolContext.cli().with_extra(**{"consent.grants": [ConsentGrant(operation)]})
 
@@ -306,7 +317,7 @@ async def test_on_cli_a_consent_grant_covers_every_spelling_of_the_operation(ope
     assert result.success
 
 
-async def test_on_cli_a_single_consent_grant_is_accepted():
+async def test_on_cli_a_single_consent_grant_is_accepted() -> None:
     registry = cli_registry()
     ctx = ToolContext.cli().with_extra(**{"consent.grant": ConsentGrant("config.set")})
 
@@ -315,7 +326,7 @@ async def test_on_cli_a_single_consent_grant_is_accepted():
     assert result.success
 
 
-async def test_on_cli_a_grant_for_another_operation_is_refused():
+async def test_on_cli_a_grant_for_another_operation_is_refused() -> None:
     registry = cli_registry()
     ctx = ToolContext.cli().with_extra(**{"consent.grants": [ConsentGrant("config.get")]})
 
@@ -324,7 +335,7 @@ async def test_on_cli_a_grant_for_another_operation_is_refused():
     assert result.meta["check"] == "consent"
 
 
-async def test_on_cli_a_grant_bound_to_other_argument_values_is_refused():
+async def test_on_cli_a_grant_bound_to_other_argument_values_is_refused() -> None:
     registry = cli_registry()
     grant = ConsentGrant("config.set", {"key": "theme"})
     ctx = ToolContext.cli().with_extra(**{"consent.grants": [grant]})
@@ -334,7 +345,7 @@ async def test_on_cli_a_grant_bound_to_other_argument_values_is_refused():
     assert result.meta["check"] == "consent"
 
 
-async def test_on_cli_a_grant_bound_to_these_argument_values_is_accepted():
+async def test_on_cli_a_grant_bound_to_these_argument_values_is_accepted() -> None:
     registry = cli_registry()
     grant = ConsentGrant("config.set", {"key": "theme"})
     ctx = ToolContext.cli().with_extra(**{"consent.grants": [grant]})
@@ -344,7 +355,7 @@ async def test_on_cli_a_grant_bound_to_these_argument_values_is_accepted():
     assert result.success
 
 
-async def test_on_cli_a_consent_grant_runs_the_tool_without_asking_a_token():
+async def test_on_cli_a_consent_grant_runs_the_tool_without_asking_a_token() -> None:
     registry = cli_registry()
     ctx = ToolContext.cli().with_extra(**{"consent.grants": [ConsentGrant("config.set")]})
 
@@ -353,7 +364,7 @@ async def test_on_cli_a_consent_grant_runs_the_tool_without_asking_a_token():
     assert result.data == {"a": "b"}
 
 
-async def test_on_cli_a_mutating_tool_without_confirm_runs_unattended():
+async def test_on_cli_a_mutating_tool_without_confirm_runs_unattended() -> None:
     registry = cli_registry()
 
     result = await registry.call("cache.clear", {}, ToolContext.cli())
@@ -364,7 +375,7 @@ async def test_on_cli_a_mutating_tool_without_confirm_runs_unattended():
 # asks_for_confirmation ----------------------------------------------------------------------------
 
 
-async def test_a_confirmation_request_asks_for_confirmation():
+async def test_a_confirmation_request_asks_for_confirmation() -> None:
     registry, _ = make()
 
     result = await registry.call("notes.delete", {"note_id": 7}, ADA)
@@ -374,11 +385,11 @@ async def test_a_confirmation_request_asks_for_confirmation():
     assert ToolResult.asks_for_confirmation(result.to_dict())
 
 
-def test_a_top_level_requires_confirmation_flag_asks_for_confirmation():
+def test_a_top_level_requires_confirmation_flag_asks_for_confirmation() -> None:
     assert ToolResult.asks_for_confirmation({"requires_confirmation": True})
 
 
-def test_a_requires_confirmation_flag_nested_in_a_plan_does_not_ask_for_confirmation():
+def test_a_requires_confirmation_flag_nested_in_a_plan_does_not_ask_for_confirmation() -> None:
     plan = ToolResult.success({"plan": {"tool": "notes.delete", "requires_confirmation": True}})
 
     assert not ToolResult.asks_for_confirmation(plan)
@@ -387,24 +398,24 @@ def test_a_requires_confirmation_flag_nested_in_a_plan_does_not_ask_for_confirma
 
 
 @pytest.mark.parametrize("payload", [None, "", "not json", "[1, 2]", 42, {"meta": "confirm"}])
-def test_anything_that_is_not_a_confirmation_does_not_ask_for_one(payload):
+def test_anything_that_is_not_a_confirmation_does_not_ask_for_one(payload: object) -> None:
     assert not ToolResult.asks_for_confirmation(payload)
 
 
-def test_a_truthy_flag_that_is_not_true_does_not_ask_for_confirmation():
+def test_a_truthy_flag_that_is_not_true_does_not_ask_for_confirmation() -> None:
     assert not ToolResult.asks_for_confirmation({"meta": {"requires_confirmation": "yes"}})
 
 
 # The store on its own -----------------------------------------------------------------------------
 
 
-def test_an_action_summary_shows_the_first_three_scalar_arguments():
+def test_an_action_summary_shows_the_first_three_scalar_arguments() -> None:
     summary = action_summary("mail.send", {"to": "ada", "tags": ["x"], "cc": None, "n": 2, "z": 1})
 
     assert summary == "mail.send(to=ada, cc=None, n=2)"
 
 
-def test_the_store_refuses_a_token_after_its_ttl_and_forgets_it():
+def test_the_store_refuses_a_token_after_its_ttl_and_forgets_it() -> None:
     clock = FakeClock()
     store = ConfirmationStore(ttl_seconds=5, clock=clock)
     minted = store.create("t", "ada", {})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import urllib.request
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from uuid import uuid4
@@ -78,7 +79,7 @@ def new_dev_server(directory: Path, **options: object) -> DevServer:
 
 
 @pytest.fixture(scope="module")
-async def running_server(tmp_path_factory: pytest.TempPathFactory):
+async def running_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[DevServer]:
     async with new_dev_server(tmp_path_factory.mktemp("devserver")) as server:
         yield server
 
@@ -88,7 +89,7 @@ async def running_server_client(running_server: DevServer) -> Client:
     return await Client.connect(running_server.target, namespace=running_server.namespace)
 
 
-async def test_a_started_dev_server_accepts_a_client(running_server: DevServer):
+async def test_a_started_dev_server_accepts_a_client(running_server: DevServer) -> None:
     client = await Client.connect(running_server.target)
 
     info = await client.workflow_service.get_system_info(GetSystemInfoRequest())
@@ -99,7 +100,7 @@ async def test_a_started_dev_server_accepts_a_client(running_server: DevServer):
 
 async def test_a_started_dev_server_has_the_lockgate_search_attributes(
     running_server_client: Client,
-):
+) -> None:
     listed = await running_server_client.operator_service.list_search_attributes(
         ListSearchAttributesRequest(namespace="default")
     )
@@ -107,24 +108,26 @@ async def test_a_started_dev_server_has_the_lockgate_search_attributes(
     assert set(listed.custom_attributes) >= LOCKGATE_ATTRIBUTE_NAMES
 
 
-async def test_a_started_dev_server_serves_the_web_ui(running_server: DevServer):
+async def test_a_started_dev_server_serves_the_web_ui(running_server: DevServer) -> None:
     assert running_server.ui_url is not None
 
     assert await asyncio.to_thread(http_status, running_server.ui_url) == 200
 
 
-async def test_the_dev_server_keeps_its_history_in_the_database_file(running_server: DevServer):
+async def test_the_dev_server_keeps_its_history_in_the_database_file(
+    running_server: DevServer,
+) -> None:
     assert running_server.client.namespace == "default"
     assert running_server.database_file.exists()
 
 
-async def test_a_headless_dev_server_has_no_ui_url(tmp_path: Path):
+async def test_a_headless_dev_server_has_no_ui_url(tmp_path: Path) -> None:
     server = new_dev_server(tmp_path, ui=False)
 
     assert server.ui_url is None
 
 
-async def test_stop_ends_the_process_and_frees_the_port(tmp_path: Path):
+async def test_stop_ends_the_process_and_frees_the_port(tmp_path: Path) -> None:
     server = new_dev_server(tmp_path)
     await server.start()
     port = int(server.target.rsplit(":", 1)[1])
@@ -137,7 +140,7 @@ async def test_stop_ends_the_process_and_frees_the_port(tmp_path: Path):
     assert devserver._port_is_free("127.0.0.1", port)
 
 
-async def test_stop_twice_is_harmless(tmp_path: Path):
+async def test_stop_twice_is_harmless(tmp_path: Path) -> None:
     server = new_dev_server(tmp_path, ui=False)
     await server.start()
 
@@ -147,11 +150,11 @@ async def test_stop_twice_is_harmless(tmp_path: Path):
     assert not server.running
 
 
-async def test_stop_before_start_is_harmless(tmp_path: Path):
+async def test_stop_before_start_is_harmless(tmp_path: Path) -> None:
     await new_dev_server(tmp_path).stop()
 
 
-async def test_a_busy_port_is_reported_with_what_to_do(tmp_path: Path):
+async def test_a_busy_port_is_reported_with_what_to_do(tmp_path: Path) -> None:
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
@@ -170,7 +173,7 @@ async def test_a_busy_port_is_reported_with_what_to_do(tmp_path: Path):
     assert not server.running
 
 
-async def test_a_server_that_exits_during_startup_reports_its_log(tmp_path: Path):
+async def test_a_server_that_exits_during_startup_reports_its_log(tmp_path: Path) -> None:
     server = new_dev_server(tmp_path, extra_args=["--no-such-flag"])
 
     with pytest.raises(DevServerError) as raised:
@@ -183,7 +186,7 @@ async def test_a_server_that_exits_during_startup_reports_its_log(tmp_path: Path
 
 def test_a_missing_binary_says_where_it_was_expected_and_what_to_do(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
+) -> None:
     empty_directory = tmp_path / "bin"
     empty_directory.mkdir()
     monkeypatch.setattr(devserver, "_scripts_directory", lambda: empty_directory)
@@ -201,7 +204,7 @@ def test_a_missing_binary_says_where_it_was_expected_and_what_to_do(
 
 async def test_starting_without_the_binary_raises_the_same_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
+) -> None:
     monkeypatch.setattr(devserver, "_scripts_directory", lambda: tmp_path)
     monkeypatch.setenv("PATH", str(tmp_path))
 
@@ -209,13 +212,13 @@ async def test_starting_without_the_binary_raises_the_same_clear_error(
         await new_dev_server(tmp_path).start()
 
 
-def test_the_binary_next_to_this_python_is_found():
+def test_the_binary_next_to_this_python_is_found() -> None:
     assert devserver.temporal_binary() == devserver._scripts_directory() / "temporal"
 
 
 async def test_the_temporal_client_fixture_runs_a_workflow_with_an_activity(
     temporal_client: Client, task_queue: str
-):
+) -> None:
     async with Worker(
         temporal_client, task_queue=task_queue, workflows=[ShoutWorkflow], activities=[shout]
     ):
@@ -226,14 +229,14 @@ async def test_the_temporal_client_fixture_runs_a_workflow_with_an_activity(
     assert result == "HELLO"
 
 
-def test_each_test_gets_its_own_task_queue(task_queue: str):
+def test_each_test_gets_its_own_task_queue(task_queue: str) -> None:
     assert task_queue.startswith("lockgate-test-")
     assert len(task_queue) == len("lockgate-test-") + 12
 
 
 async def test_the_time_skipping_env_lets_a_workflow_sleep_three_days(
     time_skipping_env: WorkflowEnvironment, task_queue: str
-):
+) -> None:
     client = time_skipping_env.client
     async with Worker(client, task_queue=task_queue, workflows=[SleepThreeDaysWorkflow]):
         handle = await client.start_workflow(
@@ -246,7 +249,7 @@ async def test_the_time_skipping_env_lets_a_workflow_sleep_three_days(
 
 async def test_the_time_skipping_env_fast_forwards_a_workflow_started_without_skipping(
     time_skipping_env: WorkflowEnvironment, task_queue: str
-):
+) -> None:
     client = time_skipping_env.client
     async with Worker(client, task_queue=task_queue, workflows=[SleepThreeDaysWorkflow]):
         with time_skipping_env.with_time_skipping_disabled():

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lockgate import ErrorCode, Param, ToolContext, ToolRegistry, ToolResult, tool
+from tests.support import definition_of
 
 FUZZ = settings(
     max_examples=300,
@@ -173,7 +174,7 @@ def shaped_arguments(draw: st.DrawFn, names: list[str] = NAMES) -> tuple[str, di
     type its schema names, a value a lenient validator might coerce, or any JSON value at all.
     """
     name = draw(st.sampled_from(names))
-    schema = REGISTRY.get(name).input_schema
+    schema = definition_of(REGISTRY, name).input_schema
     required = set(schema.get("required", ()))
     arguments: dict[str, Any] = {}
     for key, property_schema in schema["properties"].items():
@@ -212,14 +213,16 @@ def assert_well_formed(result: object) -> None:
 
 def schema_accepts(name: str, arguments: object) -> bool:
     if not isinstance(arguments, dict):
-        return arguments is None and not REGISTRY.get(name).input_schema.get("required")
+        return arguments is None and not definition_of(REGISTRY, name).input_schema.get("required")
     plain = {key: value for key, value in arguments.items() if key != "confirm_token"}
-    return jsonschema.Draft202012Validator(REGISTRY.get(name).input_schema).is_valid(plain)
+    return jsonschema.Draft202012Validator(definition_of(REGISTRY, name).input_schema).is_valid(
+        plain
+    )
 
 
 def gate_admits(name: str, ctx: ToolContext) -> bool:
     """The parts of authorization that hold on every channel: authentication and scopes."""
-    definition = REGISTRY.get(name)
+    definition = definition_of(REGISTRY, name)
     needs_auth = ctx.channel not in ("cli", "tui", "telegram", "temporal")
     if needs_auth and not ctx.principal:
         return False
@@ -231,13 +234,17 @@ def gate_admits(name: str, ctx: ToolContext) -> bool:
 
 @FUZZ
 @given(name=tool_names, arguments=json_values, ctx=st.none() | contexts)
-def test_any_name_and_any_arguments_get_a_well_formed_result(name, arguments, ctx):
+def test_any_name_and_any_arguments_get_a_well_formed_result(
+    name: object, arguments: object, ctx: ToolContext | None
+) -> None:
     assert_well_formed(call(name, arguments, ctx))
 
 
 @FUZZ
 @given(shaped=shaped_arguments(), ctx=st.none() | contexts)
-def test_a_tools_own_argument_names_with_any_values_get_a_well_formed_result(shaped, ctx):
+def test_a_tools_own_argument_names_with_any_values_get_a_well_formed_result(
+    shaped: tuple[str, dict[str, Any]], ctx: ToolContext | None
+) -> None:
     name, arguments = shaped
 
     assert_well_formed(call(name, arguments, ctx))
@@ -245,7 +252,9 @@ def test_a_tools_own_argument_names_with_any_values_get_a_well_formed_result(sha
 
 @FUZZ
 @given(shaped=shaped_arguments(EXACT_TOOLS), ctx=st.none() | contexts)
-def test_a_call_succeeds_only_with_arguments_its_schema_accepts(shaped, ctx):
+def test_a_call_succeeds_only_with_arguments_its_schema_accepts(
+    shaped: tuple[str, dict[str, Any]], ctx: ToolContext | None
+) -> None:
     name, arguments = shaped
 
     result = call(name, arguments, ctx)
@@ -256,7 +265,9 @@ def test_a_call_succeeds_only_with_arguments_its_schema_accepts(shaped, ctx):
 
 @FUZZ
 @given(shaped=shaped_arguments(EXACT_TOOLS))
-def test_a_call_its_schema_accepts_succeeds_for_a_caller_holding_everything(shaped):
+def test_a_call_its_schema_accepts_succeeds_for_a_caller_holding_everything(
+    shaped: tuple[str, dict[str, Any]],
+) -> None:
     name, arguments = shaped
     ctx = ToolContext.cli().with_extra(signer="BE75D34")
 
@@ -267,7 +278,9 @@ def test_a_call_its_schema_accepts_succeeds_for_a_caller_holding_everything(shap
 
 @settings(FUZZ, derandomize=True, database=None)
 @given(shaped=shaped_arguments())
-def test_a_call_to_any_tool_succeeds_only_with_arguments_its_schema_accepts(shaped):
+def test_a_call_to_any_tool_succeeds_only_with_arguments_its_schema_accepts(
+    shaped: tuple[str, dict[str, Any]],
+) -> None:
     name, arguments = shaped
     ctx = ToolContext.cli().with_extra(signer="BE75D34")
 
@@ -279,7 +292,9 @@ def test_a_call_to_any_tool_succeeds_only_with_arguments_its_schema_accepts(shap
 
 @FUZZ
 @given(shaped=shaped_arguments(), ctx=contexts)
-def test_a_call_succeeds_only_for_a_caller_the_gate_admits(shaped, ctx):
+def test_a_call_succeeds_only_for_a_caller_the_gate_admits(
+    shaped: tuple[str, dict[str, Any]], ctx: ToolContext
+) -> None:
     name, arguments = shaped
 
     result = call(name, arguments, ctx)

@@ -10,11 +10,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
 
 from lockgate import GraphClient
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import answer_binding
+from lockgate.gating import Signer, answer_binding
+from lockgate.testing import WorkerFactory
 from tests.graphs_for_tests import (
     ALWAYS_FAILS,
     PASSES_FIRST_TIME,
@@ -23,6 +26,7 @@ from tests.graphs_for_tests import (
     eventually,
     trail_of,
 )
+from tests.support import audit_facts
 
 UPDATE_EVENTS = {
     "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED",
@@ -35,12 +39,16 @@ async def send_decide(client: Client, run_id: str, answer: Any) -> dict[str, Any
     """Sends ``answer`` as the update ``decide`` as it is, without GraphClient's help."""
     handle = client.get_workflow_handle(run_id)
     try:
-        return await handle.execute_update("decide", answer, result_type=dict)
+        result: dict[str, Any] = await handle.execute_update("decide", answer, result_type=dict)
     except WorkflowUpdateFailedError as error:
+        assert isinstance(error.cause, ApplicationError), error.cause
         return {"ok": False, "code": error.cause.type, "error": error.cause.message}
+    return result
 
 
-def decide_proof(signer, run: dict[str, Any], choice: str, **override: Any) -> dict[str, Any]:
+def decide_proof(
+    signer: Signer, run: dict[str, Any], choice: str, **override: Any
+) -> dict[str, Any]:
     """A proof answering the gate ``run`` shows (as a start or show result reports it)."""
     if run["awaiting"]:
         act = answer_binding(run["awaiting"], choice)
@@ -51,8 +59,8 @@ def decide_proof(signer, run: dict[str, Any], choice: str, **override: Any) -> d
 
 
 async def test_the_requester_cannot_answer_their_own_gate(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -68,8 +76,8 @@ async def test_the_requester_cannot_answer_their_own_gate(
 
 
 async def test_an_unsigned_answer_is_refused_as_an_unverified_approver(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -82,8 +90,8 @@ async def test_an_unsigned_answer_is_refused_as_an_unverified_approver(
 
 
 async def test_an_answer_signed_by_a_key_the_directory_does_not_list_is_refused(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people, strangers = essay_people(), essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -95,8 +103,8 @@ async def test_an_answer_signed_by_a_key_the_directory_does_not_list_is_refused(
 
 
 async def test_a_clerk_who_may_not_publish_is_refused_ahead_of_the_gate_and_nothing_is_written(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -121,8 +129,8 @@ async def test_a_clerk_who_may_not_publish_is_refused_ahead_of_the_gate_and_noth
 
 
 async def test_a_gate_refused_to_a_clerk_is_still_listed_as_pending(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -140,8 +148,8 @@ async def test_a_gate_refused_to_a_clerk_is_still_listed_as_pending(
 
 
 async def test_an_approver_without_the_gates_role_is_refused(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people(rod={"scopes": ["essay:publish"]})
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -157,8 +165,8 @@ async def test_an_approver_without_the_gates_role_is_refused(
 
 
 async def test_an_option_the_gate_does_not_offer_is_refused(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -174,8 +182,8 @@ async def test_an_option_the_gate_does_not_offer_is_refused(
 
 
 async def test_a_finished_run_is_not_waiting_for_a_decision(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people(wren={"scopes": ["essay:publish"]})
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         wren = GraphClient(temporal_client, task_queue, signer=people.signer("wren"))
@@ -192,8 +200,8 @@ async def test_a_finished_run_is_not_waiting_for_a_decision(
 
 
 async def test_a_proof_signed_for_an_earlier_opening_of_the_gate_is_refused(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -210,8 +218,8 @@ async def test_a_proof_signed_for_an_earlier_opening_of_the_gate_is_refused(
 
 
 async def test_a_proof_naming_another_graph_is_refused(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -227,8 +235,8 @@ async def test_a_proof_naming_another_graph_is_refused(
 
 
 async def test_an_editor_is_accepted_and_publish_runs_as_the_editor(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -243,8 +251,8 @@ async def test_an_editor_is_accepted_and_publish_runs_as_the_editor(
 
 
 async def test_authority_does_not_cross_a_gate_the_answerer_drives_what_follows(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -264,8 +272,11 @@ async def test_authority_does_not_cross_a_gate_the_answerer_drives_what_follows(
 
 
 async def test_every_refused_answer_is_audited_with_its_reason_and_code(
-    lockgate_worker, temporal_client, task_queue, caplog
-):
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.INFO, logger="lockgate.audit")
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
@@ -288,11 +299,11 @@ async def test_every_refused_answer_is_audited_with_its_reason_and_code(
             refusals.append(await client.decide(run["run_id"], choice))
 
     audited = [
-        record.lockgate_audit
+        audit_facts(record)
         for record in caplog.records
         if record.name == "lockgate.audit"
         and getattr(record, "lockgate_audit", {}).get("event") == "gate.decide"
-        and record.lockgate_audit.get("run") == run["run_id"]
+        and audit_facts(record).get("run") == run["run_id"]
     ]
     for refusal in refusals:
         assert any(
@@ -310,8 +321,8 @@ async def test_every_refused_answer_is_audited_with_its_reason_and_code(
 
 
 async def test_a_rejected_update_leaves_no_event_in_history(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -330,8 +341,8 @@ async def test_a_rejected_update_leaves_no_event_in_history(
 
 
 async def test_pending_lists_an_open_gate_with_no_worker_running(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -362,8 +373,8 @@ async def test_pending_lists_an_open_gate_with_no_worker_running(
 
 
 async def test_pending_tells_a_clerk_they_may_not_publish_and_why(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -394,8 +405,8 @@ async def test_pending_tells_a_clerk_they_may_not_publish_and_why(
 
 
 async def test_pending_tells_the_requester_they_opened_the_gate(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people(eve={"roles": ["editor"], "scopes": ["essay:publish"]})
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         eve = GraphClient(temporal_client, task_queue, signer=people.signer("eve"))

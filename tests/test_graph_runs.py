@@ -10,13 +10,14 @@ Inputs that are not channels (a forged ``_taken`` budget, a forged ``_ran``, jun
 from __future__ import annotations
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
+from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES
 from tests.graphs_for_tests import (
     ALWAYS_FAILS,
@@ -31,14 +32,14 @@ from tests.graphs_for_tests import (
 from tests.support import SECRET, outcome
 
 
-def people():
+def people() -> Identities:
     # The writer here holds essay:publish, so a passing essay publishes without a gate.
     return essay_people(wren={"scopes": ["essay:publish"]})
 
 
 async def test_an_essay_that_passes_first_time_is_written_graded_and_published(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     who = people()
     async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
         wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
@@ -55,8 +56,8 @@ async def test_an_essay_that_passes_first_time_is_written_graded_and_published(
 
 
 async def test_an_essay_that_fails_once_is_revised_and_then_published(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     who = people()
     async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
         wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
@@ -70,8 +71,8 @@ async def test_an_essay_that_fails_once_is_revised_and_then_published(
 
 
 async def test_an_essay_that_always_fails_takes_failed_three_times_then_asks_an_editor(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     who = people()
     async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
         wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
@@ -88,8 +89,8 @@ async def test_an_essay_that_always_fails_takes_failed_three_times_then_asks_an_
 
 
 async def test_a_finished_runs_result_carries_its_whole_trail(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     who = people()
     async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
         wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
@@ -109,8 +110,8 @@ async def test_a_finished_runs_result_carries_its_whole_trail(
 
 
 async def test_forged_budget_and_engine_inputs_are_ignored_and_listed(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     who = people()
     forged = {
         **ALWAYS_FAILS,
@@ -132,8 +133,8 @@ async def test_forged_budget_and_engine_inputs_are_ignored_and_listed(
 
 
 async def test_an_unsigned_start_of_a_graph_with_gates_is_refused_as_unauthorized(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     who = people()
     async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
         run = await GraphClient(temporal_client, task_queue).start(EssayReview, ALWAYS_FAILS)
@@ -145,8 +146,8 @@ async def test_an_unsigned_start_of_a_graph_with_gates_is_refused_as_unauthorize
 
 
 async def test_a_refused_run_fails_in_temporal_with_its_code_and_sentence(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     # What the Temporal UI and `temporal workflow list` show: never a completed run.
     who = people()
     async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
@@ -167,8 +168,8 @@ async def test_a_refused_run_fails_in_temporal_with_its_code_and_sentence(
 
 
 async def test_an_unsigned_start_of_a_graph_that_allows_it_is_driven_by_an_unverified_requester(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     who = people()
     async with lockgate_worker(graphs=[OpenEssay], directory=who.directory):
         anonymous = GraphClient(temporal_client, task_queue)
@@ -181,8 +182,8 @@ async def test_an_unsigned_start_of_a_graph_that_allows_it_is_driven_by_an_unver
 
 
 async def test_a_start_signed_with_a_key_the_directory_does_not_know_is_refused(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     who, strangers = people(), people()
     async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
         impostor = GraphClient(temporal_client, task_queue, signer=strangers.signer("wren"))
@@ -195,14 +196,17 @@ async def test_a_start_signed_with_a_key_the_directory_does_not_know_is_refused(
 
 
 async def test_a_start_cannot_hand_the_run_a_forged_carried_state(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     who = people()
     ed = {"actor": "ed", "verified": True, "channel": "cli", "principal": "ed",
           "authorization": "f" * 32}  # fmt: skip
     forged = {
         "state": "publish",
-        "channels": {**EssayReview(**ALWAYS_FAILS).model_dump(mode="json"), "title": "Forged"},
+        "channels": {
+            **EssayReview.model_validate(ALWAYS_FAILS).model_dump(mode="json"),
+            "title": "Forged",
+        },
         "trail": [],
         "taken": {"FAILED": 0},
         "visits": {},
@@ -229,7 +233,9 @@ async def test_a_start_cannot_hand_the_run_a_forged_carried_state(
     assert result["channels"]["url"] is None
 
 
-async def test_a_run_that_continues_as_new_keeps_its_trail_budget_and_requester(task_queue):
+async def test_a_run_that_continues_as_new_keeps_its_trail_budget_and_requester(
+    task_queue: str,
+) -> None:
     # A server of its own that suggests continue-as-new after 20 events.
     environment = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(temporal_binary()),
@@ -282,8 +288,8 @@ async def test_a_run_that_continues_as_new_keeps_its_trail_budget_and_requester(
 
 
 async def test_a_default_factory_channel_is_made_per_run_and_replays_as_made(
-    temporal_client, task_queue
-):
+    temporal_client: Client, task_queue: str
+) -> None:
     plugin = LockgatePlugin(graphs=[TicketDesk], secret=SECRET)
     starter = GraphClient(temporal_client, task_queue)
     async with Worker(temporal_client, task_queue=task_queue, plugins=[plugin]):

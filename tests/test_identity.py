@@ -6,9 +6,12 @@ import logging
 import os
 import pickle
 import stat
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -48,17 +51,17 @@ class FakeClock:
 
 
 @pytest.fixture
-def ed_key():
+def ed_key() -> Ed25519PrivateKey:
     return generate_private_key()
 
 
 @pytest.fixture
-def clock():
+def clock() -> FakeClock:
     return FakeClock(ISSUED_AT)
 
 
 @pytest.fixture
-def directory(ed_key):
+def directory(ed_key: Ed25519PrivateKey) -> Directory:
     return Directory(
         entries=[
             DirectoryEntry("ed", public_key_text(ed_key), frozenset({"editor"}), frozenset()),
@@ -68,17 +71,17 @@ def directory(ed_key):
 
 
 @pytest.fixture
-def signer(ed_key, clock):
+def signer(ed_key: Ed25519PrivateKey, clock: FakeClock) -> Signer:
     return Signer("ed", ed_key, clock=clock)
 
 
 @pytest.fixture
-def verifier(directory, clock):
+def verifier(directory: Directory, clock: FakeClock) -> Verifier:
     return Verifier(directory, clock=clock)
 
 
 @pytest.fixture
-def authority(directory, clock):
+def authority(directory: Directory, clock: FakeClock) -> Authority:
     return Authority(directory, ledger=InMemoryNonceLedger(clock=clock), clock=clock)
 
 
@@ -91,7 +94,7 @@ def refusal_of(verifier: Verifier, value: object, expected: Any = DECIDE) -> Pro
 # --- Keys ---------------------------------------------------------------------------------------
 
 
-def test_public_key_text_round_trips_through_parse_public_key(ed_key):
+def test_public_key_text_round_trips_through_parse_public_key(ed_key: Ed25519PrivateKey) -> None:
     text = public_key_text(ed_key)
 
     assert text.startswith("ed25519:") and "=" not in text and len(text) == len("ed25519:") + 43
@@ -109,19 +112,21 @@ def test_public_key_text_round_trips_through_parse_public_key(ed_key):
         "ed25519:" + "A" * 44,
     ],
 )
-def test_parse_public_key_refuses_text_that_is_not_an_ed25519_key(text):
+def test_parse_public_key_refuses_text_that_is_not_an_ed25519_key(text: str) -> None:
     with pytest.raises(IdentityError, match="public key"):
         parse_public_key(text)
 
 
-def test_a_written_private_key_is_owner_only_and_reads_back(tmp_path, ed_key):
+def test_a_written_private_key_is_owner_only_and_reads_back(
+    tmp_path: Path, ed_key: Ed25519PrivateKey
+) -> None:
     path = write_private_key(tmp_path / "nested" / "ed.key", ed_key)
 
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert public_key_text(read_private_key(path)) == public_key_text(ed_key)
 
 
-def test_reading_a_missing_private_key_names_the_path_and_how_to_make_one(tmp_path):
+def test_reading_a_missing_private_key_names_the_path_and_how_to_make_one(tmp_path: Path) -> None:
     with pytest.raises(IdentityError) as refused:
         read_private_key(tmp_path / "nobody.key")
 
@@ -129,7 +134,7 @@ def test_reading_a_missing_private_key_names_the_path_and_how_to_make_one(tmp_pa
     assert "lockgate keys new" in str(refused.value)
 
 
-def test_reading_a_file_that_is_not_a_private_key_says_so(tmp_path):
+def test_reading_a_file_that_is_not_a_private_key_says_so(tmp_path: Path) -> None:
     path = tmp_path / "ed.key"
     path.write_text("not a key")
 
@@ -137,7 +142,9 @@ def test_reading_a_file_that_is_not_a_private_key_says_so(tmp_path):
         read_private_key(path)
 
 
-def test_new_identity_writes_an_owner_only_key_and_a_directory_entry_that_loads(tmp_path):
+def test_new_identity_writes_an_owner_only_key_and_a_directory_entry_that_loads(
+    tmp_path: Path,
+) -> None:
     made = new_identity("ed@example.com", tmp_path / "keys")
 
     assert made.key_path == tmp_path / "keys" / "ed@example.com.key"
@@ -147,7 +154,7 @@ def test_new_identity_writes_an_owner_only_key_and_a_directory_entry_that_loads(
     assert public_key_text(read_private_key(made.key_path)) == made.public_key
 
 
-def test_new_identity_refuses_to_overwrite_an_existing_key(tmp_path):
+def test_new_identity_refuses_to_overwrite_an_existing_key(tmp_path: Path) -> None:
     first = new_identity("ed", tmp_path)
 
     with pytest.raises(IdentityError, match="refusing to overwrite"):
@@ -156,12 +163,12 @@ def test_new_identity_refuses_to_overwrite_an_existing_key(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["", "ed smith", "ed/../root", "unverified:cli", "é"])
-def test_new_identity_refuses_a_bad_principal_name(tmp_path, name):
+def test_new_identity_refuses_a_bad_principal_name(tmp_path: Path, name: str) -> None:
     with pytest.raises(IdentityError, match="principal name"):
         new_identity(name, tmp_path)
 
 
-def test_a_signer_reads_its_key_from_the_keys_directory(tmp_path, clock):
+def test_a_signer_reads_its_key_from_the_keys_directory(tmp_path: Path, clock: FakeClock) -> None:
     made = new_identity("ed", tmp_path)
 
     signer = Signer.from_keys_dir("ed", tmp_path, clock=clock)
@@ -172,13 +179,13 @@ def test_a_signer_reads_its_key_from_the_keys_directory(tmp_path, clock):
 # --- Signing and verifying ----------------------------------------------------------------------
 
 
-def test_a_signed_proof_verifies_as_its_principal(signer, verifier):
+def test_a_signed_proof_verifies_as_its_principal(signer: Signer, verifier: Verifier) -> None:
     actor = verifier.verify(signer.sign(DECIDE), DECIDE)
 
     assert actor == Actor("ed", True, "cli", "ed", actor.authorization)
 
 
-def test_a_signed_proof_has_the_documented_shape(signer):
+def test_a_signed_proof_has_the_documented_shape(signer: Signer) -> None:
     proof = signer.sign(DECIDE)
 
     assert set(proof) == {
@@ -195,22 +202,24 @@ def test_a_signed_proof_has_the_documented_shape(signer):
     assert Proof.parse(proof).to_dict() == proof
 
 
-def test_each_signature_gets_a_fresh_nonce(signer):
+def test_each_signature_gets_a_fresh_nonce(signer: Signer) -> None:
     assert signer.sign(DECIDE)["nonce"] != signer.sign(DECIDE)["nonce"]
 
 
-def test_the_actor_authorization_is_the_proof_nonce(signer, verifier):
+def test_the_actor_authorization_is_the_proof_nonce(signer: Signer, verifier: Verifier) -> None:
     proof = signer.sign(DECIDE)
 
     assert verifier.verify(proof, DECIDE).authorization == proof["nonce"]
 
 
-def test_signing_an_act_without_a_kind_is_refused(signer):
+def test_signing_an_act_without_a_kind_is_refused(signer: Signer) -> None:
     with pytest.raises(IdentityError, match="kind"):
         signer.sign({"run": "r"})
 
 
-def test_a_proof_signed_by_another_key_is_refused_as_forged(clock, verifier):
+def test_a_proof_signed_by_another_key_is_refused_as_forged(
+    clock: FakeClock, verifier: Verifier
+) -> None:
     impostor = Signer("ed", generate_private_key(), clock=clock)
 
     refusal = refusal_of(verifier, impostor.sign(DECIDE))
@@ -221,14 +230,18 @@ def test_a_proof_signed_by_another_key_is_refused_as_forged(clock, verifier):
     assert str(refusal) == refusal.sentence
 
 
-def test_a_proof_altered_after_signing_is_refused_as_forged(signer, verifier):
+def test_a_proof_altered_after_signing_is_refused_as_forged(
+    signer: Signer, verifier: Verifier
+) -> None:
     proof = signer.sign(DECIDE)
     proof["authorizes"] = {**DECIDE, "choice": "reject"}
 
     assert refusal_of(verifier, proof, {**DECIDE, "choice": "reject"}).reason == "forged"
 
 
-def test_a_proof_for_another_run_is_refused_naming_the_field(signer, verifier):
+def test_a_proof_for_another_run_is_refused_naming_the_field(
+    signer: Signer, verifier: Verifier
+) -> None:
     proof = signer.sign({**DECIDE, "run": "a"})
 
     refusal = refusal_of(verifier, proof, {**DECIDE, "run": "b"})
@@ -240,7 +253,9 @@ def test_a_proof_for_another_run_is_refused_naming_the_field(signer, verifier):
     )
 
 
-def test_a_proof_for_another_kind_of_act_is_refused_naming_both_kinds(signer, verifier):
+def test_a_proof_for_another_kind_of_act_is_refused_naming_both_kinds(
+    signer: Signer, verifier: Verifier
+) -> None:
     proof = signer.sign({**DECIDE, "kind": "resume"})
 
     refusal = refusal_of(verifier, proof, DECIDE)
@@ -249,7 +264,7 @@ def test_a_proof_for_another_kind_of_act_is_refused_naming_both_kinds(signer, ve
     assert "'resume'" in refusal.sentence and "'decide'" in refusal.sentence
 
 
-def test_a_proof_missing_a_bound_field_is_refused(signer, verifier):
+def test_a_proof_missing_a_bound_field_is_refused(signer: Signer, verifier: Verifier) -> None:
     proof = signer.sign({"kind": "decide", "run": "essay:review-1a2b"})
 
     refusal = refusal_of(
@@ -260,13 +275,15 @@ def test_a_proof_missing_a_bound_field_is_refused(signer, verifier):
     assert "authorizes no gate, but this call is on gate 'g'" in refusal.sentence
 
 
-def test_binding_tells_true_from_one(signer, verifier):
+def test_binding_tells_true_from_one(signer: Signer, verifier: Verifier) -> None:
     proof = signer.sign({"kind": "tool", "confirmed": True})
 
     assert refusal_of(verifier, proof, {"kind": "tool", "confirmed": 1}).reason == "wrong_binding"
 
 
-def test_a_proof_older_than_the_window_is_refused_with_its_times(signer, verifier, clock):
+def test_a_proof_older_than_the_window_is_refused_with_its_times(
+    signer: Signer, verifier: Verifier, clock: FakeClock
+) -> None:
     proof = signer.sign(DECIDE)
     clock.now = ISSUED_AT + 301
 
@@ -277,14 +294,18 @@ def test_a_proof_older_than_the_window_is_refused_with_its_times(signer, verifie
     assert "2025-11-29T21:45:00Z" in refusal.sentence
 
 
-def test_a_proof_at_the_end_of_its_window_is_still_good(signer, verifier, clock):
+def test_a_proof_at_the_end_of_its_window_is_still_good(
+    signer: Signer, verifier: Verifier, clock: FakeClock
+) -> None:
     proof = signer.sign(DECIDE)
     clock.now = ISSUED_AT + 300
 
     assert verifier.verify(proof, DECIDE).principal == "ed"
 
 
-def test_a_proof_from_beyond_the_allowed_skew_is_not_yet_valid(signer, verifier, clock):
+def test_a_proof_from_beyond_the_allowed_skew_is_not_yet_valid(
+    signer: Signer, verifier: Verifier, clock: FakeClock
+) -> None:
     proof = signer.sign(DECIDE)
     clock.now = ISSUED_AT - 61
 
@@ -294,14 +315,18 @@ def test_a_proof_from_beyond_the_allowed_skew_is_not_yet_valid(signer, verifier,
     assert "clock" in refusal.sentence
 
 
-def test_a_proof_from_within_the_allowed_skew_is_good(signer, verifier, clock):
+def test_a_proof_from_within_the_allowed_skew_is_good(
+    signer: Signer, verifier: Verifier, clock: FakeClock
+) -> None:
     proof = signer.sign(DECIDE)
     clock.now = ISSUED_AT - 60
 
     assert verifier.verify(proof, DECIDE).principal == "ed"
 
 
-async def test_a_proof_spent_by_one_use_is_refused_to_another(signer, authority):
+async def test_a_proof_spent_by_one_use_is_refused_to_another(
+    signer: Signer, authority: Authority
+) -> None:
     proof = signer.sign(DECIDE)
     await authority.verify_once(proof, DECIDE, "update-1")
 
@@ -311,20 +336,22 @@ async def test_a_proof_spent_by_one_use_is_refused_to_another(signer, authority)
     assert proof["nonce"] in refused.value.sentence
 
 
-async def test_a_retry_by_the_same_use_is_accepted(signer, authority):
+async def test_a_retry_by_the_same_use_is_accepted(signer: Signer, authority: Authority) -> None:
     proof = signer.sign(DECIDE)
     first = await authority.verify_once(proof, DECIDE, "activity-7")
 
     assert await authority.verify_once(proof, DECIDE, "activity-7") == first
 
 
-def test_verifying_alone_spends_nothing(signer, verifier):
+def test_verifying_alone_spends_nothing(signer: Signer, verifier: Verifier) -> None:
     proof = signer.sign(DECIDE)
 
     assert verifier.verify(proof, DECIDE) == verifier.verify(proof, DECIDE)
 
 
-def test_a_proof_from_an_unlisted_principal_is_refused(clock, verifier):
+def test_a_proof_from_an_unlisted_principal_is_refused(
+    clock: FakeClock, verifier: Verifier
+) -> None:
     stranger = Signer("mallory", generate_private_key(), clock=clock)
 
     refusal = refusal_of(verifier, stranger.sign(DECIDE))
@@ -333,17 +360,19 @@ def test_a_proof_from_an_unlisted_principal_is_refused(clock, verifier):
     assert "'mallory'" in refusal.sentence
 
 
-def test_a_proof_from_a_principal_without_a_public_key_is_refused(clock, verifier):
+def test_a_proof_from_a_principal_without_a_public_key_is_refused(
+    clock: FakeClock, verifier: Verifier
+) -> None:
     ghost = Signer("ghost", generate_private_key(), clock=clock)
 
     assert refusal_of(verifier, ghost.sign(DECIDE)).reason == "no_public_key"
 
 
-def test_check_returns_the_actor_for_a_good_proof(signer, verifier):
+def test_check_returns_the_actor_for_a_good_proof(signer: Signer, verifier: Verifier) -> None:
     assert isinstance(verifier.check(signer.sign(DECIDE), DECIDE), Actor)
 
 
-def test_a_refusal_survives_pickling(signer, verifier):
+def test_a_refusal_survives_pickling(signer: Signer, verifier: Verifier) -> None:
     refusal = refusal_of(verifier, "nonsense")
 
     copy = pickle.loads(pickle.dumps(refusal))
@@ -376,7 +405,9 @@ def valid_proof_fields() -> dict[str, Any]:
         (lambda proof: proof.update(principal="unverified:cli"), "reserved"),
     ],
 )
-def test_a_malformed_proof_is_refused_naming_what_is_wrong(change, named):
+def test_a_malformed_proof_is_refused_naming_what_is_wrong(
+    change: Callable[[dict[str, Any]], object], named: str
+) -> None:
     proof = valid_proof_fields()
     change(proof)
 
@@ -388,14 +419,14 @@ def test_a_malformed_proof_is_refused_naming_what_is_wrong(change, named):
 
 
 @pytest.mark.parametrize("value", [None, 1, [], "{}", b"{}", {1: "x"}])
-def test_something_that_is_not_a_proof_object_is_refused_as_malformed(value):
+def test_something_that_is_not_a_proof_object_is_refused_as_malformed(value: object) -> None:
     with pytest.raises(ProofRefused) as refused:
         Proof.parse(value)
 
     assert refused.value.reason == "malformed"
 
 
-def test_authorizes_nested_too_deep_is_refused_as_malformed():
+def test_authorizes_nested_too_deep_is_refused_as_malformed() -> None:
     proof = valid_proof_fields()
     nested: dict[str, Any] = {"kind": "tool"}
     for _ in range(100):
@@ -409,14 +440,14 @@ def test_authorizes_nested_too_deep_is_refused_as_malformed():
 # --- Actors -------------------------------------------------------------------------------------
 
 
-def test_an_actor_dict_has_exactly_the_five_fields(signer, verifier):
+def test_an_actor_dict_has_exactly_the_five_fields(signer: Signer, verifier: Verifier) -> None:
     actor = verifier.verify(signer.sign(DECIDE), DECIDE)
 
     assert set(actor.to_dict()) == {"actor", "verified", "channel", "principal", "authorization"}
     assert Actor.from_dict(actor.to_dict()) == actor
 
 
-def test_an_unverified_actor_is_named_after_its_channel():
+def test_an_unverified_actor_is_named_after_its_channel() -> None:
     assert Actor.unverified("temporal-ui").to_dict() == {
         "actor": "unverified:temporal-ui",
         "verified": False,
@@ -426,12 +457,12 @@ def test_an_unverified_actor_is_named_after_its_channel():
     }
 
 
-def test_an_actor_dict_with_an_extra_field_is_refused():
+def test_an_actor_dict_with_an_extra_field_is_refused() -> None:
     with pytest.raises(IdentityError, match="exactly the fields"):
         Actor.from_dict({**Actor.unverified("cli").to_dict(), "scopes": ["essay:publish"]})
 
 
-def test_an_actor_that_claims_verification_without_a_proof_cannot_exist():
+def test_an_actor_that_claims_verification_without_a_proof_cannot_exist() -> None:
     with pytest.raises(IdentityError, match="Inconsistent actor"):
         Actor("ed", True, "cli", "ed", None)
 
@@ -449,7 +480,9 @@ def directory_toml(public_key: str, extra: str = "") -> str:
     )
 
 
-def test_a_directory_file_loads_keys_roles_and_scopes(tmp_path, ed_key):
+def test_a_directory_file_loads_keys_roles_and_scopes(
+    tmp_path: Path, ed_key: Ed25519PrivateKey
+) -> None:
     path = tmp_path / "directory.toml"
     path.write_text(directory_toml(public_key_text(ed_key)))
 
@@ -458,21 +491,25 @@ def test_a_directory_file_loads_keys_roles_and_scopes(tmp_path, ed_key):
     assert loaded.principals() == ("ed",)
     assert loaded.roles_of("ed") == frozenset({"editor"})
     assert loaded.scopes_of("ed") == frozenset({"essay:publish"})
-    assert public_key_text(loaded.public_key_of("ed")) == public_key_text(ed_key)
+    loaded_key = loaded.public_key_of("ed")
+    assert loaded_key is not None
+    assert public_key_text(loaded_key) == public_key_text(ed_key)
 
 
-def test_an_unlisted_or_absent_principal_holds_nothing(directory):
+def test_an_unlisted_or_absent_principal_holds_nothing(directory: Directory) -> None:
     assert directory.scopes_of("nobody") == frozenset()
     assert directory.scopes_of(None) == frozenset()
     assert directory.roles_of(None) == frozenset()
     assert directory.entry(None) is None
 
 
-def test_an_empty_directory_knows_no_one():
+def test_an_empty_directory_knows_no_one() -> None:
     assert Directory.empty().principals() == ()
 
 
-def test_a_directory_entry_with_a_private_key_is_refused(tmp_path, ed_key):
+def test_a_directory_entry_with_a_private_key_is_refused(
+    tmp_path: Path, ed_key: Ed25519PrivateKey
+) -> None:
     path = tmp_path / "directory.toml"
     path.write_text(directory_toml(public_key_text(ed_key), 'private_key = "secret"\n'))
 
@@ -484,46 +521,50 @@ def test_a_directory_entry_with_a_private_key_is_refused(tmp_path, ed_key):
     assert "Private keys never live in a directory" in str(refused.value)
 
 
-def test_a_directory_entry_with_a_pem_private_key_as_its_public_key_is_refused():
+def test_a_directory_entry_with_a_pem_private_key_as_its_public_key_is_refused() -> None:
     text = '[principals.ed]\npublic_key = "-----BEGIN PRIVATE KEY-----"\n'
 
     with pytest.raises(IdentityError, match="Private keys never live in a directory"):
         Directory.from_toml(text)
 
 
-def test_a_directory_entry_with_a_bad_public_key_is_refused():
+def test_a_directory_entry_with_a_bad_public_key_is_refused() -> None:
     with pytest.raises(IdentityError, match=r"<string>: principal 'ed'.*public key"):
         Directory.from_toml(directory_toml("ed25519:nope"))
 
 
-def test_a_directory_entry_with_an_unknown_field_is_refused(ed_key):
+def test_a_directory_entry_with_an_unknown_field_is_refused(ed_key: Ed25519PrivateKey) -> None:
     with pytest.raises(IdentityError, match="unknown field 'team'"):
         Directory.from_toml(directory_toml(public_key_text(ed_key), 'team = "a"\n'))
 
 
-def test_a_directory_entry_with_roles_that_are_not_a_list_is_refused(ed_key):
+def test_a_directory_entry_with_roles_that_are_not_a_list_is_refused(
+    ed_key: Ed25519PrivateKey,
+) -> None:
     text = f'[principals.ed]\npublic_key = "{public_key_text(ed_key)}"\nroles = "editor"\n'
 
     with pytest.raises(IdentityError, match="roles must be a list"):
         Directory.from_toml(text)
 
 
-def test_a_directory_with_a_reserved_principal_name_is_refused():
+def test_a_directory_with_a_reserved_principal_name_is_refused() -> None:
     with pytest.raises(IdentityError, match="reserved"):
         Directory.from_toml('[principals."unverified:cli"]\n')
 
 
-def test_a_directory_with_an_unknown_top_level_key_is_refused():
+def test_a_directory_with_an_unknown_top_level_key_is_refused() -> None:
     with pytest.raises(IdentityError, match="unknown top-level key 'owners'"):
         Directory.from_toml("owners = []\n")
 
 
-def test_a_missing_directory_file_is_refused_with_its_path(tmp_path):
+def test_a_missing_directory_file_is_refused_with_its_path(tmp_path: Path) -> None:
     with pytest.raises(IdentityError, match="No directory file at"):
         Directory.load(tmp_path / "missing.toml")
 
 
-def test_a_watched_directory_picks_up_a_changed_file(tmp_path, ed_key):
+def test_a_watched_directory_picks_up_a_changed_file(
+    tmp_path: Path, ed_key: Ed25519PrivateKey
+) -> None:
     path = tmp_path / "directory.toml"
     path.write_text(directory_toml(public_key_text(ed_key)))
     monotonic = FakeClock(100.0)
@@ -542,7 +583,9 @@ def test_a_watched_directory_picks_up_a_changed_file(tmp_path, ed_key):
     assert after_a_second == frozenset()
 
 
-def test_looking_up_a_watched_directory_never_reads_the_file(tmp_path, ed_key):
+def test_looking_up_a_watched_directory_never_reads_the_file(
+    tmp_path: Path, ed_key: Ed25519PrivateKey
+) -> None:
     path = tmp_path / "directory.toml"
     path.write_text(directory_toml(public_key_text(ed_key)))
     monotonic = FakeClock(100.0)
@@ -559,8 +602,8 @@ def test_looking_up_a_watched_directory_never_reads_the_file(tmp_path, ed_key):
 
 
 def test_a_watched_directory_keeps_its_last_good_entries_when_the_file_breaks(
-    tmp_path, ed_key, caplog
-):
+    tmp_path: Path, ed_key: Ed25519PrivateKey, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "directory.toml"
     path.write_text(directory_toml(public_key_text(ed_key)))
     monotonic = FakeClock(100.0)
@@ -577,7 +620,7 @@ def test_a_watched_directory_keeps_its_last_good_entries_when_the_file_breaks(
     assert "Keeping the last good directory" in caplog.text
 
 
-def test_a_directory_refuses_two_entries_for_one_principal(ed_key):
+def test_a_directory_refuses_two_entries_for_one_principal(ed_key: Ed25519PrivateKey) -> None:
     with pytest.raises(IdentityError, match="listed twice"):
         Directory(entries=[DirectoryEntry("ed"), DirectoryEntry("ed")])
 
@@ -585,7 +628,7 @@ def test_a_directory_refuses_two_entries_for_one_principal(ed_key):
 # --- Nonce ledger -------------------------------------------------------------------------------
 
 
-def test_the_in_memory_ledger_forgets_nonces_after_they_expire():
+def test_the_in_memory_ledger_forgets_nonces_after_they_expire() -> None:
     clock = FakeClock(1000.0)
     ledger = InMemoryNonceLedger(clock=clock)
     ledger.claim_now("a" * 32, "first", expires_at=1010.0)
@@ -642,7 +685,7 @@ proof_candidates = json_values | mutated_proofs()
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(proof_candidates)
-def test_parsing_anything_gives_a_proof_or_a_malformed_refusal(value):
+def test_parsing_anything_gives_a_proof_or_a_malformed_refusal(value: object) -> None:
     try:
         parsed = Proof.parse(value)
     except ProofRefused as refusal:
@@ -653,7 +696,7 @@ def test_parsing_anything_gives_a_proof_or_a_malformed_refusal(value):
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(proof_candidates)
-def test_verifying_anything_gives_an_actor_or_a_refusal(value):
+def test_verifying_anything_gives_an_actor_or_a_refusal(value: object) -> None:
     clock = FakeClock(ISSUED_AT)
     verifier = Verifier(
         Directory(entries=[DirectoryEntry("ed", public_key_text(FUZZ_KEY))]), clock=clock

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 from uuid import uuid4
 
 import pytest
@@ -30,12 +30,14 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 
 from lockgate import GraphClient, ToolClient, tool
-from lockgate.testing import Identities
+from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.graphs_for_tests import OpenEssay
 from tests.support import outcome
 
 pytestmark = pytest.mark.timeout(60)
+
+T = TypeVar("T")
 
 # Fails the rubric on every draft the writer can make in three rounds: the run asks an editor.
 NEEDS_AN_EDITOR = {"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}
@@ -53,15 +55,13 @@ def launch(n: int) -> dict[str, Any]:
     return {"n": n}
 
 
-async def assert_no_failed_workflow_task(handle: WorkflowHandle) -> None:
+async def assert_no_failed_workflow_task(handle: WorkflowHandle[Any, Any]) -> None:
     history = (await handle.fetch_history()).events
     failed = [e for e in history if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
     assert failed == []
 
 
-async def eventually(
-    read: Callable[[], Awaitable[Any]], holds: Callable[[Any], bool], what: str
-) -> Any:
+async def eventually(read: Callable[[], Awaitable[T]], holds: Callable[[T], bool], what: str) -> T:
     """Reads until ``holds(value)``; fails with ``what`` after ten seconds."""
     deadline = time.monotonic() + 10
     while True:
@@ -75,20 +75,20 @@ async def eventually(
 
 async def start_raw(
     client: Client, workflow: str, task_queue: str, *args: Any, id: str | None = None
-) -> WorkflowHandle:
+) -> WorkflowHandle[Any, Any]:
     return await client.start_workflow(
         workflow, args=list(args), id=id or f"garbage-{uuid4().hex}", task_queue=task_queue
     )
 
 
-async def editor_gate(client: Client, task_queue: str) -> WorkflowHandle:
+async def editor_gate(client: Client, task_queue: str) -> WorkflowHandle[Any, Any]:
     """A run of essay:open (essay:review, started unsigned) waiting at its editor gate."""
     shown = await GraphClient(client, task_queue).start(OpenEssay, NEEDS_AN_EDITOR)
     assert shown["status"] == "waiting", shown
     return client.get_workflow_handle(shown["run_id"])
 
 
-async def a_call_awaiting_confirmation(client: Client, task_queue: str) -> WorkflowHandle:
+async def a_call_awaiting_confirmation(client: Client, task_queue: str) -> WorkflowHandle[Any, Any]:
     request_id = f"r-{uuid4().hex}"
     asked = await ToolClient(client, task_queue).call(
         "demo:launch", {"n": 1}, request_id=request_id
@@ -114,7 +114,7 @@ UNDECODABLE = [
 
 async def start_undecodable(
     client: Client, workflow: str, task_queue: str, payload: Payload
-) -> WorkflowHandle:
+) -> WorkflowHandle[Any, Any]:
     """Starts ``workflow`` with a payload no converter can read, past the client's converter."""
     workflow_id = f"undecodable-{uuid4().hex}"
     await client.workflow_service.start_workflow_execution(
@@ -131,7 +131,7 @@ async def start_undecodable(
     return client.get_workflow_handle(workflow_id)
 
 
-async def closed_or_wedged(handle: WorkflowHandle) -> list[int]:
+async def closed_or_wedged(handle: WorkflowHandle[Any, Any]) -> list[int]:
     """The run's event types once it has closed or one of its workflow tasks has failed."""
 
     async def kinds() -> list[int]:
@@ -168,8 +168,12 @@ GARBAGE_CALLS = [
 
 @pytest.mark.parametrize(("args", "says"), GARBAGE_CALLS)
 async def test_a_tool_call_started_with_garbage_ends_in_a_validation_error(
-    lockgate_worker, temporal_client, task_queue, args, says
-):
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    args: list[Any],
+    says: str,
+) -> None:
     async with lockgate_worker(tools=[launch]):
         handle = await start_raw(temporal_client, "lockgate.tool_call", task_queue, *args)
         result = await outcome(handle)
@@ -192,8 +196,12 @@ GARBAGE_CALL_FIELDS = [
 
 @pytest.mark.parametrize(("call", "code"), GARBAGE_CALL_FIELDS)
 async def test_a_tool_call_with_garbage_fields_is_refused_with_a_code_and_a_sentence(
-    lockgate_worker, temporal_client, task_queue, call, code
-):
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    call: object,
+    code: str,
+) -> None:
     async with lockgate_worker(tools=[launch]):
         handle = await start_raw(temporal_client, "lockgate.tool_call", task_queue, call)
         result = await outcome(handle)
@@ -206,8 +214,8 @@ async def test_a_tool_call_with_garbage_fields_is_refused_with_a_code_and_a_sent
 
 @pytest.mark.parametrize("payload", UNDECODABLE)
 async def test_a_tool_call_started_with_an_undecodable_payload_fails_instead_of_wedging(
-    lockgate_worker, temporal_client, task_queue, payload
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str, payload: Payload
+) -> None:
     async with lockgate_worker(tools=[launch]):
         handle = await start_undecodable(temporal_client, "lockgate.tool_call", task_queue, payload)
         seen = await closed_or_wedged(handle)
@@ -222,8 +230,8 @@ async def test_a_tool_call_started_with_an_undecodable_payload_fails_instead_of_
 
 
 async def test_a_signed_call_whose_arguments_no_proof_can_name_is_refused(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities = Identities({"ed": {"scopes": ["math"]}})
     request_id = f"r-{uuid4().hex}"
     proof = identities.signer("ed").sign(
@@ -257,8 +265,12 @@ GARBAGE_STARTS = [
 
 @pytest.mark.parametrize(("args", "says"), GARBAGE_STARTS)
 async def test_a_graph_run_started_with_garbage_is_refused_with_a_sentence(
-    lockgate_worker, temporal_client, task_queue, args, says
-):
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    args: list[Any],
+    says: str,
+) -> None:
     async with lockgate_worker(graphs=[OpenEssay]):
         handle = await start_raw(temporal_client, "essay:open", task_queue, *args)
         shown = await outcome(handle)
@@ -271,8 +283,8 @@ async def test_a_graph_run_started_with_garbage_is_refused_with_a_sentence(
 
 
 async def test_a_graph_run_started_with_a_garbage_proof_is_refused_as_unauthorized(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     async with lockgate_worker(graphs=[OpenEssay]):
         start = {"inputs": NEEDS_AN_EDITOR, "proof": {"lockgate_proof": "yes"}}
         handle = await start_raw(temporal_client, "essay:open", task_queue, start)
@@ -284,8 +296,8 @@ async def test_a_graph_run_started_with_a_garbage_proof_is_refused_as_unauthoriz
 
 
 async def test_a_signed_graph_start_whose_inputs_no_proof_can_name_is_refused(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities = Identities({"ed": {"scopes": ["essay:publish"]}})
     proof = identities.signer("ed").sign({"kind": "start", "graph": "essay:open", "run": "x"})
     start = {"inputs": {**NEEDS_AN_EDITOR, "weight": float("inf")}, "proof": proof}
@@ -301,8 +313,8 @@ async def test_a_signed_graph_start_whose_inputs_no_proof_can_name_is_refused(
 
 @pytest.mark.parametrize("payload", UNDECODABLE)
 async def test_a_graph_run_started_with_an_undecodable_payload_fails_instead_of_wedging(
-    lockgate_worker, temporal_client, task_queue, payload
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str, payload: Payload
+) -> None:
     async with lockgate_worker(graphs=[OpenEssay]):
         handle = await start_undecodable(temporal_client, "essay:open", task_queue, payload)
         try:
@@ -319,8 +331,8 @@ async def test_a_graph_run_started_with_an_undecodable_payload_fails_instead_of_
 
 @pytest.mark.parametrize("answer", NOT_A_PROOF)
 async def test_a_garbage_decide_update_is_refused_and_the_gate_keeps_waiting(
-    lockgate_worker, temporal_client, task_queue, answer
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str, answer: object
+) -> None:
     async with lockgate_worker(graphs=[OpenEssay]):
         handle = await editor_gate(temporal_client, task_queue)
         with pytest.raises(WorkflowUpdateFailedError) as refused:
@@ -337,8 +349,8 @@ async def test_a_garbage_decide_update_is_refused_and_the_gate_keeps_waiting(
 
 @pytest.mark.parametrize("value", NOT_A_PROOF)
 async def test_a_garbage_resume_update_is_refused_as_unauthorized(
-    lockgate_worker, temporal_client, task_queue, value
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str, value: object
+) -> None:
     async with lockgate_worker(graphs=[OpenEssay]):
         handle = await editor_gate(temporal_client, task_queue)
         with pytest.raises(WorkflowUpdateFailedError) as refused:
@@ -362,8 +374,8 @@ GARBAGE_CONFIRMATIONS = [
 
 @pytest.mark.parametrize("confirmation", GARBAGE_CONFIRMATIONS)
 async def test_a_garbage_confirm_update_is_refused_and_the_call_keeps_waiting(
-    lockgate_worker, temporal_client, task_queue, confirmation
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str, confirmation: object
+) -> None:
     async with lockgate_worker(tools=[launch]):
         handle = await a_call_awaiting_confirmation(temporal_client, task_queue)
         with pytest.raises(WorkflowUpdateFailedError) as refused:
@@ -379,8 +391,8 @@ async def test_a_garbage_confirm_update_is_refused_and_the_call_keeps_waiting(
 
 @pytest.mark.parametrize("wait", [42, "soon", [True]])
 async def test_a_garbage_outcome_update_is_refused_and_the_call_keeps_waiting(
-    lockgate_worker, temporal_client, task_queue, wait
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str, wait: object
+) -> None:
     async with lockgate_worker(tools=[launch]):
         handle = await a_call_awaiting_confirmation(temporal_client, task_queue)
         with pytest.raises(WorkflowUpdateFailedError) as refused:
@@ -398,8 +410,8 @@ async def test_a_garbage_outcome_update_is_refused_and_the_call_keeps_waiting(
 
 
 async def test_garbage_signals_are_refused_into_the_trail_and_the_gate_keeps_waiting(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     async with lockgate_worker(graphs=[OpenEssay]):
         handle = await editor_gate(temporal_client, task_queue)
         await handle.signal("decide", 42)
@@ -428,8 +440,8 @@ async def test_garbage_signals_are_refused_into_the_trail_and_the_gate_keeps_wai
 
 
 async def test_a_signal_whose_payload_cannot_be_decoded_is_refused_into_the_trail(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     async with lockgate_worker(graphs=[OpenEssay]):
         handle = await editor_gate(temporal_client, task_queue)
         undecodable = Payload(metadata={"encoding": b"binary/bogus"}, data=b"\x00\xff")

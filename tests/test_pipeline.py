@@ -16,6 +16,7 @@ from lockgate.activities import (
     ToolFailure,
 )
 from lockgate.gating import Confirmation, ConfirmationStore, RateDecision
+from tests.support import definition_of
 
 READER = ToolContext("ada", "web", ["notes:read"])
 STRANGER = ToolContext("eve", "web", ["other:thing"])
@@ -78,7 +79,7 @@ def make(**options: Any) -> tuple[ToolRegistry, Counter]:
     return registry, counter
 
 
-def test_the_pipeline_stages_are_named_in_the_seed_order():
+def test_the_pipeline_stages_are_named_in_the_seed_order() -> None:
     assert PIPELINE_STAGES == (
         "resolve",
         "validate",
@@ -97,7 +98,7 @@ def test_the_pipeline_stages_are_named_in_the_seed_order():
 # Precedence: a call failing two checks reports the earlier one ------------------------------------
 
 
-async def test_an_unknown_tool_with_bad_arguments_reports_the_unknown_tool():
+async def test_an_unknown_tool_with_bad_arguments_reports_the_unknown_tool() -> None:
     registry, _ = make()
 
     result = await registry.call("notes.missing", ["not", "an", "object"])  # type: ignore[arg-type]
@@ -105,7 +106,7 @@ async def test_an_unknown_tool_with_bad_arguments_reports_the_unknown_tool():
     assert result.code == ErrorCode.TOOL_NOT_FOUND
 
 
-async def test_a_call_that_fails_validation_and_authorization_reports_validation():
+async def test_a_call_that_fails_validation_and_authorization_reports_validation() -> None:
     registry, _ = make()
 
     result = await registry.call("notes.read", {"page": "many"}, STRANGER)
@@ -113,7 +114,7 @@ async def test_a_call_that_fails_validation_and_authorization_reports_validation
     assert result.code == ErrorCode.VALIDATION_ERROR
 
 
-async def test_a_call_that_fails_authorization_and_the_rate_limit_reports_authorization():
+async def test_a_call_that_fails_authorization_and_the_rate_limit_reports_authorization() -> None:
     limiter = SpyLimiter(allow=False)
     registry, _ = make(rate_limiter=limiter)
 
@@ -123,7 +124,7 @@ async def test_a_call_that_fails_authorization_and_the_rate_limit_reports_author
     assert limiter.keys == []
 
 
-async def test_a_plan_over_its_rate_limit_reports_the_rate_limit():
+async def test_a_plan_over_its_rate_limit_reports_the_rate_limit() -> None:
     registry, _ = make(rate_limiter=SpyLimiter(allow=False))
 
     result = await registry.call("notes.read", {}, READER.as_plan())
@@ -131,7 +132,7 @@ async def test_a_plan_over_its_rate_limit_reports_the_rate_limit():
     assert result.code == ErrorCode.RATE_LIMITED
 
 
-async def test_a_plan_of_a_tool_that_needs_confirmation_returns_the_plan_without_a_token():
+async def test_a_plan_of_a_tool_that_needs_confirmation_returns_the_plan_without_a_token() -> None:
     registry, _ = make()
     result = await registry.call("notes.write", {"text": "hi"}, CHATTER.as_plan())
 
@@ -141,7 +142,7 @@ async def test_a_plan_of_a_tool_that_needs_confirmation_returns_the_plan_without
     assert not ToolResult.asks_for_confirmation(result)
 
 
-async def test_a_call_awaiting_confirmation_never_reaches_the_executing_hook():
+async def test_a_call_awaiting_confirmation_never_reaches_the_executing_hook() -> None:
     registry, _ = make()
     seen: list[str] = []
     registry.on_executing(lambda event: seen.append(event.name))
@@ -152,7 +153,7 @@ async def test_a_call_awaiting_confirmation_never_reaches_the_executing_hook():
     assert seen == []
 
 
-async def test_a_hook_veto_stops_the_call_before_the_tool_runs():
+async def test_a_hook_veto_stops_the_call_before_the_tool_runs() -> None:
     registry, counter = make()
     registry.on_executing(lambda event: event.veto("Maintenance window."))
 
@@ -164,7 +165,7 @@ async def test_a_hook_veto_stops_the_call_before_the_tool_runs():
 # Plan mode ----------------------------------------------------------------------------------------
 
 
-async def test_plan_mode_never_runs_the_tool():
+async def test_plan_mode_never_runs_the_tool() -> None:
     registry, counter = make()
 
     await registry.call("notes.read", {"page": 3}, READER.as_plan())
@@ -172,7 +173,7 @@ async def test_plan_mode_never_runs_the_tool():
     assert counter.runs == 0
 
 
-async def test_plan_mode_describes_the_validated_call():
+async def test_plan_mode_describes_the_validated_call() -> None:
     registry, _ = make()
 
     result = await registry.call("notes.read", {"page": 3}, READER.as_plan())
@@ -189,7 +190,7 @@ async def test_plan_mode_describes_the_validated_call():
     }
 
 
-async def test_plan_mode_never_mints_a_confirmation_token():
+async def test_plan_mode_never_mints_a_confirmation_token() -> None:
     store = CountingStore()
     registry, _ = make(confirmations=store)
 
@@ -198,7 +199,7 @@ async def test_plan_mode_never_mints_a_confirmation_token():
     assert store.minted == 0
 
 
-async def test_plan_mode_spends_rate_budget():
+async def test_plan_mode_spends_rate_budget() -> None:
     registry, _ = make(rate_limiter=InMemoryRateLimiter(max_tokens=1, clock=lambda: 0.0))
     await registry.call("notes.read", {}, READER.as_plan())
 
@@ -207,7 +208,7 @@ async def test_plan_mode_spends_rate_budget():
     assert result.code == ErrorCode.RATE_LIMITED
 
 
-async def test_plan_mode_still_reports_a_denial():
+async def test_plan_mode_still_reports_a_denial() -> None:
     registry, _ = make()
 
     result = await registry.call("notes.read", {}, STRANGER.as_plan())
@@ -218,7 +219,7 @@ async def test_plan_mode_still_reports_a_denial():
 # Rate limiting ------------------------------------------------------------------------------------
 
 
-async def test_a_mutating_call_spends_five_tokens_and_a_read_one():
+async def test_a_mutating_call_spends_five_tokens_and_a_read_one() -> None:
     limiter = SpyLimiter()
     registry, _ = make(rate_limiter=limiter)
 
@@ -239,7 +240,9 @@ async def test_a_mutating_call_spends_five_tokens_and_a_read_one():
         pytest.param({}, READER, True, id="rate-limited"),
     ],
 )
-async def test_the_executing_hook_never_sees_a_refused_call(arguments, ctx, limited):
+async def test_the_executing_hook_never_sees_a_refused_call(
+    arguments: dict[str, Any], ctx: ToolContext, limited: bool
+) -> None:
     registry, _ = make(rate_limiter=SpyLimiter(allow=not limited))
     seen: list[str] = []
     registry.on_executing(lambda event: seen.append(event.name))
@@ -250,7 +253,7 @@ async def test_the_executing_hook_never_sees_a_refused_call(arguments, ctx, limi
     assert seen == []
 
 
-async def test_the_executing_hook_sees_the_validated_arguments_and_the_caller():
+async def test_the_executing_hook_sees_the_validated_arguments_and_the_caller() -> None:
     registry, _ = make()
     seen: list[ExecutingEvent] = []
     registry.on_executing(seen.append)
@@ -262,7 +265,7 @@ async def test_the_executing_hook_sees_the_validated_arguments_and_the_caller():
     ]
 
 
-async def test_a_hook_short_circuit_answers_without_running_the_tool():
+async def test_a_hook_short_circuit_answers_without_running_the_tool() -> None:
     registry, counter = make()
     registry.on_executing(lambda event: event.short_circuit(ToolResult.success({"cached": True})))
 
@@ -272,7 +275,7 @@ async def test_a_hook_short_circuit_answers_without_running_the_tool():
     assert counter.runs == 0
 
 
-async def test_the_executed_hook_marks_a_short_circuited_call_as_cache_served():
+async def test_the_executed_hook_marks_a_short_circuited_call_as_cache_served() -> None:
     registry, _ = make()
     registry.on_executing(lambda event: event.short_circuit(ToolResult.success("cached")))
     seen: list[ExecutedEvent] = []
@@ -283,7 +286,7 @@ async def test_the_executed_hook_marks_a_short_circuited_call_as_cache_served():
     assert [event.cache_served for event in seen] == [True]
 
 
-async def test_the_executed_hook_marks_a_live_call_as_not_cache_served():
+async def test_the_executed_hook_marks_a_live_call_as_not_cache_served() -> None:
     registry, _ = make()
     seen: list[ExecutedEvent] = []
     registry.on_executed(seen.append)
@@ -293,12 +296,13 @@ async def test_the_executed_hook_marks_a_live_call_as_not_cache_served():
     assert [(event.cache_served, event.result.data) for event in seen] == [(False, {"page": 1})]
 
 
-async def test_a_hook_veto_returns_a_blocked_forbidden_result_with_its_reason():
+async def test_a_hook_veto_returns_a_blocked_forbidden_result_with_its_reason() -> None:
     registry, _ = make()
     registry.on_executing(lambda event: event.veto("Maintenance window."))
 
     result = await registry.call("notes.read", {}, READER)
 
+    assert result.error is not None
     assert (result.success, result.code, result.error.message, result.is_blocked) == (
         False,
         ErrorCode.FORBIDDEN,
@@ -307,7 +311,7 @@ async def test_a_hook_veto_returns_a_blocked_forbidden_result_with_its_reason():
     )
 
 
-async def test_an_async_hook_is_awaited():
+async def test_an_async_hook_is_awaited() -> None:
     registry, counter = make()
 
     async def veto(event: ExecutingEvent) -> None:
@@ -328,19 +332,20 @@ def explode(reason: str = "disk on fire") -> None:
     raise RuntimeError(reason)
 
 
-async def test_a_raising_tool_becomes_an_internal_error_naming_the_tool_and_exception():
+async def test_a_raising_tool_becomes_an_internal_error_naming_the_tool_and_exception() -> None:
     registry = ToolRegistry()
     registry.register(explode)
 
     result = await registry.call("explode", {})
 
     assert result.code == ErrorCode.INTERNAL_ERROR
+    assert result.error is not None
     assert "explode" in result.error.message
     assert "RuntimeError" in result.error.message
     assert "disk on fire" in result.error.message
 
 
-async def test_the_failed_hook_receives_the_tools_exception():
+async def test_the_failed_hook_receives_the_tools_exception() -> None:
     registry = ToolRegistry()
     registry.register(explode)
     seen: list[FailedEvent] = []
@@ -353,7 +358,7 @@ async def test_the_failed_hook_receives_the_tools_exception():
     ]
 
 
-async def test_the_executed_hook_does_not_fire_for_a_raising_tool():
+async def test_the_executed_hook_does_not_fire_for_a_raising_tool() -> None:
     registry = ToolRegistry()
     registry.register(explode)
     seen: list[ExecutedEvent] = []
@@ -364,7 +369,7 @@ async def test_the_executed_hook_does_not_fire_for_a_raising_tool():
     assert seen == []
 
 
-async def test_run_pipeline_without_containment_raises_tool_failure():
+async def test_run_pipeline_without_containment_raises_tool_failure() -> None:
     registry = ToolRegistry()
     registry.register(explode)
 
@@ -375,7 +380,9 @@ async def test_run_pipeline_without_containment_raises_tool_failure():
     assert isinstance(raised.value.cause, RuntimeError)
 
 
-async def test_run_pipeline_without_containment_audits_before_raising(caplog):
+async def test_run_pipeline_without_containment_audits_before_raising(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.INFO, logger="lockgate.audit")
     registry = ToolRegistry()
     registry.register(explode)
@@ -400,7 +407,7 @@ def roomy() -> str:
     return "done"
 
 
-async def test_a_call_over_its_soft_timeout_is_marked_and_still_returned():
+async def test_a_call_over_its_soft_timeout_is_marked_and_still_returned() -> None:
     registry = ToolRegistry()
     registry.register(instant)
 
@@ -410,7 +417,7 @@ async def test_a_call_over_its_soft_timeout_is_marked_and_still_returned():
     assert result.meta["timeout_limit"] == 1e-9
 
 
-async def test_a_call_within_its_soft_timeout_is_not_marked():
+async def test_a_call_within_its_soft_timeout_is_not_marked() -> None:
     registry = ToolRegistry()
     registry.register(roomy)
 
@@ -437,7 +444,7 @@ def whoami(ctx: ToolContext, greeting: str = "hello") -> str:
     return f"{greeting}, {ctx.principal} on {ctx.channel}"
 
 
-async def test_a_synchronous_tool_runs():
+async def test_a_synchronous_tool_runs() -> None:
     registry = ToolRegistry()
     registry.register(shout)
 
@@ -446,7 +453,7 @@ async def test_a_synchronous_tool_runs():
     assert result.data == "HI"
 
 
-async def test_an_asynchronous_tool_is_awaited():
+async def test_an_asynchronous_tool_is_awaited() -> None:
     registry = ToolRegistry()
     registry.register(whisper)
 
@@ -455,7 +462,7 @@ async def test_an_asynchronous_tool_is_awaited():
     assert result.data == "hi"
 
 
-async def test_a_synchronous_tool_offloaded_to_a_thread_runs():
+async def test_a_synchronous_tool_offloaded_to_a_thread_runs() -> None:
     registry = ToolRegistry()
     registry.register(shout)
 
@@ -464,7 +471,7 @@ async def test_a_synchronous_tool_offloaded_to_a_thread_runs():
     assert result.data == "HI"
 
 
-def test_call_sync_runs_a_call_without_an_event_loop():
+def test_call_sync_runs_a_call_without_an_event_loop() -> None:
     registry = ToolRegistry()
     registry.register(shout)
 
@@ -473,7 +480,7 @@ def test_call_sync_runs_a_call_without_an_event_loop():
     assert result.data == "HI"
 
 
-async def test_scanning_an_object_registers_its_tool_methods_in_definition_order():
+async def test_scanning_an_object_registers_its_tool_methods_in_definition_order() -> None:
     registry = ToolRegistry()
 
     names = registry.scan(Counter())
@@ -481,7 +488,7 @@ async def test_scanning_an_object_registers_its_tool_methods_in_definition_order
     assert names == registry.names() == ["notes.read", "notes.write", "notes.purge"]
 
 
-async def test_a_scanned_method_runs_bound_to_its_object():
+async def test_a_scanned_method_runs_bound_to_its_object() -> None:
     registry, counter = make()
 
     await registry.call("notes.read", {}, READER)
@@ -489,7 +496,7 @@ async def test_a_scanned_method_runs_bound_to_its_object():
     assert counter.runs == 1
 
 
-async def test_a_context_parameter_receives_the_callers_context():
+async def test_a_context_parameter_receives_the_callers_context() -> None:
     registry = ToolRegistry()
     registry.register(whoami)
 
@@ -498,24 +505,25 @@ async def test_a_context_parameter_receives_the_callers_context():
     assert result.data == "hello, ada on web"
 
 
-def test_a_context_parameter_is_absent_from_the_schema():
+def test_a_context_parameter_is_absent_from_the_schema() -> None:
     registry = ToolRegistry()
     registry.register(whoami)
 
-    assert list(registry.get("whoami").input_schema["properties"]) == ["greeting"]
+    assert list(definition_of(registry, "whoami").input_schema["properties"]) == ["greeting"]
 
 
-async def test_a_context_cannot_be_passed_as_an_argument():
+async def test_a_context_cannot_be_passed_as_an_argument() -> None:
     registry = ToolRegistry()
     registry.register(whoami)
 
     result = await registry.call("whoami", {"ctx": {"principal": "root"}})
 
     assert result.code == ErrorCode.VALIDATION_ERROR
+    assert result.error is not None
     assert "'ctx' is not an argument of 'whoami'" in result.error.message
 
 
-async def test_a_call_without_a_context_runs_as_the_local_shell():
+async def test_a_call_without_a_context_runs_as_the_local_shell() -> None:
     registry = ToolRegistry()
     registry.register(whoami)
 
@@ -524,7 +532,7 @@ async def test_a_call_without_a_context_runs_as_the_local_shell():
     assert result.data == "hello, local-shell on cli"
 
 
-async def test_every_result_carries_the_call_stamp_in_meta():
+async def test_every_result_carries_the_call_stamp_in_meta() -> None:
     registry, _ = make()
 
     result = await registry.call("notes.read", {}, READER)
@@ -537,7 +545,7 @@ async def test_every_result_carries_the_call_stamp_in_meta():
     }
 
 
-async def test_a_tool_returning_a_result_keeps_it():
+async def test_a_tool_returning_a_result_keeps_it() -> None:
     @tool("listing", "A page of items")
     def listing() -> ToolResult:
         return ToolResult.paginated([{"id": 1}], page=1, total_items=1, limit=10)
@@ -550,7 +558,7 @@ async def test_a_tool_returning_a_result_keeps_it():
     assert (result.type, result.meta["pagination"]["total_pages"]) == ("list", 1)
 
 
-async def test_a_tool_error_result_keeps_its_own_code():
+async def test_a_tool_error_result_keeps_its_own_code() -> None:
     @tool("lookup", "Find a note")
     def lookup(note_id: int) -> ToolResult:
         return ToolResult.error(ErrorCode.NOT_FOUND, f"Note {note_id} does not exist.")
@@ -560,10 +568,11 @@ async def test_a_tool_error_result_keeps_its_own_code():
 
     result = await registry.call("lookup", {"note_id": 7})
 
+    assert result.error is not None
     assert (result.code, result.error.message) == ("NOT_FOUND", "Note 7 does not exist.")
 
 
-async def test_a_result_object_served_twice_keeps_each_calls_own_request_id():
+async def test_a_result_object_served_twice_keeps_each_calls_own_request_id() -> None:
     cached = ToolResult.success({"cached": True})
     registry, _ = make()
     registry.on_executing(lambda event: event.short_circuit(cached))
@@ -576,10 +585,11 @@ async def test_a_result_object_served_twice_keeps_each_calls_own_request_id():
     assert first.meta["request_id"] == first_ctx.request_id
 
 
-async def test_a_raising_tools_error_message_is_a_sentence():
+async def test_a_raising_tools_error_message_is_a_sentence() -> None:
     registry = ToolRegistry()
     registry.register(explode)
 
     result = await registry.call("explode", {"reason": "disk on fire"})
 
+    assert result.error is not None
     assert result.error.message.endswith(".")

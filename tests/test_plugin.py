@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
 import pytest
 from temporalio import activity, workflow
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -16,7 +18,7 @@ from lockgate import LockgatePlugin, ToolClient, tool
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.namespace import SearchAttributesMissingError
-from lockgate.testing import Identities
+from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
 with workflow.unsafe.imports_passed_through():
@@ -49,8 +51,8 @@ class Greet:
 
 
 async def test_the_plugin_serves_lockgate_calls_beside_a_plain_user_workflow_and_activity(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = Identities({"ed": {"scopes": ["math"]}})
     async with lockgate_worker(
         tools=[add], directory=people.directory, workflows=[Greet], activities=[shout]
@@ -67,8 +69,8 @@ async def test_the_plugin_serves_lockgate_calls_beside_a_plain_user_workflow_and
 
 
 async def test_the_workers_catalogue_lists_the_plugins_tools_and_graphs(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     async with lockgate_worker(tools=[add], graphs=[EssayReview], workflows=[Greet]):
         tools = await ToolClient(temporal_client, task_queue).list()
 
@@ -77,8 +79,8 @@ async def test_the_workers_catalogue_lists_the_plugins_tools_and_graphs(
 
 
 async def test_a_worker_refuses_to_start_on_a_namespace_without_lockgates_search_attributes(
-    task_queue,
-):
+    task_queue: str,
+) -> None:
     bare = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(temporal_binary()), ui=False
     )
@@ -107,8 +109,8 @@ async def test_a_worker_refuses_to_start_on_a_namespace_without_lockgates_search
 
 
 async def test_a_directory_file_the_plugin_loads_is_watched_only_while_its_worker_runs(
-    temporal_client, task_queue, tmp_path
-):
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
     people = Identities({"ed": {"scopes": ["math"]}})
     file = tmp_path / "directory.toml"
     file.write_text(people.toml)
@@ -141,14 +143,15 @@ class OwnAdd:
 
     @workflow.run
     async def run(self) -> str:
-        return await workflow.execute_activity(
+        added: str = await workflow.execute_activity(
             "demo:add", args=[1, 2], result_type=str, start_to_close_timeout=timedelta(seconds=10)
         )
+        return added
 
 
 async def test_a_worker_activity_named_like_a_tool_does_not_collide_with_it(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = Identities({"ed": {"scopes": ["math"]}})
     async with lockgate_worker(
         tools=[add], directory=people.directory, workflows=[OwnAdd], activities=[users_own_add]

@@ -62,18 +62,19 @@ class OneRule:
 # require_auth -------------------------------------------------------------------------------------
 
 
-async def test_an_anonymous_web_call_is_denied_naming_the_channel_and_require_auth():
+async def test_an_anonymous_web_call_is_denied_naming_the_channel_and_require_auth() -> None:
     registry = make()
 
     result = await registry.call("ping", {}, ToolContext(None, "web"))
 
     assert result.code == ErrorCode.FORBIDDEN
+    assert result.error is not None
     assert "'web'" in result.error.message
     assert "require_auth" in result.error.message
     assert result.meta["check"] == "require_auth"
 
 
-async def test_an_empty_principal_counts_as_no_principal():
+async def test_an_empty_principal_counts_as_no_principal() -> None:
     registry = make()
 
     result = await registry.call("ping", {}, ToolContext.mcp("request-1", principal=""))
@@ -81,7 +82,7 @@ async def test_an_empty_principal_counts_as_no_principal():
     assert result.meta["check"] == "require_auth"
 
 
-async def test_the_principal_zero_is_a_principal():
+async def test_the_principal_zero_is_a_principal() -> None:
     registry = make()
 
     result = await registry.call("ping", {}, ToolContext("0", "web"))
@@ -92,24 +93,26 @@ async def test_the_principal_zero_is_a_principal():
 # Scopes -------------------------------------------------------------------------------------------
 
 
-async def test_a_missing_scope_names_the_tool_what_it_needs_and_what_the_caller_has():
+async def test_a_missing_scope_names_the_tool_what_it_needs_and_what_the_caller_has() -> None:
     registry = make()
 
     result = await registry.call(
         "posts_write", {"title": "x"}, ToolContext.web("ada", ["posts:read"])
     )
 
+    assert result.error is not None
     assert result.error.message == (
         "Missing required scope for tool 'posts_write'. Need one of: posts:write — "
         "context has: posts:read."
     )
 
 
-async def test_a_caller_holding_no_scope_is_told_it_has_none():
+async def test_a_caller_holding_no_scope_is_told_it_has_none() -> None:
     registry = make()
 
     result = await registry.call("posts_read", {}, ToolContext.web("ada", []))
 
+    assert result.error is not None
     assert result.error.message == (
         "Missing required scope for tool 'posts_read'. Need one of: posts:admin, posts:read — "
         "context has: (none)."
@@ -117,7 +120,7 @@ async def test_a_caller_holding_no_scope_is_told_it_has_none():
 
 
 @pytest.mark.parametrize("held", ["posts:read", "posts:admin"])
-async def test_holding_any_one_of_a_tools_scopes_admits(held):
+async def test_holding_any_one_of_a_tools_scopes_admits(held: str) -> None:
     registry = make()
 
     result = await registry.call("posts_read", {}, ToolContext.web("ada", [held]))
@@ -125,7 +128,7 @@ async def test_holding_any_one_of_a_tools_scopes_admits(held):
     assert result.success
 
 
-async def test_the_star_scope_holds_every_scope():
+async def test_the_star_scope_holds_every_scope() -> None:
     registry = make()
 
     result = await registry.call("posts_write", {"title": "x"}, ToolContext("ada", "web", ["*"]))
@@ -133,7 +136,7 @@ async def test_the_star_scope_holds_every_scope():
     assert result.success
 
 
-async def test_a_prefix_wildcard_scope_grants_nothing():
+async def test_a_prefix_wildcard_scope_grants_nothing() -> None:
     registry = make()
 
     result = await registry.call("posts_read", {}, ToolContext("ada", "web", ["posts:*"]))
@@ -141,13 +144,13 @@ async def test_a_prefix_wildcard_scope_grants_nothing():
     assert result.meta["check"] == "scopes"
 
 
-def test_a_web_context_never_holds_the_star_scope():
+def test_a_web_context_never_holds_the_star_scope() -> None:
     ctx = ToolContext.web("ada", ["*", "posts:read"])
 
     assert ctx.scopes == frozenset({"posts:read"})
 
 
-async def test_a_tool_without_scopes_runs_for_a_caller_holding_none():
+async def test_a_tool_without_scopes_runs_for_a_caller_holding_none() -> None:
     registry = make()
 
     result = await registry.call("ping", {}, ToolContext.web("ada", []))
@@ -158,18 +161,19 @@ async def test_a_tool_without_scopes_runs_for_a_caller_holding_none():
 # block_mutating -----------------------------------------------------------------------------------
 
 
-async def test_a_block_mutating_channel_denies_naming_the_tool_and_channel():
+async def test_a_block_mutating_channel_denies_naming_the_tool_and_channel() -> None:
     registry = make(gate=PolicyGate({"kiosk": ChannelPolicy(block_mutating=True)}))
 
     result = await registry.call("wipe", {}, ToolContext("ada", "kiosk"))
 
     assert result.meta["check"] == "block_mutating"
+    assert result.error is not None
     assert "'wipe'" in result.error.message
     assert "'kiosk'" in result.error.message
     assert "block_mutating" in result.error.message
 
 
-async def test_a_block_mutating_channel_still_runs_reads():
+async def test_a_block_mutating_channel_still_runs_reads() -> None:
     registry = make(gate=PolicyGate({"kiosk": ChannelPolicy(block_mutating=True)}))
 
     result = await registry.call("ping", {}, ToolContext("ada", "kiosk"))
@@ -177,7 +181,7 @@ async def test_a_block_mutating_channel_still_runs_reads():
     assert result.success
 
 
-async def test_allow_all_lets_a_mutating_tool_through_a_block_mutating_channel():
+async def test_allow_all_lets_a_mutating_tool_through_a_block_mutating_channel() -> None:
     gate = PolicyGate({"kiosk": ChannelPolicy(allow_all=True, block_mutating=True)})
     registry = make(gate=gate)
 
@@ -186,7 +190,7 @@ async def test_allow_all_lets_a_mutating_tool_through_a_block_mutating_channel()
     assert result.success
 
 
-async def test_allow_all_does_not_skip_require_auth():
+async def test_allow_all_does_not_skip_require_auth() -> None:
     gate = PolicyGate({"kiosk": ChannelPolicy(allow_all=True, require_auth=True)})
     registry = make(gate=gate)
 
@@ -195,7 +199,7 @@ async def test_allow_all_does_not_skip_require_auth():
     assert result.meta["check"] == "require_auth"
 
 
-async def test_a_replaced_channel_policy_takes_effect():
+async def test_a_replaced_channel_policy_takes_effect() -> None:
     gate = PolicyGate()
     gate.set_channel_policy("web", ChannelPolicy(block_mutating=True))
     registry = make(gate=gate)
@@ -208,28 +212,30 @@ async def test_a_replaced_channel_policy_takes_effect():
 # Host rules ---------------------------------------------------------------------------------------
 
 
-async def test_a_deny_rule_names_the_rule_the_tool_and_the_channel():
+async def test_a_deny_rule_names_the_rule_the_tool_and_the_channel() -> None:
     rules = OneRule(PolicyRule(id=17, effect="deny"))
     registry = make(gate=PolicyGate(rules=rules))
 
     result = await registry.call("ping", {}, ToolContext.web("ada", []))
 
     assert result.meta["check"] == "rule"
+    assert result.error is not None
     assert "#17" in result.error.message
     assert "'ping'" in result.error.message
     assert "'web'" in result.error.message
 
 
-async def test_a_deny_rule_with_a_description_says_it_verbatim():
+async def test_a_deny_rule_with_a_description_says_it_verbatim() -> None:
     rules = OneRule(PolicyRule(id=3, effect="deny", description="Pings are off on Sundays."))
     registry = make(gate=PolicyGate(rules=rules))
 
     result = await registry.call("ping", {}, ToolContext.web("ada", []))
 
+    assert result.error is not None
     assert result.error.message == "Pings are off on Sundays."
 
 
-async def test_an_allow_rule_admits_a_call_the_channel_would_block():
+async def test_an_allow_rule_admits_a_call_the_channel_would_block() -> None:
     gate = PolicyGate(
         {"kiosk": ChannelPolicy(block_mutating=True)}, rules=OneRule(PolicyRule(1, "allow"))
     )
@@ -240,19 +246,20 @@ async def test_an_allow_rule_admits_a_call_the_channel_would_block():
     assert result.success
 
 
-async def test_a_rule_requiring_a_scope_names_the_rule_and_the_scopes():
+async def test_a_rule_requiring_a_scope_names_the_rule_and_the_scopes() -> None:
     rule = PolicyRule(id=9, effect="allow", scopes=frozenset({"ops"}))
     registry = make(gate=PolicyGate(rules=OneRule(rule)))
 
     result = await registry.call("ping", {}, ToolContext.web("ada", ["posts:read"]))
 
+    assert result.error is not None
     assert result.error.message == (
         "Policy rule #9 for tool 'ping' requires one of these scopes: ops — "
         "context has: posts:read."
     )
 
 
-async def test_the_rule_store_is_asked_with_the_calls_facts():
+async def test_the_rule_store_is_asked_with_the_calls_facts() -> None:
     rules = OneRule(None)
     registry = make(gate=PolicyGate(rules=rules))
 
@@ -261,7 +268,7 @@ async def test_the_rule_store_is_asked_with_the_calls_facts():
     assert rules.asked == [("web", "ada", "wipe", True)]
 
 
-async def test_a_scope_denial_is_decided_before_the_rule_store_is_asked():
+async def test_a_scope_denial_is_decided_before_the_rule_store_is_asked() -> None:
     rules = OneRule(PolicyRule(1, "allow"))
     registry = make(gate=PolicyGate(rules=rules))
 
@@ -278,13 +285,14 @@ def config_set(key: str, value: str) -> dict[str, str]:
     return {key: value}
 
 
-async def test_consent_on_cli_is_denied_naming_the_tool_and_the_channel():
+async def test_consent_on_cli_is_denied_naming_the_tool_and_the_channel() -> None:
     registry = ToolRegistry()
     registry.register(config_set)
 
     result = await registry.call("config.set", {"key": "a", "value": "b"}, ToolContext.cli())
 
     assert result.meta["check"] == "consent"
+    assert result.error is not None
     assert "'config.set'" in result.error.message
     assert "'cli'" in result.error.message
 
@@ -292,7 +300,7 @@ async def test_consent_on_cli_is_denied_naming_the_tool_and_the_channel():
 # Rate limiting ------------------------------------------------------------------------------------
 
 
-async def test_a_rate_limit_denial_names_the_exact_channel_principal_tool_key():
+async def test_a_rate_limit_denial_names_the_exact_channel_principal_tool_key() -> None:
     registry = make(rate_limiter=InMemoryRateLimiter(max_tokens=1, clock=lambda: 100.0))
     ctx = ToolContext.web("ada", [])
     await registry.call("ping", {}, ctx)
@@ -300,10 +308,11 @@ async def test_a_rate_limit_denial_names_the_exact_channel_principal_tool_key():
     result = await registry.call("ping", {}, ctx)
 
     assert result.code == ErrorCode.RATE_LIMITED
+    assert result.error is not None
     assert "'web:ada:ping'" in result.error.message
 
 
-async def test_a_rate_limit_denial_says_when_to_retry():
+async def test_a_rate_limit_denial_says_when_to_retry() -> None:
     now = [100.0]
     registry = make(rate_limiter=InMemoryRateLimiter(max_tokens=1, clock=lambda: now[0]))
     ctx = ToolContext.web("ada", [])
@@ -315,7 +324,7 @@ async def test_a_rate_limit_denial_says_when_to_retry():
     assert result.meta["retry_after_seconds"] == 45.0
 
 
-async def test_a_rate_limit_budget_refills_after_its_window():
+async def test_a_rate_limit_budget_refills_after_its_window() -> None:
     now = [100.0]
     registry = make(rate_limiter=InMemoryRateLimiter(max_tokens=1, clock=lambda: now[0]))
     ctx = ToolContext.web("ada", [])
@@ -327,7 +336,7 @@ async def test_a_rate_limit_budget_refills_after_its_window():
     assert result.success
 
 
-async def test_a_rate_limit_is_per_principal():
+async def test_a_rate_limit_is_per_principal() -> None:
     registry = make(rate_limiter=InMemoryRateLimiter(max_tokens=1, clock=lambda: 0.0))
     await registry.call("ping", {}, ToolContext.web("ada", []))
 
@@ -336,7 +345,7 @@ async def test_a_rate_limit_is_per_principal():
     assert result.success
 
 
-async def test_twenty_mutating_calls_spend_a_default_budget():
+async def test_twenty_mutating_calls_spend_a_default_budget() -> None:
     registry = make(rate_limiter=InMemoryRateLimiter(clock=lambda: 0.0))
     ctx = ToolContext.web("ada", [])
     for _ in range(20):
@@ -350,16 +359,19 @@ async def test_twenty_mutating_calls_spend_a_default_budget():
 # Channels -----------------------------------------------------------------------------------------
 
 
-async def test_an_unknown_channel_denies_an_anonymous_caller_with_require_auth():
+async def test_an_unknown_channel_denies_an_anonymous_caller_with_require_auth() -> None:
     registry = make()
 
     result = await registry.call("ping", {}, ToolContext(None, "carrier-pigeon"))
 
     assert result.meta["check"] == "require_auth"
+    assert result.error is not None
     assert "'carrier-pigeon'" in result.error.message
 
 
-async def test_an_unknown_channel_logs_a_fail_closed_warning(caplog):
+async def test_an_unknown_channel_logs_a_fail_closed_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.WARNING, logger="lockgate.policy")
     registry = make()
 
@@ -371,7 +383,9 @@ async def test_an_unknown_channel_logs_a_fail_closed_warning(caplog):
     assert "carrier-pigeon" in warnings[0]
 
 
-async def test_a_known_channel_logs_no_fail_closed_warning(caplog):
+async def test_a_known_channel_logs_no_fail_closed_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.WARNING, logger="lockgate.policy")
     registry = make()
 
@@ -380,7 +394,7 @@ async def test_a_known_channel_logs_no_fail_closed_warning(caplog):
     assert [r for r in caplog.records if r.name == "lockgate.policy"] == []
 
 
-async def test_the_stdio_context_is_on_the_mcp_channel_and_passes():
+async def test_the_stdio_context_is_on_the_mcp_channel_and_passes() -> None:
     registry = make()
     ctx = ToolContext.stdio("request-1")
 
@@ -389,30 +403,31 @@ async def test_the_stdio_context_is_on_the_mcp_channel_and_passes():
     assert (ctx.channel, ctx.principal, result.success) == ("mcp", "stdio", True)
 
 
-async def test_a_bare_mcp_context_without_a_principal_is_denied():
+async def test_a_bare_mcp_context_without_a_principal_is_denied() -> None:
     registry = make()
 
     result = await registry.call("ping", {}, ToolContext(channel="mcp"))
 
     assert result.meta["check"] == "require_auth"
+    assert result.error is not None
     assert "'mcp'" in result.error.message
 
 
-def test_an_mcp_context_without_a_principal_argument_is_the_mcp_principal():
+def test_an_mcp_context_without_a_principal_argument_is_the_mcp_principal() -> None:
     assert ToolContext.mcp("request-1").principal == "mcp"
 
 
-def test_a_telegram_context_without_a_user_is_the_chat():
+def test_a_telegram_context_without_a_user_is_the_chat() -> None:
     ctx = ToolContext.telegram("42")
 
     assert (ctx.principal, ctx.channel, ctx.extra["chat_id"]) == ("chat:42", "telegram", "42")
 
 
-def test_a_context_refuses_an_unknown_mode():
+def test_a_context_refuses_an_unknown_mode() -> None:
     with pytest.raises(ValueError, match="mode"):
         ToolContext("ada", "web", mode="dry-run")  # type: ignore[arg-type]
 
 
-def test_a_context_refuses_scopes_given_as_one_string():
+def test_a_context_refuses_scopes_given_as_one_string() -> None:
     with pytest.raises(TypeError, match="posts:read"):
         ToolContext("ada", "web", "posts:read")

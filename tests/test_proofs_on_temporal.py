@@ -4,6 +4,7 @@ workflow task."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -20,7 +21,7 @@ from lockgate import Signer, tool
 from lockgate.activities._activity_inputs import ToolActivityInput
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import digest, generate_private_key, tool_binding
-from lockgate.testing import Identities
+from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows import StartGraphInput
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id
 
@@ -73,7 +74,7 @@ def bound_to(tool_name: str, arguments: dict[str, Any], request_id: str) -> dict
     return {**tool_binding(tool_name, arguments), "request": request_id}
 
 
-async def assert_no_failed_workflow_task(handle: WorkflowHandle) -> None:
+async def assert_no_failed_workflow_task(handle: WorkflowHandle[Any, Any]) -> None:
     history = (await handle.fetch_history()).events
     failed = [e for e in history if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
     assert failed == []
@@ -112,8 +113,8 @@ def new_request_id() -> str:
 
 
 async def test_a_good_proof_runs_the_call_as_its_signer(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities, request_id = people(), new_request_id()
     proof = identities.signer("ed").sign(bound_to("demo:add", ARGUMENTS, request_id))
     async with lockgate_worker(tools=[add], directory=identities.directory):
@@ -124,8 +125,8 @@ async def test_a_good_proof_runs_the_call_as_its_signer(
 
 
 async def test_a_forged_proof_is_refused_as_not_signed_by_its_principal(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     request_id = new_request_id()
     forger = Signer("ed", generate_private_key())
     proof = forger.sign(bound_to("demo:add", ARGUMENTS, request_id))
@@ -136,8 +137,8 @@ async def test_a_forged_proof_is_refused_as_not_signed_by_its_principal(
 
 
 async def test_a_proof_altered_after_signing_is_refused(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities, request_id = people(), new_request_id()
     proof = identities.signer("ed").sign(bound_to("demo:add", ARGUMENTS, request_id))
     changed = {"a": 1, "b": 3}
@@ -150,7 +151,9 @@ async def test_a_proof_altered_after_signing_is_refused(
     assert "or it was altered after signing" in refusal_sentence(result)
 
 
-async def test_an_expired_proof_is_refused_as_expired(lockgate_worker, temporal_client, task_queue):
+async def test_an_expired_proof_is_refused_as_expired(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities, request_id = people(), new_request_id()
     an_hour_ago = Signer("ed", identities.key("ed"), clock=lambda: time.time() - 3600)
     proof = an_hour_ago.sign(bound_to("demo:add", ARGUMENTS, request_id))
@@ -163,8 +166,8 @@ async def test_an_expired_proof_is_refused_as_expired(lockgate_worker, temporal_
 
 
 async def test_a_proof_from_the_future_is_refused_as_not_yet_valid(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities, request_id = people(), new_request_id()
     ahead = Signer("ed", identities.key("ed"), clock=lambda: time.time() + 3600)
     proof = ahead.sign(bound_to("demo:add", ARGUMENTS, request_id))
@@ -175,8 +178,8 @@ async def test_a_proof_from_the_future_is_refused_as_not_yet_valid(
 
 
 async def test_a_proof_replayed_on_another_request_is_refused_as_bound_to_its_own(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities, first_request, second_request = people(), new_request_id(), new_request_id()
     proof = identities.signer("ed").sign(bound_to("demo:add", ARGUMENTS, first_request))
     async with lockgate_worker(tools=[add], directory=identities.directory):
@@ -192,8 +195,8 @@ async def test_a_proof_replayed_on_another_request_is_refused_as_bound_to_its_ow
 
 
 async def test_a_proof_replayed_for_the_same_act_is_refused_as_already_used(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities = people()
     proof = identities.signer("ed").sign(tool_binding("demo:add", ARGUMENTS))
     async with lockgate_worker(
@@ -226,8 +229,8 @@ async def test_a_proof_replayed_for_the_same_act_is_refused_as_already_used(
 
 
 async def test_a_proof_for_another_tool_is_refused_as_wrongly_bound(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities, request_id = people(), new_request_id()
     proof = identities.signer("ed").sign(bound_to("demo:subtract", ARGUMENTS, request_id))
     async with lockgate_worker(tools=[add, subtract], directory=identities.directory):
@@ -239,8 +242,8 @@ async def test_a_proof_for_another_tool_is_refused_as_wrongly_bound(
 
 
 async def test_a_proof_for_other_arguments_is_refused_as_wrongly_bound(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities, request_id = people(), new_request_id()
     proof = identities.signer("ed").sign(bound_to("demo:add", {"a": 1, "b": 3}, request_id))
     async with lockgate_worker(tools=[add], directory=identities.directory):
@@ -252,8 +255,8 @@ async def test_a_proof_for_other_arguments_is_refused_as_wrongly_bound(
 
 
 async def test_a_proof_from_a_principal_the_directory_does_not_list_is_refused(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     request_id = new_request_id()
     stranger = Signer("mallory", generate_private_key())
     proof = stranger.sign(bound_to("demo:add", ARGUMENTS, request_id))
@@ -265,8 +268,8 @@ async def test_a_proof_from_a_principal_the_directory_does_not_list_is_refused(
 
 
 async def test_something_that_is_not_a_proof_is_refused_as_malformed(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     request_id = new_request_id()
     async with lockgate_worker(tools=[add], directory=people().directory):
         result = await call_with_proof(
@@ -292,8 +295,12 @@ REPLAYED_UNDER = [
 
 @pytest.mark.parametrize(("workflow_id_for", "why"), REPLAYED_UNDER)
 async def test_a_durable_calls_proof_replayed_in_another_run_is_refused(
-    lockgate_worker, temporal_client, task_queue, workflow_id_for, why
-):
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    workflow_id_for: Callable[[str], str],
+    why: str,
+) -> None:
     identities, request_id = people(), new_request_id()
     proof = identities.signer("ed").sign(bound_to("demo:add", ARGUMENTS, request_id))
     call = CallToolInput("demo:add", ARGUMENTS, proof, "temporal", request_id)
@@ -315,8 +322,8 @@ async def test_a_durable_calls_proof_replayed_in_another_run_is_refused(
 
 
 async def test_a_tool_activitys_proof_replayed_in_a_new_run_of_the_same_workflow_is_refused(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities, workflow_id = people(), f"proven-{uuid4().hex}"
     proof = identities.signer("ed").sign(tool_binding("demo:add", ARGUMENTS))
     async with lockgate_worker(
@@ -346,8 +353,8 @@ async def test_a_tool_activitys_proof_replayed_in_a_new_run_of_the_same_workflow
 
 
 async def test_a_graph_start_proof_replayed_in_a_new_run_of_the_same_id_is_refused(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities = Identities({"ed": {"scopes": ["essay:publish"]}})
     inputs = {"title": "Tides and the moon", "rubric": "tides, moon"}
     run_id = f"essay:review-{uuid4().hex[:12]}"

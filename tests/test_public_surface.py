@@ -63,25 +63,25 @@ ERROR_CODES = [
 ]
 
 
-def test_the_package_exports_exactly_the_pinned_names():
+def test_the_package_exports_exactly_the_pinned_names() -> None:
     assert lockgate.__all__ == PUBLIC_NAMES
 
 
-def test_the_package_all_is_alphabetised():
+def test_the_package_all_is_alphabetised() -> None:
     assert lockgate.__all__ == sorted(lockgate.__all__)
 
 
 @pytest.mark.parametrize("name", PUBLIC_NAMES)
-def test_every_exported_name_is_importable_from_the_package(name):
+def test_every_exported_name_is_importable_from_the_package(name: str) -> None:
     assert getattr(lockgate, name) is not None
 
 
-def test_the_error_codes_are_exactly_the_pinned_codes_in_order():
+def test_the_error_codes_are_exactly_the_pinned_codes_in_order() -> None:
     assert [code.value for code in ErrorCode] == ERROR_CODES
 
 
 @pytest.mark.parametrize("code", ERROR_CODES)
-def test_every_error_code_is_named_after_its_value(code):
+def test_every_error_code_is_named_after_its_value(code: str) -> None:
     assert ErrorCode[code].value == code
 
 
@@ -99,7 +99,7 @@ def _private_modules() -> list[str]:
 
 
 @pytest.mark.parametrize("module_name", _private_modules())
-def test_every_private_module_declares_its_own_all_of_names_it_defines(module_name):
+def test_every_private_module_declares_its_own_all_of_names_it_defines(module_name: str) -> None:
     module = importlib.import_module(module_name)
 
     assert [name for name in module.__all__ if not hasattr(module, name)] == []
@@ -108,11 +108,11 @@ def test_every_private_module_declares_its_own_all_of_names_it_defines(module_na
 @pytest.mark.parametrize(
     "package_name", ["lockgate.activities", "lockgate.gating", "lockgate.workflows"]
 )
-def test_every_name_a_subpackage_exports_exists(package_name):
+def test_every_name_a_subpackage_exports_exists(package_name: str) -> None:
     package = importlib.import_module(package_name)
 
     assert [name for name in package.__all__ if not hasattr(package, name)] == []
 
 
-def test_the_package_is_typed():
+def test_the_package_is_typed() -> None:
     assert importlib.resources.files("lockgate").joinpath("py.typed").is_file()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import Client, WorkflowHistory
@@ -24,8 +25,8 @@ from lockgate import GraphClient, LockgatePlugin
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.memo_clearance import MemoClearance
 from lockgate.examples.publish_post import PublishPost
-from lockgate.gating import answer_binding
-from lockgate.testing import Identities
+from lockgate.gating import Signer, answer_binding
+from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import (
     ALWAYS_FAILS,
     DIRTY_MEMO,
@@ -74,12 +75,14 @@ def without_stack_traces(text: str) -> str:
     return json.dumps(scrub(json.loads(text)), indent=2)
 
 
-def signal_decide(signer, run: dict, choice: str) -> dict:
+def signal_decide(signer: Signer, run: dict[str, Any], choice: str) -> dict[str, Any]:
     return signer.sign(answer_binding(run["awaiting"], choice))
 
 
 @pytest.mark.skipif(not REGENERATE, reason="set LOCKGATE_REGENERATE_HISTORIES=1 to re-record")
-async def test_record_the_saved_histories(lockgate_worker, temporal_client, task_queue):
+async def test_record_the_saved_histories(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = Identities(
         {
             "ada": {},
@@ -130,18 +133,18 @@ async def test_record_the_saved_histories(lockgate_worker, temporal_client, task
 # --- Replaying (no server) -----------------------------------------------------------------------
 
 
-def test_every_example_graph_has_a_saved_history():
+def test_every_example_graph_has_a_saved_history() -> None:
     assert sorted(path.stem for path in HISTORIES.glob("*.json")) == SAVED
 
 
 @pytest.mark.parametrize("name", SAVED)
-async def test_a_saved_history_replays_on_todays_code(name):
+async def test_a_saved_history_replays_on_todays_code(name: str) -> None:
     replayer = Replayer(workflows=[], plugins=[LockgatePlugin(graphs=GRAPHS, secret=SECRET)])
     result = await replayer.replay_workflow(saved_history(name), raise_on_replay_failure=False)
     assert result.replay_failure is None
 
 
-async def test_a_history_does_not_replay_on_a_reshaped_graph_of_the_same_name():
+async def test_a_history_does_not_replay_on_a_reshaped_graph_of_the_same_name() -> None:
     replayer = Replayer(
         workflows=[], plugins=[LockgatePlugin(graphs=[EssayReviewReshaped], secret=SECRET)]
     )

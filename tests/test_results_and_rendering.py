@@ -12,7 +12,7 @@ from lockgate.gating import CliRenderer, DefaultRenderer, RendererRegistry
 # Factories ----------------------------------------------------------------------------------------
 
 
-def test_success_builds_a_successful_result():
+def test_success_builds_a_successful_result() -> None:
     result = ToolResult.success({"id": 1}, "Found it.", {"source": "cache"})
 
     assert (result.success, result.data, result.message, result.error, result.meta) == (
@@ -24,21 +24,21 @@ def test_success_builds_a_successful_result():
     )
 
 
-def test_the_success_field_is_a_bool_while_the_class_attribute_is_the_factory():
+def test_the_success_field_is_a_bool_while_the_class_attribute_is_the_factory() -> None:
     result = ToolResult.success()
 
     assert result.success is True
     assert callable(ToolResult.success)
 
 
-def test_the_error_field_is_the_error_while_the_class_attribute_is_the_factory():
+def test_the_error_field_is_the_error_while_the_class_attribute_is_the_factory() -> None:
     result = ToolResult.error(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
 
     assert result.error == ToolError("NOT_FOUND", "Note 7 does not exist.")
     assert callable(ToolResult.error)
 
 
-def test_error_builds_a_failure_with_code_message_and_error_type():
+def test_error_builds_a_failure_with_code_message_and_error_type() -> None:
     result = ToolResult.error(ErrorCode.NOT_FOUND, "Note 7 does not exist.", meta={"id": 7})
 
     assert (result.success, result.code, result.type, result.meta["id"]) == (
@@ -49,12 +49,12 @@ def test_error_builds_a_failure_with_code_message_and_error_type():
     )
 
 
-def test_an_error_code_reads_as_its_value():
+def test_an_error_code_reads_as_its_value() -> None:
     assert str(ErrorCode.RATE_LIMITED) == "RATE_LIMITED"
     assert ErrorCode.RATE_LIMITED == "RATE_LIMITED"
 
 
-def test_a_successful_result_has_no_code():
+def test_a_successful_result_has_no_code() -> None:
     assert ToolResult.success().code is None
 
 
@@ -69,7 +69,9 @@ def test_a_successful_result_has_no_code():
         (1, 5, 0, {"total_pages": 0, "has_prev": False, "has_next": False}),
     ],
 )
-def test_paginated_computes_the_pagination(page, total_items, limit, expected):
+def test_paginated_computes_the_pagination(
+    page: int, total_items: int, limit: int, expected: dict[str, object]
+) -> None:
     result = ToolResult.paginated([], page=page, total_items=total_items, limit=limit)
 
     assert result.meta["pagination"] == {
@@ -80,7 +82,7 @@ def test_paginated_computes_the_pagination(page, total_items, limit, expected):
     }
 
 
-def test_paginated_is_a_successful_list_with_the_items_as_data():
+def test_paginated_is_a_successful_list_with_the_items_as_data() -> None:
     result = ToolResult.paginated([{"id": 1}], page=1, total_items=1, limit=10, meta={"q": "x"})
 
     assert (result.success, result.type, result.data, result.meta["q"]) == (
@@ -91,7 +93,7 @@ def test_paginated_is_a_successful_list_with_the_items_as_data():
     )
 
 
-def test_detail_describes_one_entity_and_its_actions():
+def test_detail_describes_one_entity_and_its_actions() -> None:
     result = ToolResult.detail({"id": 7}, "note", "Note 7.", ["edit", "delete"])
 
     assert (result.data, result.message, result.meta) == (
@@ -101,11 +103,11 @@ def test_detail_describes_one_entity_and_its_actions():
     )
 
 
-def test_detail_without_actions_has_an_empty_list():
+def test_detail_without_actions_has_an_empty_list() -> None:
     assert ToolResult.detail({}, "note").meta["actions"] == []
 
 
-def test_confirmation_is_a_success_asking_to_confirm():
+def test_confirmation_is_a_success_asking_to_confirm() -> None:
     result = ToolResult.confirmation(
         "Delete note 7?", {"id": 7}, action="delete", target="note", target_id="7"
     )
@@ -120,9 +122,10 @@ def test_confirmation_is_a_success_asking_to_confirm():
     }
 
 
-def test_blocked_is_a_forbidden_failure_with_a_suggestion():
+def test_blocked_is_a_forbidden_failure_with_a_suggestion() -> None:
     result = ToolResult.blocked("Writes are paused.", "Try after 18:00.")
 
+    assert result.error is not None
     assert (result.success, result.code, result.error.message, result.is_blocked) == (
         False,
         "FORBIDDEN",
@@ -136,11 +139,11 @@ def test_blocked_is_a_forbidden_failure_with_a_suggestion():
     }
 
 
-def test_a_result_without_a_type_is_generic():
+def test_a_result_without_a_type_is_generic() -> None:
     assert ToolResult(True).type == "generic"
 
 
-def test_with_meta_adds_to_a_copy():
+def test_with_meta_adds_to_a_copy() -> None:
     original = ToolResult.success(1, meta={"a": 1})
 
     copy = original.with_meta(b=2)
@@ -148,7 +151,7 @@ def test_with_meta_adds_to_a_copy():
     assert (original.meta, copy.meta) == ({"a": 1}, {"a": 1, "b": 2})
 
 
-def test_confirm_token_reads_the_token_from_the_data():
+def test_confirm_token_reads_the_token_from_the_data() -> None:
     assert ToolResult.success({"confirm_token": "abc"}).confirm_token == "abc"
     assert ToolResult.success(["abc"]).confirm_token is None
     assert ToolResult.success({"confirm_token": 5}).confirm_token is None
@@ -157,7 +160,7 @@ def test_confirm_token_reads_the_token_from_the_data():
 # Wire shape ---------------------------------------------------------------------------------------
 
 
-def test_to_json_of_a_success_has_a_null_error():
+def test_to_json_of_a_success_has_a_null_error() -> None:
     wire = json.loads(ToolResult.success({"n": 1}, "Done.").to_json())
 
     assert wire == {
@@ -169,7 +172,7 @@ def test_to_json_of_a_success_has_a_null_error():
     }
 
 
-def test_to_json_of_a_failure_has_an_error_object_with_code_and_message():
+def test_to_json_of_a_failure_has_an_error_object_with_code_and_message() -> None:
     wire = json.loads(ToolResult.error(ErrorCode.TIMEOUT, "Too slow.").to_json())
 
     assert wire == {
@@ -181,11 +184,11 @@ def test_to_json_of_a_failure_has_an_error_object_with_code_and_message():
     }
 
 
-def test_to_json_keeps_non_ascii_text_readable():
+def test_to_json_keeps_non_ascii_text_readable() -> None:
     assert "café" in ToolResult.success("café").to_json()
 
 
-def test_to_dict_turns_tuples_and_sets_into_lists():
+def test_to_dict_turns_tuples_and_sets_into_lists() -> None:
     wire = ToolResult.success({"pair": (1, 2), "tags": {"b", "a"}}).to_dict()
 
     assert wire["data"] == {"pair": [1, 2], "tags": ["a", "b"]}
@@ -201,21 +204,21 @@ def test_to_dict_turns_tuples_and_sets_into_lists():
         ToolResult.confirmation("Sure?", {"x": 1}),
     ],
 )
-def test_from_dict_rebuilds_what_to_dict_wrote(result):
+def test_from_dict_rebuilds_what_to_dict_wrote(result: ToolResult) -> None:
     rebuilt = ToolResult.from_dict(json.loads(result.to_json()))
 
     assert rebuilt == result
     assert (rebuilt.success, rebuilt.code) == (result.success, result.code)
 
 
-def test_results_with_different_data_are_not_equal():
+def test_results_with_different_data_are_not_equal() -> None:
     assert ToolResult.success(1) != ToolResult.success(2)
 
 
 # Renderers ----------------------------------------------------------------------------------------
 
 
-def test_the_default_renderer_lists_items_and_the_page():
+def test_the_default_renderer_lists_items_and_the_page() -> None:
     result = ToolResult.paginated(
         [{"id": 3, "name": "Groceries"}, {"id": 4, "title": "Taxes"}, {"id": 5}],
         page=1,
@@ -229,7 +232,7 @@ def test_the_default_renderer_lists_items_and_the_page():
     )
 
 
-def test_the_default_renderer_shows_detail_lines_with_readable_labels():
+def test_the_default_renderer_shows_detail_lines_with_readable_labels() -> None:
     result = ToolResult.success({"full_name": "Ada", "tags": ["a"]})
 
     assert DefaultRenderer().render(result) == (
@@ -237,13 +240,13 @@ def test_the_default_renderer_shows_detail_lines_with_readable_labels():
     )
 
 
-def test_the_default_renderer_shows_an_error():
+def test_the_default_renderer_shows_an_error() -> None:
     result = ToolResult.error(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
 
     assert DefaultRenderer().render(result) == "Error: Note 7 does not exist."
 
 
-def test_the_default_renderer_shows_a_blocked_calls_suggestion():
+def test_the_default_renderer_shows_a_blocked_calls_suggestion() -> None:
     result = ToolResult.blocked("Writes are paused.", "Try after 18:00.")
 
     assert DefaultRenderer().render(result) == (
@@ -251,13 +254,13 @@ def test_the_default_renderer_shows_a_blocked_calls_suggestion():
     )
 
 
-def test_the_cli_renderer_marks_an_error_with_its_code():
+def test_the_cli_renderer_marks_an_error_with_its_code() -> None:
     result = ToolResult.error(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
 
     assert CliRenderer().render(result) == "✗ Error [NOT_FOUND]: Note 7 does not exist."
 
 
-def test_the_cli_renderer_shows_a_confirmation_and_its_token():
+def test_the_cli_renderer_shows_a_confirmation_and_its_token() -> None:
     result = ToolResult(
         True,
         {"confirm_token": "abc"},
@@ -269,7 +272,7 @@ def test_the_cli_renderer_shows_a_confirmation_and_its_token():
     assert CliRenderer().render(result) == "? Confirm: Delete note 7?\n  confirm_token: abc"
 
 
-def test_the_cli_renderer_shows_a_block_and_its_suggestion():
+def test_the_cli_renderer_shows_a_block_and_its_suggestion() -> None:
     result = ToolResult.blocked("Writes are paused.", "Try after 18:00.")
 
     assert (
@@ -278,15 +281,15 @@ def test_the_cli_renderer_shows_a_block_and_its_suggestion():
     )
 
 
-def test_the_cli_renderer_marks_a_success():
+def test_the_cli_renderer_marks_a_success() -> None:
     assert CliRenderer().render(ToolResult.success(None, "Saved.")) == "✓ Saved."
 
 
-def test_the_cli_renderer_supports_only_cli():
+def test_the_cli_renderer_supports_only_cli() -> None:
     assert [CliRenderer().supports(c) for c in ("cli", "web", "tui")] == [True, False, False]
 
 
-def test_the_registry_uses_the_first_renderer_that_supports_the_channel():
+def test_the_registry_uses_the_first_renderer_that_supports_the_channel() -> None:
     registry = RendererRegistry(CliRenderer(), DefaultRenderer())
     result = ToolResult.success(None, "Saved.")
 
@@ -294,27 +297,27 @@ def test_the_registry_uses_the_first_renderer_that_supports_the_channel():
     assert registry.render(result, ToolContext.web("ada", [])) == "Saved."
 
 
-def test_the_registry_falls_back_to_its_default_renderer():
+def test_the_registry_falls_back_to_its_default_renderer() -> None:
     registry = RendererRegistry(CliRenderer(), default=DefaultRenderer())
 
     assert registry.render(ToolResult.success(None, "Saved."), ToolContext.web("a", [])) == "Saved."
 
 
-def test_the_registry_falls_back_to_json_when_no_renderer_supports_the_channel():
+def test_the_registry_falls_back_to_json_when_no_renderer_supports_the_channel() -> None:
     registry = RendererRegistry(CliRenderer())
     result = ToolResult.success({"n": 1}, "Saved.")
 
     assert registry.render(result, ToolContext.web("ada", [])) == result.to_json()
 
 
-def test_a_renderer_added_later_is_consulted():
+def test_a_renderer_added_later_is_consulted() -> None:
     registry = RendererRegistry()
     registry.add(CliRenderer())
 
     assert registry.render(ToolResult.success(None, "Saved."), ToolContext.cli()) == "✓ Saved."
 
 
-def test_the_registry_renders_for_the_default_channel_without_a_context():
+def test_the_registry_renders_for_the_default_channel_without_a_context() -> None:
     registry = RendererRegistry(CliRenderer())
     result = ToolResult.success(None, "Saved.")
 

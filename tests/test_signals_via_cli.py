@@ -13,13 +13,16 @@ import json
 import logging
 from typing import Any
 
+import pytest
 from temporalio.client import Client
 
 from lockgate import GraphClient
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding
+from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ACTOR_KEYS, ALWAYS_FAILS, essay_people, eventually, trail_of
+from tests.support import audit_facts
 
 
 async def temporal_cli(client: Client, *arguments: str) -> tuple[int, str, str]:
@@ -39,13 +42,13 @@ async def temporal_cli(client: Client, *arguments: str) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
-def signed_answer(people, who: str, run: dict[str, Any], choice: str) -> str:
+def signed_answer(people: Identities, who: str, run: dict[str, Any], choice: str) -> str:
     return json.dumps(people.signer(who).sign(answer_binding(run["awaiting"], choice)))
 
 
 async def test_an_editors_signed_answer_sent_as_a_signal_moves_the_run_on(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -66,8 +69,11 @@ async def test_an_editors_signed_answer_sent_as_a_signal_moves_the_run_on(
 
 
 async def test_the_requesters_own_answer_sent_as_a_signal_is_refused_into_the_trail(
-    lockgate_worker, temporal_client, task_queue, caplog
-):
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.INFO, logger="lockgate.audit")
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
@@ -97,15 +103,15 @@ async def test_the_requesters_own_answer_sent_as_a_signal_is_refused_into_the_tr
     assert shown["awaiting"]["gate"] == "editor_call#1"
     assert any(
         getattr(record, "lockgate_audit", {}).get("event") == "signal.decide"
-        and record.lockgate_audit["code"] == "SELF_APPROVAL_FORBIDDEN"
-        and record.lockgate_audit["run"] == run["run_id"]
+        and audit_facts(record)["code"] == "SELF_APPROVAL_FORBIDDEN"
+        and audit_facts(record)["run"] == run["run_id"]
         for record in caplog.records
     )
 
 
 async def test_an_unsigned_signal_is_refused_into_the_trail_as_an_unverified_caller(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -131,8 +137,8 @@ async def test_an_unsigned_signal_is_refused_into_the_trail_as_an_unverified_cal
 
 
 async def test_a_signed_answer_sent_with_temporal_workflow_update_execute_is_accepted(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -151,8 +157,8 @@ async def test_a_signed_answer_sent_with_temporal_workflow_update_execute_is_acc
 
 
 async def test_a_refused_answer_sent_with_temporal_workflow_update_execute_exits_1_saying_why(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))

@@ -10,11 +10,12 @@ from uuid import uuid4
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lockgate import LockgatePlugin, PolicyGate, ToolClient, ToolContext, ToolRegistry, tool
 from lockgate.gating import GovernedTool, PolicyDecision
-from lockgate.testing import Identities
+from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.support import SECRET, outcome
 
@@ -70,8 +71,8 @@ async def status_of(client: Client, request_id: str) -> dict[str, Any]:
 
 
 async def test_the_same_request_id_twice_returns_the_first_result_and_runs_once(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     token, request_id = uuid4().hex, new_request_id()
     async with lockgate_worker(tools=[count]):
         tools = ToolClient(temporal_client, task_queue)
@@ -84,8 +85,8 @@ async def test_the_same_request_id_twice_returns_the_first_result_and_runs_once(
 
 
 async def test_a_refused_call_asked_again_with_its_request_id_returns_the_same_refusal(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     token, request_id = uuid4().hex, new_request_id()
     async with lockgate_worker(tools=[count]):
         tools = ToolClient(temporal_client, task_queue)
@@ -103,8 +104,8 @@ async def test_a_refused_call_asked_again_with_its_request_id_returns_the_same_r
 
 
 async def test_a_repeated_request_id_ignores_the_arguments_it_comes_with(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     token, request_id = uuid4().hex, new_request_id()
     async with lockgate_worker(tools=[count]):
         tools = ToolClient(temporal_client, task_queue)
@@ -119,8 +120,8 @@ async def test_a_repeated_request_id_ignores_the_arguments_it_comes_with(
 
 
 async def test_an_unsigned_call_of_a_confirm_tool_returns_a_confirmation_with_a_token(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     token, request_id = uuid4().hex, new_request_id()
     async with lockgate_worker(tools=[launch]):
         asked = await ToolClient(temporal_client, task_queue).call(
@@ -136,8 +137,8 @@ async def test_an_unsigned_call_of_a_confirm_tool_returns_a_confirmation_with_a_
 
 
 async def test_confirming_with_the_token_runs_the_call_once_with_the_first_requests_arguments(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     token, request_id = uuid4().hex, new_request_id()
     async with lockgate_worker(tools=[launch]):
         tools = ToolClient(temporal_client, task_queue)
@@ -153,8 +154,8 @@ async def test_confirming_with_the_token_runs_the_call_once_with_the_first_reque
 
 
 async def test_a_wrong_token_is_refused_and_the_call_keeps_waiting(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     token, request_id = uuid4().hex, new_request_id()
     async with lockgate_worker(tools=[launch]):
         tools = ToolClient(temporal_client, task_queue)
@@ -169,7 +170,9 @@ async def test_a_wrong_token_is_refused_and_the_call_keeps_waiting(
     assert runs[token] == 0
 
 
-async def test_an_unconfirmed_call_expires_on_a_workflow_timer(time_skipping_env, task_queue):
+async def test_an_unconfirmed_call_expires_on_a_workflow_timer(
+    time_skipping_env: WorkflowEnvironment, task_queue: str
+) -> None:
     token, request_id = uuid4().hex, new_request_id()
     client = time_skipping_env.client
     async with Worker(
@@ -197,8 +200,8 @@ async def test_an_unconfirmed_call_expires_on_a_workflow_timer(time_skipping_env
 
 
 async def test_a_signed_call_on_the_cli_is_consented_by_its_signature(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities = people()
     token = uuid4().hex
     async with lockgate_worker(tools=[launch], directory=identities.directory):
@@ -211,8 +214,8 @@ async def test_a_signed_call_on_the_cli_is_consented_by_its_signature(
 
 
 async def test_a_signed_call_cannot_be_confirmed_by_another_principal(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities = people()
     registry = ToolRegistry(gate=SignedCallersConfirmToo())
     registry.register(launch)
@@ -231,8 +234,8 @@ async def test_a_signed_call_cannot_be_confirmed_by_another_principal(
 
 
 async def test_a_signed_call_is_confirmed_by_its_signer(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities = people()
     registry = ToolRegistry(gate=SignedCallersConfirmToo())
     registry.register(launch)
@@ -249,8 +252,8 @@ async def test_a_signed_call_is_confirmed_by_its_signer(
 
 
 async def test_an_unsigned_confirmation_of_a_signed_call_is_refused(
-    lockgate_worker, temporal_client, task_queue
-):
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
     identities = people()
     registry = ToolRegistry(gate=SignedCallersConfirmToo())
     registry.register(launch)

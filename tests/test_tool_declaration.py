@@ -61,7 +61,7 @@ def registry_of(*tools: Any) -> ToolRegistry:
 # Schemas from signatures --------------------------------------------------------------------------
 
 
-def test_the_schema_lists_each_parameter_with_its_json_type():
+def test_the_schema_lists_each_parameter_with_its_json_type() -> None:
     schema = definition_of(search).input_schema
 
     assert {name: p.get("type") for name, p in schema["properties"].items()} == {
@@ -72,21 +72,21 @@ def test_the_schema_lists_each_parameter_with_its_json_type():
     }
 
 
-def test_the_schema_requires_exactly_the_parameters_without_defaults():
+def test_the_schema_requires_exactly_the_parameters_without_defaults() -> None:
     assert definition_of(search).input_schema["required"] == ["query"]
 
 
-def test_the_schema_advertises_defaults():
+def test_the_schema_advertises_defaults() -> None:
     properties = definition_of(search).input_schema["properties"]
 
     assert (properties["page"]["default"], properties["sort"]["default"]) == (1, "newest")
 
 
-def test_a_literal_parameter_becomes_an_enum():
+def test_a_literal_parameter_becomes_an_enum() -> None:
     assert definition_of(search).input_schema["properties"]["sort"]["enum"] == ["newest", "oldest"]
 
 
-def test_an_optional_parameter_accepts_null():
+def test_an_optional_parameter_accepts_null() -> None:
     types = [
         option["type"]
         for option in definition_of(search).input_schema["properties"]["tag"]["anyOf"]
@@ -95,27 +95,27 @@ def test_an_optional_parameter_accepts_null():
     assert types == ["string", "null"]
 
 
-def test_param_descriptions_reach_the_schema():
+def test_param_descriptions_reach_the_schema() -> None:
     assert definition_of(search).input_schema["properties"]["query"]["description"] == (
         "Words to look for"
     )
 
 
-def test_a_clamped_parameter_says_its_range_in_its_description():
+def test_a_clamped_parameter_says_its_range_in_its_description() -> None:
     description = definition_of(search).input_schema["properties"]["page"]["description"]
 
     assert description == "Page number (clamped to 1–1000)"
 
 
-def test_the_schema_has_no_titles_anywhere():
+def test_the_schema_has_no_titles_anywhere() -> None:
     assert '"title"' not in json.dumps(definition_of(search).input_schema)
 
 
-def test_the_schema_refuses_additional_properties():
+def test_the_schema_refuses_additional_properties() -> None:
     assert definition_of(search).input_schema["additionalProperties"] is False
 
 
-def test_the_definition_carries_the_declared_options():
+def test_the_definition_carries_the_declared_options() -> None:
     @tool("x.y", "d", scopes=["a", "b"], mutating=True, confirm=True, timeout=5, sensitive=["pin"])
     def declared() -> None: ...
 
@@ -129,11 +129,11 @@ def test_the_definition_carries_the_declared_options():
     )
 
 
-def test_a_decorated_function_stays_callable_directly():
+def test_a_decorated_function_stays_callable_directly() -> None:
     assert search("x") == {"query": "x", "page": 1, "sort": "newest", "tag": None}
 
 
-def test_is_tool_tells_declared_functions_apart():
+def test_is_tool_tells_declared_functions_apart() -> None:
     def plain() -> None: ...
 
     assert (is_tool(search), is_tool(plain)) == (True, False)
@@ -142,40 +142,45 @@ def test_is_tool_tells_declared_functions_apart():
 # Validation ---------------------------------------------------------------------------------------
 
 
-async def test_a_missing_argument_is_named():
+async def test_a_missing_argument_is_named() -> None:
     result = await registry_of(search).call("notes.search", {})
 
     assert result.code == ErrorCode.VALIDATION_ERROR
+    assert result.error is not None
     assert "'query' is required and missing" in result.error.message
 
 
-async def test_an_argument_of_the_wrong_type_is_named_with_what_was_given():
+async def test_an_argument_of_the_wrong_type_is_named_with_what_was_given() -> None:
     result = await registry_of(search).call("notes.search", {"query": "x", "page": "many"})
 
+    assert result.error is not None
     assert "'page'" in result.error.message
     assert "(got 'many')" in result.error.message
 
 
-async def test_an_unknown_argument_is_named_with_the_arguments_the_tool_takes():
+async def test_an_unknown_argument_is_named_with_the_arguments_the_tool_takes() -> None:
     result = await registry_of(search).call("notes.search", {"query": "x", "limit": 5})
 
+    assert result.error is not None
     assert "'limit' is not an argument of 'notes.search' (it takes: query, page, sort, tag)" in (
         result.error.message
     )
 
 
-async def test_every_bad_argument_is_named_in_one_sentence():
+async def test_every_bad_argument_is_named_in_one_sentence() -> None:
     result = await registry_of(search).call("notes.search", {"page": "x", "sort": "random"})
 
+    assert result.error is not None
     message = result.error.message
     assert all(f"'{name}'" in message for name in ("query", "page", "sort"))
     assert message.startswith("Invalid arguments for 'notes.search': ")
     assert message.endswith(".")
 
 
-async def test_an_argument_to_a_tool_that_takes_none_says_so():
+async def test_an_argument_to_a_tool_that_takes_none_says_so() -> None:
     result = await registry_of(now).call("clock.now", {"tz": "UTC"})
 
+    assert result.error is not None
     assert "(it takes: no arguments)" in result.error.message
 
 
@@ -183,42 +188,49 @@ async def test_an_argument_to_a_tool_that_takes_none_says_so():
     ("arguments", "what"),
     [([1, 2], "a list"), ("page=2", "a string"), (42, "a number"), (True, "a boolean")],
 )
-async def test_arguments_that_are_not_an_object_are_refused_saying_what_they_were(arguments, what):
-    result = await registry_of(now).call("clock.now", arguments)
+async def test_arguments_that_are_not_an_object_are_refused_saying_what_they_were(
+    arguments: object, what: str
+) -> None:
+    # Not a mapping, on purpose: what a caller ignoring the signature gets is what is pinned.
+    result = await registry_of(now).call("clock.now", arguments)  # type: ignore[arg-type]
 
     assert result.code == ErrorCode.VALIDATION_ERROR
+    assert result.error is not None
     assert result.error.message == (
         f"Arguments for 'clock.now' must be a JSON object of named arguments, not {what}."
     )
 
 
-async def test_no_arguments_at_all_count_as_an_empty_object():
+async def test_no_arguments_at_all_count_as_an_empty_object() -> None:
     result = await registry_of(now).call("clock.now", None)
 
     assert result.data == "12:00"
 
 
-async def test_an_unknown_tool_is_named_and_a_close_name_suggested():
+async def test_an_unknown_tool_is_named_and_a_close_name_suggested() -> None:
     result = await registry_of(search).call("notes.serch", {})
 
     assert result.code == ErrorCode.TOOL_NOT_FOUND
+    assert result.error is not None
     assert result.error.message == "Tool not found: 'notes.serch'. Did you mean 'notes.search'?"
 
 
-async def test_an_unknown_tool_with_no_close_name_suggests_nothing():
+async def test_an_unknown_tool_with_no_close_name_suggests_nothing() -> None:
     result = await registry_of(search).call("zzz", {})
 
+    assert result.error is not None
     assert result.error.message == "Tool not found: 'zzz'."
 
 
-async def test_a_tool_name_that_is_not_a_string_says_what_it_was():
+async def test_a_tool_name_that_is_not_a_string_says_what_it_was() -> None:
     result = await registry_of(search).call(["notes.search"], {})  # type: ignore[arg-type]
 
+    assert result.error is not None
     assert result.error.message == "Tool not found: a tool is named by a string, not a list."
 
 
 @pytest.mark.parametrize("page", [True, "5"])
-async def test_an_argument_its_schema_refuses_is_refused(page):
+async def test_an_argument_its_schema_refuses_is_refused(page: object) -> None:
     result = await registry_of(search).call("notes.search", {"query": "x", "page": page})
 
     assert result.code == ErrorCode.VALIDATION_ERROR
@@ -228,13 +240,15 @@ async def test_an_argument_its_schema_refuses_is_refused(page):
 
 
 @pytest.mark.parametrize(("given", "received"), [(5000, 1000), (0, 1), (-3, 1), (7, 7)])
-async def test_a_clamped_number_is_brought_into_range_instead_of_refused(given, received):
+async def test_a_clamped_number_is_brought_into_range_instead_of_refused(
+    given: int, received: int
+) -> None:
     result = await registry_of(search).call("notes.search", {"query": "x", "page": given})
 
     assert result.data["page"] == received
 
 
-async def test_a_clamped_argument_is_clamped_before_authorization_sees_it():
+async def test_a_clamped_argument_is_clamped_before_authorization_sees_it() -> None:
     registry = registry_of(search)
     seen: list[dict[str, Any]] = []
     registry.on_executing(lambda event: seen.append(dict(event.arguments)))
@@ -244,7 +258,7 @@ async def test_a_clamped_argument_is_clamped_before_authorization_sees_it():
     assert seen == [{"query": "x", "page": 1000}]
 
 
-async def test_a_string_longer_than_its_max_length_is_truncated():
+async def test_a_string_longer_than_its_max_length_is_truncated() -> None:
     result = await registry_of(set_title).call(
         "notes.title", {"title": "This is a very long title"}
     )
@@ -252,7 +266,7 @@ async def test_a_string_longer_than_its_max_length_is_truncated():
     assert result.data == "This is a very long "
 
 
-async def test_a_clamp_still_refuses_a_value_of_the_wrong_type():
+async def test_a_clamp_still_refuses_a_value_of_the_wrong_type() -> None:
     result = await registry_of(search).call("notes.search", {"query": "x", "page": "lots"})
 
     assert result.code == ErrorCode.VALIDATION_ERROR
@@ -261,7 +275,7 @@ async def test_a_clamp_still_refuses_a_value_of_the_wrong_type():
 # Object parameters --------------------------------------------------------------------------------
 
 
-def test_an_object_parameter_advertises_its_properties():
+def test_an_object_parameter_advertises_its_properties() -> None:
     schema = definition_of(find_people).input_schema["properties"]["filter"]
 
     assert (schema["type"], schema["properties"]["age"], schema["required"]) == (
@@ -271,32 +285,35 @@ def test_an_object_parameter_advertises_its_properties():
     )
 
 
-async def test_an_object_parameter_accepts_a_json_object():
+async def test_an_object_parameter_accepts_a_json_object() -> None:
     result = await registry_of(find_people).call("people.find", {"filter": {"name": "Ada"}})
 
     assert result.data == {"name": "Ada"}
 
 
-async def test_an_object_parameters_properties_are_validated():
+async def test_an_object_parameters_properties_are_validated() -> None:
     result = await registry_of(find_people).call("people.find", {"filter": {"name": 5}})
 
     assert result.code == ErrorCode.VALIDATION_ERROR
+    assert result.error is not None
     assert "'filter.name'" in result.error.message
 
 
-async def test_an_object_parameters_required_properties_are_enforced():
+async def test_an_object_parameters_required_properties_are_enforced() -> None:
     result = await registry_of(find_people).call("people.find", {"filter": {"age": 3}})
 
+    assert result.error is not None
     assert (
         result.error.message
         == "Invalid arguments for 'people.find': 'filter': 'name' is a required property."
     )
 
 
-async def test_an_object_parameter_refuses_a_value_that_is_not_an_object():
+async def test_an_object_parameter_refuses_a_value_that_is_not_an_object() -> None:
     result = await registry_of(find_people).call("people.find", {"filter": "Ada"})
 
     assert result.code == ErrorCode.VALIDATION_ERROR
+    assert result.error is not None
     assert "'filter'" in result.error.message
 
 
@@ -322,7 +339,7 @@ def raw_registry() -> tuple[ToolRegistry, list[tuple[dict[str, Any], ToolContext
     return registry, received
 
 
-async def test_a_raw_schema_tool_receives_its_arguments_and_the_context():
+async def test_a_raw_schema_tool_receives_its_arguments_and_the_context() -> None:
     registry, received = raw_registry()
     ctx = ToolContext.web("ada", [])
 
@@ -340,22 +357,25 @@ async def test_a_raw_schema_tool_receives_its_arguments_and_the_context():
         ({"title": "x", "extra": 1}, "Additional properties are not allowed"),
     ],
 )
-async def test_a_raw_schema_tool_validates_with_jsonschema(arguments, problem):
+async def test_a_raw_schema_tool_validates_with_jsonschema(
+    arguments: dict[str, Any], problem: str
+) -> None:
     registry, received = raw_registry()
 
     result = await registry.call("posts.create", arguments)
 
     assert result.code == ErrorCode.VALIDATION_ERROR
+    assert result.error is not None
     assert problem in result.error.message
     assert received == []
 
 
-def test_a_raw_schema_that_is_not_an_object_is_a_declaration_error():
+def test_a_raw_schema_that_is_not_an_object_is_a_declaration_error() -> None:
     with pytest.raises(ToolDeclarationError, match="object of named arguments"):
         ToolRegistry().register_schema("x", "d", {"type": "array"}, lambda a, c: None)
 
 
-def test_an_invalid_raw_schema_is_a_declaration_error():
+def test_an_invalid_raw_schema_is_a_declaration_error() -> None:
     with pytest.raises(ToolDeclarationError, match="schema is invalid"):
         ToolRegistry().register_schema(
             "x", "d", {"type": "object", "required": 5}, lambda a, c: None
@@ -365,7 +385,7 @@ def test_an_invalid_raw_schema_is_a_declaration_error():
 # Definitions --------------------------------------------------------------------------------------
 
 
-def test_definitions_are_in_the_mcp_wire_shape():
+def test_definitions_are_in_the_mcp_wire_shape() -> None:
     (definition,) = registry_of(now).definitions()
 
     assert definition == {
@@ -376,13 +396,13 @@ def test_definitions_are_in_the_mcp_wire_shape():
     }
 
 
-def test_empty_properties_serialise_as_an_empty_json_object():
+def test_empty_properties_serialise_as_an_empty_json_object() -> None:
     text = json.dumps(registry_of(now).definitions())
 
     assert '"properties": {}' in text
 
 
-def test_a_mutating_tool_is_advertised_as_destructive():
+def test_a_mutating_tool_is_advertised_as_destructive() -> None:
     @tool("x.delete", "Delete", mutating=True, open_world=True)
     def delete() -> None: ...
 
@@ -394,7 +414,7 @@ def test_a_mutating_tool_is_advertised_as_destructive():
     }
 
 
-def test_definitions_follow_registration_order():
+def test_definitions_follow_registration_order() -> None:
     assert [d["name"] for d in registry_of(now, search, set_title).definitions()] == [
         "clock.now",
         "notes.search",
@@ -423,19 +443,19 @@ def sized_tool(name: str, description_chars: int) -> Any:
         ("llama-70b", 8192),
     ],
 )
-def test_a_models_context_is_found_by_its_longest_known_prefix(model, tokens):
+def test_a_models_context_is_found_by_its_longest_known_prefix(model: str, tokens: int) -> None:
     assert context_tokens(model) == tokens
 
 
-def test_a_token_is_about_four_bytes():
+def test_a_token_is_about_four_bytes() -> None:
     assert [estimate_tokens(t) for t in ("", "abcd", "abcde", "é" * 2)] == [0, 1, 2, 1]
 
 
-def test_the_budget_is_thirty_percent_of_the_context():
+def test_the_budget_is_thirty_percent_of_the_context() -> None:
     assert registry_of(now).definitions_within_budget("gpt-3.5-turbo").budget == 1228
 
 
-def test_the_budget_skips_a_tool_that_does_not_fit_and_keeps_trying_the_rest():
+def test_the_budget_skips_a_tool_that_does_not_fit_and_keeps_trying_the_rest() -> None:
     registry = registry_of(
         sized_tool("small.a", 100), sized_tool("huge", 6000), sized_tool("small.b", 100)
     )
@@ -448,7 +468,7 @@ def test_the_budget_skips_a_tool_that_does_not_fit_and_keeps_trying_the_rest():
     )
 
 
-def test_the_budget_reports_the_tokens_it_used():
+def test_the_budget_reports_the_tokens_it_used() -> None:
     registry = registry_of(now)
 
     report = registry.definitions_within_budget("gpt-4o")
@@ -458,7 +478,7 @@ def test_the_budget_reports_the_tokens_it_used():
     )
 
 
-def test_priority_tools_go_first_in_registration_order():
+def test_priority_tools_go_first_in_registration_order() -> None:
     registry = registry_of(sized_tool("a", 10), sized_tool("b", 10), sized_tool("c", 10))
 
     report = registry.definitions_within_budget("gpt-4o", priority=["c", "a"])
@@ -466,7 +486,7 @@ def test_priority_tools_go_first_in_registration_order():
     assert [t["name"] for t in report.tools] == ["a", "c", "b"]
 
 
-def test_priority_decides_who_fits_when_not_all_do():
+def test_priority_decides_who_fits_when_not_all_do() -> None:
     registry = registry_of(sized_tool("first", 3000), sized_tool("second", 3000))
 
     report = registry.definitions_within_budget("gpt-3.5-turbo", priority=["second"])
@@ -477,7 +497,7 @@ def test_priority_decides_who_fits_when_not_all_do():
 # Declaration errors -------------------------------------------------------------------------------
 
 
-def test_a_tool_taking_star_args_is_a_declaration_error():
+def test_a_tool_taking_star_args_is_a_declaration_error() -> None:
     @tool("bad.args", "d")
     def bad(*values: int) -> None: ...
 
@@ -485,7 +505,7 @@ def test_a_tool_taking_star_args_is_a_declaration_error():
         definition_of(bad)
 
 
-def test_a_tool_taking_star_star_kwargs_is_a_declaration_error():
+def test_a_tool_taking_star_star_kwargs_is_a_declaration_error() -> None:
     @tool("bad.kwargs", "d")
     def bad(**values: int) -> None: ...
 
@@ -493,7 +513,7 @@ def test_a_tool_taking_star_star_kwargs_is_a_declaration_error():
         definition_of(bad)
 
 
-def test_a_positional_only_parameter_is_a_declaration_error():
+def test_a_positional_only_parameter_is_a_declaration_error() -> None:
     @tool("bad.positional", "d")
     def bad(value: int, /) -> None: ...
 
@@ -502,22 +522,22 @@ def test_a_positional_only_parameter_is_a_declaration_error():
 
 
 @pytest.mark.parametrize("name", ["", "has space", "x" * 129, "semi;colon"])
-def test_an_unusable_tool_name_is_a_declaration_error(name):
+def test_an_unusable_tool_name_is_a_declaration_error(name: str) -> None:
     with pytest.raises(ToolDeclarationError, match="is not usable"):
         tool(name, "d")
 
 
-def test_scopes_given_as_one_string_are_a_declaration_error():
+def test_scopes_given_as_one_string_are_a_declaration_error() -> None:
     with pytest.raises(ToolDeclarationError, match="not the string"):
         tool("x", "d", scopes="notes:read")
 
 
-def test_a_timeout_that_is_not_positive_is_a_declaration_error():
+def test_a_timeout_that_is_not_positive_is_a_declaration_error() -> None:
     with pytest.raises(ToolDeclarationError, match="timeout must be positive"):
         tool("x", "d", timeout=0)
 
 
-def test_two_tools_with_one_name_are_a_declaration_error_naming_both():
+def test_two_tools_with_one_name_are_a_declaration_error_naming_both() -> None:
     @tool("twin", "first")
     def first() -> None: ...
 
@@ -534,20 +554,20 @@ def test_two_tools_with_one_name_are_a_declaration_error_naming_both():
     assert "second" in str(raised.value)
 
 
-def test_registering_the_same_tool_twice_is_harmless():
+def test_registering_the_same_tool_twice_is_harmless() -> None:
     registry = registry_of(now, now)
 
     assert registry.names() == ["clock.now"]
 
 
-def test_an_undecorated_function_is_not_a_tool():
+def test_an_undecorated_function_is_not_a_tool() -> None:
     def plain() -> None: ...
 
     with pytest.raises(ToolDeclarationError, match="decorate it with @tool"):
         ToolRegistry().register(plain)
 
 
-def test_an_annotation_that_cannot_be_resolved_is_a_declaration_error():
+def test_an_annotation_that_cannot_be_resolved_is_a_declaration_error() -> None:
     @tool("bad.hint", "d")
     def bad(value: NoSuchType) -> None: ...  # type: ignore[name-defined]  # noqa: F821
 

@@ -7,13 +7,14 @@ from typing import Any
 
 import pytest
 
-from lockgate import ErrorCode, ToolContext, ToolRegistry
+from lockgate import ErrorCode, ToolContext, ToolRegistry, ToolResult
 from lockgate.activities import ToolDeclarationError
 from lockgate.activities._verification import (
     HumanVerifier,
     VerificationError,
     register_verification,
 )
+from tests.support import definition_of
 
 WORKER = ToolContext("agent:worker", "mcp", ["tasks:write"])
 REVIEWER = ToolContext("agent:reviewer", "mcp", ["tasks:write", "verification:resolve"])
@@ -33,7 +34,7 @@ async def open_request(registry: ToolRegistry, ctx: ToolContext = WORKER) -> str
 
 async def resolve(
     registry: ToolRegistry, request_id: str, ctx: ToolContext, decision: str = "grant", **more: Any
-):
+) -> ToolResult:
     return await registry.call(
         "resolve_verification", {"request_id": request_id, "decision": decision, **more}, ctx
     )
@@ -42,51 +43,51 @@ async def resolve(
 # Registration and schemas -------------------------------------------------------------------------
 
 
-def test_registering_adds_the_two_tools():
+def test_registering_adds_the_two_tools() -> None:
     registry, _ = make()
 
     assert registry.names() == ["request_verification", "resolve_verification"]
 
 
-def test_both_tools_are_mutating_and_take_no_confirmation_token():
+def test_both_tools_are_mutating_and_take_no_confirmation_token() -> None:
     registry, _ = make()
 
     assert [(d.mutating, d.confirm) for d in registry] == [(True, False), (True, False)]
 
 
-def test_the_resolve_scopes_apply_to_resolving_only():
+def test_the_resolve_scopes_apply_to_resolving_only() -> None:
     registry, _ = make(resolve_scopes=["verification:resolve"])
 
     assert (
-        registry.get("request_verification").scopes,
-        registry.get("resolve_verification").scopes,
+        definition_of(registry, "request_verification").scopes,
+        definition_of(registry, "resolve_verification").scopes,
     ) == (frozenset(), frozenset({"verification:resolve"}))
 
 
-def test_the_request_schema_has_no_decision_or_principal():
+def test_the_request_schema_has_no_decision_or_principal() -> None:
     registry, _ = make()
 
-    schema = registry.get("request_verification").input_schema
+    schema = definition_of(registry, "request_verification").input_schema
     assert (list(schema["properties"]), schema["required"]) == (["subject", "policy"], ["subject"])
 
 
-def test_the_resolve_schema_has_no_principal():
+def test_the_resolve_schema_has_no_principal() -> None:
     registry, _ = make()
 
-    schema = registry.get("resolve_verification").input_schema
+    schema = definition_of(registry, "resolve_verification").input_schema
     assert list(schema["properties"]) == ["request_id", "decision", "reason"]
     assert schema["required"] == ["request_id", "decision"]
     assert schema["properties"]["decision"]["enum"] == ["grant", "reject"]
 
 
-def test_registering_twice_on_one_registry_is_a_declaration_error():
+def test_registering_twice_on_one_registry_is_a_declaration_error() -> None:
     registry, _ = make()
 
     with pytest.raises(ToolDeclarationError, match="request_verification"):
         register_verification(registry)
 
 
-def test_registering_with_a_verifier_returns_that_verifier():
+def test_registering_with_a_verifier_returns_that_verifier() -> None:
     verifier = HumanVerifier()
 
     assert register_verification(ToolRegistry(), verifier=verifier) is verifier
@@ -95,7 +96,7 @@ def test_registering_with_a_verifier_returns_that_verifier():
 # Requesting ---------------------------------------------------------------------------------------
 
 
-async def test_a_request_returns_its_subject_policy_id_and_requester():
+async def test_a_request_returns_its_subject_policy_id_and_requester() -> None:
     registry, _ = make()
 
     result = await registry.call("request_verification", {"subject": "gate:x"}, WORKER)
@@ -109,7 +110,7 @@ async def test_a_request_returns_its_subject_policy_id_and_requester():
     assert result.data["request_id"]
 
 
-async def test_a_request_keeps_a_given_policy():
+async def test_a_request_keeps_a_given_policy() -> None:
     registry, _ = make()
 
     result = await registry.call(
@@ -119,7 +120,7 @@ async def test_a_request_keeps_a_given_policy():
     assert result.data["policy"] == "quorum"
 
 
-async def test_a_request_cannot_name_its_requester():
+async def test_a_request_cannot_name_its_requester() -> None:
     registry, _ = make()
 
     result = await registry.call(
@@ -127,16 +128,17 @@ async def test_a_request_cannot_name_its_requester():
     )
 
     assert result.code == ErrorCode.VALIDATION_ERROR
+    assert result.error is not None
     assert "'requested_by' is not an argument" in result.error.message
 
 
-async def test_each_request_gets_its_own_id():
+async def test_each_request_gets_its_own_id() -> None:
     registry, _ = make()
 
     assert await open_request(registry) != await open_request(registry)
 
 
-async def test_an_open_request_is_pending():
+async def test_an_open_request_is_pending() -> None:
     registry, verifier = make()
 
     request_id = await open_request(registry)
@@ -146,7 +148,7 @@ async def test_an_open_request_is_pending():
     ]
 
 
-async def test_a_request_never_asks_for_a_confirmation_token():
+async def test_a_request_never_asks_for_a_confirmation_token() -> None:
     registry, _ = make()
 
     result = await registry.call("request_verification", {"subject": "gate:x"}, WORKER)
@@ -154,7 +156,7 @@ async def test_a_request_never_asks_for_a_confirmation_token():
     assert result.confirm_token is None
 
 
-async def test_a_request_on_telegram_still_asks_for_a_token_because_it_is_mutating():
+async def test_a_request_on_telegram_still_asks_for_a_token_because_it_is_mutating() -> None:
     registry, _ = make()
 
     result = await registry.call(
@@ -167,7 +169,7 @@ async def test_a_request_on_telegram_still_asks_for_a_token_because_it_is_mutati
 # Resolving ----------------------------------------------------------------------------------------
 
 
-async def test_a_grant_by_someone_else_passes_the_request():
+async def test_a_grant_by_someone_else_passes_the_request() -> None:
     registry, _ = make()
     request_id = await open_request(registry)
 
@@ -181,7 +183,7 @@ async def test_a_grant_by_someone_else_passes_the_request():
     }
 
 
-async def test_a_rejection_by_someone_else_rejects_the_request():
+async def test_a_rejection_by_someone_else_rejects_the_request() -> None:
     registry, _ = make()
     request_id = await open_request(registry)
 
@@ -190,17 +192,18 @@ async def test_a_rejection_by_someone_else_rejects_the_request():
     assert (result.data["status"], result.data["reason"]) == ("rejected", None)
 
 
-async def test_the_resolver_is_the_callers_principal_and_cannot_be_given():
+async def test_the_resolver_is_the_callers_principal_and_cannot_be_given() -> None:
     registry, _ = make()
     request_id = await open_request(registry)
 
     result = await resolve(registry, request_id, REVIEWER, principal="agent:boss")
 
     assert result.code == ErrorCode.VALIDATION_ERROR
+    assert result.error is not None
     assert "'principal' is not an argument of 'resolve_verification'" in result.error.message
 
 
-async def test_a_resolved_request_is_no_longer_pending():
+async def test_a_resolved_request_is_no_longer_pending() -> None:
     registry, verifier = make()
     request_id = await open_request(registry)
 
@@ -209,13 +212,14 @@ async def test_a_resolved_request_is_no_longer_pending():
     assert verifier.pending() == []
 
 
-async def test_a_resolved_request_remembers_who_resolved_it_and_why():
+async def test_a_resolved_request_remembers_who_resolved_it_and_why() -> None:
     registry, verifier = make()
     request_id = await open_request(registry)
 
     await resolve(registry, request_id, REVIEWER, decision="reject", reason="Wrong figures.")
 
     resolved = verifier.get(request_id)
+    assert resolved is not None
     assert (resolved.status, resolved.resolved_by, resolved.reason) == (
         "rejected",
         "agent:reviewer",
@@ -223,41 +227,44 @@ async def test_a_resolved_request_remembers_who_resolved_it_and_why():
     )
 
 
-async def test_an_unknown_decision_is_a_validation_error():
+async def test_an_unknown_decision_is_a_validation_error() -> None:
     registry, _ = make()
     request_id = await open_request(registry)
 
     result = await resolve(registry, request_id, REVIEWER, decision="maybe")
 
     assert result.code == ErrorCode.VALIDATION_ERROR
+    assert result.error is not None
     assert "'decision'" in result.error.message
 
 
 # Refusals -----------------------------------------------------------------------------------------
 
 
-async def test_an_unknown_request_id_is_not_found_naming_it():
+async def test_an_unknown_request_id_is_not_found_naming_it() -> None:
     registry, _ = make()
 
     result = await resolve(registry, "no-such-id", REVIEWER)
 
     assert result.code == ErrorCode.NOT_FOUND
+    assert result.error is not None
     assert "'no-such-id'" in result.error.message
     assert result.error.message.endswith(".")
 
 
-async def test_the_requester_cannot_resolve_their_own_request():
+async def test_the_requester_cannot_resolve_their_own_request() -> None:
     registry, verifier = make()
     request_id = await open_request(registry)
 
     result = await resolve(registry, request_id, WORKER)
 
     assert result.code == ErrorCode.SELF_APPROVAL_FORBIDDEN
+    assert result.error is not None
     assert "agent:worker" in result.error.message
     assert [r.request_id for r in verifier.pending()] == [request_id]
 
 
-async def test_a_request_resolved_already_is_not_pending_naming_its_outcome():
+async def test_a_request_resolved_already_is_not_pending_naming_its_outcome() -> None:
     registry, _ = make()
     request_id = await open_request(registry)
     await resolve(registry, request_id, REVIEWER)
@@ -265,30 +272,35 @@ async def test_a_request_resolved_already_is_not_pending_naming_its_outcome():
     result = await resolve(registry, request_id, ToolContext("agent:third", "mcp"), "reject")
 
     assert result.code == ErrorCode.GATE_NOT_PENDING
+    assert result.error is not None
     assert "passed by agent:reviewer" in result.error.message
 
 
-async def test_a_second_resolution_does_not_change_the_first():
+async def test_a_second_resolution_does_not_change_the_first() -> None:
     registry, verifier = make()
     request_id = await open_request(registry)
     await resolve(registry, request_id, REVIEWER)
 
     await resolve(registry, request_id, ToolContext("agent:third", "mcp"), "reject")
 
-    assert verifier.get(request_id).status == "passed"
+    request = verifier.get(request_id)
+    assert request is not None
+    assert request.status == "passed"
 
 
-async def test_an_anonymous_resolver_is_refused_as_unverified():
+async def test_an_anonymous_resolver_is_refused_as_unverified() -> None:
     registry, verifier = make()
     request_id = await open_request(registry)
 
     result = await resolve(registry, request_id, ToolContext(None, "temporal"))
 
     assert result.code == ErrorCode.UNVERIFIED_APPROVER
-    assert verifier.get(request_id).status == "pending"
+    request = verifier.get(request_id)
+    assert request is not None
+    assert request.status == "pending"
 
 
-async def test_an_anonymous_request_may_be_resolved_by_anyone_named():
+async def test_an_anonymous_request_may_be_resolved_by_anyone_named() -> None:
     registry, _ = make()
     request_id = await open_request(registry, ToolContext(None, "temporal"))
 
@@ -297,19 +309,20 @@ async def test_an_anonymous_request_may_be_resolved_by_anyone_named():
     assert result.data["status"] == "passed"
 
 
-async def test_a_resolver_without_the_resolve_scope_is_denied_naming_the_scope():
+async def test_a_resolver_without_the_resolve_scope_is_denied_naming_the_scope() -> None:
     registry, _ = make(resolve_scopes=["verification:resolve"])
     request_id = await open_request(registry)
 
     result = await resolve(registry, request_id, WORKER)
 
+    assert result.error is not None
     assert result.error.message == (
         "Missing required scope for tool 'resolve_verification'. Need one of: "
         "verification:resolve — context has: tasks:write."
     )
 
 
-async def test_a_caller_without_the_resolve_scope_may_still_open_a_request():
+async def test_a_caller_without_the_resolve_scope_may_still_open_a_request() -> None:
     registry, _ = make(resolve_scopes=["verification:resolve"])
 
     result = await registry.call("request_verification", {"subject": "gate:x"}, WORKER)
@@ -317,7 +330,7 @@ async def test_a_caller_without_the_resolve_scope_may_still_open_a_request():
     assert result.success
 
 
-async def test_a_resolver_holding_the_resolve_scope_is_admitted():
+async def test_a_resolver_holding_the_resolve_scope_is_admitted() -> None:
     registry, _ = make(resolve_scopes=["verification:resolve"])
     request_id = await open_request(registry)
 
@@ -329,7 +342,7 @@ async def test_a_resolver_holding_the_resolve_scope_is_admitted():
 # The verifier on its own --------------------------------------------------------------------------
 
 
-def test_the_verifier_refuses_with_a_typed_error():
+def test_the_verifier_refuses_with_a_typed_error() -> None:
     verifier = HumanVerifier()
 
     with pytest.raises(VerificationError) as raised:
@@ -338,7 +351,7 @@ def test_the_verifier_refuses_with_a_typed_error():
     assert raised.value.code == ErrorCode.NOT_FOUND
 
 
-def test_pending_lists_requests_oldest_first():
+def test_pending_lists_requests_oldest_first() -> None:
     verifier = HumanVerifier()
     first = verifier.request("a", requested_by="x")
     second = verifier.request("b", requested_by="x")
@@ -346,7 +359,7 @@ def test_pending_lists_requests_oldest_first():
     assert [r.request_id for r in verifier.pending()] == [first.request_id, second.request_id]
 
 
-def test_only_one_of_many_concurrent_resolutions_wins():
+def test_only_one_of_many_concurrent_resolutions_wins() -> None:
     verifier = HumanVerifier()
     asked = verifier.request("gate:x", requested_by="worker")
     outcomes: list[str] = []
