@@ -19,10 +19,9 @@ __all__ = [
     "tool_retry_policy",
 ]
 
-DEFAULT_RETRY = Retry(
-    max_attempts=3, initial_interval_seconds=1, backoff=2.0, max_interval_seconds=60
-)
-"""A tool's own failures are retried this way unless it declares ``retry=``."""
+DEFAULT_RETRY = Retry()
+"""A tool's own failures are retried this way unless it declares ``retry=``: :class:`Retry`'s
+defaults, the one place they are written."""
 
 LOCAL_TIMEOUT = timedelta(seconds=30)
 """How long one attempt of lockgate's own local activities (judging, verifying) may take."""
