@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lockgate.contracts import ErrorDetail, GateView, ParkedView, RunView, ToolCallResult
 from lockgate.gating import WorkerSecret
 
 if TYPE_CHECKING:
@@ -85,3 +86,24 @@ async def outcome(
             raise
         return found
     return result
+
+
+def gate_of(run: RunView) -> GateView:
+    """The gate a run waits at; the test fails if it waits at none."""
+    gate = run.get("awaiting")
+    assert gate is not None, f"the run waits at no gate: {run}"
+    return gate
+
+
+def parked_of(run: RunView) -> ParkedView:
+    """Where a run is parked; the test fails if it is not."""
+    parked = run.get("parked")
+    assert parked is not None, f"the run is not parked: {run}"
+    return parked
+
+
+def error_of(result: ToolCallResult) -> ErrorDetail:
+    """A tool result's error; the test fails if the call succeeded."""
+    error = result["error"]
+    assert error is not None, f"the call did not fail: {result}"
+    return error

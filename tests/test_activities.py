@@ -29,6 +29,9 @@ from lockgate.gating import generate_private_key, public_key_text, tool_binding
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id
 
+with workflow.unsafe.imports_passed_through():  # this module's test workflows run sandboxed
+    from tests.support import error_of
+
 # No test here waits long for anything: a wedged workflow fails fast instead of hanging.
 pytestmark = pytest.mark.timeout(60)
 
@@ -235,8 +238,8 @@ async def test_an_unsigned_caller_is_refused_a_tool_that_needs_a_scope(
         result = await unsigned.call("demo:add", {"a": 1, "b": 2}, request_id=f"r-{uuid4().hex}")
 
     assert result["success"] is False
-    assert result["error"]["code"] == "FORBIDDEN"
-    assert "math" in result["error"]["message"]
+    assert error_of(result)["code"] == "FORBIDDEN"
+    assert "math" in error_of(result)["message"]
 
 
 async def test_an_unsigned_caller_reaches_the_activity_as_unverified_temporal_holding_nothing(
@@ -264,8 +267,8 @@ async def test_a_signed_caller_without_the_scope_is_refused(
         signed = ToolClient(temporal_client, task_queue, signer=identities.signer("ada"))
         result = await signed.call("demo:add", {"a": 1, "b": 2}, request_id=f"r-{uuid4().hex}")
 
-    assert result["error"]["code"] == "FORBIDDEN"
-    assert "math" in result["error"]["message"]
+    assert error_of(result)["code"] == "FORBIDDEN"
+    assert "math" in error_of(result)["message"]
     assert result["meta"]["principal"] == "ada"
 
 
@@ -293,10 +296,10 @@ async def test_the_scopes_a_call_is_judged_by_come_from_the_workers_directory_at
         revoked = await signed.call("demo:add", {"a": 1, "b": 2}, request_id=f"r-{uuid4().hex}")
 
     assert granted["success"] is True, granted
-    assert revoked["error"]["code"] == "FORBIDDEN", revoked
+    assert error_of(revoked)["code"] == "FORBIDDEN", revoked
     # What ed holds now is judged, and never written where others read it (the history).
-    assert "which ed does not hold" in revoked["error"]["message"]
-    assert "reading" not in revoked["error"]["message"]
+    assert "which ed does not hold" in error_of(revoked)["message"]
+    assert "reading" not in error_of(revoked)["message"]
 
 
 # 2. Each caller mistake is one non-retryable attempt; the tool's own failure is retried ----------

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Mapping
 from enum import Enum
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 from uuid import uuid4
 
 import pytest
@@ -39,6 +40,7 @@ from temporalio.worker import Worker
 
 from lockgate import Ask, Edge, GraphClient, LockgatePlugin, Route, Target, ToolContext, graph, tool
 from lockgate.activities import TOOL_ACTIVITY_PREFIX
+from lockgate.contracts import RunView, TrailRow
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding, gate_subject, start_binding
@@ -59,7 +61,7 @@ from tests.graphs_for_tests import (
     trail_of,
 )
 from tests.reliability_graphs import DocReviewV1, DocReviewV2
-from tests.support import failed_workflow_tasks, outcome
+from tests.support import failed_workflow_tasks, gate_of, outcome, parked_of
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -89,7 +91,7 @@ async def send(client: Client, run_id: str, name: str, payload: Any) -> dict[str
         )
     except WorkflowUpdateFailedError as error:
         assert isinstance(error.cause, ApplicationError), error.cause
-        return {"ok": False, "code": error.cause.type, "error": error.cause.message}
+        return {"ok": False, "error": {"code": error.cause.type, "message": error.cause.message}}
     return result
 
 
@@ -123,7 +125,7 @@ async def scheduled(client: Client, run_id: str, execution: str | None = None) -
     return [name.removeprefix(prefix) for name in names if name.startswith(prefix)]
 
 
-async def refused_signal_row(reader: GraphClient, run_id: str, name: str) -> dict[str, Any]:
+async def refused_signal_row(reader: GraphClient, run_id: str, name: str) -> TrailRow:
     """The trail row the run wrote for a refused ``name`` signal, once it has."""
     shown = await eventually(
         lambda: reader.show(run_id),
@@ -143,7 +145,7 @@ async def replay(
         assert refused.get("ok") is False, refused
         # An update refused in its validator writes nothing.
         assert len(await history(client, run_id)) == len(before)
-        return refused["code"], refused["error"]
+        return refused["error"]["code"], refused["error"]["message"]
     await client.get_workflow_handle(run_id).signal(name, proof)
     row = await refused_signal_row(reader, run_id, name)
     assert row["outcome"] == "refused"
@@ -193,10 +195,10 @@ async def test_an_editors_answer_replayed_on_a_new_execution_of_the_same_id_is_r
     assert stolen["authorizes"]["gate"] == "editor_call#1"
     assert second["status"] == "waiting", second
     assert second["execution"] != first["execution"]
-    assert second["awaiting"]["gate"] == stolen["authorizes"]["gate"]
+    assert gate_of(second)["gate"] == stolen["authorizes"]["gate"]
     # For the same essay the proof names this very graph, run, gate and subject: only the
     # execution tells the two apart.
-    same_subject = answer_binding(second["awaiting"], "publish_as_is")["subject"]
+    same_subject = answer_binding(gate_of(second), "publish_as_is")["subject"]
     assert (same_subject == stolen["authorizes"]["subject"]) is (second_inputs == ALWAYS_FAILS)
     assert code == "GATE_NOT_PENDING"
     assert sentence == (
@@ -205,7 +207,7 @@ async def test_an_editors_answer_replayed_on_a_new_execution_of_the_same_id_is_r
     )
     # Nothing was published by the replay: the gate still waits, and publish never ran.
     assert untouched["status"] == "waiting"
-    assert untouched["awaiting"]["gate"] == "editor_call#1"
+    assert gate_of(untouched)["gate"] == "editor_call#1"
     assert untouched["channels"]["url"] is None
     assert "essay:publish" not in before_answer
     # The honest run is still answerable: ed's fresh answer publishes it.
@@ -236,10 +238,10 @@ async def test_a_resume_replayed_on_a_new_execution_of_the_same_id_is_refused(
         resumed = await poppy.resume(run_id)
         failed = await failed_workflow_tasks(temporal_client.get_workflow_handle(run_id))
 
-    assert first["status"] == "parked" and first["parked"]["node"] == "post", first
+    assert first["status"] == "parked" and parked_of(first)["node"] == "post", first
     assert posted["status"] == "finished" and posted["channels"]["posted"] is True, posted
     assert stolen["principal"] == "poppy"
-    assert second["status"] == "parked" and second["parked"]["node"] == "post", second
+    assert second["status"] == "parked" and parked_of(second)["node"] == "post", second
     assert second["execution"] != first["execution"]
     assert code == "NOTHING_TO_RESUME"
     assert sentence == (
@@ -270,7 +272,7 @@ def look_alike_gate(run_id: str, execution: str) -> dict[str, Any]:
     """The gate a real essay:review run of ALWAYS_FAILS by ada shows, copied by the attacker."""
     return {
         "graph": "essay:review",
-        "run": run_id,
+        "run_id": run_id,
         "gate": "editor_call#1",
         "ask": "editor_call",
         "role": "editor",
@@ -422,8 +424,8 @@ async def test_an_editors_client_neither_signs_for_nor_answers_a_look_alike_on_a
     assert claimed["gate"]["gate"] == "editor_call#1"
     for refused in (signed, answered):
         assert refused["ok"] is False, refused
-        assert refused["code"] == "NOT_FOUND"
-        assert refused["error"] == (
+        assert refused["error"]["code"] == "NOT_FOUND"
+        assert refused["error"]["message"] == (
             f"Run '{spoof_id}' runs on task queue '{attacker_queue}', not on '{task_queue}' "
             "where this client's lockgate workers are: it is not a run of theirs, whatever it "
             "calls itself, and nothing was signed for it."
@@ -467,13 +469,13 @@ async def test_a_proof_signed_against_a_look_alike_answers_no_real_run_under_its
     # The look-alike got everything right but the execution, which the server assigns.
     assert stolen["principal"] == "ed"
     assert stolen["authorizes"] == {
-        **answer_binding(real["awaiting"], "publish_as_is"),
+        **answer_binding(gate_of(real), "publish_as_is"),
         "execution": spoof.first_execution_run_id,
     }
     assert real["execution"] != spoof.first_execution_run_id
     another_execution = f"The proof answers another execution of '{run_id}'"
-    assert as_update["code"] == "GATE_NOT_PENDING"
-    assert as_update["error"].startswith(another_execution)
+    assert as_update["error"]["code"] == "GATE_NOT_PENDING"
+    assert as_update["error"]["message"].startswith(another_execution)
     assert as_signal["code"] == "GATE_NOT_PENDING"
     assert as_signal["why"].startswith(another_execution)
     assert untouched["status"] == "waiting" and untouched["channels"]["url"] is None
@@ -547,8 +549,8 @@ async def test_a_forged_gate_memo_written_at_start_is_overwritten_before_the_run
     assert gate["requester"] == "ada" and gate["makers"] == ["ada"]
     assert gate["execution"] == waiting["execution"]
     assert gate["choices"] == ESSAY_CHOICES
-    assert {key: gate[key] for key in waiting["awaiting"] if key in gate} == {
-        key: value for key, value in waiting["awaiting"].items() if key in gate
+    assert {key: gate[key] for key in gate_of(waiting) if key in gate} == {
+        key: value for key, value in gate_of(waiting).items() if key in gate
     }
     assert done["status"] == "finished", done
     assert trail_of(done)[-2:] == [("editor_call", "answered", "ed"), ("publish", "ran", "ed")]
@@ -598,7 +600,7 @@ async def test_a_forged_gate_memo_on_a_run_no_worker_has_taken_yet_is_not_listed
 
 async def an_editor_drove_a_round(
     temporal_client: Client, task_queue: str, people: Identities
-) -> tuple[GraphClient, dict[str, Any]]:
+) -> tuple[GraphClient, RunView]:
     """ada starts essay:review; ed answers one_more_round, so ed drives write and grade, and the
     editor gate opens again at once (the budget is spent)."""
     ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -606,7 +608,7 @@ async def an_editor_drove_a_round(
     run = await ada.start(EssayReview, ALWAYS_FAILS)
     again = await ed.decide(run["run_id"], "one_more_round")
     assert again["status"] == "waiting", again
-    assert again["awaiting"]["gate"] == "editor_call#2"
+    assert gate_of(again)["gate"] == "editor_call#2"
     assert trail_of(again)[-3:] == [
         ("editor_call", "answered", "ed"),
         ("write", "ran", "ed"),
@@ -627,9 +629,9 @@ async def test_an_editor_who_drove_a_round_cannot_approve_the_gate_it_reopens(
         eve = GraphClient(temporal_client, task_queue, signer=people.signer("eve"))
         done = await eve.decide(again["run_id"], "publish_as_is")
 
-    assert again["awaiting"]["makers"] == ["ed"]
-    assert refused["code"] == "SELF_APPROVAL_FORBIDDEN"
-    assert refused["error"] == (
+    assert gate_of(again)["makers"] == ["ed"]
+    assert refused["error"]["code"] == "SELF_APPROVAL_FORBIDDEN"
+    assert refused["error"]["message"] == (
         "ed drove work this gate reviews, so it cannot approve it: the work and its approval "
         "need two different people."
     )
@@ -686,11 +688,11 @@ async def test_a_gate_reviews_the_work_since_the_last_answer_so_editors_can_take
 
     # Each gate reviews the round since the previous answer: whoever drove it may not judge it,
     # and whoever drove only an earlier round may. The requester, ada, may never.
-    assert first["awaiting"]["makers"] == ["ada"]
-    assert second["awaiting"]["makers"] == ["ed"]
-    assert refused_ed["code"] == "SELF_APPROVAL_FORBIDDEN"
-    assert third["awaiting"]["makers"] == ["eve"]
-    assert refused_eve["code"] == "SELF_APPROVAL_FORBIDDEN"
+    assert gate_of(first)["makers"] == ["ada"]
+    assert gate_of(second)["makers"] == ["ed"]
+    assert refused_ed["error"]["code"] == "SELF_APPROVAL_FORBIDDEN"
+    assert gate_of(third)["makers"] == ["eve"]
+    assert refused_eve["error"]["code"] == "SELF_APPROVAL_FORBIDDEN"
     assert done["status"] == "finished", done
     assert done["channels"]["rounds"] == 3
     assert trail_of(done)[-2:] == [("round", "answered", "ed"), ("close", "ran", "ed")]
@@ -745,10 +747,10 @@ async def test_an_unsigned_raw_start_of_a_graph_with_gates_is_refused_and_runs_n
         honest = await ada.start(EssayReview, ALWAYS_FAILS)
 
     assert refused["status"] == "refused"
-    assert refused["code"] == "UNAUTHORIZED"
+    assert refused["error"]["code"] == "UNAUTHORIZED"
     assert (
         "'essay:review' has human gates, so a run starts only from a signed start"
-        in (refused["error"])
+        in (refused["error"]["message"])
     )
     assert refused["trail"] == []
     assert ran == []
@@ -767,9 +769,9 @@ async def test_an_open_graph_started_unsigned_is_answered_by_any_editor_who_drov
 
     assert run["status"] == "waiting", run
     assert run["requester"]["actor"] == "unverified:temporal"
-    assert run["awaiting"]["requester"] == "unverified:temporal"
+    assert gate_of(run)["requester"] == "unverified:temporal"
     # Unverified drivers are no makers: nobody who could approve made the work.
-    assert run["awaiting"]["makers"] == []
+    assert gate_of(run)["makers"] == []
     assert done["status"] == "finished", done
     assert trail_of(done)[-2:] == [("editor_call", "answered", "ed"), ("publish", "ran", "ed")]
     assert done["channels"]["url"] == "https://essays.example/tides"
@@ -802,8 +804,8 @@ async def test_a_raw_start_asking_for_an_older_version_is_refused_and_runs_nothi
         failed = await failed_workflow_tasks(handle)
 
     assert refused["status"] == "refused"
-    assert refused["code"] == "VALIDATION_ERROR"
-    assert refused["error"] == (
+    assert refused["error"]["code"] == "VALIDATION_ERROR"
+    assert refused["error"]["message"] == (
         "New runs of 'doc:review' start on its newest version (2); version 1 only finishes the "
         "runs that started on it."
     )
@@ -926,7 +928,7 @@ def the_answer(events: list[HistoryEvent], name: str) -> HistoryEvent:
 
 async def published(
     temporal_client: Client, task_queue: str, people: Identities, sent_as: str
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[RunView, Mapping[str, Any]]:
     """ada starts notice:release; ed answers publish (as an update or a signal); the run
     publishes and finishes. Returns (the start, the finished run)."""
     ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -938,12 +940,15 @@ async def published(
     else:
         proof = signed_answer(people.signer("ed"), run, "publish")
         await temporal_client.get_workflow_handle(run["run_id"]).signal("decide", proof)
-        done = await outcome(temporal_client.get_workflow_handle(run["run_id"], result_type=dict))
+        done = cast(
+            RunView,
+            await outcome(temporal_client.get_workflow_handle(run["run_id"], result_type=dict)),
+        )
     assert done["status"] == "finished", done
     return run, done
 
 
-def publish_key(run: dict[str, Any]) -> str:
+def publish_key(run: RunView) -> str:
     """The idempotency key lockgate hands notice:publish on the run's first visit to publish."""
     return f"{run['run_id']}/{run['execution']}:publish:1"
 
@@ -965,9 +970,7 @@ async def failed_tasks_but_the_reset(handle: Any) -> list[HistoryEvent]:
     ]
 
 
-def assert_published_once(
-    run: dict[str, Any], first: dict[str, Any], again: dict[str, Any]
-) -> None:
+def assert_published_once(run: RunView, first: Mapping[str, Any], again: Mapping[str, Any]) -> None:
     """The reset run finished as the first did, in the same execution, with publish run twice
     under one key and its effect applied once."""
     key = publish_key(run)
@@ -1064,7 +1067,7 @@ async def test_a_reset_that_drops_the_answer_waits_again_and_the_same_proof_publ
 
     assert waiting["execution"] == run["execution"]
     assert waiting["awaiting"] == run["awaiting"]
-    assert waiting["awaiting"]["gate"] == "release#1"
+    assert gate_of(waiting)["gate"] == "release#1"
     assert waiting["channels"]["url"] is None
     assert again["status"] == "finished", again
     assert result["status"] == "finished"

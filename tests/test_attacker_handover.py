@@ -51,6 +51,7 @@ from temporalio.worker import (
 
 from lockgate import GraphClient, LockgatePlugin, ToolClient
 from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
+from lockgate.contracts import RunView
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.memo_clearance import MemoClearance
@@ -324,7 +325,7 @@ def assert_nothing_believed(run: dict[str, Any]) -> None:
 # --- The honest path ------------------------------------------------------------------------------
 
 
-async def ed_publishes(client: Client, task_queue: str, identities: Identities) -> dict[str, Any]:
+async def ed_publishes(client: Client, task_queue: str, identities: Identities) -> RunView:
     """ed's own signed essay, which passes at once: ed drives it to publication."""
     ed = GraphClient(client, task_queue, signer=identities.signer("ed"))
     run = await ed.start(EssayReview, PASSES_FIRST_TIME)
@@ -389,11 +390,11 @@ async def test_a_cron_schedule_carrying_forged_state_is_refused_on_every_run(
     later = [result for started, _, result in seen if started.continued_execution_run_id]
     assert len(first) == 1 and len(later) >= 2
     assert first[0]["status"] == "refused"
-    assert first[0]["code"] == "VALIDATION_ERROR"
-    assert first[0]["error"].startswith("'carried' is lockgate's own")
+    assert first[0]["error"]["code"] == "VALIDATION_ERROR"
+    assert first[0]["error"]["message"].startswith("'carried' is lockgate's own")
     for result in later:
-        assert result["code"] == "UNAUTHORIZED", result
-        assert "no seal of this deployment's workers" in result["error"]
+        assert result["error"]["code"] == "UNAUTHORIZED", result
+        assert "no seal of this deployment's workers" in result["error"]["message"]
         assert_nothing_believed(result)
     assert all(
         started.initiator == ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_CRON_SCHEDULE
@@ -438,8 +439,8 @@ async def test_a_retry_attempt_handed_forged_state_is_refused_as_unauthorized(
     assert started.attempt == 2
     assert started.initiator == ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_RETRY
     assert started.continued_execution_run_id == first_attempt
-    assert result["code"] == "UNAUTHORIZED", result
-    assert "no seal of this deployment's workers" in result["error"]
+    assert result["error"]["code"] == "UNAUTHORIZED", result
+    assert "no seal of this deployment's workers" in result["error"]["message"]
     assert_nothing_believed(result)
     assert PUBLISH_ACTIVITY not in activity_types(events)
     assert failed == []
@@ -484,7 +485,7 @@ async def test_a_continue_as_new_from_a_strangers_workflow_into_essay_review_is_
     assert described.workflow_type == "essay:review"
     assert described.task_queue == task_queue
     assert events[0].workflow_execution_started_event_attributes.continued_execution_run_id
-    assert result["code"] == "UNAUTHORIZED", result
+    assert result["error"]["code"] == "UNAUTHORIZED", result
     assert_nothing_believed(result)
     assert PUBLISH_ACTIVITY not in activity_types(events)
     assert accepted_as(refused_records, "ed") == []
@@ -549,8 +550,8 @@ async def test_a_real_sealed_carry_copied_into_another_workflow_id_is_refused(
 
     copied = stolen_events[0].workflow_execution_started_event_attributes
     assert copied.header.fields[CARRY_SEAL_HEADER] == attributes.header.fields[CARRY_SEAL_HEADER]
-    assert stolen["code"] == "UNAUTHORIZED", stolen
-    assert "no seal of this deployment's workers" in stolen["error"]
+    assert stolen["error"]["code"] == "UNAUTHORIZED", stolen
+    assert "no seal of this deployment's workers" in stolen["error"]["message"]
     assert_nothing_believed(stolen)
     assert PUBLISH_ACTIVITY not in activity_types(stolen_events)
     assert accepted_as(refused_records, "ed") == []
@@ -772,8 +773,8 @@ async def test_a_start_proof_spent_on_one_worker_is_refused_on_another(
     assert start["proof"]["principal"] == "ed"
     assert served_only_by(replay_events) == {"worker-b"}
     assert replayed["status"] == "refused", replayed
-    assert replayed["code"] == "UNAUTHORIZED"
-    assert "already been used" in replayed["error"]
+    assert replayed["error"]["code"] == "UNAUTHORIZED"
+    assert "already been used" in replayed["error"]["message"]
     assert replayed["trail"] == []
     assert replayed["requester"]["verified"] is False
     assert PUBLISH_ACTIVITY not in activity_types(replay_events)

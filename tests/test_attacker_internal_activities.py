@@ -32,7 +32,7 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding, start_binding
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS, eventually
-from tests.support import audit_facts
+from tests.support import audit_facts, gate_of
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -157,14 +157,14 @@ async def test_judging_signals_for_a_run_that_did_not_ask_is_refused_and_audits_
         run = await GraphClient(temporal_client, task_queue, signer=people.signer("ada")).start(
             EssayReview, ALWAYS_FAILS
         )
-        eds_answer = people.signer("ed").sign(answer_binding(run["awaiting"], "publish_as_is"))
+        eds_answer = people.signer("ed").sign(answer_binding(gate_of(run), "publish_as_is"))
         batch = JudgeSignalsInput(
             entries=[SignalEntry(name="decide", value=eds_answer)],
             graph="essay:review",
             run=run["run_id"],
             execution=run["execution"],
             status="waiting",
-            gate=run["awaiting"],
+            gate=dict(gate_of(run)),
         )
         refusal = await _refusal_of(temporal_client, task_queue, "lockgate.judge_signals", batch)
         # ed's answer is still good for the real run, which it publishes.

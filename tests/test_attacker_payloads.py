@@ -53,12 +53,13 @@ from temporalio.worker import (
 )
 
 from lockgate import GraphClient, LockgatePlugin, ToolClient, tool
+from lockgate.contracts import RunView
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import MAX_REFUSED_SIGNALS_KEPT, MAX_WAITING_SETTLES
 from lockgate.testing import Identities
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.graphs_for_tests import ALWAYS_FAILS, Ledger, eventually, signed_answer
-from tests.support import failed_workflow_tasks, outcome
+from tests.support import failed_workflow_tasks, outcome, parked_of
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -139,7 +140,7 @@ class Deployment:
     def as_(self, principal: str) -> GraphClient:
         return GraphClient(self.client, self.task_queue, signer=self.people.signer(principal))
 
-    async def waiting_run(self) -> tuple[dict[str, Any], WorkflowHandle[Any, Any]]:
+    async def waiting_run(self) -> tuple[RunView, WorkflowHandle[Any, Any]]:
         """An essay:review ada started signed, waiting at its editor gate."""
         run = await self.as_("ada").start(EssayReview, ALWAYS_FAILS)
         assert run["status"] == "waiting", run
@@ -150,7 +151,7 @@ class Deployment:
         self.started.append(handle)
         return handle
 
-    async def publishes(self, run_id: str) -> dict[str, Any]:
+    async def publishes(self, run_id: str) -> RunView:
         """ed's real signed answer to the run's gate; returns the run once it settles."""
         answered = await self.as_("ed").decide(run_id, "publish_as_is")
         assert answered["status"] == "finished", answered
@@ -455,8 +456,8 @@ async def test_a_one_and_a_half_megabyte_start_input_ends_the_run_refused_and_sm
     answered = await deployment.publishes(honest["run_id"])
 
     assert result["status"] == "refused"
-    assert result["code"] == "PAYLOAD_TOO_LARGE"
-    assert result["error"]
+    assert result["error"]["code"] == "PAYLOAD_TOO_LARGE"
+    assert result["error"]["message"]
     assert size(result) < SMALL
     assert failed == []
     assert answered["channels"]["url"] == PUBLISHED
@@ -648,7 +649,7 @@ async def test_a_refused_node_writes_nothing_its_caller_holds_into_history(
     whole_history = everything_in(await handle.fetch_history())
 
     assert parked["status"] == "parked", parked
-    assert parked["parked"]["node"] == "post"
+    assert parked_of(parked)["node"] == "post"
     assert failed.application_failure_info.type == "FORBIDDEN"
     assert failed.stack_trace == ""
     assert "context has" not in failure_text(failed)

@@ -13,7 +13,7 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import AUDIT_LOGGER_NAME, answer_binding
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS
-from tests.support import audit_facts
+from tests.support import audit_facts, gate_of
 
 PEOPLE = {
     "ada": {},
@@ -46,7 +46,7 @@ async def test_a_refused_update_an_accepted_answer_and_a_refused_signal_each_lea
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
         run = await ada.start(EssayReview, ALWAYS_FAILS)
-        run_id, gate = run["run_id"], run["awaiting"]["gate"]
+        run_id, gate = run["run_id"], gate_of(run)["gate"]
         await ada.decide(run_id, "publish_as_is")  # ada opened it
         handle = temporal_client.get_workflow_handle(run_id)
         await handle.signal("decide", {"choice": "abandon"})  # unsigned
@@ -110,7 +110,7 @@ async def test_secrets_in_arguments_and_proof_signatures_never_reach_a_log_line(
         run = await GraphClient(temporal_client, task_queue, signer=people.signer("ada")).start(
             EssayReview, ALWAYS_FAILS
         )
-        answer = ed.sign(answer_binding(run["awaiting"], "abandon"))
+        answer = ed.sign(answer_binding(gate_of(run), "abandon"))
         await temporal_client.get_workflow_handle(run["run_id"]).signal("decide", answer)
         await temporal_client.get_workflow_handle(run["run_id"]).result()
 

@@ -31,7 +31,7 @@ from tests.graphs_for_tests import (
     signed_answer,
     trail_of,
 )
-from tests.support import audit_facts
+from tests.support import audit_facts, parked_of
 
 
 def ledger_people() -> Identities:
@@ -75,7 +75,7 @@ async def test_a_refused_node_parks_the_run_and_nothing_after_it_runs(
     assert trail_of(run) == [("draft", "ran", "ada"), ("post", "refused", "ada")]
     assert run["trail"][-1]["by"] == run["requester"]
     assert run["trail"][-1]["needs"] == ["ledger:post"]
-    assert run["parked"]["node"] == "post"
+    assert parked_of(run)["node"] == "post"
     assert run["channels"] == {"entry": "Rent, March", "posted": False, "filed": False}
 
 
@@ -113,8 +113,8 @@ async def test_a_resume_by_someone_who_may_not_run_the_node_is_refused_and_nothi
         after = await event_types(temporal_client, run["run_id"])
         still = await ada.show(run["run_id"])
 
-    assert refused["code"] == "FORBIDDEN"
-    assert refused["error"] == (
+    assert refused["error"]["code"] == "FORBIDDEN"
+    assert refused["error"]["message"] == (
         "The resume was not recorded: the node 'post' (ledger:post) is still parked, because it "
         "needs the scope ledger:post, which ada does not hold."
     )
@@ -140,7 +140,7 @@ async def test_a_refused_resume_is_audited_with_its_reason(
         getattr(record, "lockgate_audit", {}).get("event") == "run.resume"
         and audit_facts(record)["outcome"] == "refused"
         and audit_facts(record)["code"] == "FORBIDDEN"
-        and audit_facts(record)["reason"] == refused["error"]
+        and audit_facts(record)["reason"] == refused["error"]["message"]
         and audit_facts(record)["node"] == "post"
         for record in caplog.records
     )
@@ -155,8 +155,10 @@ async def test_an_unsigned_resume_is_refused(
         run = await ada.start(Ledger, {"entry": "Rent"})
         refused = await GraphClient(temporal_client, task_queue).resume(run["run_id"])
 
-    assert refused["code"] == "UNAUTHORIZED"
-    assert refused["error"].startswith("A run is resumed by a verified actor, a signed call")
+    assert refused["error"]["code"] == "UNAUTHORIZED"
+    assert refused["error"]["message"].startswith(
+        "A run is resumed by a verified actor, a signed call"
+    )
 
 
 async def test_resuming_a_run_that_waits_at_a_gate_is_refused_as_nothing_to_resume(
@@ -170,8 +172,8 @@ async def test_resuming_a_run_that_waits_at_a_gate_is_refused_as_nothing_to_resu
         refused = await rod.resume(run["run_id"])
 
     assert run["status"] == "waiting"
-    assert refused["code"] == "NOTHING_TO_RESUME"
-    assert refused["error"] == (
+    assert refused["error"]["code"] == "NOTHING_TO_RESUME"
+    assert refused["error"]["message"] == (
         f"Run '{run['run_id']}' is waiting for a decision: answer it with decide. Resuming a run "
         "answers nothing."
     )
@@ -187,8 +189,11 @@ async def test_resuming_a_finished_run_is_refused_as_nothing_to_resume(
         assert run["status"] == "finished"
         refused = await poppy.resume(run["run_id"])
 
-    assert refused["code"] == "NOTHING_TO_RESUME"
-    assert refused["error"] == f"Run '{run['run_id']}' has finished: there is nothing to resume."
+    assert refused["error"]["code"] == "NOTHING_TO_RESUME"
+    assert (
+        refused["error"]["message"]
+        == f"Run '{run['run_id']}' has finished: there is nothing to resume."
+    )
 
 
 async def test_answering_a_parked_run_is_refused_as_not_waiting_for_a_decision(
@@ -268,7 +273,7 @@ async def test_a_dirty_memo_released_by_an_officer_leaves_the_seeds_trail(
         rod = GraphClient(temporal_client, task_queue, signer=people.signer("rod"))
         done = await rod.decide(run["run_id"], "release")
 
-    assert refused["code"] == "FORBIDDEN"
+    assert refused["error"]["code"] == "FORBIDDEN"
     assert trail_of(done) == [
         ("prepare", "ran", "agent-7"),
         ("check", "ran", "agent-7"),
@@ -290,7 +295,7 @@ async def test_a_dirty_memo_released_by_an_officer_leaves_the_seeds_trail(
         entry["outcome"] == "refused"
         and entry["actor"]["actor"] == "clerk"
         and entry["code"] == "FORBIDDEN"
-        and entry["reason"] == refused["error"]
+        and entry["reason"] == refused["error"]["message"]
         and entry["answer"] == "release"
         for entry in audited
     )

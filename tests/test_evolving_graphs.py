@@ -88,8 +88,8 @@ async def test_a_new_run_cannot_choose_an_older_version_the_worker_still_serves(
         refused = await ada.start("doc:review", {"title": "Tides"}, version=1)
 
     assert refused["status"] == "refused"
-    assert refused["code"] == "VALIDATION_ERROR"
-    assert refused["error"] == (
+    assert refused["error"]["code"] == "VALIDATION_ERROR"
+    assert refused["error"]["message"] == (
         "New runs of 'doc:review' start on its newest version (2); version 1 only finishes the "
         "runs that started on it."
     )

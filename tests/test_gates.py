@@ -15,6 +15,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from lockgate import GraphClient
+from lockgate.contracts import RunView
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import Signer, answer_binding
 from lockgate.testing import WorkerFactory
@@ -26,7 +27,7 @@ from tests.graphs_for_tests import (
     eventually,
     trail_of,
 )
-from tests.support import audit_facts
+from tests.support import audit_facts, gate_of
 
 UPDATE_EVENTS = {
     "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED",
@@ -42,16 +43,15 @@ async def send_decide(client: Client, run_id: str, answer: Any) -> dict[str, Any
         result: dict[str, Any] = await handle.execute_update("decide", answer, result_type=dict)
     except WorkflowUpdateFailedError as error:
         assert isinstance(error.cause, ApplicationError), error.cause
-        return {"ok": False, "code": error.cause.type, "error": error.cause.message}
+        return {"ok": False, "error": {"code": error.cause.type, "message": error.cause.message}}
     return result
 
 
-def decide_proof(
-    signer: Signer, run: dict[str, Any], choice: str, **override: Any
-) -> dict[str, Any]:
+def decide_proof(signer: Signer, run: RunView, choice: str, **override: Any) -> dict[str, Any]:
     """A proof answering the gate ``run`` shows (as a start or show result reports it)."""
-    if run["awaiting"]:
-        act = answer_binding(run["awaiting"], choice)
+    gate = run.get("awaiting")
+    if gate:
+        act = answer_binding(gate, choice)
     else:
         act = {"kind": "decide", "graph": run["graph"], "run": run["run_id"], "gate": None}
         act |= {"execution": run["execution"], "choice": choice}
@@ -68,8 +68,8 @@ async def test_the_requester_cannot_answer_their_own_gate(
         refused = await ada.decide(run["run_id"], "abandon")
 
     assert refused["ok"] is False
-    assert refused["code"] == "SELF_APPROVAL_FORBIDDEN"
-    assert refused["error"] == (
+    assert refused["error"]["code"] == "SELF_APPROVAL_FORBIDDEN"
+    assert refused["error"]["message"] == (
         "ada opened this gate, so it cannot approve it: the work and its approval need two "
         "different people."
     )
@@ -85,8 +85,10 @@ async def test_an_unsigned_answer_is_refused_as_an_unverified_approver(
         nobody = GraphClient(temporal_client, task_queue)
         refused = await nobody.decide(run["run_id"], "abandon")
 
-    assert refused["code"] == "UNVERIFIED_APPROVER"
-    assert refused["error"].startswith("A gate is answered by a verified actor, a signed call")
+    assert refused["error"]["code"] == "UNVERIFIED_APPROVER"
+    assert refused["error"]["message"].startswith(
+        "A gate is answered by a verified actor, a signed call"
+    )
 
 
 async def test_an_answer_signed_by_a_key_the_directory_does_not_list_is_refused(
@@ -99,7 +101,7 @@ async def test_an_answer_signed_by_a_key_the_directory_does_not_list_is_refused(
         impostor = GraphClient(temporal_client, task_queue, signer=strangers.signer("ed"))
         refused = await impostor.decide(run["run_id"], "publish_as_is")
 
-    assert refused["code"] == "UNVERIFIED_APPROVER"
+    assert refused["error"]["code"] == "UNVERIFIED_APPROVER"
 
 
 async def test_a_clerk_who_may_not_publish_is_refused_ahead_of_the_gate_and_nothing_is_written(
@@ -114,8 +116,8 @@ async def test_a_clerk_who_may_not_publish_is_refused_ahead_of_the_gate_and_noth
         still = await ada.show(run["run_id"])
         events = await event_types(temporal_client, run["run_id"])
 
-    assert refused["code"] == "FORBIDDEN"
-    assert refused["error"] == (
+    assert refused["error"]["code"] == "FORBIDDEN"
+    assert refused["error"]["message"] == (
         "The answer 'publish_as_is' was not recorded: it leads to the node 'publish' "
         "(essay:publish), and it needs the scope essay:publish, which clerk does not hold. The "
         "gate is still waiting."
@@ -124,7 +126,7 @@ async def test_a_clerk_who_may_not_publish_is_refused_ahead_of_the_gate_and_noth
     # nothing, and the refused answer wrote nothing either.
     assert events.count("EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED") == 0
     assert still["status"] == "waiting"
-    assert still["awaiting"]["gate"] == "editor_call#1"
+    assert gate_of(still)["gate"] == "editor_call#1"
     assert still["trail"] == run["trail"]
 
 
@@ -136,7 +138,7 @@ async def test_a_gate_refused_to_a_clerk_is_still_listed_as_pending(
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
         run = await ada.start(EssayReview, ALWAYS_FAILS)
         clerk = GraphClient(temporal_client, task_queue, signer=people.signer("clerk"))
-        assert (await clerk.decide(run["run_id"], "publish_as_is"))["code"] == "FORBIDDEN"
+        assert (await clerk.decide(run["run_id"], "publish_as_is"))["error"]["code"] == "FORBIDDEN"
         rows = await eventually(
             lambda: clerk.pending(of="editor"),
             lambda rows: any(row["run_id"] == run["run_id"] for row in rows),
@@ -157,8 +159,8 @@ async def test_an_approver_without_the_gates_role_is_refused(
         rod = GraphClient(temporal_client, task_queue, signer=people.signer("rod"))
         refused = await rod.decide(run["run_id"], "publish_as_is")
 
-    assert refused["code"] == "FORBIDDEN"
-    assert refused["error"] == (
+    assert refused["error"]["code"] == "FORBIDDEN"
+    assert refused["error"]["message"] == (
         "rod does not hold the role 'editor' that gate 'editor_call#1' asks for, so the answer "
         "was not recorded. The gate is still waiting."
     )
@@ -174,8 +176,8 @@ async def test_an_option_the_gate_does_not_offer_is_refused(
         ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
         refused = await ed.decide(run["run_id"], "burn_it")
 
-    assert refused["code"] == "INVALID_DECISION"
-    assert refused["error"] == (
+    assert refused["error"]["code"] == "INVALID_DECISION"
+    assert refused["error"]["message"] == (
         "'burn_it' is not an option of gate 'editor_call#1' (expected one of: publish_as_is, "
         "one_more_round, abandon)."
     )
@@ -192,9 +194,9 @@ async def test_a_finished_run_is_not_waiting_for_a_decision(
         refused = await ed.decide(run["run_id"], "publish_as_is")
 
     assert run["status"] == "finished"
-    assert refused["code"] == "GATE_NOT_PENDING"
+    assert refused["error"]["code"] == "GATE_NOT_PENDING"
     assert (
-        refused["error"]
+        refused["error"]["message"]
         == f"Run '{run['run_id']}' is not waiting for a decision: it has completed."
     )
 
@@ -211,10 +213,10 @@ async def test_a_proof_signed_for_an_earlier_opening_of_the_gate_is_refused(
         again = await ed.decide(run["run_id"], "one_more_round")
         refused = await send_decide(temporal_client, run["run_id"], stale)
 
-    assert again["awaiting"]["gate"] == "editor_call#2"
-    assert refused["code"] == "GATE_NOT_PENDING"
-    assert "answers gate 'editor_call#1'" in refused["error"]
-    assert "('editor_call#2')" in refused["error"]
+    assert gate_of(again)["gate"] == "editor_call#2"
+    assert refused["error"]["code"] == "GATE_NOT_PENDING"
+    assert "answers gate 'editor_call#1'" in refused["error"]["message"]
+    assert "('editor_call#2')" in refused["error"]["message"]
 
 
 async def test_a_proof_naming_another_graph_is_refused(
@@ -227,8 +229,8 @@ async def test_a_proof_naming_another_graph_is_refused(
         elsewhere = decide_proof(people.signer("ed"), run, "publish_as_is", graph="memo:clearance")
         refused = await send_decide(temporal_client, run["run_id"], elsewhere)
 
-    assert refused["code"] == "NOT_FOUND"
-    assert refused["error"] == (
+    assert refused["error"]["code"] == "NOT_FOUND"
+    assert refused["error"]["message"] == (
         f"Run '{run['run_id']}' is not a run of 'memo:clearance': it is a run of 'essay:review', "
         "and a proof answers only the graph it names."
     )
@@ -268,7 +270,7 @@ async def test_authority_does_not_cross_a_gate_the_answerer_drives_what_follows(
     ]
     # The budget is not reset by a human's answer: the next failure asks again at once.
     assert again["status"] == "waiting"
-    assert again["awaiting"]["gate"] == "editor_call#2"
+    assert gate_of(again)["gate"] == "editor_call#2"
 
 
 async def test_every_refused_answer_is_audited_with_its_reason_and_code(
@@ -288,7 +290,7 @@ async def test_every_refused_answer_is_audited_with_its_reason_and_code(
             ("clerk", "publish_as_is"),  # FORBIDDEN
             ("ed", "burn_it"),  # INVALID_DECISION
         ]
-        refusals = []
+        refusals: list[RunView | dict[str, Any]] = []
         for who, choice in answers:
             signer = people.signer(who) if who else None
             if choice == "burn_it":  # GraphClient refuses to sign a choice that is not offered
@@ -308,8 +310,8 @@ async def test_every_refused_answer_is_audited_with_its_reason_and_code(
     for refusal in refusals:
         assert any(
             entry["outcome"] == "refused"
-            and entry["code"] == refusal["code"]
-            and entry["reason"] == refusal["error"]
+            and entry["code"] == refusal["error"]["code"]
+            and entry["reason"] == refusal["error"]["message"]
             for entry in audited
         ), refusal
     assert {entry["code"] for entry in audited} == {
@@ -331,7 +333,7 @@ async def test_a_rejected_update_leaves_no_event_in_history(
         refused = await ada.decide(run["run_id"], "abandon")
         after = await event_types(temporal_client, run["run_id"])
 
-    assert refused["code"] == "SELF_APPROVAL_FORBIDDEN"
+    assert refused["error"]["code"] == "SELF_APPROVAL_FORBIDDEN"
     assert after == before
     # No update events at all: GraphClient.start waits for the run with a query.
     assert [event for event in after if event in UPDATE_EVENTS] == []
@@ -358,7 +360,7 @@ async def test_pending_lists_an_open_gate_with_no_worker_running(
     row = next(row for row in rows if row["run_id"] == run["run_id"])
     assert row["graph"] == "essay:review"
     assert row["gate"] == "editor_call#1"
-    assert row["assignee"] == "editor"
+    assert row["role"] == "editor"
     assert row["requester"] == "ada"
     assert row["target"] == {"title": "Tides"}
     assert row["options"] == ["publish_as_is", "one_more_round", "abandon"]

@@ -29,7 +29,7 @@ from tests.graphs_for_tests import (
     eventually,
     trail_of,
 )
-from tests.support import SECRET, outcome
+from tests.support import SECRET, gate_of, outcome
 
 
 def people() -> Identities:
@@ -82,10 +82,10 @@ async def test_an_essay_that_always_fails_takes_failed_three_times_then_asks_an_
     assert run["budgets"] == {"FAILED": {"taken": 3, "at_most": 3}}
     assert run["status"] == "waiting"
     assert run["state"] == "editor_call"
-    assert run["awaiting"]["gate"] == "editor_call#1"
-    assert run["awaiting"]["role"] == "editor"
-    assert run["awaiting"]["options"] == ["publish_as_is", "one_more_round", "abandon"]
-    assert run["awaiting"]["requester"] == "wren"
+    assert gate_of(run)["gate"] == "editor_call#1"
+    assert gate_of(run)["role"] == "editor"
+    assert gate_of(run)["options"] == ["publish_as_is", "one_more_round", "abandon"]
+    assert gate_of(run)["requester"] == "wren"
 
 
 async def test_a_finished_runs_result_carries_its_whole_trail(
@@ -128,7 +128,7 @@ async def test_forged_budget_and_engine_inputs_are_ignored_and_listed(
     # The budget started at zero: FAILED was still taken three times before the gate.
     assert [node for node, _, _ in trail_of(run)] == ["write", "grade"] * 4
     assert run["budgets"] == {"FAILED": {"taken": 3, "at_most": 3}}
-    assert run["awaiting"]["requester"] == "wren"
+    assert gate_of(run)["requester"] == "wren"
     assert set(run["channels"]) == set(EssayReview.model_fields)
 
 
@@ -140,8 +140,8 @@ async def test_an_unsigned_start_of_a_graph_with_gates_is_refused_as_unauthorize
         run = await GraphClient(temporal_client, task_queue).start(EssayReview, ALWAYS_FAILS)
 
     assert run["status"] == "refused"
-    assert run["code"] == "UNAUTHORIZED"
-    assert "has human gates, so a run starts only from a signed start" in run["error"]
+    assert run["error"]["code"] == "UNAUTHORIZED"
+    assert "has human gates, so a run starts only from a signed start" in run["error"]["message"]
     assert run["trail"] == []
 
 
@@ -161,7 +161,7 @@ async def test_a_refused_run_fails_in_temporal_with_its_code_and_sentence(
     assert closing.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED
     failure = closing.workflow_execution_failed_event_attributes.failure
     assert failure.application_failure_info.type == "UNAUTHORIZED"
-    assert failure.message == run["error"]
+    assert failure.message == run["error"]["message"]
     assert failure.application_failure_info.non_retryable is True
     # Read back, the run says what it said when it was refused.
     assert shown == run
@@ -178,7 +178,7 @@ async def test_an_unsigned_start_of_a_graph_that_allows_it_is_driven_by_an_unver
     assert run["requester"]["actor"] == "unverified:temporal"
     assert run["requester"]["verified"] is False
     assert {actor for _, _, actor in trail_of(run)} == {"unverified:temporal"}
-    assert run["awaiting"]["requester"] == "unverified:temporal"
+    assert gate_of(run)["requester"] == "unverified:temporal"
 
 
 async def test_a_start_signed_with_a_key_the_directory_does_not_know_is_refused(
@@ -191,7 +191,7 @@ async def test_a_start_signed_with_a_key_the_directory_does_not_know_is_refused(
 
     assert run["ok"] is False
     assert run["status"] == "refused"
-    assert run["code"] == "UNAUTHORIZED"
+    assert run["error"]["code"] == "UNAUTHORIZED"
     assert run["trail"] == []
 
 
@@ -227,8 +227,8 @@ async def test_a_start_cannot_hand_the_run_a_forged_carried_state(
         result = await outcome(handle)
 
     assert result["status"] == "refused"
-    assert result["code"] == "VALIDATION_ERROR"
-    assert "'carried' is lockgate's own" in result["error"]
+    assert result["error"]["code"] == "VALIDATION_ERROR"
+    assert "'carried' is lockgate's own" in result["error"]["message"]
     assert result["trail"] == []
     assert result["channels"]["url"] is None
 
@@ -284,7 +284,7 @@ async def test_a_run_that_continues_as_new_keeps_its_trail_budget_and_requester(
         ("write", "ran", "ed"),
         ("grade", "ran", "ed"),
     ]
-    assert again["awaiting"]["gate"] == "editor_call#2"
+    assert gate_of(again)["gate"] == "editor_call#2"
 
 
 async def test_a_default_factory_channel_is_made_per_run_and_replays_as_made(
@@ -302,4 +302,4 @@ async def test_a_default_factory_channel_is_made_per_run_and_replays_as_made(
     assert first["status"] == second["status"] == "waiting"
     assert first["channels"]["ticket"] != second["channels"]["ticket"]
     assert replayed["channels"]["ticket"] == first["channels"]["ticket"]
-    assert replayed["awaiting"]["target"] == {"ticket": first["channels"]["ticket"]}
+    assert gate_of(replayed)["target"] == {"ticket": first["channels"]["ticket"]}

@@ -23,11 +23,12 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.worker import Worker
 
 from lockgate import ErrorCode, GraphClient, LockgatePlugin
+from lockgate.contracts import GateView
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding
 from lockgate.testing import Identities
 from tests.graphs_for_tests import ALWAYS_FAILS
-from tests.support import outcome
+from tests.support import gate_of, outcome
 
 CODES = {code.value for code in ErrorCode}
 
@@ -47,7 +48,7 @@ class Target:
     people: Identities
     run_id: str
     gate: str
-    shown_gate: dict[str, Any]
+    shown_gate: GateView
     tried: dict[str, int] = field(default_factory=dict)
 
     def count(self, kind: str) -> None:
@@ -75,8 +76,8 @@ async def target(temporal_client: Client) -> AsyncIterator[Target]:
             handle,
             people,
             run["run_id"],
-            run["awaiting"]["gate"],
-            run["awaiting"],
+            gate_of(run)["gate"],
+            gate_of(run),
         )
 
 
@@ -233,7 +234,10 @@ async def test_arbitrary_json_as_a_start_input_ends_the_run_refused_without_a_fa
 
     assert result["status"] == "refused"
     # Malformed, or well formed but unsigned (a graph with gates starts only from a signed start).
-    assert result["code"] in {"VALIDATION_ERROR", "UNAUTHORIZED"} and result["error"]
+    assert (
+        result["error"]["code"] in {"VALIDATION_ERROR", "UNAUTHORIZED"}
+        and result["error"]["message"]
+    )
     assert not any(
         event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for event in history.events
     )

@@ -24,7 +24,7 @@ from lockgate.gating import MAX_REFUSED_SIGNALS_KEPT, answer_binding
 from lockgate.testing import Identities
 from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES
 from tests.reliability_graphs import CountTo, DocReviewV1
-from tests.support import SECRET
+from tests.support import SECRET, gate_of
 
 SUGGEST_AFTER_EVENTS = 150
 
@@ -110,7 +110,7 @@ async def test_a_gate_left_waiting_continues_as_new_with_its_key_and_takes_the_a
     async with Worker(short_history_client, task_queue=task_queue, plugins=[plugin]):
         started = await ada.start(DocReviewV1, {"title": "Tides"})
         run_id = started["run_id"]
-        answer = people.signer("ed").sign(answer_binding(started["awaiting"], "approve"))
+        answer = people.signer("ed").sign(answer_binding(gate_of(started), "approve"))
         handle = short_history_client.get_workflow_handle(run_id)
         first_run = (await handle.describe()).run_id
         sent = 0

@@ -278,8 +278,8 @@ async def test_a_graph_run_started_with_garbage_is_refused_with_a_sentence(
 
     assert shown["ok"] is False
     assert shown["status"] == "refused"
-    assert shown["code"] == "VALIDATION_ERROR"
-    assert says in shown["error"]
+    assert shown["error"]["code"] == "VALIDATION_ERROR"
+    assert says in shown["error"]["message"]
 
 
 async def test_a_graph_run_started_with_a_garbage_proof_is_refused_as_unauthorized(
@@ -291,8 +291,8 @@ async def test_a_graph_run_started_with_a_garbage_proof_is_refused_as_unauthoriz
         shown = await outcome(handle)
         await assert_no_failed_workflow_task(handle)
 
-    assert shown["code"] == "UNAUTHORIZED"
-    assert "not a valid lockgate proof" in shown["error"]
+    assert shown["error"]["code"] == "UNAUTHORIZED"
+    assert "not a valid lockgate proof" in shown["error"]["message"]
 
 
 async def test_a_signed_graph_start_whose_inputs_no_proof_can_name_is_refused(
@@ -307,8 +307,8 @@ async def test_a_signed_graph_start_whose_inputs_no_proof_can_name_is_refused(
         await assert_no_failed_workflow_task(handle)
 
     assert shown["status"] == "refused"
-    assert shown["code"] == "VALIDATION_ERROR"
-    assert "not JSON data a proof can name" in shown["error"]
+    assert shown["error"]["code"] == "VALIDATION_ERROR"
+    assert "not JSON data a proof can name" in shown["error"]["message"]
 
 
 @pytest.mark.parametrize("payload", UNDECODABLE)

@@ -377,5 +377,5 @@ async def test_a_graph_start_proof_replayed_in_a_new_run_of_the_same_id_is_refus
     assert first["status"] == "finished", first
     assert first["requester"]["principal"] == "ed"
     assert replayed["status"] == "refused", replayed
-    assert replayed["code"] == "UNAUTHORIZED"
-    assert "has already been used" in replayed["error"]
+    assert replayed["error"]["code"] == "UNAUTHORIZED"
+    assert "has already been used" in replayed["error"]["message"]

@@ -11,6 +11,7 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS
+from tests.support import gate_of
 
 EDITORS = [f"editor{number}" for number in range(10)]
 
@@ -41,7 +42,7 @@ async def test_ten_approvers_answering_one_gate_at_once_one_is_accepted_the_rest
     published_rows = [row for row in final["trail"] if row["node"] == "publish"]
     assert len(accepted) == 1
     assert len(refused) == 9
-    assert {answer["code"] for answer in refused} == {"GATE_NOT_PENDING"}
+    assert {answer["error"]["code"] for answer in refused} == {"GATE_NOT_PENDING"}
     assert len(answered_rows) == 1 and len(published_rows) == 1
     assert answered_rows[0]["by"]["actor"] == published_rows[0]["by"]["actor"]
 
@@ -53,7 +54,7 @@ async def test_the_same_signed_answer_sent_twice_at_once_is_accepted_once(
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
         run = await ada.start(EssayReview, ALWAYS_FAILS)
-        answer = people.signer("editor0").sign(answer_binding(run["awaiting"], "abandon"))
+        answer = people.signer("editor0").sign(answer_binding(gate_of(run), "abandon"))
         handle = temporal_client.get_workflow_handle(run["run_id"])
         outcomes = await asyncio.gather(
             handle.execute_update("decide", answer, result_type=dict),

@@ -65,7 +65,10 @@ async def test_the_own_worker_example_serves_and_finishes_a_run(
     exec(compile(example.replace("localhost:7233", address), "README.md", "exec"), namespace)
     await namespace["serve"]()
 
-    assert capsys.readouterr().out.strip() == "finished https://essays.example/tides"
+    assert capsys.readouterr().out.splitlines() == [
+        "finished https://essays.example/tides",
+        "GATE_NOT_PENDING",
+    ]
 
 
 def _commands() -> list[str]:

@@ -22,6 +22,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
 from lockgate import GraphClient, LockgatePlugin
+from lockgate.contracts import RunView
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.memo_clearance import MemoClearance
 from lockgate.examples.publish_post import PublishPost
@@ -34,7 +35,7 @@ from tests.graphs_for_tests import (
     Ledger,
     eventually,
 )
-from tests.support import SECRET
+from tests.support import SECRET, gate_of
 
 HISTORIES = Path(__file__).parent / "histories"
 GRAPHS = [EssayReview, MemoClearance, PublishPost, Ledger]
@@ -75,8 +76,8 @@ def without_stack_traces(text: str) -> str:
     return json.dumps(scrub(json.loads(text)), indent=2)
 
 
-def signal_decide(signer: Signer, run: dict[str, Any], choice: str) -> dict[str, Any]:
-    return signer.sign(answer_binding(run["awaiting"], choice))
+def signal_decide(signer: Signer, run: RunView, choice: str) -> dict[str, Any]:
+    return signer.sign(answer_binding(gate_of(run), choice))
 
 
 @pytest.mark.skipif(not REGENERATE, reason="set LOCKGATE_REGENERATE_HISTORIES=1 to re-record")

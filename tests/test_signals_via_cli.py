@@ -11,18 +11,18 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
 
 import pytest
 from temporalio.client import Client
 
 from lockgate import GraphClient
+from lockgate.contracts import RunView
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ACTOR_KEYS, ALWAYS_FAILS, essay_people, eventually, trail_of
-from tests.support import audit_facts
+from tests.support import audit_facts, gate_of
 
 
 async def temporal_cli(client: Client, *arguments: str) -> tuple[int, str, str]:
@@ -42,8 +42,8 @@ async def temporal_cli(client: Client, *arguments: str) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
-def signed_answer(people: Identities, who: str, run: dict[str, Any], choice: str) -> str:
-    return json.dumps(people.signer(who).sign(answer_binding(run["awaiting"], choice)))
+def signed_answer(people: Identities, who: str, run: RunView, choice: str) -> str:
+    return json.dumps(people.signer(who).sign(answer_binding(gate_of(run), choice)))
 
 
 async def test_an_editors_signed_answer_sent_as_a_signal_moves_the_run_on(
@@ -100,7 +100,7 @@ async def test_the_requesters_own_answer_sent_as_a_signal_is_refused_into_the_tr
         "different people."
     )
     assert shown["status"] == "waiting"
-    assert shown["awaiting"]["gate"] == "editor_call#1"
+    assert gate_of(shown)["gate"] == "editor_call#1"
     assert any(
         getattr(record, "lockgate_audit", {}).get("event") == "signal.decide"
         and audit_facts(record)["code"] == "SELF_APPROVAL_FORBIDDEN"

@@ -17,7 +17,7 @@ from lockgate import LockgatePlugin, PolicyGate, ToolClient, ToolContext, ToolRe
 from lockgate.gating import GovernedTool, PolicyDecision
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._tool_call import call_workflow_id
-from tests.support import SECRET, outcome
+from tests.support import SECRET, error_of, outcome
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -97,7 +97,7 @@ async def test_a_refused_call_asked_again_with_its_request_id_returns_the_same_r
         ).describe()
 
     assert first["success"] is False
-    assert first["error"]["code"] == "VALIDATION_ERROR", first
+    assert error_of(first)["code"] == "VALIDATION_ERROR", first
     assert second == first
     assert described.status == WorkflowExecutionStatus.FAILED
     assert runs[token] == 0
@@ -163,9 +163,9 @@ async def test_a_wrong_token_is_refused_and_the_call_keeps_waiting(
         refused = await tools.confirm(request_id, "not-the-token")
         status = await status_of(temporal_client, request_id)
 
-    assert refused["ok"] is False
-    assert refused["code"] == "VALIDATION_ERROR"
-    assert "not the one this call handed out" in refused["error"]
+    assert refused["success"] is False
+    assert error_of(refused)["code"] == "VALIDATION_ERROR"
+    assert "not the one this call handed out" in error_of(refused)["message"]
     assert status["status"] == "awaiting_confirmation"
     assert runs[token] == 0
 
@@ -227,8 +227,8 @@ async def test_a_signed_call_cannot_be_confirmed_by_another_principal(
         refused = await ada.confirm(request_id, asked["data"]["confirm_token"])
         status = await status_of(temporal_client, request_id)
 
-    assert refused["code"] == "FORBIDDEN", refused
-    assert "issued to ed, not to ada" in refused["error"]
+    assert error_of(refused)["code"] == "FORBIDDEN", refused
+    assert "issued to ed, not to ada" in error_of(refused)["message"]
     assert status["status"] == "awaiting_confirmation"
     assert runs[token] == 0
 
@@ -265,6 +265,6 @@ async def test_an_unsigned_confirmation_of_a_signed_call_is_refused(
             request_id, asked["data"]["confirm_token"]
         )
 
-    assert refused["code"] == "UNAUTHORIZED", refused
-    assert "confirmed by its signer" in refused["error"]
+    assert error_of(refused)["code"] == "UNAUTHORIZED", refused
+    assert "confirmed by its signer" in error_of(refused)["message"]
     assert runs[token] == 0

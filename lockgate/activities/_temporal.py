@@ -424,7 +424,7 @@ class ToolActivities:
                 "lockgate.judge_signals judges the signals of lockgate's own runs only.",
             )
         gate = OpenGate.from_dict(batch.gate) if batch.gate else None
-        parked = ParkedNode(**batch.parked) if batch.parked else None
+        parked = ParkedNode.from_dict(batch.parked) if batch.parked else None
         spent = list(batch.spent_nonces)
         verdicts: list[dict[str, Any]] = []
         for entry in batch.entries:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 __all__ = ["CommandError", "fail", "is_refused", "print_json", "report_result"]
@@ -29,18 +30,19 @@ def print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
-def is_refused(result: dict[str, Any]) -> bool:
+def is_refused(result: Mapping[str, Any]) -> bool:
     """Whether a client's result is a refusal (a graph's ``ok`` or a tool's ``success`` false)."""
     return result.get("ok") is False or result.get("success") is False
 
 
-def report_result(result: dict[str, Any], arguments: argparse.Namespace) -> int:
-    """Prints ``result`` under ``--json``, else its refusal if refused; returns the exit status."""
+def report_result(result: Mapping[str, Any], arguments: argparse.Namespace) -> int:
+    """Prints ``result`` under ``--json``, else its refusal if refused; returns the exit status.
+
+    Every refusal, a graph's or a tool's, says what went wrong as ``error: {code, message}``.
+    """
     if arguments.json:
         print_json(result)
     elif is_refused(result):
-        error = result.get("error")
-        sentence = error.get("message") if isinstance(error, dict) else error
-        code = error.get("code") if isinstance(error, dict) else result.get("code")
-        print(f"refused [{code}]: {sentence}", file=sys.stderr)
+        error = result.get("error") or {}
+        print(f"refused [{error.get('code')}]: {error.get('message')}", file=sys.stderr)
     return 1 if is_refused(result) else 0

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from lockgate.cli._arguments import json_argument
 from lockgate.cli._output import CommandError, is_refused, print_json, report_result
 from lockgate.cli._settings import connect, local_directory, signer
+from lockgate.contracts import RunView
 from lockgate.workflows import GraphClient
 
 __all__ = [
@@ -21,14 +21,14 @@ __all__ = [
 ]
 
 
-def _describe_run(shown: dict[str, Any]) -> str:
+def _describe_run(shown: RunView) -> str:
     lines = [
         f"run {shown.get('run_id')}  graph {shown.get('graph')} v{shown.get('version')}  "
         f"status {shown.get('status')}"
     ]
-    requester = (shown.get("requester") or {}).get("actor")
+    requester = shown.get("requester")
     if requester:
-        lines.append(f"requester: {requester}")
+        lines.append(f"requester: {requester['actor']}")
     gate = shown.get("awaiting")
     if gate:
         lines.append(
@@ -50,7 +50,7 @@ def _describe_run(shown: dict[str, Any]) -> str:
         )
         lines.append(f"trail{shown_rows}:")
         for row in trail:
-            by = (row.get("by") or {}).get("actor", "?")
+            by = row["by"]["actor"] if row.get("by") else "?"
             extra = f" → {row['answer']}" if row.get("answer") else ""
             lines.append(
                 f"  {row['outcome']:>8}  {row['node']} ({row['operation']}) by {by}{extra}"
@@ -141,9 +141,7 @@ async def list_pending_gates(arguments: argparse.Namespace) -> int:
     for row in rows:
         target = row.get("target") or {}
         named = ", ".join(f"{key}={value!r}" for key, value in target.items())
-        print(
-            f"{row['run_id']}  {row['graph']}  gate {row['gate']}  for {row['assignee']}  {named}"
-        )
+        print(f"{row['run_id']}  {row['graph']}  gate {row['gate']}  for {row['role']}  {named}")
         print(f"  opened by {row['requester']}: {row['because']}")
         for choice in row["choices"]:
             needs = f" needs {', '.join(choice['needs'])}" if choice["needs"] else ""

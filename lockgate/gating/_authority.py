@@ -271,7 +271,7 @@ class OpenGate:
         """As JSON data."""
         return {
             "graph": self.graph,
-            "run": self.run,
+            "run_id": self.run,
             "gate": self.gate,
             "ask": self.ask,
             "role": self.role,
@@ -285,10 +285,10 @@ class OpenGate:
 
     @classmethod
     def from_dict(cls, value: Mapping[str, Any]) -> OpenGate:
-        """Reads :meth:`to_dict` output."""
+        """Reads :meth:`to_dict` output (also a memo written before the key was ``run_id``)."""
         return cls(
             graph=str(value["graph"]),
-            run=str(value["run"]),
+            run=str(value["run_id"] if "run_id" in value else value["run"]),
             gate=str(value["gate"]),
             ask=str(value["ask"]),
             role=str(value["role"]),
@@ -316,12 +316,24 @@ class ParkedNode:
         """As JSON data."""
         return {
             "graph": self.graph,
-            "run": self.run,
+            "run_id": self.run,
             "node": self.node,
             "operation": self.operation,
             "needs": list(self.needs),
             "parking": self.parking,
         }
+
+    @classmethod
+    def from_dict(cls, value: Mapping[str, Any]) -> ParkedNode:
+        """Reads :meth:`to_dict` output (also one written before the key was ``run_id``)."""
+        return cls(
+            graph=str(value["graph"]),
+            run=str(value["run_id"] if "run_id" in value else value["run"]),
+            node=str(value["node"]),
+            operation=str(value["operation"]),
+            needs=tuple(str(need) for need in value.get("needs") or ()),
+            parking=int(value.get("parking") or 1),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -95,7 +95,7 @@ def answer_binding(
 
     Args:
         gate: The open gate as the run shows it (``awaiting`` in ``show``): its ``graph``,
-            ``run``, ``execution``, ``gate``, ``target`` and ``choices``.
+            ``run_id``, ``execution``, ``gate``, ``target`` and ``choices``.
         choice: The option chosen.
         execution: The execution as the server reports it (a client should pass it: a worker
             may say anything); defaults to the gate's own.
@@ -106,7 +106,7 @@ def answer_binding(
     subject = gate_subject(gate.get("target"), list(gate.get("choices") or ()))
     return decide_binding(
         str(gate["graph"]),
-        str(gate["run"]),
+        str(gate["run_id"]),
         execution if execution is not None else str(gate.get("execution") or ""),
         str(gate["gate"]),
         choice,

@@ -1,7 +1,8 @@
 """Clients: start and answer graph runs, list pending gates, call tools durably.
 
-Refusals come back as ``{"ok": False, "code": ..., "error": <sentence>}``, never as a stack
-trace; infrastructure failures (no server) still raise.
+Refusals come back as ``{"ok": False, "error": {"code": ..., "message": <sentence>}}``, never as a
+stack trace; infrastructure failures (no server) still raise. :mod:`lockgate.contracts` names the
+keys of everything returned.
 
 What a client signs it takes from the server and the run's worker, never from memo or search
 attributes (anyone can write those on a workflow of their own): the execution from the server's
@@ -15,7 +16,7 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from temporalio.client import (
     Client,
@@ -34,6 +35,7 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from lockgate.contracts import PendingGate, RunView
 from lockgate.gating import (
     Actor,
     Authority,
@@ -128,7 +130,7 @@ class GraphClient:
         run_id: str | None = None,
         version: int | None = None,
         wait: bool = True,
-    ) -> dict[str, Any]:
+    ) -> RunView:
         """Starts a run and (by default) waits until it settles; returns what :meth:`show` does.
 
         The run's id is ``<graph>-<12 hex>`` unless given. Inputs that are not channels of the
@@ -168,10 +170,10 @@ class GraphClient:
         return await self._settled(self._until_settled(run_id, after=0), run_id, name)
 
     async def _settled(
-        self, pending: Awaitable[dict[str, Any]], run_id: str, graph: str | None = None
-    ) -> dict[str, Any]:
+        self, pending: Awaitable[RunView], run_id: str, graph: str | None = None
+    ) -> RunView:
         try:
-            shown: dict[str, Any] = await asyncio.wait_for(pending, self.wait_seconds)
+            shown = await asyncio.wait_for(pending, self.wait_seconds)
         except asyncio.TimeoutError:
             return {
                 "ok": True,
@@ -200,7 +202,7 @@ class GraphClient:
             raise
         return shown
 
-    async def _answered(self, update: Awaitable[dict[str, Any]], run_id: str) -> dict[str, Any]:
+    async def _answered(self, update: Awaitable[RunView], run_id: str) -> RunView:
         """What an answering update returned, or, when the run answered it just before moving
         to a new history, the run once it settles there."""
         shown = await update
@@ -208,7 +210,7 @@ class GraphClient:
             return await self._until_settled(run_id, after=int(shown["settles"]))
         return shown
 
-    async def _until_settled(self, run_id: str, *, after: int) -> dict[str, Any]:
+    async def _until_settled(self, run_id: str, *, after: int) -> RunView:
         """The run once it has settled (a gate, a park, the end) more than ``after`` times.
 
         Asks the ``show`` query, more slowly the longer it takes: a query writes nothing to the
@@ -217,7 +219,7 @@ class GraphClient:
         handle = self.client.get_workflow_handle(run_id)
         pause = _FIRST_PAUSE
         while True:
-            shown: dict[str, Any] = await handle.query(
+            shown: RunView = await handle.query(
                 "show", result_type=dict, rpc_timeout=_QUERY_TIMEOUT
             )
             if int(shown.get("settles", 0)) > after:
@@ -225,7 +227,7 @@ class GraphClient:
             await asyncio.sleep(pause)
             pause = min(pause * 1.5, _LONGEST_PAUSE)
 
-    async def decide(self, run_id: str, choice: str) -> dict[str, Any]:
+    async def decide(self, run_id: str, choice: str) -> RunView:
         """Answers the gate open on ``run_id`` with ``choice``, as the signer.
 
         The answer names the gate the run's worker reports, the execution the server reports,
@@ -235,7 +237,7 @@ class GraphClient:
         """
         signed = await self.sign_decide(run_id, choice) if self.signer is not None else None
         if signed is not None and "error" in signed:
-            return signed
+            return cast(RunView, signed)  # a refusal: nothing was signed
         answer = signed if signed is not None else {"choice": choice}
         handle = self.client.get_workflow_handle(run_id)
         return await self._settled(
@@ -243,11 +245,11 @@ class GraphClient:
             run_id,
         )
 
-    async def resume(self, run_id: str) -> dict[str, Any]:
+    async def resume(self, run_id: str) -> RunView:
         """Carries on a run parked at a node, as the signer (who must be allowed to run it)."""
         signed = await self.sign_resume(run_id) if self.signer is not None else {}
         if "error" in signed:
-            return signed
+            return cast(RunView, signed)  # a refusal: nothing was signed
         handle = self.client.get_workflow_handle(run_id)
         return await self._settled(
             self._answered(handle.execute_update("resume", signed, result_type=dict), run_id),
@@ -264,20 +266,20 @@ class GraphClient:
         if "error" in found:
             return found
         if found["closed"]:
-            return refusal(
+            return _plain_refusal(
                 ErrorCode.GATE_NOT_PENDING,
                 f"Run '{run_id}' is not waiting for a decision: it has {found['closed']}.",
                 run_id=run_id,
             )
         gate = found["gate"]
         if gate is None:
-            return refusal(
+            return _plain_refusal(
                 ErrorCode.GATE_NOT_PENDING,
                 f"Run '{run_id}' is not waiting for a decision.",
                 run_id=run_id,
             )
         if choice not in gate.get("options", []):
-            return refusal(
+            return _plain_refusal(
                 ErrorCode.INVALID_DECISION,
                 f"{choice!r} is not an option of gate '{gate.get('gate')}' (expected one of: "
                 f"{', '.join(map(str, gate.get('options', [])))}).",
@@ -304,7 +306,7 @@ class GraphClient:
                     f"Run '{run_id}' is not parked by a refused node: resume carries on only a "
                     "run whose next node its caller was not allowed to run."
                 )
-            return refusal(ErrorCode.NOTHING_TO_RESUME, reason, run_id=run_id)
+            return _plain_refusal(ErrorCode.NOTHING_TO_RESUME, reason, run_id=run_id)
         return self._signer().sign(
             resume_binding(found["graph"], run_id, found["execution"], parked["node"])
         )
@@ -324,12 +326,12 @@ class GraphClient:
         handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
         description = await _describe(handle)
         if isinstance(description, dict):
-            return description
+            return cast(dict[str, Any], description)
         if description.status != WorkflowExecutionStatus.RUNNING:
             closed = _status_name(description.status)
             return {"closed": closed, "gate": None, "parked": None}
         if description.task_queue != self.task_queue:
-            return refusal(
+            return _plain_refusal(
                 ErrorCode.NOT_FOUND,
                 f"Run '{run_id}' runs on task queue '{description.task_queue}', not on "
                 f"'{self.task_queue}' where this client's lockgate workers are: it is not a run "
@@ -342,7 +344,7 @@ class GraphClient:
                 "awaiting", result_type=dict, rpc_timeout=_QUERY_TIMEOUT
             )
         except (WorkflowQueryFailedError, RPCError) as error:
-            return refusal(
+            return _plain_refusal(
                 ErrorCode.NOT_FOUND,
                 f"Run '{run_id}' did not say what it waits for ({error}); is a lockgate worker "
                 f"serving '{self.task_queue}'?",
@@ -350,14 +352,14 @@ class GraphClient:
             )
         graph = description.workflow_type
         if reported.get("graph") != graph or reported.get("execution") != execution:
-            return refusal(
+            return _plain_refusal(
                 ErrorCode.NOT_FOUND,
                 f"Run '{run_id}' reports a graph or execution other than the server's; nothing "
                 "was signed for it.",
                 run_id=run_id,
             )
         gate = reported.get("gate")
-        if gate is not None and (gate.get("graph") != graph or gate.get("run") != run_id):
+        if gate is not None and (gate.get("graph") != graph or gate.get("run_id") != run_id):
             gate = None
         return {
             "graph": graph,
@@ -369,7 +371,7 @@ class GraphClient:
 
     async def show(
         self, run_id: str, *, trail_from: int | None = None, trail_limit: int | None = None
-    ) -> dict[str, Any]:
+    ) -> RunView:
         """The run: status, state, channels, trail, open gate, budgets (a finished run's result).
 
         A running run shows a page of its trail (the newest rows unless ``trail_from``;
@@ -381,14 +383,14 @@ class GraphClient:
             return description
         if description.status != WorkflowExecutionStatus.RUNNING:
             try:
-                result: dict[str, Any] = await self.client.get_workflow_handle(
+                result: RunView = await self.client.get_workflow_handle(
                     run_id, result_type=dict
                 ).result()
                 return result
             except WorkflowFailureError as error:
                 outcome = outcome_of(error)  # a refused run: what it would have returned
                 if outcome is not None:
-                    return outcome
+                    return cast(RunView, outcome)
                 return refusal(
                     ErrorCode.INTERNAL_ERROR,
                     f"Run '{run_id}' ended {_status_name(description.status)}: {error}",
@@ -406,7 +408,7 @@ class GraphClient:
         if trail_limit is not None:
             page["trail_limit"] = trail_limit
         try:
-            shown: dict[str, Any] = await handle.query(
+            shown: RunView = await handle.query(
                 "show", page or None, result_type=dict, rpc_timeout=_QUERY_TIMEOUT
             )
         except (WorkflowQueryFailedError, RPCError) as error:
@@ -420,9 +422,7 @@ class GraphClient:
             )
         return shown
 
-    async def pending(
-        self, of: str | None = None, viewer: str | None = None
-    ) -> list[dict[str, Any]]:
+    async def pending(self, of: str | None = None, viewer: str | None = None) -> list[PendingGate]:
         """Open gates across runs, read from search attributes and memo (no worker needed).
 
         Args:
@@ -443,7 +443,7 @@ class GraphClient:
             query += f" AND {LOCKGATE_AWAITING.name} = {_quote(of)}"
         viewer = viewer if viewer is not None else (self.signer.principal if self.signer else None)
         authority = self._viewer_judge
-        rows: list[dict[str, Any]] = []
+        rows: list[PendingGate] = []
         async for execution in self.client.list_workflows(query):
             memo = await execution.memo()
             gate_memo = memo.get("lockgate_gate")
@@ -457,26 +457,23 @@ class GraphClient:
                 continue
             if not await self._names_its_execution(execution.id, execution.run_id, gate):
                 continue
-            row: dict[str, Any] = {
-                "run_id": execution.id,
-                "graph": gate.graph,
-                "gate": gate.gate,
-                "ask": gate.ask,
-                "assignee": gate.role,
-                "because": gate.because,
-                "requester": gate.requester,
-                "target": gate_memo.get("target"),
-                "opened_at": gate_memo.get("opened_at"),
-                "options": gate.options,
-                "choices": [choice.to_dict() for choice in gate.choices],
-                "makers": list(gate.makers),
-            }
+            row = cast(PendingGate, gate.to_dict())
+            row["options"] = gate.options
+            row["target"] = gate_memo.get("target")
+            row["opened_at"] = gate_memo.get("opened_at")
             if viewer is not None and authority is not None:
                 actor = Actor(viewer, True, "cli", viewer, "viewing")
                 summary, verdicts = judge_viewer(authority, actor, gate)
-                row["viewer"] = {"principal": viewer, **summary}
+                row["viewer"] = {
+                    "principal": viewer,
+                    "is_requester": summary["is_requester"],
+                    "made_the_work": summary["made_the_work"],
+                    "verified": summary["verified"],
+                }
                 for shown, verdict in zip(row["choices"], verdicts, strict=True):
-                    shown.update(may=verdict.may, because=verdict.because, why_not=verdict.why_not)
+                    shown["may"] = verdict.may
+                    shown["because"] = verdict.because
+                    shown["why_not"] = verdict.why_not
             rows.append(row)
         return rows
 
@@ -520,7 +517,7 @@ class GraphClient:
 
 async def _describe(
     handle: WorkflowHandle[Any, Any],
-) -> WorkflowExecutionDescription | dict[str, Any]:
+) -> WorkflowExecutionDescription | RunView:
     """The server's description of a run, or the NOT_FOUND refusal if there is no such run."""
     try:
         return await handle.describe()
@@ -528,6 +525,11 @@ async def _describe(
         if error.status == RPCStatusCode.NOT_FOUND:
             return refusal(ErrorCode.NOT_FOUND, f"No run '{handle.id}'.", run_id=handle.id)
         raise
+
+
+def _plain_refusal(code: str | ErrorCode, message: str, **facts: Any) -> dict[str, Any]:
+    """:func:`refusal` where a refusal stands in for data of another shape (a proof to sign)."""
+    return cast(dict[str, Any], refusal(code, message, **facts))
 
 
 def _status_name(status: WorkflowExecutionStatus | None) -> str:

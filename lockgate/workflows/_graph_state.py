@@ -172,7 +172,7 @@ class GraphState:
         if self._dropped_inputs:
             shown["ignored_inputs"] = list(self._dropped_inputs)
         if self._refusal is not None:
-            shown.update(code=self._refusal.code, error=self._refusal.sentence)
+            shown["error"] = {"code": self._refusal.code, "message": self._refusal.sentence}
         return shown
 
     def _settled(self) -> None:

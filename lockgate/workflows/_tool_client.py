@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from temporalio.client import (
     Client,
@@ -18,13 +18,14 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from lockgate.contracts import ToolCallResult
 from lockgate.gating import ErrorCode, Signer, confirm_binding, tool_binding
 from lockgate.workflows._catalogue import describe_worker
 from lockgate.workflows._client_support import (
     DEFAULT_TASK_QUEUE,
-    refusal,
+    refused_by_update,
     settle_operation,
-    update_refusal,
+    tool_refusal,
 )
 from lockgate.workflows._failures import outcome_of
 from lockgate.workflows._tool_call import (
@@ -67,7 +68,7 @@ class ToolClient:
         arguments: Mapping[str, Any] | None = None,
         *,
         request_id: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ToolCallResult:
         """Calls ``tool``; returns its result, or the request to confirm it (with the token).
 
         Asking again with the same ``request_id`` returns the first answer, never runs twice.
@@ -89,7 +90,7 @@ class ToolClient:
             static_summary=f"{tool} ({request_id})",
         )
         try:
-            result: dict[str, Any] = await self.client.execute_update_with_start_workflow(
+            result: ToolCallResult = await self.client.execute_update_with_start_workflow(
                 "outcome",
                 WaitCallInput(),
                 start_workflow_operation=operation,
@@ -107,32 +108,32 @@ class ToolClient:
             await settle_operation(operation)
             handle = self.client.get_workflow_handle(workflow_id, result_type=dict)
             try:
-                finished: dict[str, Any] = await handle.result()
+                finished: ToolCallResult = await handle.result()
             except WorkflowFailureError as error:
                 outcome = outcome_of(error)
                 if outcome is None:
                     raise
-                return outcome
+                return cast(ToolCallResult, outcome)
             return finished
         except WorkflowUpdateFailedError as error:
-            return update_refusal(error, request_id=request_id)
+            return tool_refusal(*refused_by_update(error), request_id=request_id)
 
-    async def confirm(self, request_id: str, token: str) -> dict[str, Any]:
+    async def confirm(self, request_id: str, token: str) -> ToolCallResult:
         """Confirms a pending call with its token; returns the call's result."""
         proof = None
         if self.signer is not None:
             proof = self.signer.sign(confirm_binding(request_id, token))
         handle = self.client.get_workflow_handle(call_workflow_id(request_id))
         try:
-            result: dict[str, Any] = await handle.execute_update(
+            result: ToolCallResult = await handle.execute_update(
                 "confirm", ConfirmCallInput(token, proof), result_type=dict
             )
             return result
         except WorkflowUpdateFailedError as error:
-            return update_refusal(error, request_id=request_id)
+            return tool_refusal(*refused_by_update(error), request_id=request_id)
         except RPCError as error:
             if error.status == RPCStatusCode.NOT_FOUND:
-                return refusal(ErrorCode.NOT_FOUND, f"No call '{request_id}'.")
+                return tool_refusal(ErrorCode.NOT_FOUND, f"No call '{request_id}'.", request_id)
             raise
 
     async def list(self) -> list[dict[str, Any]]:

@@ -1,0 +1,191 @@
+"""What lockgate's clients return, and what the CLI's ``--json`` prints: one JSON form each.
+
+Every result is plain JSON data, a ``dict`` a caller indexes, prints or sends on; these types
+name its keys, so a type checker catches a misspelt key or a key that is not there. Every
+refusal and failure says what went wrong the same way: ``error: {code, message}``, where
+``code`` is an :class:`~lockgate.ErrorCode` value and ``message`` the sentence for a person.
+
+- A graph call (:class:`~lockgate.GraphClient`) returns a :class:`RunView`: ``ok`` says whether
+  the call was accepted; a refusal has ``ok: False`` and ``error``.
+- A tool call (:class:`~lockgate.ToolClient`) returns a :class:`ToolCallResult`, the seeds'
+  ``{success, data, error, meta}``.
+- ``pending`` returns :class:`PendingGate` rows: the open gate as a run shows it
+  (:class:`GateView`) with when it opened and, for whoever is looking, which options they may
+  take.
+
+A run and a gate are named by ``run_id`` (the workflow id) and ``execution`` (its first run id)
+everywhere; the role a gate asks for is its ``role``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+__all__ = [
+    "ActorView",
+    "Budget",
+    "ChoiceView",
+    "ErrorDetail",
+    "GateView",
+    "ParkedView",
+    "PendingGate",
+    "RunView",
+    "ToolCallResult",
+    "TrailRow",
+    "ViewerView",
+]
+
+
+class ErrorDetail(TypedDict):
+    """What went wrong: the one error shape of every refusal and failure."""
+
+    code: str
+    message: str
+
+
+class ActorView(TypedDict):
+    """Who did something, as the trail records it: never what they held."""
+
+    actor: str
+    verified: bool
+    channel: str
+    principal: str | None
+    authorization: str | None
+
+
+class _ChoiceViewRequired(TypedDict):
+    option: str
+    leads_to: str | None
+    operation: str | None
+    needs: list[str]
+
+
+class ChoiceView(_ChoiceViewRequired, total=False):
+    """One option of a gate: where it leads (``leads_to``, None for the end), the ``operation``
+    there and what running it ``needs``; in ``pending``, also
+    whether the viewer ``may`` take it, ``because`` (a short reason key) and ``why_not``."""
+
+    may: bool
+    because: str | None
+    why_not: str | None
+
+
+class _GateViewRequired(TypedDict):
+    graph: str
+    run_id: str
+    execution: str
+    gate: str
+    ask: str
+    role: str
+    because: str
+    requester: str
+    choices: list[ChoiceView]
+    subject: str
+    makers: list[str]
+
+
+class GateView(_GateViewRequired, total=False):
+    """An open gate: what it asks (``ask``, ``because``), of whom (``role``), about what
+    (``target``: the channel it reviews), and where each option leads.
+
+    ``requester`` opened it and ``makers`` drove the work it reviews; none of them may answer.
+    A proof answering it names ``graph``, ``run_id``, ``execution``, ``gate`` and ``subject``.
+    """
+
+    options: list[str]
+    target: dict[str, Any] | None
+
+
+class ParkedView(TypedDict):
+    """A run parked at a node it was refused (or could not finish), until someone resumes it."""
+
+    graph: str
+    run_id: str
+    node: str
+    operation: str
+    needs: list[str]
+    parking: int
+
+
+class Budget(TypedDict):
+    """A loop budget: how often its outcome was taken, of at most how often."""
+
+    taken: int
+    at_most: int
+
+
+class _TrailRowRequired(TypedDict):
+    node: str
+    operation: str
+    outcome: str
+    by: ActorView
+
+
+class TrailRow(_TrailRowRequired, total=False):
+    """One step of a run: a node that ``ran``, a gate ``answered``, a park ``resumed``, a node
+    ``parked``, or a signal ``refused`` (with its ``code`` and ``why``)."""
+
+    answer: str | None
+    needs: list[str]
+    code: str
+    why: str
+
+
+class _RunViewRequired(TypedDict):
+    ok: bool
+
+
+class RunView(_RunViewRequired, total=False):
+    """A run, or a refusal of what was asked of it.
+
+    A refusal has ``ok: False`` and ``error``; a run refused at its start shows itself with
+    ``status: "refused"``. A run not yet settled when the client stopped waiting has
+    ``status: "started"`` and a ``note``.
+    """
+
+    error: ErrorDetail
+    run_id: str
+    execution: str
+    graph: str | None
+    version: int
+    status: str
+    state: str | None
+    requester: ActorView
+    awaiting: GateView | None
+    parked: ParkedView | None
+    channels: dict[str, Any]
+    budgets: dict[str, Budget]
+    trail: list[TrailRow]
+    trail_from: int
+    trail_total: int
+    settles: int
+    refused_signals_not_kept: int
+    ignored_inputs: list[str]
+    note: str
+
+
+class ViewerView(TypedDict):
+    """In ``pending``: who is looking, and what stands in their way whatever they choose."""
+
+    principal: str
+    is_requester: bool
+    made_the_work: bool
+    verified: bool
+
+
+class PendingGate(GateView, total=False):
+    """A row of ``pending``: an open gate, when it opened, and what the viewer may take."""
+
+    opened_at: str | None
+    viewer: ViewerView
+
+
+class ToolCallResult(TypedDict):
+    """A tool call's result: ``data`` on success, ``error`` otherwise; ``message`` a sentence
+    for a person; ``meta`` says more (whether the call needs confirming, the request id)."""
+
+    success: bool
+    data: Any
+    message: str | None
+    error: ErrorDetail | None
+    meta: dict[str, Any]
