@@ -7,9 +7,11 @@ BENCH_STAMP := $(VENV)/.installed-bench
 # `make test` also runs the suite on the oldest and newest Python lockgate supports, each in a
 # .venv-<version> of its own, where an interpreter for it is found (else it says so and skips).
 OTHER_PYTHONS ?= 3.10 3.13
-# `make dev PORT=7550 UI_PORT=8550` picks the dev server's ports.
+# `make dev PORT=7550 UI_PORT=8550` picks the dev server's ports; `DURABILITY=fast` syncs its
+# SQLite file at checkpoints only (a power loss may lose the last commits).
 PORT ?=
 UI_PORT ?=
+DURABILITY ?=
 
 .PHONY: dev test test-main test-other-pythons soak bench lint typecheck package-check clean
 
@@ -24,7 +26,8 @@ $(BENCH_STAMP): $(STAMP)
 	touch $(BENCH_STAMP)
 
 dev: $(STAMP)
-	$(BIN)/lockgate dev $(if $(PORT),--port $(PORT)) $(if $(UI_PORT),--ui-port $(UI_PORT))
+	$(BIN)/lockgate dev $(if $(PORT),--port $(PORT)) $(if $(UI_PORT),--ui-port $(UI_PORT)) \
+		$(if $(DURABILITY),--durability $(DURABILITY))
 
 test: test-main test-other-pythons
 

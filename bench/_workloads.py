@@ -32,7 +32,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from lockgate import tool
-from lockgate.devserver import temporal_binary
+from lockgate.devserver import server_args, temporal_binary
 from lockgate.examples import essay_review as essay
 from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES, Ask, Edge, Route, graph
 
@@ -77,7 +77,8 @@ _ACTIVITY_TIMEOUT = timedelta(seconds=30)
 
 # Server 1.32 caches the search-attribute list in the frontend; the SDK's own tests turn the
 # cache off the same way, so that lockgate's attributes are usable from the first upsert.
-_DEV_SERVER_ARGS = ["--dynamic-config-value", "system.forceSearchAttributesCacheRefreshOnRead=true"]
+_DEV_SERVER_ARGS = server_args(database=False)
+"""The settings `lockgate dev` and the test fixtures run with (in memory here)."""
 
 
 # Reporting ---------------------------------------------------------------------------------------

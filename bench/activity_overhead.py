@@ -144,7 +144,7 @@ async def main(rounds: int, calls: int) -> None:
     from temporalio.worker import Worker
 
     from lockgate import LockgatePlugin
-    from lockgate.devserver import temporal_binary
+    from lockgate.devserver import server_args, temporal_binary
     from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES
 
     expected = sum(range(calls)) + calls
@@ -166,6 +166,7 @@ async def main(rounds: int, calls: int) -> None:
         environment = await WorkflowEnvironment.start_local(
             dev_server_existing_path=str(temporal_binary()),
             search_attributes=LOCKGATE_SEARCH_ATTRIBUTES,
+            dev_server_extra_args=server_args(database=False),
             ui=False,
         )
     clock = ActivityClock()

@@ -30,8 +30,10 @@ from temporalio.testing import WorkflowEnvironment
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
 __all__ = [
+    "DURABILITIES",
     "DevServer",
     "DevServerError",
+    "server_args",
     "temporal_binary",
 ]
 
@@ -44,6 +46,49 @@ _REFRESH_SEARCH_ATTRIBUTES_ARGS = (
     "--dynamic-config-value",
     "system.forceSearchAttributesCacheRefreshOnRead=true",
 )
+
+# The history service reads its transfer queue at most 20 times a second by default, and each
+# step of a run (a node after a node) waits for one read: ~50 ms a step on an idle server. Reading
+# as often as there is work changes no guarantee; a busy server's throughput is the same.
+_PROMPT_TRANSFER_ARGS = (
+    "--dynamic-config-value",
+    "history.transferProcessorMaxPollRPS=10000",
+)
+
+# A client that starts a run on a task queue its own process's worker polls may be handed the
+# run's first workflow task in the start's reply (`request_eager_start`); off by default in the
+# server. It changes nothing for a client with no worker beside it.
+_EAGER_START_ARGS = (
+    "--dynamic-config-value",
+    "system.enableEagerWorkflowStart=true",
+)
+
+DURABILITIES = ("full", "fast")
+"""How a file-backed dev server writes SQLite: ``full`` syncs every commit to disk (SQLite's own
+default, in WAL mode); ``fast`` syncs at checkpoints only, so a power loss (not a crash of the
+server) may lose the last commits."""
+
+
+def server_args(*, database: bool, durability: str = "full") -> list[str]:
+    """The dev server settings lockgate runs with, none of which changes a guarantee.
+
+    Args:
+        database: The server keeps its state in a SQLite file (``lockgate dev``), not in memory
+            (the test fixtures); then SQLite writes through its write-ahead log.
+        durability: ``full`` or ``fast`` (see :data:`DURABILITIES`); only for a database.
+
+    Returns:
+        Arguments for ``temporal server start-dev``. Operators of a real cluster set the same
+        dynamic config keys (see the README's "Running it fast" section).
+    """
+    if durability not in DURABILITIES:
+        raise ValueError(f"durability is one of {', '.join(DURABILITIES)}, not {durability!r}")
+    args = [*_REFRESH_SEARCH_ATTRIBUTES_ARGS, *_PROMPT_TRANSFER_ARGS, *_EAGER_START_ARGS]
+    if database:
+        args += ["--sqlite-pragma", "journal_mode=wal"]
+        if durability == "fast":
+            args += ["--sqlite-pragma", "synchronous=normal"]
+    return args
 
 
 class DevServerError(RuntimeError):
@@ -95,7 +140,7 @@ def _port_is_free(ip: str, port: int) -> bool:
 
 class DevServer:
     """A local Temporal dev server (the SDK's own ``WorkflowEnvironment.start_local``) with
-    lockgate's search attributes, its state kept in a SQLite file.
+    lockgate's search attributes and :func:`server_args`, its state kept in a SQLite file.
 
     Use it as an async context manager, or call `start` and `stop` yourself. The workflow
     history is kept in ``db_file`` across restarts.
@@ -121,6 +166,7 @@ class DevServer:
         db_file: str | os.PathLike[str] = ".lockgate/temporal.db",
         namespace: str = "default",
         log_level: str = "warn",
+        durability: str = "full",
         extra_args: Sequence[str] = (),
         startup_timeout: float = 30.0,
     ) -> None:
@@ -134,6 +180,8 @@ class DevServer:
             db_file: The SQLite file holding server state; its directory is created.
             namespace: The namespace to create and to check readiness against.
             log_level: The server's log level (``debug``, ``info``, ``warn``, ``error``).
+            durability: How SQLite writes the database file: ``full`` (every commit synced) or
+                ``fast`` (a power loss may lose the last commits); see :func:`server_args`.
             extra_args: More arguments for ``temporal server start-dev``.
             startup_timeout: Seconds to wait for the server to answer before giving up.
         """
@@ -144,6 +192,7 @@ class DevServer:
         self._db_file = Path(db_file)
         self._namespace = namespace
         self._log_level = log_level
+        self._settings = server_args(database=True, durability=durability)
         self._extra_args = tuple(extra_args)
         self._startup_timeout = startup_timeout
         self._environment: WorkflowEnvironment | None = None
@@ -221,7 +270,7 @@ class DevServer:
                 dev_server_existing_path=str(binary),
                 dev_server_database_filename=str(self._db_file),
                 dev_server_log_level=self._log_level,
-                dev_server_extra_args=[*_REFRESH_SEARCH_ATTRIBUTES_ARGS, *self._extra_args],
+                dev_server_extra_args=[*self._settings, *self._extra_args],
                 dev_server_startup_timeout=timedelta(seconds=self._startup_timeout),
             )
         except RuntimeError as error:

@@ -40,7 +40,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lockgate.activities import ToolRegistry
-from lockgate.devserver import temporal_binary
+from lockgate.devserver import server_args, temporal_binary
 from lockgate.gating import (
     Directory,
     Signer,
@@ -65,13 +65,6 @@ __all__ = [
     "time_skipping_env",
 ]
 
-# Without this the frontend caches the search-attribute list, so an attribute added at runtime is
-# rejected on upsert until the cache expires; the SDK's own tests start the dev server this way.
-_REFRESH_SEARCH_ATTRIBUTES_ARGS = [
-    "--dynamic-config-value",
-    "system.forceSearchAttributesCacheRefreshOnRead=true",
-]
-
 # Server 1.32 refuses per-workflow time skipping unless this is on ("The Time-Skipping feature
 # is not enabled for namespace."); the key is not documented, it comes from the binary.
 _ENABLE_TIME_SKIPPING_ARGS = [
@@ -84,8 +77,10 @@ _ENABLE_TIME_SKIPPING_ARGS = [
 async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
     """A local Temporal dev server shared by the whole test session.
 
-    It is in-memory and headless, listens on a random port, and has lockgate's search attributes
-    registered. Isolate tests from each other with a fresh `task_queue` and fresh workflow ids.
+    It is in-memory and headless, listens on a random port, has lockgate's search attributes
+    registered, and runs with the settings ``lockgate dev`` uses
+    (:func:`lockgate.devserver.server_args`). Isolate tests from each other with a fresh
+    `task_queue` and fresh workflow ids.
 
     Yields:
         The running environment; it is shut down when the session ends.
@@ -93,7 +88,7 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
     environment = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(temporal_binary()),
         search_attributes=LOCKGATE_SEARCH_ATTRIBUTES,
-        dev_server_extra_args=_REFRESH_SEARCH_ATTRIBUTES_ARGS,
+        dev_server_extra_args=server_args(database=False),
         ui=False,
     )
     try:
@@ -153,7 +148,7 @@ async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     environment = await WorkflowEnvironment.start_time_skipping_v2(
         dev_server_existing_path=str(temporal_binary()),
         search_attributes=LOCKGATE_SEARCH_ATTRIBUTES,
-        dev_server_extra_args=[*_ENABLE_TIME_SKIPPING_ARGS, *_REFRESH_SEARCH_ATTRIBUTES_ARGS],
+        dev_server_extra_args=[*_ENABLE_TIME_SKIPPING_ARGS, *server_args(database=False)],
         ui=False,
     )
     try:

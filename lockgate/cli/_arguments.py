@@ -59,6 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--port", type=int, default=7233, help="the server's port (default 7233)")
     dev.add_argument("--ui-port", type=int, help="the Web UI's port (default: port + 1000)")
     dev.add_argument("--headless", action="store_true", help="no Web UI")
+    dev.add_argument(
+        "--durability",
+        choices=["full", "fast"],
+        default="full",
+        help="how the server's SQLite file is written: full (default) syncs every commit; fast "
+        "syncs at checkpoints, so a power loss may lose the last commits",
+    )
     dev.add_argument("--examples", nargs="*", help="modules to serve instead of the examples")
 
     worker = commands.add_parser("worker", parents=[common], help="serve tools and graphs")

@@ -66,7 +66,7 @@ In another terminal, in this folder, with this Python's `lockgate` on PATH:
   lockgate tools call essay:grade --args '{{"rubric": "tides", "draft": "Tides."}}'
 From the UI: `lockgate sign decide <run-id> publish_as_is --as ed` prints what to paste into the
 run's More Actions → Send an Update (name: decide).
-Ctrl-C stops the worker and the server (runs are kept in {db}).
+Ctrl-C stops the worker and the server (runs are kept in {db}, {durability}).
 """
 
 
@@ -86,6 +86,7 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
         ui_port=arguments.ui_port,
         ui=not arguments.headless,
         db_file=STATE_DIRECTORY / "temporal.db",
+        durability=arguments.durability,
     )
     try:
         await server.start()
@@ -106,6 +107,11 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
                     keys=keys_dir(arguments),
                     directory=directory_file,
                     db=STATE_DIRECTORY / "temporal.db",
+                    durability=(
+                        "every commit synced"
+                        if arguments.durability == "full"
+                        else "synced at checkpoints: a power loss may lose the last commits"
+                    ),
                 ),
                 flush=True,
             ),
