@@ -156,8 +156,15 @@ class GraphClient:
             "static_summary": f"{name}: {_summary_of(inputs)}",
         }
         try:
+            # Eager: where this client's own process runs a worker for the task queue, the
+            # run's first workflow task comes back in the start's reply (the server must allow
+            # it, as `lockgate dev` and the test server do); elsewhere nothing changes.
             await self.client.start_workflow(
-                name, start, id_conflict_policy=WorkflowIDConflictPolicy.FAIL, **options
+                name,
+                start,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                request_eager_start=True,
+                **options,
             )
         except WorkflowAlreadyStartedError:
             return refusal(
