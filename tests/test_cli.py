@@ -18,6 +18,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from lockgate import LockgatePlugin, ToolClient, WorkerSecret
+from lockgate.cli._loop import event_loop_name, run_on_the_fastest_loop
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import Directory, Signer, WorkerSecretError
@@ -293,8 +294,17 @@ async def test_the_worker_command_serves_tools_and_stops_cleanly_on_sigterm(
     status = await asyncio.wait_for(process.wait(), 30)
 
     assert b"worker ready" in ready
+    assert b"on uvloop" in ready  # the `dev` extra installs the `uvloop` one
     assert result["data"] == {"url": "https://essays.example/tides"}
     assert status == 0
+
+
+def test_a_serving_command_runs_on_uvloop_where_it_is_installed() -> None:
+    async def loop_module() -> int:
+        return 1 if type(asyncio.get_running_loop()).__module__.startswith("uvloop") else 0
+
+    assert event_loop_name() == "uvloop"
+    assert run_on_the_fastest_loop(loop_module()) == 1
 
 
 async def test_setup_registers_the_search_attributes_on_a_namespace_without_them(

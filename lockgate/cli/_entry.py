@@ -11,6 +11,7 @@ from typing import NoReturn
 from lockgate.cli._arguments import build_parser
 from lockgate.cli._dev import run_dev_stack
 from lockgate.cli._keys import manage_worker_secret, new_key
+from lockgate.cli._loop import run_on_the_fastest_loop
 from lockgate.cli._output import CommandError, fail
 from lockgate.cli._runs import (
     decide_gate,
@@ -42,6 +43,10 @@ _ASYNC_COMMANDS = {
 }
 
 
+_LONG_RUNNING = {"dev", "worker"}
+"""Commands that serve until stopped: they run on uvloop where it is installed."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the ``lockgate`` command; returns its exit status."""
     # Like uvicorn and gunicorn: `--tools myapp.tools` names modules relative to where you are.
@@ -53,7 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return new_key(arguments)
         if arguments.command == "secret":
             return manage_worker_secret(arguments)
-        return asyncio.run(_ASYNC_COMMANDS[arguments.command](arguments))
+        command = _ASYNC_COMMANDS[arguments.command](arguments)
+        if arguments.command in _LONG_RUNNING:
+            return run_on_the_fastest_loop(command)
+        return asyncio.run(command)
     except CommandError as error:
         fail(str(error), 2)
     except KeyboardInterrupt:

@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from lockgate.cli._loop import event_loop_name
 from lockgate.cli._output import CommandError
 from lockgate.cli._settings import connect, directory_path, worker_secret
 from lockgate.worker import LockgatePlugin, load_components, run_worker
@@ -50,7 +51,8 @@ async def serve_worker(arguments: argparse.Namespace) -> int:
         arguments.task_queue,
         on_ready=lambda: print(
             f"worker ready: {len(plugin.registry)} tools, {len(plugin.graph_workflows)} graphs "
-            f"on task queue '{arguments.task_queue}' ({client.namespace}); Ctrl-C stops it",
+            f"on task queue '{arguments.task_queue}' ({client.namespace}), on "
+            f"{event_loop_name()}; Ctrl-C stops it",
             flush=True,
         ),
     )
