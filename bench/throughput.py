@@ -4,7 +4,9 @@ lockgate's side: 200 runs of ``examples/essay_review.py``'s graph, started signe
 holds ``essay:publish``) with ``GraphClient.start(..., wait=False)`` and all at once, driven to
 completion by ONE worker in this process (a fresh one per phase, the only worker polling then).
 Half the essays pass on the first draft (write, grade, publish: 3 node steps), half on the
-second (write, grade, write, grade, publish: 5), so no run needs a human.
+second (write, grade, write, grade, publish: 5), so no run needs a human. The tools run as the
+example declares them: those it marks ``local=True`` (cheap, changing nothing) as local
+activities; ``lockgate_over_langgraph_runs_per_second`` names them.
 
 LangGraph's side: a ``StateGraph`` of the same shape (write -> grade -> publish, or back to write
 at most three times, then an editor interrupt) calling the SAME ``@tool`` functions directly,
@@ -61,6 +63,7 @@ from bench._workloads import (
     emit,
 )
 from lockgate import GraphClient, LockgatePlugin
+from lockgate.activities import definition_of
 from lockgate.examples import essay_review as essay
 from lockgate.testing import Identities
 
@@ -91,6 +94,14 @@ class Phase:
     steps: int
     process_cpu: float
     server_cpu: float = 0.0
+
+
+def local_tools() -> list[str]:
+    """The essay graph's tools that run as local activities (``@tool(..., local=True)``)."""
+    definitions = [definition_of(function) for function in essay.TOOLS]
+    # Read with a default, so that the figure says what it measured on either side of the
+    # release that brought local tools.
+    return [definition.name for definition in definitions if getattr(definition, "local", False)]
 
 
 def essay_inputs(runs: int) -> list[dict[str, str]]:
@@ -454,6 +465,15 @@ async def main(runs: int, rounds: int, profile_runs: int, what_if: bool, html: s
         "langgraph_over_lockgate_runs_per_second",
         rate["langgraph"] / rate["lockgate"],
         "ratio",
+    )
+    emit(
+        BENCH,
+        "lockgate_over_langgraph_runs_per_second",
+        rate["lockgate"] / rate["langgraph"],
+        "ratio",
+        lockgate="in-memory dev server, one worker",
+        langgraph="AsyncSqliteSaver on a temp file",
+        local_tools=local_tools(),
     )
     emit(
         BENCH,
