@@ -253,10 +253,12 @@ class ToolRegistry:
         timeout: float = 30.0,
         sensitive: Iterable[str] = (),
         open_world: bool = False,
+        local: bool = False,
     ) -> ToolDefinition:
         """Registers a tool described by a raw JSON Schema (validated with ``jsonschema``).
 
-        ``handler(arguments, ctx)`` receives the validated arguments as one dict.
+        ``handler(arguments, ctx)`` receives the validated arguments as one dict. The options are
+        :func:`tool`'s (``local=True`` included).
         """
         definition = schema_definition(
             name,
@@ -269,6 +271,7 @@ class ToolRegistry:
             timeout=timeout,
             sensitive=sensitive,
             open_world=open_world,
+            local=local,
         )
         self.register(definition)
         return definition

@@ -8,7 +8,12 @@ from typing import Any
 
 import jsonschema
 
-from lockgate.activities._tool import ArgumentsInvalid, ToolDeclarationError, ToolDefinition
+from lockgate.activities._tool import (
+    ArgumentsInvalid,
+    ToolDeclarationError,
+    ToolDefinition,
+    local_refusal,
+)
 from lockgate.gating import ToolContext
 
 __all__ = ["schema_definition"]
@@ -26,8 +31,16 @@ def schema_definition(
     timeout: float = 30.0,
     sensitive: Iterable[str] = (),
     open_world: bool = False,
+    local: bool = False,
 ) -> ToolDefinition:
-    """A :class:`ToolDefinition` whose arguments are checked against ``schema`` (2020-12)."""
+    """A :class:`ToolDefinition` whose arguments are checked against ``schema`` (2020-12).
+
+    ``local=True`` runs it as a Temporal local activity in graphs and durable calls, as for
+    ``@tool(..., local=True)``, and is refused with ``mutating`` or ``confirm``.
+    """
+    problem = local_refusal(name, local=local, mutating=mutating, confirm=confirm, heartbeat=None)
+    if problem is not None:
+        raise ToolDeclarationError(problem)
     schema = dict(schema)
     if schema.get("type", "object") != "object":
         raise ToolDeclarationError(
@@ -67,6 +80,7 @@ def schema_definition(
         timeout=float(timeout),
         sensitive=frozenset(sensitive),
         open_world=open_world,
+        local=local,
         parameters=tuple(schema["properties"]),
         is_async=inspect.iscoroutinefunction(handler),
         raw_schema=True,

@@ -25,6 +25,7 @@ __all__ = [
     "ToolDefinition",
     "definition_of",
     "is_tool",
+    "local_refusal",
     "tool",
     "tool_methods",
 ]
@@ -98,6 +99,41 @@ class _ToolSpec:
     retry: Retry | None
     open_world: bool
     heartbeat: float | None
+    local: bool
+
+
+def local_refusal(
+    name: str, *, local: bool, mutating: bool, confirm: bool, heartbeat: float | None
+) -> str | None:
+    """Why tool ``name`` may not run as a Temporal local activity, or None when it may.
+
+    A local activity's result is recorded only when the workflow task that ran it completes, so
+    a worker that dies first leaves it to run again on the next worker; and it has no heartbeat.
+    Only a tool that changes nothing can be run twice without anyone noticing.
+    """
+    if not local:
+        return None
+    if mutating:
+        why = (
+            "it is declared mutating=True, and a local activity is run again when its worker "
+            "dies before the workflow task completes, so its change could happen twice"
+        )
+    elif confirm:
+        why = (
+            "it is declared confirm=True: a call someone confirmed changes something, and a "
+            "local activity is run again when its worker dies before the workflow task completes"
+        )
+    elif heartbeat is not None:
+        why = (
+            "it declares heartbeat=, and a local activity has no heartbeat: a dead worker's call "
+            "is run again when its workflow task times out"
+        )
+    else:
+        return None
+    return (
+        f"Tool '{name}' cannot be declared local=True: {why}. Local is for cheap tools that "
+        "change nothing; drop local=True to run it as a regular activity."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +158,9 @@ class ToolDefinition:
     """A registered tool: what it is called, what it takes, who may run it, how it runs.
 
     Built by :func:`definition_of` from a ``@tool`` function, or from a raw JSON Schema by
-    :meth:`ToolRegistry.register_schema`.
+    :meth:`ToolRegistry.register_schema`. ``local`` says that graphs and durable calls run it as
+    a Temporal local activity (see :func:`tool`); it is refused, here too, with ``mutating``,
+    ``confirm`` or ``heartbeat``.
     """
 
     name: str
@@ -137,6 +175,7 @@ class ToolDefinition:
     retry: Retry | None = None
     open_world: bool = False
     heartbeat: float | None = None
+    local: bool = False
     parameters: tuple[str, ...] = ()
     context_parameter: str | None = None
     returns: Any = None
@@ -147,13 +186,28 @@ class ToolDefinition:
     _revalidator: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     _after: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
+    def __post_init__(self) -> None:
+        # Built by hand as well as by @tool and register_schema: the rule holds for every way in.
+        problem = local_refusal(
+            self.name,
+            local=self.local,
+            mutating=self.mutating,
+            confirm=self.confirm,
+            heartbeat=self.heartbeat,
+        )
+        if problem is not None:
+            raise ToolDeclarationError(problem)
+
     @property
     def heartbeat_seconds(self) -> float | None:
         """On Temporal, the activity's heartbeat timeout: declared, or 30 s for long tools.
 
         A dead worker's call is handed to another after this long, and cancellation reaches the
-        tool within it; a short tool (30 s or less) needs none.
+        tool within it; a short tool (30 s or less) needs none. A local tool has none: a local
+        activity cannot heartbeat.
         """
+        if self.local:
+            return None
         if self.heartbeat is not None:
             return self.heartbeat
         return _LONG_TOOL_HEARTBEAT_SECONDS if self.timeout > _LONG_TOOL_HEARTBEAT_SECONDS else None
@@ -206,6 +260,7 @@ def tool(
     retry: Retry | None = None,
     open_world: bool = False,
     heartbeat: float | None = None,
+    local: bool = False,
 ) -> Callable[[_Callable], _Callable]:
     """Declares a function or method as a governed tool.
 
@@ -228,6 +283,11 @@ def tool(
         heartbeat: On Temporal, the activity's heartbeat timeout in seconds: a worker that dies
             mid-call is noticed after this long, and cancellation reaches the tool within it.
             By default long tools (timeout over 30 s) get 30 s and short ones none.
+        local: In a graph (and a durable tool call), run it as a Temporal local activity, in the
+            workflow's own worker: no round trip through the server per step, but its result
+            is recorded only when the workflow task completes, so a worker crash runs it again.
+            For cheap tools that change nothing; refused with ``mutating``, ``confirm`` or
+            ``heartbeat``.
     """
     if not isinstance(name, str) or not _TOOL_NAME.match(name):
         raise ToolDeclarationError(
@@ -243,6 +303,11 @@ def tool(
         raise ToolDeclarationError(
             f"Tool '{name}': heartbeat must be positive and at most the timeout, not {heartbeat}."
         )
+    problem = local_refusal(
+        name, local=local, mutating=mutating, confirm=confirm, heartbeat=heartbeat
+    )
+    if problem is not None:
+        raise ToolDeclarationError(problem)
     spec = _ToolSpec(
         name=name,
         description=description,
@@ -254,6 +319,7 @@ def tool(
         retry=retry,
         open_world=open_world,
         heartbeat=heartbeat,
+        local=local,
     )
 
     def decorate(function: _Callable) -> _Callable:
@@ -401,6 +467,7 @@ def _build_definition(spec: _ToolSpec, function: Callable[..., Any]) -> ToolDefi
         retry=spec.retry,
         open_world=spec.open_world,
         heartbeat=spec.heartbeat,
+        local=spec.local,
         parameters=tuple(parameters),
         context_parameter=context_parameter,
         returns=hints.get("return"),
