@@ -4,6 +4,9 @@
 - ``job:slow`` runs one node that waits for a release file, recording who started it with which
   idempotency key and each side effect it had: for killing workers and restarting servers.
 - ``doc:review`` in two versions whose approve routes differ: for graph evolution.
+- ``relay:local`` runs two local tools, a mutating one that waits for a release file, and a slow
+  local one that waits for another: for killing a worker while a local activity runs. Each tool
+  writes a line per run to ``runs`` in the run's folder, with its idempotency key and process.
 """
 
 from __future__ import annotations
@@ -154,3 +157,77 @@ class DocReviewV2(BaseModel):
 
 TOOLS = [count, finish, work, draft, publish, archive]
 GRAPHS = [CountTo, SlowJob]
+
+
+def _record(folder: str, tool: str, event: str, ctx: ToolContext) -> None:
+    with (Path(folder) / "runs").open("a") as runs:
+        runs.write(f"{tool} {event} {ctx.extra.get('idempotency_key')} {os.getpid()}\n")
+
+
+async def _released(folder: str, name: str) -> None:
+    while not (Path(folder) / name).exists():
+        await asyncio.sleep(0.05)
+
+
+class Gathered(BaseModel):
+    gathered: bool
+
+
+class Checked(BaseModel):
+    checked: bool
+
+
+class Committed(BaseModel):
+    committed: bool
+
+
+class Tallied(BaseModel):
+    tallied: bool
+
+
+@tool("relay:gather", "Gather what the run needs (local).", local=True)
+async def gather(folder: str, ctx: ToolContext) -> Gathered:
+    _record(folder, "gather", "ran", ctx)
+    return Gathered(gathered=True)
+
+
+@tool("relay:check", "Check it (local).", local=True)
+async def check(folder: str, ctx: ToolContext) -> Checked:
+    _record(folder, "check", "ran", ctx)
+    return Checked(checked=True)
+
+
+@tool("relay:commit", "Commit it, once the commit-release file exists.", mutating=True)
+async def commit(folder: str, ctx: ToolContext) -> Committed:
+    _record(folder, "commit", "started", ctx)
+    await _released(folder, "commit-release")
+    _record(folder, "commit", "done", ctx)
+    return Committed(committed=True)
+
+
+@tool(
+    "relay:tally", "Tally up (local), once the tally-release file exists.", local=True, timeout=60
+)
+async def tally(folder: str, ctx: ToolContext) -> Tallied:
+    _record(folder, "tally", "started", ctx)
+    await _released(folder, "tally-release")
+    _record(folder, "tally", "done", ctx)
+    return Tallied(tallied=True)
+
+
+@graph(
+    "relay:local",
+    "Gather and check (local), commit (mutating, regular), tally (local, slow).",
+    start=gather,
+    edges=[Edge(gather, check), Edge(check, commit), Edge(commit, tally)],
+)
+class LocalRelay(BaseModel):
+    folder: Annotated[str, Target()]
+    gathered: bool = False
+    checked: bool = False
+    committed: bool = False
+    tallied: bool = False
+
+
+RELAY_TOOLS = [gather, check, commit, tally]
+RELAY_GRAPHS = [LocalRelay]

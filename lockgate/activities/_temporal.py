@@ -1,5 +1,8 @@
 """Tools as Temporal activities: one per tool (``lockgate.tool:<tool>``), running the pipeline.
 
+Lockgate's workflows schedule a tool declared ``local=True`` as a local activity of the same name
+and input, judged here the same way; any other tool runs only as a regular activity.
+
 The activity judges its caller on the worker: an actor handed over by lockgate's own workflow
 code under the worker secret's seal (see :mod:`._sealed_calls`), a signed proof it verifies and
 spends itself, or nobody (``unverified:<channel>``). The scopes come from the worker's Directory.
@@ -197,6 +200,16 @@ class ToolActivities:
     async def run_tool(self, name: str, call: ToolActivityInput) -> dict[str, Any]:
         """Runs ``name`` through the pipeline as the caller described in ``call``."""
         info = activity.info()
+        definition = self.registry.get(name)
+        if info.is_local and (definition is None or not definition.local):
+            # Lockgate's workflows never do this; a worker's own workflow might, and a tool not
+            # declared local may change something that a crash would then change twice.
+            raise _refusal(
+                ErrorCode.UNAUTHORIZED.value,
+                f"'{name}' is not declared local=True, so it runs only as a regular activity: a "
+                "local activity is run again when its worker dies before the workflow task "
+                "completes.",
+            )
         # The run id is part of the use: a new run of the same workflow id (allowed once the first
         # closed) must not pass for a retry of the first run's activity.
         holder = f"tool:{info.workflow_id}/{info.workflow_run_id}/{info.activity_id}"
@@ -526,6 +539,8 @@ class ToolActivities:
             "summary": f"{definition.name} as {actor.actor}",
             "timeout_seconds": definition.timeout,
             "heartbeat_seconds": definition.heartbeat_seconds,
+            # Recorded with this result, so replay schedules the tool the way the call did.
+            "local": definition.local,
             "confirmation_ttl_seconds": self.registry.confirmations.ttl_seconds,
             "retry": None
             if definition.retry is None

@@ -7,15 +7,24 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, FailureError
 
-from lockgate.activities import CALLER_MISTAKES, Retry, ToolDefinition
+from lockgate.activities import (
+    CALLER_MISTAKES,
+    Retry,
+    ToolActivityInput,
+    ToolDefinition,
+    tool_activity_name,
+)
 
 __all__ = [
     "DEFAULT_RETRY",
     "LOCAL_RETRY",
     "LOCAL_TIMEOUT",
-    "heartbeat_timeout",
+    "execute_tool",
     "local",
+    "local_tool_patch",
+    "runs_local",
     "tool_retry_policy",
 ]
 
@@ -34,12 +43,6 @@ LOCAL_RETRY = RetryPolicy(
 )
 """Lockgate's own local activities: bounded, so a broken worker fails a step, never a run's task
 forever; the workflow turns the failure into a refusal it records."""
-
-
-def heartbeat_timeout(definition: ToolDefinition) -> timedelta | None:
-    """How soon a dead worker running this tool is noticed (see ``heartbeat_seconds``)."""
-    seconds = definition.heartbeat_seconds
-    return timedelta(seconds=seconds) if seconds is not None else None
 
 
 def tool_retry_policy(retry: Retry | None) -> RetryPolicy:
@@ -63,3 +66,92 @@ async def local(activity: str, *arguments: Any, result_type: type) -> Any:
         retry_policy=LOCAL_RETRY,
         result_type=result_type,
     )
+
+
+def local_tool_patch(tool: str) -> str:
+    """The patch marking the first local run of ``tool`` in a run's history."""
+    return f"lockgate:local:{tool}"
+
+
+def runs_local(definition: ToolDefinition) -> bool:
+    """Whether this run runs the tool as a local activity: declared ``local=True`` (never a
+    mutating tool), and not already run as a regular activity by this run.
+
+    Which commands a run issues must not change under it: a run in flight when its tool became
+    local, whose history schedules that tool as a regular activity, keeps doing so. A run's first
+    local run of each tool records the patch :func:`local_tool_patch`, which replay of such a
+    history does not find. (The way back, a tool no longer local, is not covered: let the runs
+    that ran it local finish first.)
+    """
+    return (
+        definition.local
+        and not definition.mutating
+        and workflow.patched(local_tool_patch(definition.name))
+    )
+
+
+async def execute_tool(
+    tool: str,
+    call: ToolActivityInput,
+    *,
+    local: bool,
+    timeout_seconds: float,
+    heartbeat_seconds: float | None,
+    retry: Retry | None,
+    summary: str,
+) -> dict[str, Any]:
+    """Runs a tool's activity (``lockgate.tool:<tool>``) with the tool's own timeout and retries.
+
+    Args:
+        tool: The tool.
+        call: Its input; lockgate's interceptor seals it on the way out, local or not.
+        local: Run it as a local activity, in this worker: only for a tool declared
+            ``local=True`` (never a mutating one), whose re-run after a crash changes nothing.
+        timeout_seconds: The tool's timeout: each attempt's start-to-close timeout.
+        heartbeat_seconds: How soon a dead worker running it is noticed (regular activities
+            only: a local one cannot heartbeat, and is re-run with its workflow task instead).
+        retry: The tool's retry policy; :data:`DEFAULT_RETRY` when None.
+        summary: What the UI shows for the step.
+
+    Returns:
+        The tool's result as a dict.
+
+    Raises:
+        ActivityError: The tool failed (its cause says how), local or not.
+    """
+    if local:
+        try:
+            result: dict[str, Any] = await workflow.execute_local_activity(
+                tool_activity_name(tool),
+                call,
+                result_type=dict,
+                start_to_close_timeout=timedelta(seconds=timeout_seconds),
+                retry_policy=tool_retry_policy(retry),
+                summary=summary,
+            )
+        except ActivityError:
+            raise
+        except FailureError as failure:
+            # The SDK raises a local activity's failure (a refusal, the tool's own error) as it
+            # is, where a regular activity's comes wrapped in an ActivityError; an exception that
+            # escaped the workflow would fail the run instead of parking it at the node.
+            raise ActivityError(
+                "Local activity failed",
+                scheduled_event_id=0,
+                started_event_id=0,
+                identity="",
+                activity_type=tool_activity_name(tool),
+                activity_id="",
+                retry_state=None,
+            ) from failure
+        return result
+    result = await workflow.execute_activity(
+        tool_activity_name(tool),
+        call,
+        result_type=dict,
+        start_to_close_timeout=timedelta(seconds=timeout_seconds),
+        heartbeat_timeout=timedelta(seconds=heartbeat_seconds) if heartbeat_seconds else None,
+        retry_policy=tool_retry_policy(retry),
+        summary=summary,
+    )
+    return result

@@ -5,7 +5,8 @@ they must do it against the worker's Directory: the interceptor sets the worker'
 context variable for exactly the duration of a validator, an update handler or a query.
 
 What lockgate's workflows hand over through Temporal is sealed on its way out, here: a tool
-activity's input (who it runs as, whether it was confirmed), the signals a run hands the worker
+activity's input (who it runs as, whether it was confirmed; a local activity's as a regular
+one's, so the tool activity checks both alike), the signals a run hands the worker
 to judge, and the state a run carries to its next run at continue-as-new. The seal is an HMAC
 under the worker secret over the handover and the execution it leaves from; it rides in a header,
 which no workflow code reads back and which replay never compares, so the secret never shapes a
@@ -27,6 +28,7 @@ from temporalio.worker import (
     HandleQueryInput,
     HandleUpdateInput,
     StartActivityInput,
+    StartLocalActivityInput,
     WorkflowInboundInterceptor,
     WorkflowInterceptorClassInput,
     WorkflowOutboundInterceptor,
@@ -104,13 +106,21 @@ class _SealingOutbound(WorkflowOutboundInterceptor):
     authority: Authority
 
     def start_activity(self, input: StartActivityInput) -> workflow.ActivityHandle[Any]:
+        self._seal_call(input)
+        return self.next.start_activity(input)
+
+    def start_local_activity(self, input: StartLocalActivityInput) -> workflow.ActivityHandle[Any]:
+        # A local tool activity judges its caller exactly as a regular one, from the same seal.
+        self._seal_call(input)
+        return self.next.start_local_activity(input)
+
+    def _seal_call(self, input: StartActivityInput | StartLocalActivityInput) -> None:
         call = input.args[0] if len(input.args) == 1 else None
         if isinstance(call, (ToolActivityInput, JudgeSignalsInput)) and self._sealing():
             info = workflow.info()
             binding = tool_activity_binding(info.workflow_id, info.run_id, input.activity, call)
             seal = self.authority.sealer.seal("tool-activity", binding)
             input.headers = {**input.headers, SEAL_HEADER: self._payload(seal)}
-        return self.next.start_activity(input)
 
     def continue_as_new(self, input: ContinueAsNewInput) -> NoReturn:
         start = input.args[0] if len(input.args) == 1 else None

@@ -1,8 +1,9 @@
 """The graph interpreter: one Temporal workflow type per declared graph.
 
 History is the run's log. Node runs are activities (each tool's own, through its pipeline, as
-whoever drives the run, under the worker secret's seal); answers are updates, validated before
-anything is written, or signals, judged on the worker by the same rules and recorded either way.
+whoever drives the run, under the worker secret's seal; local activities for tools declared
+``local=True``); answers are updates, validated before anything is written, or signals, judged
+on the worker by the same rules and recorded either way.
 Channels, trail, budgets and the open gate are rebuilt by replay and stored nowhere else.
 
 Everything a caller sends is measured and refused with a code before it is stored or echoed;
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -27,7 +27,6 @@ from lockgate.activities._activity_inputs import (
     OpenStartInput,
     ToolActivityInput,
     VerifyCarriedInput,
-    tool_activity_name,
 )
 from lockgate.gating import (
     Actor,
@@ -41,11 +40,7 @@ from lockgate.gating import (
     shorten,
 )
 from lockgate.workflows import _generated
-from lockgate.workflows._activity_options import (
-    heartbeat_timeout,
-    local,
-    tool_retry_policy,
-)
+from lockgate.workflows._activity_options import execute_tool, local, runs_local
 from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal
 from lockgate.workflows._carry import CarriedState, CarriedStateError
 from lockgate.workflows._compile import CompiledGraph, CompiledNode
@@ -297,14 +292,15 @@ class GraphRun(GraphAnswers):
             confirmed=True,
             node=state,
         )
+        definition = node.definition
         try:
-            result = await workflow.execute_activity(
-                tool_activity_name(node.tool),
+            result = await execute_tool(
+                node.tool,
                 call,
-                result_type=dict,
-                start_to_close_timeout=timedelta(seconds=node.definition.timeout),
-                heartbeat_timeout=heartbeat_timeout(node.definition),
-                retry_policy=tool_retry_policy(node.definition.retry),
+                local=runs_local(definition),
+                timeout_seconds=definition.timeout,
+                heartbeat_seconds=definition.heartbeat_seconds,
+                retry=definition.retry,
                 summary=f"{node.tool} as {self._driver.actor}",
             )
         except ActivityError as error:

@@ -6,6 +6,11 @@ the first answer. A tool that must be confirmed waits, durably, for a ``confirm`
 the token; the token expires on a workflow timer, and the call runs with the arguments of the
 first request whatever a later request sends. The token is derived from the worker secret and
 handed out by a query, so it is never written to the call's history.
+
+A tool declared ``local=True`` runs as a local activity here too, after the same checks: its
+result is recorded with the call's workflow task, so a worker that dies first has it run again
+(with the same request id and idempotency key) on the next one. Such a tool changes nothing, so
+the call still has one outcome. A call that waits for a confirmation has saved its checks first.
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ from lockgate.activities._activity_inputs import (
     PREPARE_CALL,
     PrepareCallInput,
     ToolActivityInput,
-    tool_activity_name,
 )
 from lockgate.gating import (
     MAX_ANSWER_BYTES,
@@ -37,7 +41,7 @@ from lockgate.gating import (
     confirm_binding,
     measure,
 )
-from lockgate.workflows._activity_options import local, tool_retry_policy
+from lockgate.workflows._activity_options import execute_tool, local
 from lockgate.workflows._authority_context import current_authority
 from lockgate.workflows._failures import UnreadableStart, refused_run
 
@@ -199,10 +203,9 @@ class ToolCallWorkflow:
                 return self._done(expired)
         self._status = "running"
         retry = prepared.get("retry")
-        heartbeat = prepared.get("heartbeat_seconds")
         try:
-            result = await workflow.execute_activity(
-                tool_activity_name(call.tool),
+            result = await execute_tool(
+                call.tool,
                 ToolActivityInput(
                     arguments=arguments,
                     actor=self._actor.to_dict(),
@@ -210,10 +213,12 @@ class ToolCallWorkflow:
                     idempotency_key=call.request_id,
                     confirmed=True,
                 ),
-                result_type=dict,
-                start_to_close_timeout=timedelta(seconds=prepared["timeout_seconds"]),
-                heartbeat_timeout=timedelta(seconds=heartbeat) if heartbeat else None,
-                retry_policy=tool_retry_policy(Retry(**retry) if retry else None),
+                # A call prepared before tools could be local has no "local": a regular activity,
+                # as its history has it.
+                local=bool(prepared.get("local")),
+                timeout_seconds=prepared["timeout_seconds"],
+                heartbeat_seconds=prepared.get("heartbeat_seconds"),
+                retry=Retry(**retry) if retry else None,
                 summary=f"{call.tool} as {self._actor.actor}",
             )
         except ActivityError as error:
