@@ -69,6 +69,7 @@ class GraphState:
     _start: StartGraphInput
     _refusal: PayloadProblem | None
     _carry: str  # "none"; "pending" until a carried state's seal opens; then "open"
+    _carried_signals: int  # how many of the inbox's first entries the carried state brought
     # The run.
     _status: str
     _state: str
@@ -111,6 +112,7 @@ class GraphState:
         self._dropped_inputs = []
         self._makers = []
         self._refused_signals_dropped = 0
+        self._refused_signals_kept = 0
         self._requester = requester
         self._driver = requester
 

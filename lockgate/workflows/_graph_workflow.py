@@ -80,6 +80,7 @@ class GraphRun(GraphAnswers):
         self._releasing = False
         self._refused_signals_kept = 0
         self._carry = "none"  # "pending" until a carried state's seal is opened, then "open"
+        self._carried_signals = 0
         self._unserved_version: object = None
         start, problem = parse_start(starts)
         self._start = start
@@ -134,6 +135,8 @@ class GraphRun(GraphAnswers):
                 ErrorCode.UNAUTHORIZED.value, f"The carried state was refused: {error}."
             )
         self._restore(restored)
+        # Signal handlers append after these: they run once this constructor has.
+        self._carried_signals = len(self._inbox)
         self._carry = "pending"
         return None
 
@@ -187,8 +190,11 @@ class GraphRun(GraphAnswers):
                 f"{self._unserved_version}: the run it continues started on a version no longer "
                 "served here.",
             }
-        # Nothing of a refused carried state is believed: the run shows the refusal only.
+        # Nothing of a refused carried state is believed: the run shows the refusal only. The
+        # signals it carried were sent to another run: judging them here would write audit
+        # records, and trail rows, of answers nobody gave this run.
         self._fresh_state(Actor.unverified("temporal"))
+        del self._inbox[: self._carried_signals]
         self._carry = "refused"
         code = str(verdict.get("code") or ErrorCode.UNAUTHORIZED.value)
         self._refusal = PayloadProblem(code, str(verdict["reason"]))
