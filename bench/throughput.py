@@ -99,9 +99,7 @@ class Phase:
 def local_tools() -> list[str]:
     """The essay graph's tools that run as local activities (``@tool(..., local=True)``)."""
     definitions = [definition_of(function) for function in essay.TOOLS]
-    # Read with a default, so that the figure says what it measured on either side of the
-    # release that brought local tools.
-    return [definition.name for definition in definitions if getattr(definition, "local", False)]
+    return [definition.name for definition in definitions if definition.local]
 
 
 def essay_inputs(runs: int) -> list[dict[str, str]]:
