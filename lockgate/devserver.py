@@ -55,14 +55,6 @@ _PROMPT_TRANSFER_ARGS = (
     "history.transferProcessorMaxPollRPS=10000",
 )
 
-# A client that starts a run on a task queue its own process's worker polls may be handed the
-# run's first workflow task in the start's reply (`request_eager_start`); off by default in the
-# server. It changes nothing for a client with no worker beside it.
-_EAGER_START_ARGS = (
-    "--dynamic-config-value",
-    "system.enableEagerWorkflowStart=true",
-)
-
 DURABILITIES = ("full", "fast")
 """How a file-backed dev server writes SQLite: ``full`` syncs every commit to disk (SQLite's own
 default, in WAL mode); ``fast`` syncs at checkpoints only, so a power loss (not a crash of the
@@ -83,7 +75,7 @@ def server_args(*, database: bool, durability: str = "full") -> list[str]:
     """
     if durability not in DURABILITIES:
         raise ValueError(f"durability is one of {', '.join(DURABILITIES)}, not {durability!r}")
-    args = [*_REFRESH_SEARCH_ATTRIBUTES_ARGS, *_PROMPT_TRANSFER_ARGS, *_EAGER_START_ARGS]
+    args = [*_REFRESH_SEARCH_ATTRIBUTES_ARGS, *_PROMPT_TRANSFER_ARGS]
     if database:
         args += ["--sqlite-pragma", "journal_mode=wal"]
         if durability == "fast":

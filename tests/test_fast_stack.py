@@ -21,11 +21,10 @@ WAL_FORMAT = 2
 """Bytes 18 and 19 of a SQLite file: the format it is written (and read) in; 2 is WAL."""
 
 
-def test_the_settings_name_the_prompt_transfer_queue_and_eager_start() -> None:
+def test_the_settings_read_the_transfer_queue_as_often_as_there_is_work() -> None:
     args = server_args(database=False)
 
     assert "history.transferProcessorMaxPollRPS=10000" in args
-    assert "system.enableEagerWorkflowStart=true" in args
     assert "--sqlite-pragma" not in args  # in memory: there is no file to write
 
 
@@ -54,8 +53,8 @@ async def test_lockgate_devs_server_keeps_its_file_in_wal_mode(tmp_path: Path) -
 async def test_a_run_started_beside_its_worker_takes_its_first_task_eagerly(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
-    # The client starting the run is the worker's own: the server hands the first workflow task
-    # back in the start's reply instead of through the task queue.
+    # The client starting the run is the worker's own: the server (1.32 allows eager starts by
+    # default) hands the first workflow task back in the start's reply, not through the queue.
     async with lockgate_worker(graphs=[OpenEssay]):
         run = await GraphClient(temporal_client, task_queue).start(OpenEssay, ALWAYS_FAILS)
         history = await temporal_client.get_workflow_handle(run["run_id"]).fetch_history()

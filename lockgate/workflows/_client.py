@@ -157,8 +157,9 @@ class GraphClient:
         }
         try:
             # Eager: where this client's own process runs a worker for the task queue, the
-            # run's first workflow task comes back in the start's reply (the server must allow
-            # it, as `lockgate dev` and the test server do); elsewhere nothing changes.
+            # run's first workflow task comes back in the start's reply (where the server allows
+            # it: `system.enableEagerWorkflowStart`, on by default in 1.32); elsewhere nothing
+            # changes.
             await self.client.start_workflow(
                 name,
                 start,
