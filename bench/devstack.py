@@ -16,17 +16,17 @@ on (uvloop where it is installed). Two figures:
 So that each setting's share can be told, the same two figures are measured in the same run on
 the configurations that lead there, each on its own fresh server: ``before`` (what ``lockgate
 dev`` ran: a SQLite file with default pragmas, only the search-attribute cache flag),
-``prompt_transfer`` (plus the transfer-queue poll limit), ``wal`` (plus SQLite's write-ahead
-log), ``lockgate_dev`` (all of ``server_args(database=True)``, which adds eager workflow start:
-the main figures) and ``durability_fast`` (``--durability fast``: SQLite syncs at checkpoints
-only). All five servers stay up and the configurations take turns for ``--rounds`` rounds, the
-order reversed each round; in its turn a configuration gets a fresh worker, a warm-up, its share
-of the sequential runs and one essay phase. Ratios are medians of pairs from the same round:
+``prompt_transfer`` (plus the transfer-queue poll limit), ``lockgate_dev`` (plus SQLite's
+write-ahead log: all of ``server_args(database=True)``, the main figures) and ``durability_fast``
+(``--durability fast``: SQLite syncs at checkpoints only). All four servers stay up and the
+configurations take turns for ``--rounds`` rounds, the order reversed each round; in its turn a
+configuration gets a fresh worker, a warm-up, its share of the sequential runs and one essay
+phase. Ratios are medians of pairs from the same round:
 ``before`` against ``lockgate_dev``, and each configuration against the one before it (what its
 one setting bought). ``other_load_cores`` says how much CPU other processes took meanwhile.
 Each ``sequential_node_ms`` line says whether its runs started eagerly (``started_eagerly``, as
-the server answered): Server 1.32 already allows it without the flag, so where both sides of
-the ``eager_start`` step started eagerly, that step's ratios show the run's noise, not the flag.
+the server answered): ``GraphClient.start`` asks for it and Server 1.32 allows it by default,
+so every configuration does, ``before`` included.
 
     python bench/devstack.py [--runs 200] [--repeats 15] [--rounds 3]
 """
@@ -76,7 +76,6 @@ _REFRESH_SEARCH_ATTRIBUTES = [
     "system.forceSearchAttributesCacheRefreshOnRead=true",
 ]
 _PROMPT_TRANSFER = ["--dynamic-config-value", "history.transferProcessorMaxPollRPS=10000"]
-_WAL = ["--sqlite-pragma", "journal_mode=wal"]
 
 
 @dataclass(frozen=True)
@@ -107,15 +106,9 @@ CONFIGURATIONS = [
         settings=[*_REFRESH_SEARCH_ATTRIBUTES, *_PROMPT_TRANSFER],
     ),
     Configuration(
-        "wal",
-        "wal",
-        "SQLite journal_mode=wal",
-        settings=[*_REFRESH_SEARCH_ATTRIBUTES, *_PROMPT_TRANSFER, *_WAL],
-    ),
-    Configuration(
         "lockgate_dev",
-        "eager_start",
-        "system.enableEagerWorkflowStart=true (now all of server_args(database=True))",
+        "wal",
+        "SQLite journal_mode=wal (all of server_args(database=True))",
         durability="full",
         main=True,
     ),
