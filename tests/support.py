@@ -68,6 +68,25 @@ async def failed_workflow_tasks(handle: WorkflowHandle[Any, Any]) -> list[Histor
     ]
 
 
+EMPTY_WORKFLOW_TASK = [
+    "EVENT_TYPE_WORKFLOW_TASK_SCHEDULED",
+    "EVENT_TYPE_WORKFLOW_TASK_STARTED",
+    "EVENT_TYPE_WORKFLOW_TASK_COMPLETED",
+]
+"""The events of a workflow task that did nothing, as event type names."""
+
+
+def assert_nothing_written_but_a_workflow_task(before: list[str], after: list[str]) -> None:
+    """A history (as event type names) that grew by nothing, or by one empty workflow task.
+
+    A refused update writes nothing of itself. The server runs it in a speculative workflow task
+    that it drops, unless the task before left more than ten events (a workflow task of several
+    local activities does): then it keeps that task, empty, so as not to ship those events again.
+    """
+    assert after[: len(before)] == before, "the history changed before its end"
+    assert after[len(before) :] in ([], EMPTY_WORKFLOW_TASK), after[len(before) :]
+
+
 async def outcome(
     handle: WorkflowHandle[Any, Any] | WorkflowUpdateHandle[Any],
 ) -> dict[str, Any]:

@@ -77,8 +77,8 @@ CARRY_SEAL_HEADER = "lockgate-carry-seal"
 
 CLEAN_MEMO = {"memo": "Quarterly numbers. TODO: round them"}
 
-# A suggestion this low makes essay:review continue as new in its first workflow task after its
-# history passes twenty events: at the latest, the task a signal gives a run waiting at its gate.
+# A suggestion this low makes an essay:review waiting at its gate continue as new in the first
+# workflow task after the one that opened it (its drafts are local: one task drafts them all).
 SUGGEST_AFTER_EVENTS = 20
 
 # The activity of the tool every attack here is after.
@@ -542,6 +542,8 @@ async def test_a_real_sealed_carry_copied_into_another_workflow_id_is_refused(
         real_start = decoded(client, attributes.input.payloads[0])
         seal = header_text(client, attributes.header.fields, CARRY_SEAL_HEADER)
         assert real_start["carried"]["requester"]["principal"] == "ada"
+        # It carries the signal, unjudged: the stolen run must not judge it as its own.
+        assert [entry["name"] for entry in real_start["carried"]["inbox"]] == ["decide"]
 
         await client.start_workflow(
             HandOver.run,

@@ -8,6 +8,10 @@ a deliberate change to the interpreter or to an example graph::
 
 A history that no longer replays means a run already in flight would break on the new code:
 give the graph a new ``version=`` instead, or keep the old behaviour.
+
+``essay_review_before_local_tools`` is never re-recorded: an essay run from before its writer and
+grader were declared ``local=True``, when every node was a regular activity. It must keep
+replaying, as a run in flight across that upgrade must keep running.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from tests.support import SECRET, gate_of
 HISTORIES = Path(__file__).parent / "histories"
 GRAPHS = [EssayReview, MemoClearance, PublishPost, Ledger]
 SAVED = ["essay_review", "ledger_entry", "memo_clearance", "publish_post"]
+BEFORE_LOCAL_TOOLS = "essay_review_before_local_tools"
 REGENERATE = os.environ.get("LOCKGATE_REGENERATE_HISTORIES") == "1"
 
 
@@ -49,7 +54,9 @@ def run_id_of(name: str) -> str:
 
 
 def saved_history(name: str) -> WorkflowHistory:
-    return WorkflowHistory.from_json(run_id_of(name), (HISTORIES / f"{name}.json").read_text())
+    # The history from before local tools was recorded as essay_review's, under its id.
+    run_id = run_id_of("essay_review" if name == BEFORE_LOCAL_TOOLS else name)
+    return WorkflowHistory.from_json(run_id, (HISTORIES / f"{name}.json").read_text())
 
 
 # --- Recording (only with LOCKGATE_REGENERATE_HISTORIES=1; runs first, so the replays below see it)
@@ -135,10 +142,11 @@ async def test_record_the_saved_histories(
 
 
 def test_every_example_graph_has_a_saved_history() -> None:
-    assert sorted(path.stem for path in HISTORIES.glob("*.json")) == SAVED
+    saved = sorted(path.stem for path in HISTORIES.glob("*.json"))
+    assert saved == sorted([*SAVED, BEFORE_LOCAL_TOOLS])
 
 
-@pytest.mark.parametrize("name", SAVED)
+@pytest.mark.parametrize("name", [*SAVED, BEFORE_LOCAL_TOOLS])
 async def test_a_saved_history_replays_on_todays_code(name: str) -> None:
     replayer = Replayer(workflows=[], plugins=[LockgatePlugin(graphs=GRAPHS, secret=SECRET)])
     result = await replayer.replay_workflow(saved_history(name), raise_on_replay_failure=False)

@@ -55,7 +55,13 @@ def _missing(rubric: str, draft: str) -> list[str]:
     return [word for word in _required_words(rubric) if word not in text]
 
 
-@tool("essay:write", "Write the next draft of the essay, working in the grader's feedback.")
+# Writing and grading change nothing and cost little: local activities, run in the workflow's own
+# worker without a round trip through the server (a crash may run them again, harmlessly).
+@tool(
+    "essay:write",
+    "Write the next draft of the essay, working in the grader's feedback.",
+    local=True,
+)
 async def write(title: str, rubric: str, draft: str, feedback: str) -> Draft:
     if not draft:
         return Draft(draft=f"{title}.")
@@ -63,7 +69,7 @@ async def write(title: str, rubric: str, draft: str, feedback: str) -> Draft:
     return Draft(draft=f"{draft} It is also about {wanted}." if wanted else draft)
 
 
-@tool("essay:grade", "Judge the draft against the rubric.")
+@tool("essay:grade", "Judge the draft against the rubric.", local=True)
 async def grade(rubric: str, draft: str) -> GradeReport:
     missing = _missing(rubric, draft)
     if missing:

@@ -42,13 +42,14 @@ class Released(BaseModel):
     released: bool
 
 
-@tool("memo:prepare", "Tidy the memo: drop notes to self.")
+# Preparing and checking change nothing: local activities (releasing and shelving stay regular).
+@tool("memo:prepare", "Tidy the memo: drop notes to self.", local=True)
 async def prepare(memo: str) -> Prepared:
     kept = [line for line in memo.split(". ") if not line.startswith("TODO")]
     return Prepared(memo=". ".join(kept))
 
 
-@tool("memo:check", "Look for anything that may not leave the building.")
+@tool("memo:check", "Look for anything that may not leave the building.", local=True)
 async def check(memo: str) -> CheckReport:
     if "classified" in memo.lower():
         return CheckReport(findings="Mentions classified material.", scan=Scan.DIRTY)

@@ -28,7 +28,8 @@ class PostPublished(BaseModel):
     url: str
 
 
-@tool("post:draft", "Write (or rewrite) the post.")
+# Drafting changes nothing: a local activity (publishing stays regular).
+@tool("post:draft", "Write (or rewrite) the post.", local=True)
 async def draft(topic: str, revision: int) -> PostDraft:
     return PostDraft(body=f"{topic} (revision {revision + 1})", revision=revision + 1)
 
