@@ -39,7 +39,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.worker import Worker
 
 from bench._exit import leave
-from bench._workloads import _stdout_to_stderr, emit
+from bench._workloads import emit, stdout_to_stderr
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.devserver import DevServer
 from lockgate.examples.essay_review import EssayReview
@@ -121,7 +121,7 @@ async def main(repeats: int, warmup: int) -> None:
     people = Identities({"wren": {"scopes": ["essay:publish"]}})
     with tempfile.TemporaryDirectory() as scratch:
         server = DevServer(port=free_port(), ui=False, db_file=Path(scratch) / "temporal.db")
-        with _stdout_to_stderr():  # the server prints a banner on the descriptor it inherits
+        with stdout_to_stderr():  # the server prints a banner on the descriptor it inherits
             await server.start()
         try:
             client = server.client
