@@ -332,6 +332,24 @@ class GraphClient:
         ours to answer, whatever it calls itself.
         """
         handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
+        # Asked at once, believed only once the server's description says the run is ours.
+        asking = asyncio.ensure_future(
+            handle.query("awaiting", result_type=dict, rpc_timeout=_QUERY_TIMEOUT)
+        )
+        try:
+            return await self._judge_awaiting(run_id, handle, asking)
+        finally:
+            if not asking.done():
+                asking.cancel()
+            elif not asking.cancelled():
+                asking.exception()  # retrieved: a refusal above already said what went wrong
+
+    async def _judge_awaiting(
+        self,
+        run_id: str,
+        handle: WorkflowHandle[Any, Any],
+        asking: Awaitable[dict[str, Any]],
+    ) -> dict[str, Any]:
         description = await _describe(handle)
         if isinstance(description, dict):
             return cast(dict[str, Any], description)
@@ -348,9 +366,7 @@ class GraphClient:
             )
         execution = description.raw_description.workflow_execution_info.first_run_id
         try:
-            reported: dict[str, Any] = await handle.query(
-                "awaiting", result_type=dict, rpc_timeout=_QUERY_TIMEOUT
-            )
+            reported = await asking
         except (WorkflowQueryFailedError, RPCError) as error:
             return _plain_refusal(
                 ErrorCode.NOT_FOUND,
