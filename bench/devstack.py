@@ -43,7 +43,6 @@ import asyncio
 import contextlib
 import itertools
 import os
-import socket
 import statistics
 import tempfile
 import time
@@ -56,7 +55,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from bench._exit import leave
-from bench._workloads import CpuMeter, Linear20, emit, median_ratio, stdout_to_stderr
+from bench._workloads import CpuMeter, Linear20, emit, free_port, median_ratio, stdout_to_stderr
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.cli._loop import event_loop_name, run_on_the_fastest_loop
 from lockgate.devserver import DevServer, server_args, temporal_binary
@@ -119,13 +118,6 @@ CONFIGURATIONS = [
         durability="fast",
     ),
 ]
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextlib.asynccontextmanager

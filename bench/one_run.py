@@ -29,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import argparse
 import asyncio
-import socket
 import statistics
 import tempfile
 from collections.abc import Sequence
@@ -39,7 +38,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.worker import Worker
 
 from bench._exit import leave
-from bench._workloads import emit, stdout_to_stderr
+from bench._workloads import emit, free_port, stdout_to_stderr
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.devserver import DevServer
 from lockgate.examples.essay_review import EssayReview
@@ -52,12 +51,6 @@ _STARTS = {
     EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED: "workflow_task",
     EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: "activity",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _ms(event: HistoryEvent) -> float:
