@@ -14,6 +14,7 @@ from typing import Annotated, Any, TypeVar
 from uuid import uuid4
 
 from pydantic import BaseModel, Field
+from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
@@ -597,4 +598,42 @@ class TicketCall(str, Enum):
 class TicketDesk(BaseModel):
     # Made per run, when the run's start is checked on the worker, and recorded there.
     ticket: Annotated[str, Target()] = Field(default_factory=lambda: uuid4().hex)
+    state: Docket | None = None
+
+
+def _ticket_clock_that_always_breaks() -> str:
+    raise RuntimeError("the ticket clock is broken")
+
+
+def _clock_breaking_on_the_worker() -> str:
+    # Works when the worker starts (the compiler makes one to check it is JSON data), then
+    # breaks when a run's start is checked, in lockgate.open_start: a clock that went away.
+    if activity.in_activity():
+        raise RuntimeError("the ticket clock went away")
+    return uuid4().hex
+
+
+@graph(
+    "ticket:unstartable-desk",
+    "TicketDesk, whose ticket factory (the graph author's code) always raises.",
+    start=file_ticket,
+    routes=[Route(Docket.FILED, to=TicketCall), Route(TicketCall.CLOSE, to=close_ticket)],
+    asks=[Ask(TicketCall, of="clerk", because="A clerk closes each ticket.")],
+    allow_unsigned_start=True,
+)
+class UnstartableDesk(BaseModel):
+    ticket: Annotated[str, Target()] = Field(default_factory=_ticket_clock_that_always_breaks)
+    state: Docket | None = None
+
+
+@graph(
+    "ticket:broken-clock-desk",
+    "TicketDesk, whose ticket factory breaks once runs start.",
+    start=file_ticket,
+    routes=[Route(Docket.FILED, to=TicketCall), Route(TicketCall.CLOSE, to=close_ticket)],
+    asks=[Ask(TicketCall, of="clerk", because="A clerk closes each ticket.")],
+    allow_unsigned_start=True,
+)
+class BrokenClockDesk(BaseModel):
+    ticket: Annotated[str, Target()] = Field(default_factory=_clock_breaking_on_the_worker)
     state: Docket | None = None

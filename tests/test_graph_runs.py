@@ -23,6 +23,7 @@ from tests.graphs_for_tests import (
     ALWAYS_FAILS,
     FAILS_ONCE,
     PASSES_FIRST_TIME,
+    BrokenClockDesk,
     OpenEssay,
     TicketDesk,
     essay_people,
@@ -165,6 +166,22 @@ async def test_a_refused_run_fails_in_temporal_with_its_code_and_sentence(
     assert failure.application_failure_info.non_retryable is True
     # Read back, the run says what it said when it was refused.
     assert shown == run
+
+
+async def test_a_start_whose_checks_keep_failing_is_refused_not_a_failed_run(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    # The graph's own default factory raises on every attempt of the start's check (a local
+    # activity, retried a bounded number of times): the run records a refusal and ends refused,
+    # it does not fail on the exception.
+    async with lockgate_worker(graphs=[BrokenClockDesk]):
+        run = await GraphClient(temporal_client, task_queue).start(BrokenClockDesk, {})
+
+    assert run["status"] == "refused", run
+    assert run["error"]["code"] == "INTERNAL_ERROR"
+    assert run["error"]["message"].startswith("The start could not be checked")
+    assert "the ticket clock went away" in run["error"]["message"]
+    assert run["trail"] == []
 
 
 async def test_an_unsigned_start_of_a_graph_that_allows_it_is_driven_by_an_unverified_requester(

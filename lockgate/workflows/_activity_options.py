@@ -58,13 +58,38 @@ def tool_retry_policy(retry: Retry | None) -> RetryPolicy:
 
 
 async def local(activity: str, *arguments: Any, result_type: type) -> Any:
-    """Runs one of lockgate's own local activities with its bounded retries."""
-    return await workflow.execute_local_activity(
-        activity,
-        args=arguments,
-        start_to_close_timeout=LOCAL_TIMEOUT,
-        retry_policy=LOCAL_RETRY,
-        result_type=result_type,
+    """Runs one of lockgate's own local activities with its bounded retries.
+
+    Raises:
+        ActivityError: It failed on every attempt (its cause says how); the caller records a
+            refusal, so the run never fails for it.
+    """
+    try:
+        return await workflow.execute_local_activity(
+            activity,
+            args=arguments,
+            start_to_close_timeout=LOCAL_TIMEOUT,
+            retry_policy=LOCAL_RETRY,
+            result_type=result_type,
+        )
+    except ActivityError:
+        raise
+    except FailureError as failure:
+        raise _local_failure(activity) from failure
+
+
+def _local_failure(activity: str) -> ActivityError:
+    """The ActivityError a regular activity's failure comes wrapped in: the SDK raises a local
+    activity's failure (a refusal, the code's own error) as it is, and an exception that
+    escaped the workflow would fail the run instead of being recorded."""
+    return ActivityError(
+        "Local activity failed",
+        scheduled_event_id=0,
+        started_event_id=0,
+        identity="",
+        activity_type=activity,
+        activity_id="",
+        retry_state=None,
     )
 
 
@@ -131,19 +156,8 @@ async def execute_tool(
             )
         except ActivityError:
             raise
-        except FailureError as failure:
-            # The SDK raises a local activity's failure (a refusal, the tool's own error) as it
-            # is, where a regular activity's comes wrapped in an ActivityError; an exception that
-            # escaped the workflow would fail the run instead of parking it at the node.
-            raise ActivityError(
-                "Local activity failed",
-                scheduled_event_id=0,
-                started_event_id=0,
-                identity="",
-                activity_type=tool_activity_name(tool),
-                activity_id="",
-                retry_state=None,
-            ) from failure
+        except FailureError as failure:  # as for `local`: parked at the node, not a failed run
+            raise _local_failure(tool_activity_name(tool)) from failure
         return result
     result = await workflow.execute_activity(
         tool_activity_name(tool),
