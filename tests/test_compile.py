@@ -158,6 +158,16 @@ def test_a_channel_with_a_leading_underscore_is_refused_as_the_engines() -> None
         compile_graph(g.ReservedChannel)
 
 
+def test_a_default_factory_that_raises_is_refused_naming_the_channel() -> None:
+    with pytest.raises(GraphDeclarationError) as refused:
+        compile_graph(g.UnstartableDesk)
+
+    assert "the default_factory of channel 'ticket' raised RuntimeError: the ticket clock is " in (
+        str(refused.value)
+    )
+    assert "so no run could start" in str(refused.value)
+
+
 def test_two_graphs_with_one_name_and_version_are_refused_by_the_registry() -> None:
     with pytest.raises(GraphDeclarationError) as refused:
         GraphRegistry([g.TwinOne, g.TwinTwo])

@@ -218,7 +218,13 @@ class _Compiler:
             if info.is_required():
                 facts["required"].append(name)
             else:
-                default = info.get_default(call_default_factory=True)
+                try:
+                    default = info.get_default(call_default_factory=True)
+                except Exception as error:  # the graph author's own factory
+                    raise self.fail(
+                        f": the default_factory of channel '{name}' raised "
+                        f"{type(error).__name__}: {error}, so no run could start."
+                    ) from None
                 try:
                     jsonable = to_jsonable(default)
                 except TypeError:
