@@ -6,16 +6,10 @@ from lockgate.activities._activity_inputs import (
     tool_activity_name,
 )
 from lockgate.activities._budget import BudgetReport, context_tokens, estimate_tokens
+from lockgate.activities._events import ExecutedEvent, ExecutingEvent, FailedEvent, ToolFailure
 from lockgate.activities._ledger import SPENT_PROOF_WORKFLOW, TemporalNonceLedger, spent_proof_id
 from lockgate.activities._refusal import Refusal
-from lockgate.activities._registry import (
-    PIPELINE_STAGES,
-    ExecutedEvent,
-    ExecutingEvent,
-    FailedEvent,
-    ToolFailure,
-    ToolRegistry,
-)
+from lockgate.activities._registry import PIPELINE_STAGES, ToolRegistry
 from lockgate.activities._sealed_calls import (
     SEAL_HEADER,
     SealReader,

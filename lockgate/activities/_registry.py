@@ -1,19 +1,28 @@
-"""The tool registry: every call passes one pipeline, in one order, and never raises."""
+"""The tool registry: every call passes one pipeline, in one order, and never raises.
+
+It owns :class:`ToolRegistry` (registration, hooks, exposure and the pipeline's stages) and
+:data:`PIPELINE_STAGES`. The hook events and :class:`ToolFailure` live in ``_events``; turning
+arguments and return values into results lives in ``_results``.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import difflib
-import enum
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel
-
 from lockgate.activities._budget import BudgetReport, tools_within_budget
+from lockgate.activities._events import ExecutedEvent, ExecutingEvent, FailedEvent, ToolFailure
+from lockgate.activities._results import (
+    _as_arguments,
+    _as_result,
+    _copy,
+    _describe_type,
+    _sentence,
+)
 from lockgate.activities._schema_tool import schema_definition
 from lockgate.activities._tool import (
     ArgumentsInvalid,
@@ -40,10 +49,6 @@ from lockgate.gating import (
 
 __all__ = [
     "PIPELINE_STAGES",
-    "ExecutedEvent",
-    "ExecutingEvent",
-    "FailedEvent",
-    "ToolFailure",
     "ToolRegistry",
 ]
 
@@ -65,117 +70,9 @@ PIPELINE_STAGES = (
 _Hook = TypeVar("_Hook", bound=Callable[..., Any])
 
 
-@dataclass(slots=True)
-class ExecutingEvent:
-    """Handed to ``executing`` hooks, after every check said yes and before the tool runs.
-
-    A hook may answer on the tool's behalf (:meth:`short_circuit`, e.g. a cache) or stop the
-    call (:meth:`veto`). A call that any check refused never reaches a hook.
-    """
-
-    name: str
-    ctx: ToolContext
-    arguments: Mapping[str, Any]
-    _result: ToolResult | None = field(default=None, repr=False)
-    _veto: str | None = field(default=None, repr=False)
-
-    def short_circuit(self, result: ToolResult) -> None:
-        """Answers with ``result``; the tool does not run (``executed`` still fires)."""
-        self._result = result
-
-    def veto(self, reason: str = "Tool execution vetoed by a hook.") -> None:
-        """Stops the call; it returns a blocked result."""
-        self._veto = reason
-
-
-@dataclass(frozen=True, slots=True)
-class ExecutedEvent:
-    """Handed to ``executed`` hooks after a call ran, or was answered by a hook."""
-
-    name: str
-    ctx: ToolContext
-    arguments: Mapping[str, Any]
-    result: ToolResult
-    cache_served: bool
-
-
-@dataclass(frozen=True, slots=True)
-class FailedEvent:
-    """Handed to ``failed`` hooks when the tool's own code raised."""
-
-    name: str
-    ctx: ToolContext
-    arguments: Mapping[str, Any]
-    exception: BaseException
-    took_ms: float
-
-
-class ToolFailure(Exception):
-    """Raised instead of containing a tool's exception, when the caller asked for that.
-
-    On Temporal the activity lets the tool's failure reach the retry policy. ``result`` is what
-    the pipeline would have returned in process.
-    """
-
-    def __init__(self, result: ToolResult, cause: BaseException) -> None:
-        super().__init__(result.error.message if result.error else str(cause))
-        self.result = result
-        self.cause = cause
-
-
 _now = time.perf_counter
 
 Confirmation = Literal["token", "ask", "confirmed"]
-
-_NOT_A_MAPPING = "Arguments for '{tool}' must be a JSON object of named arguments, not {what}."
-
-
-def _copy(result: ToolResult) -> ToolResult:
-    return ToolResult(result.success, result.data, result.message, result.error, dict(result.meta))
-
-
-def _sentence(kind: str, text: str) -> str:
-    text = text.strip()
-    said = f"{kind}: {text}" if text else kind
-    return said if said.endswith((".", "!", "?")) else said + "."
-
-
-def _describe_type(value: object) -> str:
-    names = {list: "a list", tuple: "a list", str: "a string", bool: "a boolean"}
-    if value is None:
-        return "null"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return "a number"
-    return names.get(type(value), f"a {type(value).__name__}")
-
-
-def _as_result(returned: Any) -> ToolResult:
-    """A tool's return value as a result: models become their JSON data, enums their value.
-
-    A returned :class:`ToolResult` is copied: its meta gets this call's stamp, and the same
-    object may be returned again (a constant, a cache).
-    """
-    if isinstance(returned, ToolResult):
-        return _copy(returned)
-    if isinstance(returned, BaseModel):
-        returned = returned.model_dump(mode="json")
-    elif isinstance(returned, enum.Enum):
-        returned = returned.value
-    return ToolResult(True, returned)
-
-
-def _as_arguments(tool: str, arguments: object) -> ToolResult | tuple[dict[str, Any], object]:
-    """The arguments as a dict and the confirmation token taken out of them, or a refusal."""
-    if arguments is None:
-        return {}, None
-    if not isinstance(arguments, Mapping):
-        return ToolResult.error(
-            ErrorCode.VALIDATION_ERROR,
-            _NOT_A_MAPPING.format(tool=tool, what=_describe_type(arguments)),
-        )
-    copied = dict(arguments)
-    token = copied.pop("confirm_token", None)
-    return copied, token
 
 
 class ToolRegistry:

@@ -35,8 +35,9 @@ from lockgate.activities._activity_inputs import (
     carry_binding,
     tool_activity_name,
 )
+from lockgate.activities._events import ToolFailure
 from lockgate.activities._refusal import Refusal
-from lockgate.activities._registry import ToolFailure, ToolRegistry
+from lockgate.activities._registry import ToolRegistry
 from lockgate.activities._sealed_calls import current_seal, tool_activity_binding
 from lockgate.activities._tool import ToolDefinition
 from lockgate.gating import (
