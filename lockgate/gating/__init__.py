@@ -13,18 +13,8 @@ from lockgate.gating._audit import (
     redact,
 )
 from lockgate.gating._authority import (
-    MADE_THE_WORK,
-    OWN_GATE,
     Authority,
-    GateChoice,
-    Judgement,
-    OpenGate,
-    ParkedNode,
-    ViewerChoice,
     answer_refusal_sentence,
-    judge_answer,
-    judge_resume,
-    judge_viewer,
     needed_phrase,
     node_refusal_sentence,
     why_node_refuses,
@@ -48,7 +38,17 @@ from lockgate.gating._confirm import (
 )
 from lockgate.gating._context import Mode, ToolContext, local_shell_context, new_request_id
 from lockgate.gating._directory import Directory, DirectoryEntry
+from lockgate.gating._gates import GateChoice, OpenGate, ParkedNode
 from lockgate.gating._identity_errors import IdentityError, ProofRefused, RefusalReason
+from lockgate.gating._judgements import (
+    MADE_THE_WORK,
+    OWN_GATE,
+    Judgement,
+    ViewerChoice,
+    judge_answer,
+    judge_resume,
+    judge_viewer,
+)
 from lockgate.gating._keys import (
     NewIdentity,
     directory_entry_toml,

@@ -1,0 +1,156 @@
+"""Gate and park records: a gate waiting for an answer, its options, and a run parked at a node.
+
+These are what the judgements in :mod:`lockgate.gating._judgements` see of a run; they travel as
+JSON data (the memo, ``pending``, activity results) through ``to_dict`` and ``from_dict``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "GateChoice",
+    "OpenGate",
+    "ParkedNode",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class GateChoice:
+    """One option of a gate: where it leads and what that first node needs."""
+
+    option: str
+    leads_to: str | None
+    operation: str | None
+    needs: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON data (for the memo and ``pending``)."""
+        return {
+            "option": self.option,
+            "leads_to": self.leads_to,
+            "operation": self.operation,
+            "needs": list(self.needs),
+        }
+
+    @classmethod
+    def from_dict(cls, value: Mapping[str, Any]) -> GateChoice:
+        """Reads :meth:`to_dict` output."""
+        return cls(
+            str(value["option"]),
+            value.get("leads_to"),
+            value.get("operation"),
+            tuple(value.get("needs") or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OpenGate:
+    """A gate waiting for an answer, as the rules need to see it.
+
+    Attributes:
+        graph: The graph the run belongs to.
+        run: The run (workflow id).
+        gate: This opening's key (``editor_call#2``): a proof answers one opening only.
+        ask: The gate's state (``editor_call``).
+        role: The role an approver must hold.
+        because: Why a human is asked.
+        requester: Who opened it (the run's requester); they may not answer it.
+        choices: The options.
+        execution: The run's first run id: a proof answers one execution of a workflow id.
+        subject: :func:`gate_subject` of what the gate shows (its target channel, its options):
+            a proof answers what its signer was shown, nothing else.
+        makers: The verified principals who drove the work this gate reviews: the nodes run
+            since the run started or the previous gate was answered. None of them may approve it.
+    """
+
+    graph: str
+    run: str
+    gate: str
+    ask: str
+    role: str
+    because: str
+    requester: str
+    choices: tuple[GateChoice, ...]
+    execution: str = ""
+    subject: str = ""
+    makers: tuple[str, ...] = ()
+
+    def choice(self, option: str) -> GateChoice | None:
+        """The choice named ``option``."""
+        return next((choice for choice in self.choices if choice.option == option), None)
+
+    @property
+    def options(self) -> list[str]:
+        """The option names, in declaration order."""
+        return [choice.option for choice in self.choices]
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON data."""
+        return {
+            "graph": self.graph,
+            "run_id": self.run,
+            "gate": self.gate,
+            "ask": self.ask,
+            "role": self.role,
+            "because": self.because,
+            "requester": self.requester,
+            "choices": [choice.to_dict() for choice in self.choices],
+            "execution": self.execution,
+            "subject": self.subject,
+            "makers": list(self.makers),
+        }
+
+    @classmethod
+    def from_dict(cls, value: Mapping[str, Any]) -> OpenGate:
+        """Reads :meth:`to_dict` output (also a memo written before the key was ``run_id``)."""
+        return cls(
+            graph=str(value["graph"]),
+            run=str(value["run_id"] if "run_id" in value else value["run"]),
+            gate=str(value["gate"]),
+            ask=str(value["ask"]),
+            role=str(value["role"]),
+            because=str(value.get("because") or ""),
+            requester=str(value["requester"]),
+            choices=tuple(GateChoice.from_dict(choice) for choice in value["choices"]),
+            execution=str(value.get("execution") or ""),
+            subject=str(value.get("subject") or ""),
+            makers=tuple(str(maker) for maker in value.get("makers") or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ParkedNode:
+    """A run parked at a node it was refused (or could not finish)."""
+
+    graph: str
+    run: str
+    node: str
+    operation: str
+    needs: tuple[str, ...] = ()
+    parking: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON data."""
+        return {
+            "graph": self.graph,
+            "run_id": self.run,
+            "node": self.node,
+            "operation": self.operation,
+            "needs": list(self.needs),
+            "parking": self.parking,
+        }
+
+    @classmethod
+    def from_dict(cls, value: Mapping[str, Any]) -> ParkedNode:
+        """Reads :meth:`to_dict` output (also one written before the key was ``run_id``)."""
+        return cls(
+            graph=str(value["graph"]),
+            run=str(value["run_id"] if "run_id" in value else value["run"]),
+            node=str(value["node"]),
+            operation=str(value["operation"]),
+            needs=tuple(str(need) for need in value.get("needs") or ()),
+            parking=int(value.get("parking") or 1),
+        )

@@ -1,0 +1,387 @@
+"""Judgements: whether an answer to a gate, a resume of a parked run, or a viewer's option stands.
+
+Each is judged before anything about it is written, against the worker's :class:`Authority`
+(:mod:`lockgate.gating._authority`) and the gate records (:mod:`lockgate.gating._gates`).
+Judgements return sentences, never scopes: a refusal names what was missing, not what anyone holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockgate.gating._actors import Actor
+from lockgate.gating._authority import Authority, answer_refusal_sentence, why_node_refuses
+from lockgate.gating._gates import OpenGate, ParkedNode
+from lockgate.gating._identity_errors import ProofRefused
+from lockgate.gating._limits import shorten
+from lockgate.gating._proofs import Proof
+from lockgate.gating._result import ErrorCode
+
+__all__ = [
+    "MADE_THE_WORK",
+    "OWN_GATE",
+    "Judgement",
+    "ViewerChoice",
+    "judge_answer",
+    "judge_resume",
+    "judge_viewer",
+]
+
+OWN_GATE = (
+    "{actor} opened this gate, so it cannot approve it: the work and its approval need two "
+    "different people"
+)
+MADE_THE_WORK = (
+    "{actor} drove work this gate reviews, so it cannot approve it: the work and its approval "
+    "need two different people"
+)
+_UNVERIFIED_ANSWER = (
+    "A gate is answered by a verified actor, a signed call, and this answer carries no valid "
+    "proof: {why}"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """The verdict on an answer or resume: accepted (with who), or a code and a sentence."""
+
+    accepted: bool
+    actor: Actor | None = None
+    choice: str | None = None
+    code: str | None = None
+    reason: str | None = None
+    needs: tuple[str, ...] = ()
+    leads_to: str | None = None
+    operation: str | None = None
+
+    @classmethod
+    def refuse(cls, code: ErrorCode, reason: str, **facts: Any) -> Judgement:
+        """A refusal."""
+        return cls(False, code=code.value, reason=reason, **facts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON data (an activity result)."""
+        return {
+            "accepted": self.accepted,
+            "actor": self.actor.to_dict() if self.actor else None,
+            "choice": self.choice,
+            "code": self.code,
+            "reason": self.reason,
+            "needs": list(self.needs),
+            "leads_to": self.leads_to,
+            "operation": self.operation,
+        }
+
+    @classmethod
+    def from_dict(cls, value: Mapping[str, Any]) -> Judgement:
+        """Reads :meth:`to_dict` output."""
+        actor = value.get("actor")
+        return cls(
+            bool(value["accepted"]),
+            Actor.from_dict(actor) if actor else None,
+            value.get("choice"),
+            value.get("code"),
+            value.get("reason"),
+            tuple(value.get("needs") or ()),
+            value.get("leads_to"),
+            value.get("operation"),
+        )
+
+
+def _claimed(value: object, key: str) -> object:
+    """What an answer claims, signed or not (for the refusal's record, never for judging)."""
+    if isinstance(value, Mapping):
+        authorizes = value.get("authorizes")
+        if isinstance(authorizes, Mapping):
+            return authorizes.get(key)
+        return value.get(key)
+    return None
+
+
+def _verify(
+    authority: Authority,
+    value: object,
+    kind: str,
+    run: str,
+    spent_nonces: Collection[str],
+) -> Proof | ProofRefused:
+    """The proof, verified and bound to ``kind`` on ``run`` and not spent in it, or why not."""
+    try:
+        proof = authority.verifier.verify_proof(value, {"kind": kind, "run": run})
+    except ProofRefused as refused:
+        return refused
+    if proof.nonce in spent_nonces:
+        return ProofRefused(
+            "replayed",
+            "The proof's nonce was already spent on this run: a proof is good for one use.",
+        )
+    return proof
+
+
+def judge_answer(
+    authority: Authority,
+    value: object,
+    *,
+    graph: str,
+    run: str,
+    gate: OpenGate | None,
+    spent_nonces: Collection[str] = (),
+) -> Judgement:
+    """Judges an answer to a gate, before anything about it is written.
+
+    In order: the answer carries a valid proof bound to this run (``UNVERIFIED_APPROVER``), the
+    proof names this graph (``NOT_FOUND``), the run waits for an answer (``GATE_NOT_PENDING``) in
+    the execution, at the gate opening and showing the subject the proof names
+    (``GATE_NOT_PENDING``), the option is offered (``INVALID_DECISION``), the approver neither
+    opened the gate nor drove the work it reviews (``SELF_APPROVAL_FORBIDDEN``), holds the gate's
+    role (``FORBIDDEN``), and may run the first node the answer leads to (``FORBIDDEN``).
+
+    Args:
+        authority: The worker's Directory and verifier.
+        value: The answer as received: a signed proof of :func:`decide_binding`, or anything
+            else (which is refused).
+        graph: The graph of the run being answered.
+        run: The run being answered.
+        gate: The gate waiting, or None.
+        spent_nonces: Nonces this run already accepted.
+    """
+    proof = _verify(authority, value, "decide", run, spent_nonces)
+    if isinstance(proof, ProofRefused):
+        return Judgement.refuse(
+            ErrorCode.UNVERIFIED_APPROVER,
+            _UNVERIFIED_ANSWER.format(why=_lower_first(proof.sentence)),
+            choice=_text_or_none(_claimed(value, "choice")),
+        )
+    actor = Actor.of_proof(proof)
+    act = proof.authorizes
+    choice = act.get("choice")
+    if act.get("graph") != graph:
+        return Judgement.refuse(
+            ErrorCode.NOT_FOUND,
+            f"Run '{run}' is not a run of '{act.get('graph')}': it is a run of '{graph}', and a "
+            "proof answers only the graph it names.",
+            actor=actor,
+        )
+    if gate is None:
+        return Judgement.refuse(
+            ErrorCode.GATE_NOT_PENDING,
+            f"Run '{run}' is not waiting for a decision.",
+            actor=actor,
+        )
+    if act.get("execution") != gate.execution:
+        return Judgement.refuse(
+            ErrorCode.GATE_NOT_PENDING,
+            f"The proof answers another execution of '{run}' than the one waiting now (a run "
+            "that ended, or one started again under the same id): sign an answer to this one.",
+            actor=actor,
+        )
+    if act.get("gate") != gate.gate:
+        return Judgement.refuse(
+            ErrorCode.GATE_NOT_PENDING,
+            f"The proof answers gate '{act.get('gate')}', which is not the gate waiting on run "
+            f"'{run}' ('{gate.gate}'); sign an answer to '{gate.gate}'.",
+            actor=actor,
+        )
+    if act.get("subject") != gate.subject:
+        return Judgement.refuse(
+            ErrorCode.GATE_NOT_PENDING,
+            f"The proof approves something other than what gate '{gate.gate}' shows (its target "
+            "or its options differ from what the signer was shown); look at the run again and "
+            "sign an answer to what it shows.",
+            actor=actor,
+        )
+    chosen = gate.choice(choice) if isinstance(choice, str) else None
+    if chosen is None:
+        return Judgement.refuse(
+            ErrorCode.INVALID_DECISION,
+            f"{shorten(repr(choice))} is not an option of gate '{gate.gate}' (expected one of: "
+            f"{', '.join(gate.options)}).",
+            actor=actor,
+        )
+    conflict = _four_eyes(actor, gate)
+    if conflict is not None:
+        return Judgement.refuse(
+            ErrorCode.SELF_APPROVAL_FORBIDDEN, conflict + ".", actor=actor, choice=chosen.option
+        )
+    if gate.role not in authority.roles_of(actor):
+        return Judgement.refuse(
+            ErrorCode.FORBIDDEN,
+            f"{actor.actor} does not hold the role '{gate.role}' that gate '{gate.gate}' asks "
+            "for, so the answer was not recorded. The gate is still waiting.",
+            actor=actor,
+            choice=chosen.option,
+        )
+    why = why_node_refuses(actor, authority.scopes_of(actor), chosen.needs)
+    if why is not None and chosen.leads_to is not None and chosen.operation is not None:
+        return Judgement.refuse(
+            ErrorCode.FORBIDDEN,
+            answer_refusal_sentence(chosen.option, chosen.leads_to, chosen.operation, why),
+            actor=actor,
+            choice=chosen.option,
+            needs=chosen.needs,
+            leads_to=chosen.leads_to,
+            operation=chosen.operation,
+        )
+    return Judgement(True, actor=actor, choice=chosen.option)
+
+
+def _four_eyes(actor: Actor, gate: OpenGate) -> str | None:
+    """Why ``actor`` may not approve the work behind ``gate`` (made it, or asked for it)."""
+    if actor.actor == gate.requester:
+        return OWN_GATE.format(actor=actor.actor)
+    if actor.principal is not None and actor.principal in gate.makers:
+        return MADE_THE_WORK.format(actor=actor.actor)
+    return None
+
+
+def judge_resume(
+    authority: Authority,
+    value: object,
+    *,
+    graph: str,
+    run: str,
+    execution: str,
+    status: str,
+    parked: ParkedNode | None,
+    spent_nonces: Collection[str] = (),
+) -> Judgement:
+    """Judges a resume of a parked run, before anything about it is written.
+
+    In order: a valid proof of :func:`resume_binding` bound to this run (``UNAUTHORIZED``),
+    naming this graph (``NOT_FOUND``) and this execution (``NOTHING_TO_RESUME``), a run parked at
+    that node (``NOTHING_TO_RESUME``), and a resumer who may run it (``FORBIDDEN``).
+    """
+    proof = _verify(authority, value, "resume", run, spent_nonces)
+    if isinstance(proof, ProofRefused):
+        return Judgement.refuse(
+            ErrorCode.UNAUTHORIZED,
+            "A run is resumed by a verified actor, a signed call, and this resume carries no "
+            f"valid proof: {_lower_first(proof.sentence)}",
+        )
+    actor = Actor.of_proof(proof)
+    if proof.authorizes.get("graph") != graph:
+        return Judgement.refuse(
+            ErrorCode.NOT_FOUND,
+            f"Run '{run}' is not a run of '{proof.authorizes.get('graph')}': it is a run of "
+            f"'{graph}'.",
+            actor=actor,
+        )
+    if proof.authorizes.get("execution") != execution:
+        return Judgement.refuse(
+            ErrorCode.NOTHING_TO_RESUME,
+            f"The proof resumes another execution of '{run}' than the one running now (a run "
+            "that ended, or one started again under the same id): sign a resume of this one.",
+            actor=actor,
+        )
+    if parked is None:
+        if status == "finished":
+            reason = f"Run '{run}' has finished: there is nothing to resume."
+        elif status == "waiting":
+            reason = (
+                f"Run '{run}' is waiting for a decision: answer it with decide. Resuming a run "
+                "answers nothing."
+            )
+        else:
+            reason = (
+                f"Run '{run}' is not parked by a refused node: resume carries on only a run "
+                "whose next node its caller was not allowed to run."
+            )
+        return Judgement.refuse(ErrorCode.NOTHING_TO_RESUME, reason, actor=actor)
+    if proof.authorizes.get("node") != parked.node:
+        return Judgement.refuse(
+            ErrorCode.NOTHING_TO_RESUME,
+            f"The proof resumes the node '{proof.authorizes.get('node')}', but run '{run}' is "
+            f"parked at '{parked.node}'.",
+            actor=actor,
+        )
+    why = why_node_refuses(actor, authority.scopes_of(actor), parked.needs)
+    if why is not None:
+        return Judgement.refuse(
+            ErrorCode.FORBIDDEN,
+            f"The resume was not recorded: the node '{parked.node}' ({parked.operation}) is "
+            f"still parked, because {why}.",
+            actor=actor,
+            needs=parked.needs,
+            leads_to=parked.node,
+            operation=parked.operation,
+        )
+    return Judgement(True, actor=actor)
+
+
+@dataclass(frozen=True, slots=True)
+class ViewerChoice:
+    """Whether a viewer may take one option, and if not, why."""
+
+    option: str
+    may: bool
+    because: str | None = None
+    why_not: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def judge_viewer(
+    authority: Authority, viewer: Actor, gate: OpenGate
+) -> tuple[dict[str, Any], list[ViewerChoice]]:
+    """For a pending list: may ``viewer`` take each option? Writes nothing, echoes no holdings.
+
+    Judged in the order :func:`judge_answer` judges: verified, neither the requester nor a maker
+    of the work, holds the role, may run the first node.
+    """
+    summary = {
+        "is_requester": viewer.actor == gate.requester,
+        "made_the_work": viewer.principal in gate.makers,
+        "verified": viewer.verified,
+    }
+    verdicts: list[ViewerChoice] = []
+    roles = authority.roles_of(viewer)
+    holds = authority.scopes_of(viewer)
+    for choice in gate.choices:
+        if not viewer.verified:
+            verdicts.append(
+                ViewerChoice(
+                    choice.option,
+                    False,
+                    "unverified",
+                    "a gate is answered by a verified actor, a signed call, and whoever is "
+                    "looking is not one",
+                )
+            )
+            continue
+        conflict = _four_eyes(viewer, gate)
+        if conflict is not None:
+            because = "requester" if viewer.actor == gate.requester else "maker"
+            verdicts.append(ViewerChoice(choice.option, False, because, conflict))
+            continue
+        if gate.role not in roles:
+            verdicts.append(
+                ViewerChoice(
+                    choice.option,
+                    False,
+                    "role",
+                    f"{viewer.actor} does not hold the role '{gate.role}' this gate asks for",
+                )
+            )
+            continue
+        why = why_node_refuses(viewer, holds, choice.needs)
+        if why is not None and choice.leads_to is not None:
+            verdicts.append(
+                ViewerChoice(
+                    choice.option,
+                    False,
+                    "needs",
+                    f"it leads to the node '{choice.leads_to}' ({choice.operation}), and {why}",
+                )
+            )
+            continue
+        verdicts.append(ViewerChoice(choice.option, True))
+    return summary, verdicts
+
+
+def _lower_first(sentence: str) -> str:
+    return sentence[:1].lower() + sentence[1:] if sentence else sentence
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
