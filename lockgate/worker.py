@@ -45,7 +45,7 @@ from lockgate.namespace import SearchAttributesMissingError, check_search_attrib
 from lockgate.workflows._authority_context import AuthorityInterceptor
 from lockgate.workflows._catalogue import catalogue_workflow
 from lockgate.workflows._client_support import DEFAULT_TASK_QUEUE
-from lockgate.workflows._compile import GraphRegistry
+from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
 from lockgate.workflows._tool_call import SpentProofWorkflow, ToolCallWorkflow
 

@@ -3,14 +3,8 @@
 from lockgate.workflows._carry import CarriedState
 from lockgate.workflows._catalogue import CatalogueError
 from lockgate.workflows._client import GraphClient
-from lockgate.workflows._compile import (
-    CompiledAsk,
-    CompiledGraph,
-    CompiledNode,
-    GraphRegistry,
-    Transition,
-    compile_graph,
-)
+from lockgate.workflows._compile import compile_graph
+from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
 from lockgate.workflows._declare import (
     Appends,
     Ask,
@@ -23,6 +17,7 @@ from lockgate.workflows._declare import (
 )
 from lockgate.workflows._failures import UnreadableStart
 from lockgate.workflows._graph_inputs import SettleInput, ShowInput, StartGraphInput
+from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import GraphRun
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,

@@ -10,8 +10,7 @@ import enum
 import importlib
 import re
 import typing
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -19,6 +18,7 @@ from pydantic import BaseModel
 
 from lockgate.activities import ToolDefinition, definition_of, is_tool
 from lockgate.gating import to_jsonable
+from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
 from lockgate.workflows._declare import (
     Appends,
     Ask,
@@ -30,124 +30,7 @@ from lockgate.workflows._declare import (
     graph_spec,
 )
 
-__all__ = [
-    "CompiledAsk",
-    "CompiledGraph",
-    "CompiledNode",
-    "GraphRegistry",
-    "Transition",
-    "compile_graph",
-]
-
-
-@dataclass(frozen=True, slots=True)
-class Transition:
-    """A way out of a state: its name, where it leads, and its loop budget if any."""
-
-    code: str
-    to: str
-    at_most: int | None = None
-    then_ask: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledNode:
-    """A node: the tool it runs, the channels it reads and writes, and what it decides on.
-
-    Attributes:
-        state: The node's state code (the tool's name after its last colon).
-        tool: The tool's name, which is also its activity's name.
-        definition: The tool (timeouts, retry, scopes); lives on the worker only.
-        reads: The channels passed as arguments, by parameter name.
-        writes: The fields of its result that land in channels of the same name.
-        decides_on: The result field holding the routing enum; ``""`` when the result is the
-            enum itself; ``None`` when the node does not decide.
-        route_enum: The enum its routes are named by.
-        route_cases: Its members' values, each to its case: the workflow looks a decision up
-            here and never calls the enum (user code) itself.
-        needs: Scopes it needs (alternatives); empty: anyone may run it.
-    """
-
-    state: str
-    tool: str
-    definition: ToolDefinition
-    reads: tuple[str, ...]
-    writes: tuple[str, ...]
-    decides_on: str | None
-    route_enum: type[enum.Enum] | None
-    route_cases: Mapping[Any, str]
-    needs: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledAsk:
-    """A gate: its state code, options, the role it asks for and why."""
-
-    state: str
-    options_enum: type[enum.Enum]
-    role: str
-    because: str
-    options: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledGraph:
-    """A graph ready to run: states, transitions, budgets, gates and channels."""
-
-    name: str
-    description: str
-    version: int
-    model: type[BaseModel]
-    channels: tuple[str, ...]
-    required: tuple[str, ...]
-    defaults: Mapping[str, Any]
-    """Channels' static defaults; one made by a ``default_factory`` is made per run."""
-    descriptions: Mapping[str, str]
-    appends: Mapping[str, str]
-    target: str | None
-    start: str
-    nodes: Mapping[str, CompiledNode]
-    asks: Mapping[str, CompiledAsk]
-    edges: Mapping[str, Transition]
-    routes: Mapping[str, Mapping[str, Transition]]
-    terminals: frozenset[str]
-    budgets: Mapping[str, int] = field(default_factory=dict)
-    allow_unsigned_start: bool = False
-
-    @property
-    def needs_signed_start(self) -> bool:
-        """Whether a run must be started by a verified starter: it has gates, and did not
-        declare otherwise."""
-        return bool(self.asks) and not self.allow_unsigned_start
-
-    def transitions_from(self, state: str) -> list[Transition]:
-        """Every way out of ``state``: its edge, its routes, and the escapes of their budgets."""
-        found: list[Transition] = []
-        if state in self.edges:
-            found.append(self.edges[state])
-        for transition in self.routes.get(state, {}).values():
-            found.append(transition)
-        escapes = {t.then_ask for t in found if t.then_ask}
-        found += [Transition(ask, ask) for ask in sorted(escapes)]
-        return found
-
-    def is_terminal(self, state: str) -> bool:
-        """Whether a run ends after ``state`` runs."""
-        return state in self.terminals
-
-    def catalogue(self) -> dict[str, Any]:
-        """What a person needs to start a run: name, description, channels, required ones."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "version": self.version,
-            "channels": list(self.channels),
-            "required": list(self.required),
-            "target": self.target,
-            "nodes": {state: node.tool for state, node in self.nodes.items()},
-            "asks": {state: ask.role for state, ask in self.asks.items()},
-            "needs_signed_start": self.needs_signed_start,
-        }
+__all__ = ["compile_graph"]
 
 
 def _snake(name: str) -> str:
@@ -652,64 +535,3 @@ def compile_graph(cls: type | str) -> CompiledGraph:
             "start=...)."
         )
     return _Compiler(resolved, spec).compile()
-
-
-class GraphRegistry:
-    """The graphs a worker serves, by name and version, each compiled once.
-
-    Raises :class:`GraphDeclarationError` when two classes claim one name and version.
-    """
-
-    def __init__(self, graphs: Iterable[type | str | CompiledGraph] = ()) -> None:
-        self._graphs: dict[str, dict[int, CompiledGraph]] = {}
-        for candidate in graphs:
-            self.add(candidate)
-
-    def add(self, candidate: type | str | CompiledGraph) -> CompiledGraph:
-        """Compiles and adds a graph."""
-        compiled = candidate if isinstance(candidate, CompiledGraph) else compile_graph(candidate)
-        versions = self._graphs.setdefault(compiled.name, {})
-        existing = versions.get(compiled.version)
-        if existing is not None and existing.model is not compiled.model:
-            raise GraphDeclarationError(
-                f"Two graphs both call themselves '{compiled.name}' (version {compiled.version}): "
-                f"{existing.model.__qualname__} and {compiled.model.__qualname__}. A name is how "
-                "a human and an agent both reach it, so it has one owner; bump version= for a "
-                "new shape."
-            )
-        versions[compiled.version] = compiled
-        return compiled
-
-    def names(self) -> list[str]:
-        """Graph names, sorted."""
-        return sorted(self._graphs)
-
-    def versions(self, name: str) -> dict[int, CompiledGraph]:
-        """Every version of ``name`` this worker serves."""
-        return dict(self._graphs.get(name, {}))
-
-    def get(self, name: str, version: int | None = None) -> CompiledGraph:
-        """The graph ``name`` at ``version`` (the newest when None)."""
-        versions = self._graphs.get(name)
-        if not versions:
-            declared = ", ".join(self.names()) or "none"
-            raise KeyError(f"No graph named '{name}'. Declared: {declared}.")
-        if version is None:
-            return versions[max(versions)]
-        if version not in versions:
-            served = ", ".join(str(v) for v in sorted(versions))
-            raise KeyError(f"Graph '{name}' has no version {version} here (serving: {served}).")
-        return versions[version]
-
-    def model(self, name: str, version: int) -> type[BaseModel] | None:
-        """The channel model of ``name`` at ``version``, or None if it is not served here."""
-        compiled = self._graphs.get(name, {}).get(version)
-        return compiled.model if compiled is not None else None
-
-    def __iter__(self) -> typing.Iterator[CompiledGraph]:
-        for name in self.names():
-            yield from (self._graphs[name][v] for v in sorted(self._graphs[name]))
-
-    def catalogue(self) -> list[dict[str, Any]]:
-        """One row per graph (newest version): name, description, channels, required ones."""
-        return [self.get(name).catalogue() for name in self.names()]

@@ -27,7 +27,7 @@ from lockgate.gating import (
     shorten,
 )
 from lockgate.workflows._carry import CarriedState
-from lockgate.workflows._compile import CompiledGraph
+from lockgate.workflows._compiled import CompiledGraph
 from lockgate.workflows._graph_inputs import StartGraphInput
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,

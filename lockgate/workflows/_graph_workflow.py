@@ -43,7 +43,7 @@ from lockgate.workflows import _generated
 from lockgate.workflows._activity_options import execute_tool, local, runs_local
 from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal
 from lockgate.workflows._carry import CarriedState, CarriedStateError
-from lockgate.workflows._compile import CompiledGraph, CompiledNode
+from lockgate.workflows._compiled import CompiledGraph, CompiledNode
 from lockgate.workflows._failures import UnreadableStart, refused_run
 from lockgate.workflows._graph_answers import GraphAnswers
 from lockgate.workflows._graph_inputs import (

@@ -1,0 +1,133 @@
+"""What a compiled graph is: its states, transitions, nodes and gates, ready to run.
+
+The compiler (:mod:`lockgate.workflows._compile`) makes these from a declared graph; the workflow
+and the registry only read them.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from lockgate.activities import ToolDefinition
+
+__all__ = [
+    "CompiledAsk",
+    "CompiledGraph",
+    "CompiledNode",
+    "Transition",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """A way out of a state: its name, where it leads, and its loop budget if any."""
+
+    code: str
+    to: str
+    at_most: int | None = None
+    then_ask: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledNode:
+    """A node: the tool it runs, the channels it reads and writes, and what it decides on.
+
+    Attributes:
+        state: The node's state code (the tool's name after its last colon).
+        tool: The tool's name, which is also its activity's name.
+        definition: The tool (timeouts, retry, scopes); lives on the worker only.
+        reads: The channels passed as arguments, by parameter name.
+        writes: The fields of its result that land in channels of the same name.
+        decides_on: The result field holding the routing enum; ``""`` when the result is the
+            enum itself; ``None`` when the node does not decide.
+        route_enum: The enum its routes are named by.
+        route_cases: Its members' values, each to its case: the workflow looks a decision up
+            here and never calls the enum (user code) itself.
+        needs: Scopes it needs (alternatives); empty: anyone may run it.
+    """
+
+    state: str
+    tool: str
+    definition: ToolDefinition
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    decides_on: str | None
+    route_enum: type[enum.Enum] | None
+    route_cases: Mapping[Any, str]
+    needs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledAsk:
+    """A gate: its state code, options, the role it asks for and why."""
+
+    state: str
+    options_enum: type[enum.Enum]
+    role: str
+    because: str
+    options: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledGraph:
+    """A graph ready to run: states, transitions, budgets, gates and channels."""
+
+    name: str
+    description: str
+    version: int
+    model: type[BaseModel]
+    channels: tuple[str, ...]
+    required: tuple[str, ...]
+    defaults: Mapping[str, Any]
+    """Channels' static defaults; one made by a ``default_factory`` is made per run."""
+    descriptions: Mapping[str, str]
+    appends: Mapping[str, str]
+    target: str | None
+    start: str
+    nodes: Mapping[str, CompiledNode]
+    asks: Mapping[str, CompiledAsk]
+    edges: Mapping[str, Transition]
+    routes: Mapping[str, Mapping[str, Transition]]
+    terminals: frozenset[str]
+    budgets: Mapping[str, int] = field(default_factory=dict)
+    allow_unsigned_start: bool = False
+
+    @property
+    def needs_signed_start(self) -> bool:
+        """Whether a run must be started by a verified starter: it has gates, and did not
+        declare otherwise."""
+        return bool(self.asks) and not self.allow_unsigned_start
+
+    def transitions_from(self, state: str) -> list[Transition]:
+        """Every way out of ``state``: its edge, its routes, and the escapes of their budgets."""
+        found: list[Transition] = []
+        if state in self.edges:
+            found.append(self.edges[state])
+        for transition in self.routes.get(state, {}).values():
+            found.append(transition)
+        escapes = {t.then_ask for t in found if t.then_ask}
+        found += [Transition(ask, ask) for ask in sorted(escapes)]
+        return found
+
+    def is_terminal(self, state: str) -> bool:
+        """Whether a run ends after ``state`` runs."""
+        return state in self.terminals
+
+    def catalogue(self) -> dict[str, Any]:
+        """What a person needs to start a run: name, description, channels, required ones."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "version": self.version,
+            "channels": list(self.channels),
+            "required": list(self.required),
+            "target": self.target,
+            "nodes": {state: node.tool for state, node in self.nodes.items()},
+            "asks": {state: ask.role for state, ask in self.asks.items()},
+            "needs_signed_start": self.needs_signed_start,
+        }
