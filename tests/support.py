@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import socket
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -126,3 +129,39 @@ def error_of(result: ToolCallResult) -> ErrorDetail:
     error = result["error"]
     assert error is not None, f"the call did not fail: {result}"
     return error
+
+
+async def worker_process(
+    address: str, task_queue: str, components: str
+) -> asyncio.subprocess.Process:
+    """A ``lockgate worker`` subprocess, once it says it is ready: a worker a test can kill.
+
+    It serves ``<components>_TOOLS`` and ``<components>_GRAPHS`` of ``tests.reliability_graphs``
+    (``TOOLS`` and ``GRAPHS`` when ``components`` is empty).
+    """
+    prefix = f"{components}_" if components else ""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "lockgate.cli",
+        "worker",
+        "--tools",
+        f"tests.reliability_graphs:{prefix}TOOLS",
+        "--graphs",
+        f"tests.reliability_graphs:{prefix}GRAPHS",
+        "--task-queue",
+        task_queue,
+        cwd=REPOSITORY,
+        env={
+            **os.environ,
+            "TEMPORAL_ADDRESS": address,
+            "PYTHONPATH": str(REPOSITORY),
+            "LOCKGATE_WORKER_SECRET": SECRET.to_text(),
+        },
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert process.stdout is not None
+    ready = await asyncio.wait_for(process.stdout.readline(), 60)
+    assert b"worker ready" in ready, ready
+    return process

@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import signal
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import Identities
 from tests.graphs_for_tests import ALWAYS_FAILS
 from tests.reliability_graphs import SlowJob
-from tests.support import REPOSITORY, SECRET, free_port
+from tests.support import free_port, worker_process
 
 
 async def _eventually(check: Any, timeout: float = 60, every: float = 0.05) -> Any:
@@ -43,39 +42,11 @@ def _lines(path: Path) -> list[list[str]]:
     return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
 
 
-async def _worker_process(address: str, task_queue: str) -> asyncio.subprocess.Process:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "lockgate.cli",
-        "worker",
-        "--tools",
-        "tests.reliability_graphs:TOOLS",
-        "--graphs",
-        "tests.reliability_graphs:GRAPHS",
-        "--task-queue",
-        task_queue,
-        cwd=REPOSITORY,
-        env={
-            **os.environ,
-            "TEMPORAL_ADDRESS": address,
-            "PYTHONPATH": str(REPOSITORY),
-            "LOCKGATE_WORKER_SECRET": SECRET.to_text(),
-        },
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    assert process.stdout is not None
-    ready = await asyncio.wait_for(process.stdout.readline(), 60)
-    assert b"worker ready" in ready, ready
-    return process
-
-
 async def test_runs_finish_on_the_other_worker_when_the_one_running_their_node_is_killed(
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     address = temporal_client.service_client.config.target_host
-    workers = [await _worker_process(address, task_queue) for _ in range(2)]
+    workers = [await worker_process(address, task_queue, "") for _ in range(2)]
     client = GraphClient(temporal_client, task_queue)
     jobs = [f"job{number}" for number in range(4)]
     try:

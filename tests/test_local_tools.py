@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import signal
-import sys
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from enum import Enum
@@ -58,7 +57,12 @@ from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.graphs_for_tests import eventually, trail_of
 from tests.reliability_graphs import LocalRelay
-from tests.support import REPOSITORY, SECRET, audit_facts, failed_workflow_tasks, parked_of
+from tests.support import (
+    audit_facts,
+    failed_workflow_tasks,
+    parked_of,
+    worker_process,
+)
 from tests.test_attacker_handover import ScheduleTools, forged_calls
 
 pytestmark = pytest.mark.timeout(120)
@@ -585,39 +589,11 @@ async def _wrote(folder: Path, tool_name: str, event: str, times: int = 1) -> No
     )
 
 
-async def _relay_worker(address: str, task_queue: str) -> asyncio.subprocess.Process:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "lockgate.cli",
-        "worker",
-        "--tools",
-        "tests.reliability_graphs:RELAY_TOOLS",
-        "--graphs",
-        "tests.reliability_graphs:RELAY_GRAPHS",
-        "--task-queue",
-        task_queue,
-        cwd=REPOSITORY,
-        env={
-            **os.environ,
-            "TEMPORAL_ADDRESS": address,
-            "PYTHONPATH": str(REPOSITORY),
-            "LOCKGATE_WORKER_SECRET": SECRET.to_text(),
-        },
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    assert process.stdout is not None
-    ready = await asyncio.wait_for(process.stdout.readline(), 60)
-    assert b"worker ready" in ready, ready
-    return process
-
-
 async def test_a_worker_killed_during_a_local_step_reruns_only_that_step_and_never_the_commit(
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     address = temporal_client.service_client.config.target_host
-    first = await _relay_worker(address, task_queue)
+    first = await worker_process(address, task_queue, "RELAY")
     workers = [first]
     try:
         run = await GraphClient(temporal_client, task_queue).start(
@@ -634,7 +610,7 @@ async def test_a_worker_killed_during_a_local_step_reruns_only_that_step_and_nev
         os.kill(first.pid, signal.SIGKILL)
         await first.wait()
         (tmp_path / "tally-release").touch()
-        workers.append(await _relay_worker(address, task_queue))
+        workers.append(await worker_process(address, task_queue, "RELAY"))
         result = await asyncio.wait_for(temporal_client.get_workflow_handle(run_id).result(), 90)
     finally:
         for worker in workers:
