@@ -587,13 +587,20 @@ class TicketCall(str, Enum):
     CLOSE = "close"
 
 
-@graph(
-    "ticket:desk",
-    "File a request under a fresh ticket, then wait for a clerk to close it.",
-    start=file_ticket,
-    routes=[Route(Docket.FILED, to=TicketCall), Route(TicketCall.CLOSE, to=close_ticket)],
-    asks=[Ask(TicketCall, of="clerk", because="A clerk closes each ticket.")],
-    allow_unsigned_start=True,
+def ticket_desk(name: str, description: str) -> Callable[[type[BaseModel]], type[BaseModel]]:
+    """The ticket desk's graph: file the request under its ticket, then a clerk closes it."""
+    return graph(
+        name,
+        description,
+        start=file_ticket,
+        routes=[Route(Docket.FILED, to=TicketCall), Route(TicketCall.CLOSE, to=close_ticket)],
+        asks=[Ask(TicketCall, of="clerk", because="A clerk closes each ticket.")],
+        allow_unsigned_start=True,
+    )
+
+
+@ticket_desk(
+    "ticket:desk", "File a request under a fresh ticket, then wait for a clerk to close it."
 )
 class TicketDesk(BaseModel):
     # Made per run, when the run's start is checked on the worker, and recorded there.
@@ -613,27 +620,16 @@ def _clock_breaking_on_the_worker() -> str:
     return uuid4().hex
 
 
-@graph(
+@ticket_desk(
     "ticket:unstartable-desk",
     "TicketDesk, whose ticket factory (the graph author's code) always raises.",
-    start=file_ticket,
-    routes=[Route(Docket.FILED, to=TicketCall), Route(TicketCall.CLOSE, to=close_ticket)],
-    asks=[Ask(TicketCall, of="clerk", because="A clerk closes each ticket.")],
-    allow_unsigned_start=True,
 )
 class UnstartableDesk(BaseModel):
     ticket: Annotated[str, Target()] = Field(default_factory=_ticket_clock_that_always_breaks)
     state: Docket | None = None
 
 
-@graph(
-    "ticket:broken-clock-desk",
-    "TicketDesk, whose ticket factory breaks once runs start.",
-    start=file_ticket,
-    routes=[Route(Docket.FILED, to=TicketCall), Route(TicketCall.CLOSE, to=close_ticket)],
-    asks=[Ask(TicketCall, of="clerk", because="A clerk closes each ticket.")],
-    allow_unsigned_start=True,
-)
+@ticket_desk("ticket:broken-clock-desk", "TicketDesk, whose ticket factory breaks once runs start.")
 class BrokenClockDesk(BaseModel):
     ticket: Annotated[str, Target()] = Field(default_factory=_clock_breaking_on_the_worker)
     state: Docket | None = None
