@@ -20,7 +20,6 @@ from typing import Any, cast
 
 from temporalio.client import (
     Client,
-    WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
@@ -51,7 +50,12 @@ from lockgate.gating import (
 from lockgate.workflows._catalogue import describe_worker
 from lockgate.workflows._client_support import (
     DEFAULT_TASK_QUEUE,
+    describe_run,
+    plain_refusal,
+    quote_literal,
     refusal,
+    status_name,
+    summary_of,
     update_refusal,
 )
 from lockgate.workflows._declare import graph_spec
@@ -81,10 +85,6 @@ def _graph_name(graph: str | type) -> str:
     if spec is None:
         raise TypeError(f"{graph!r} is not a @graph class")
     return spec.name
-
-
-def _quote(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 class GraphClient:
@@ -153,7 +153,7 @@ class GraphClient:
             "id": run_id,
             "task_queue": self.task_queue,
             "search_attributes": attributes,
-            "static_summary": f"{name}: {_summary_of(inputs)}",
+            "static_summary": f"{name}: {summary_of(inputs)}",
         }
         try:
             # Eager: where this client's own process runs a worker for the task queue, the
@@ -264,6 +264,41 @@ class GraphClient:
             run_id,
         )
 
+    async def decide_signed(self, run_id: str, proof: Mapping[str, Any]) -> RunView:
+        """Relays an answer signed elsewhere (what ``lockgate sign decide`` prints).
+
+        The run's worker verifies the proof as it does every answer; this client only checks
+        that the run is one of its task queue's, and signs nothing.
+        """
+        return await self._relay("decide", run_id, proof)
+
+    async def resume_signed(self, run_id: str, proof: Mapping[str, Any]) -> RunView:
+        """Relays a resume signed elsewhere (what ``lockgate sign resume`` prints)."""
+        return await self._relay("resume", run_id, proof)
+
+    async def _relay(self, update: str, run_id: str, proof: Mapping[str, Any]) -> RunView:
+        handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
+        description = await describe_run(handle)
+        if isinstance(description, dict):
+            return description
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            return refusal(
+                ErrorCode.GATE_NOT_PENDING,
+                f"Run '{run_id}' is not waiting: it has {status_name(description.status)}.",
+                run_id=run_id,
+            )
+        if description.task_queue != self.task_queue:
+            return refusal(
+                ErrorCode.NOT_FOUND,
+                f"Run '{run_id}' runs on task queue '{description.task_queue}', not on "
+                f"'{self.task_queue}': it is not a run of these workers, and nothing was sent.",
+                run_id=run_id,
+            )
+        return await self._settled(
+            self._answered(handle.execute_update(update, dict(proof), result_type=dict), run_id),
+            run_id,
+        )
+
     async def sign_decide(self, run_id: str, choice: str) -> dict[str, Any]:
         """The signed answer to paste into the Temporal UI's or CLI's ``decide``, or a refusal.
 
@@ -274,20 +309,20 @@ class GraphClient:
         if "error" in found:
             return found
         if found["closed"]:
-            return _plain_refusal(
+            return plain_refusal(
                 ErrorCode.GATE_NOT_PENDING,
                 f"Run '{run_id}' is not waiting for a decision: it has {found['closed']}.",
                 run_id=run_id,
             )
         gate = found["gate"]
         if gate is None:
-            return _plain_refusal(
+            return plain_refusal(
                 ErrorCode.GATE_NOT_PENDING,
                 f"Run '{run_id}' is not waiting for a decision.",
                 run_id=run_id,
             )
         if choice not in gate.get("options", []):
-            return _plain_refusal(
+            return plain_refusal(
                 ErrorCode.INVALID_DECISION,
                 f"{choice!r} is not an option of gate '{gate.get('gate')}' (expected one of: "
                 f"{', '.join(map(str, gate.get('options', [])))}).",
@@ -314,7 +349,7 @@ class GraphClient:
                     f"Run '{run_id}' is not parked by a refused node: resume carries on only a "
                     "run whose next node its caller was not allowed to run."
                 )
-            return _plain_refusal(ErrorCode.NOTHING_TO_RESUME, reason, run_id=run_id)
+            return plain_refusal(ErrorCode.NOTHING_TO_RESUME, reason, run_id=run_id)
         return self._signer().sign(
             resume_binding(found["graph"], run_id, found["execution"], parked["node"])
         )
@@ -350,14 +385,14 @@ class GraphClient:
         handle: WorkflowHandle[Any, Any],
         asking: Awaitable[dict[str, Any]],
     ) -> dict[str, Any]:
-        description = await _describe(handle)
+        description = await describe_run(handle)
         if isinstance(description, dict):
             return cast(dict[str, Any], description)
         if description.status != WorkflowExecutionStatus.RUNNING:
-            closed = _status_name(description.status)
+            closed = status_name(description.status)
             return {"closed": closed, "gate": None, "parked": None}
         if description.task_queue != self.task_queue:
-            return _plain_refusal(
+            return plain_refusal(
                 ErrorCode.NOT_FOUND,
                 f"Run '{run_id}' runs on task queue '{description.task_queue}', not on "
                 f"'{self.task_queue}' where this client's lockgate workers are: it is not a run "
@@ -368,7 +403,7 @@ class GraphClient:
         try:
             reported = await asking
         except (WorkflowQueryFailedError, RPCError) as error:
-            return _plain_refusal(
+            return plain_refusal(
                 ErrorCode.NOT_FOUND,
                 f"Run '{run_id}' did not say what it waits for ({error}); is a lockgate worker "
                 f"serving '{self.task_queue}'?",
@@ -376,7 +411,7 @@ class GraphClient:
             )
         graph = description.workflow_type
         if reported.get("graph") != graph or reported.get("execution") != execution:
-            return _plain_refusal(
+            return plain_refusal(
                 ErrorCode.NOT_FOUND,
                 f"Run '{run_id}' reports a graph or execution other than the server's; nothing "
                 "was signed for it.",
@@ -402,7 +437,7 @@ class GraphClient:
         ``trail_total`` says how many there are); a finished run's result has all of it.
         """
         handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
-        description = await _describe(handle)
+        description = await describe_run(handle)
         if isinstance(description, dict):
             return description
         if description.status != WorkflowExecutionStatus.RUNNING:
@@ -417,13 +452,13 @@ class GraphClient:
                     return cast(RunView, outcome)
                 return refusal(
                     ErrorCode.INTERNAL_ERROR,
-                    f"Run '{run_id}' ended {_status_name(description.status)}: {error}",
+                    f"Run '{run_id}' ended {status_name(description.status)}: {error}",
                     run_id=run_id,
                 )
             except Exception as error:  # the run failed or was terminated: say how
                 return refusal(
                     ErrorCode.INTERNAL_ERROR,
-                    f"Run '{run_id}' ended {_status_name(description.status)}: {error}",
+                    f"Run '{run_id}' ended {status_name(description.status)}: {error}",
                     run_id=run_id,
                 )
         page: dict[str, Any] = {}
@@ -461,10 +496,10 @@ class GraphClient:
         # like a graph, with lockgate's memo and search attributes, but not on these workers.
         query = (
             f"{LOCKGATE_STATE.name} = 'waiting' AND ExecutionStatus = 'Running' "
-            f"AND TaskQueue = {_quote(self.task_queue)}"
+            f"AND TaskQueue = {quote_literal(self.task_queue)}"
         )
         if of is not None:
-            query += f" AND {LOCKGATE_AWAITING.name} = {_quote(of)}"
+            query += f" AND {LOCKGATE_AWAITING.name} = {quote_literal(of)}"
         viewer = viewer if viewer is not None else (self.signer.principal if self.signer else None)
         authority = self._viewer_judge
         rows: list[PendingGate] = []
@@ -513,7 +548,7 @@ class GraphClient:
     async def list(self, graph: str | type | None = None) -> list[dict[str, Any]]:
         """Every lockgate run (of ``graph``), newest visibility first as the server returns them."""
         query = (
-            f"{LOCKGATE_GRAPH.name} = {_quote(_graph_name(graph))}"
+            f"{LOCKGATE_GRAPH.name} = {quote_literal(_graph_name(graph))}"
             if graph is not None
             else f"{LOCKGATE_GRAPH.name} IS NOT NULL"
         )
@@ -537,31 +572,3 @@ class GraphClient:
     async def catalogue(self) -> dict[str, Any]:
         """The tools and graphs the workers on this task queue serve (a query; no run per call)."""
         return await describe_worker(self.client, self.task_queue)
-
-
-async def _describe(
-    handle: WorkflowHandle[Any, Any],
-) -> WorkflowExecutionDescription | RunView:
-    """The server's description of a run, or the NOT_FOUND refusal if there is no such run."""
-    try:
-        return await handle.describe()
-    except RPCError as error:
-        if error.status == RPCStatusCode.NOT_FOUND:
-            return refusal(ErrorCode.NOT_FOUND, f"No run '{handle.id}'.", run_id=handle.id)
-        raise
-
-
-def _plain_refusal(code: str | ErrorCode, message: str, **facts: Any) -> dict[str, Any]:
-    """:func:`refusal` where a refusal stands in for data of another shape (a proof to sign)."""
-    return cast(dict[str, Any], refusal(code, message, **facts))
-
-
-def _status_name(status: WorkflowExecutionStatus | None) -> str:
-    return status.name.lower() if status is not None else "in an unknown state"
-
-
-def _summary_of(inputs: Mapping[str, Any]) -> str:
-    for value in inputs.values():
-        if isinstance(value, str) and value:
-            return value[:80]
-    return "run"

@@ -1,20 +1,33 @@
-"""What lockgate's clients share: the refusal shapes and the default task queue."""
+"""What lockgate's clients share: the refusal shapes, the default task queue, small helpers."""
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from typing import Any, cast
 
-from temporalio.client import WithStartWorkflowOperation, WorkflowUpdateFailedError
+from temporalio.client import (
+    WithStartWorkflowOperation,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from lockgate.contracts import RunView, ToolCallResult
 from lockgate.gating import ErrorCode, ToolResult
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
+    "describe_run",
+    "plain_refusal",
+    "quote_literal",
     "refusal",
     "settle_operation",
+    "status_name",
+    "summary_of",
     "tool_refusal",
     "update_refusal",
 ]
@@ -55,3 +68,38 @@ async def settle_operation(operation: WithStartWorkflowOperation[Any, Any]) -> N
     """
     with contextlib.suppress(Exception):
         await operation.workflow_handle()
+
+
+def quote_literal(value: str) -> str:
+    """``value`` as a string literal of a visibility query."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+async def describe_run(
+    handle: WorkflowHandle[Any, Any],
+) -> WorkflowExecutionDescription | RunView:
+    """The server's description of a run, or the NOT_FOUND refusal if there is no such run."""
+    try:
+        return await handle.describe()
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            return refusal(ErrorCode.NOT_FOUND, f"No run '{handle.id}'.", run_id=handle.id)
+        raise
+
+
+def plain_refusal(code: str | ErrorCode, message: str, **facts: Any) -> dict[str, Any]:
+    """:func:`refusal` where a refusal stands in for data of another shape (a proof to sign)."""
+    return cast(dict[str, Any], refusal(code, message, **facts))
+
+
+def status_name(status: WorkflowExecutionStatus | None) -> str:
+    """How a run's execution stands, in a word (``completed``, ``terminated``...)."""
+    return status.name.lower() if status is not None else "in an unknown state"
+
+
+def summary_of(inputs: Mapping[str, Any]) -> str:
+    """A run's one-line summary in the Temporal UI: its first non-empty text input."""
+    for value in inputs.values():
+        if isinstance(value, str) and value:
+            return value[:80]
+    return "run"
