@@ -118,8 +118,12 @@ class Authority:
         }
         if actor.verified:
             marks["signer"] = actor.principal
+        # An unverified caller is named by its transport (``unverified:mcp``), as a host names an
+        # MCP pipe ``stdio``: a channel that requires a principal then serves it what needs no
+        # scope, and it holds none. Over Temporal a caller picks its channel anyway.
+        principal = actor.principal if actor.verified else actor.actor
         return ToolContext(
-            actor.principal, actor.channel, self.scopes_of(actor), request_id, "execute", marks
+            principal, actor.channel, self.scopes_of(actor), request_id, "execute", marks
         )
 
 

@@ -54,6 +54,8 @@ class ChannelPolicy:
         require_confirmation_for_mutating: A mutating tool asks for a confirmation token first.
         confirmation_requires_signature: A tool that needs confirmation runs only with consent
             presented as a signature or grant naming the call; there is no token to click.
+        signature_is_consent: A verified signature naming the call counts as its confirmation.
+            Off where a server signs for its caller without asking anyone (``lockgate mcp --as``).
     """
 
     allow_all: bool = False
@@ -61,12 +63,17 @@ class ChannelPolicy:
     block_mutating: bool = False
     require_confirmation_for_mutating: bool = False
     confirmation_requires_signature: bool = False
+    signature_is_consent: bool = True
 
 
 DEFAULT_CHANNEL_POLICIES: Mapping[str, ChannelPolicy] = {
     "cli": ChannelPolicy(confirmation_requires_signature=True),
     "tui": ChannelPolicy(confirmation_requires_signature=True),
-    "mcp": ChannelPolicy(require_auth=True),
+    # `lockgate mcp --as agent` signs every call of its agent itself: that says who, not that
+    # anyone said yes, so a tool that asks for confirmation still asks.
+    "mcp": ChannelPolicy(require_auth=True, signature_is_consent=False),
+    # `lockgate mcp --http`'s JSON API, which like MCP signs for its caller without asking.
+    "http": ChannelPolicy(require_auth=True, signature_is_consent=False),
     "telegram": ChannelPolicy(require_confirmation_for_mutating=True),
     "web": ChannelPolicy(require_auth=True),
     # Unsigned callers reaching a worker through Temporal (the `temporal` CLI, the UI, a client
@@ -230,7 +237,7 @@ class PolicyGate:
         # Inlined _needs_confirmation: this runs on every call.
         needs_confirmation = (
             tool.confirm or (tool.mutating and policy.require_confirmation_for_mutating)
-        ) and not ctx.extra.get("signer")
+        ) and not (policy.signature_is_consent and ctx.extra.get("signer"))
         if needs_confirmation and policy.confirmation_requires_signature:
             if not _consented(ctx, tool.name, arguments or {}):
                 return PolicyDecision(
@@ -268,8 +275,8 @@ class PolicyGate:
 def _needs_confirmation(ctx: ToolContext, tool: GovernedTool, policy: ChannelPolicy) -> bool:
     if not (tool.confirm or (tool.mutating and policy.require_confirmation_for_mutating)):
         return False
-    # A call carrying a verified signature naming it is already consented.
-    return not ctx.extra.get("signer")
+    # A call carrying a verified signature naming it is already consented, where that counts.
+    return not (policy.signature_is_consent and ctx.extra.get("signer"))
 
 
 def _after_confirmation(verdict: PolicyDecision, needs_confirmation: bool) -> PolicyDecision:

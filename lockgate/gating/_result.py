@@ -17,7 +17,8 @@ class ErrorCode(str, enum.Enum):
     """The codes a refusal or failure carries in ``error.code``.
 
     The first nine are the tool pipeline's; the rest are answered by human gates and runs, and
-    ``PAYLOAD_TOO_LARGE`` by anything that measures what a caller sent (see ``_limits``).
+    ``PAYLOAD_TOO_LARGE`` by anything that measures what a caller sent (see ``_limits``), and
+    ``CONFIRMATION_DECLINED`` when the person asked to confirm a call (over MCP) said no.
     """
 
     TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
@@ -35,6 +36,7 @@ class ErrorCode(str, enum.Enum):
     GATE_NOT_PENDING = "GATE_NOT_PENDING"
     NOTHING_TO_RESUME = "NOTHING_TO_RESUME"
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    CONFIRMATION_DECLINED = "CONFIRMATION_DECLINED"
 
     def __str__(self) -> str:
         return self.value
