@@ -1,0 +1,257 @@
+"""``lockgate mcp --http``: MCP over streamable HTTP and a small JSON API, behind a bearer token.
+
+One Starlette app serves ``/mcp`` (the MCP SDK's streamable HTTP transport, stateful, so hosts of
+the handshake era get elicitation and notifications) and ``/api/...``:
+
+=========================  ==============================================================
+``GET /api/graphs``        the graphs served
+``POST /api/runs``         ``{graph, inputs}``: start a run
+``GET /api/runs/{run}``    show a run
+``GET /api/pending``       the open gates (``?role=``)
+``POST /api/runs/{run}/decide``   ``{proof, choice?}``: relay a signed answer
+``POST /api/runs/{run}/resume``   ``{proof?}``: resume a parked run
+``GET /api/tools``         the tools served
+``POST /api/tools/{name}`` ``{arguments, request_id?}``: one durable tool call
+``POST /api/confirm``      ``{request_id, token}``: confirm a call that asked
+=========================  ==============================================================
+
+Every request carries ``Authorization: Bearer <token>``, the token the operator configured;
+without it the answer is 401. A refusal is answered with a status below 500 and
+``{ok: false, error: {code, message}}``; only lockgate's own failure is a 500, without a trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount, Route
+
+from lockgate.serving._mcp import LockgateMCPServer
+from lockgate.serving._operations import Operations, refusal_of
+
+__all__ = ["STATUS_OF_CODE", "BearerToken", "http_app"]
+
+logger = logging.getLogger("lockgate.mcp")
+
+STATUS_OF_CODE: dict[str, int] = {
+    "VALIDATION_ERROR": 422,
+    "INVALID_DECISION": 422,
+    "PAYLOAD_TOO_LARGE": 413,
+    "NOT_FOUND": 404,
+    "TOOL_NOT_FOUND": 404,
+    "UNAUTHORIZED": 403,
+    "UNVERIFIED_APPROVER": 403,
+    "FORBIDDEN": 403,
+    "SELF_APPROVAL_FORBIDDEN": 403,
+    "GATE_NOT_PENDING": 409,
+    "NOTHING_TO_RESUME": 409,
+    "CONFIRMATION_REQUIRED": 409,
+    "RATE_LIMITED": 429,
+    "TIMEOUT": 504,
+}
+"""The HTTP status of each refusal code; any other code is a 400."""
+
+
+class BearerToken:
+    """The MCP SDK's token verifier for the one token the operator configured."""
+
+    def __init__(self, token: str) -> None:
+        if len(token) < 16:
+            raise ValueError("The bearer token must be at least 16 characters.")
+        self._token = token
+
+    def matches(self, presented: str) -> bool:
+        """Whether ``presented`` is the token, compared in constant time."""
+        return secrets.compare_digest(presented.encode(), self._token.encode())
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if self.matches(token):
+            return AccessToken(token=token, client_id="lockgate", scopes=[])
+        return None
+
+
+def _status(result: dict[str, Any]) -> int:
+    error = result.get("error")
+    if result.get("ok") is False or result.get("success") is False:
+        code = error.get("code") if isinstance(error, dict) else None
+        if code == "INTERNAL_ERROR":
+            return 500
+        return STATUS_OF_CODE.get(str(code), 400)
+    return 200
+
+
+def _answer(result: Any) -> JSONResponse:
+    if isinstance(result, list):
+        return JSONResponse(result)
+    return JSONResponse(result, status_code=_status(result))
+
+
+async def _body(request: Request) -> dict[str, Any] | JSONResponse:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return JSONResponse(
+            refusal_of("VALIDATION_ERROR", "The request body is not JSON."), status_code=400
+        )
+    if not isinstance(body, dict):
+        return JSONResponse(
+            refusal_of("VALIDATION_ERROR", "The request body must be a JSON object."),
+            status_code=400,
+        )
+    return body
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _guarded(token: BearerToken, handler: Handler) -> Handler:
+    async def guarded(request: Request) -> Response:
+        scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.matches(presented.strip()):
+            return JSONResponse(
+                refusal_of(
+                    "UNAUTHORIZED",
+                    "This API needs `Authorization: Bearer <token>`, with the token its "
+                    "operator configured.",
+                ),
+                status_code=401,
+                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+            )
+        try:
+            return await handler(request)
+        except Exception:
+            logger.exception("lockgate api: %s %s failed", request.method, request.url.path)
+            return JSONResponse(
+                refusal_of(
+                    "INTERNAL_ERROR",
+                    "lockgate could not complete this request (is Temporal reachable, and a "
+                    "lockgate worker serving this task queue?); the server's log says more.",
+                ),
+                status_code=500,
+            )
+
+    return guarded
+
+
+def _api_routes(operations: Operations, token: BearerToken) -> list[Route]:
+    async def graphs(request: Request) -> Response:
+        return _answer(await operations.list_graphs({}))
+
+    async def start(request: Request) -> Response:
+        body = await _body(request)
+        if isinstance(body, Response):
+            return body
+        return _answer(await operations.start(body))
+
+    async def show(request: Request) -> Response:
+        return _answer(await operations.show({"run": request.path_params["run"]}))
+
+    async def pending(request: Request) -> Response:
+        return _answer(await operations.pending({"role": request.query_params.get("role")}))
+
+    async def decide(request: Request) -> Response:
+        body = await _body(request)
+        if isinstance(body, Response):
+            return body
+        return _answer(await operations.decide({**body, "run": request.path_params["run"]}))
+
+    async def resume(request: Request) -> Response:
+        body = await _body(request)
+        if isinstance(body, Response):
+            return body
+        return _answer(await operations.resume({**body, "run": request.path_params["run"]}))
+
+    async def tools(request: Request) -> Response:
+        return _answer(await operations.list_tools())
+
+    async def call(request: Request) -> Response:
+        body = await _body(request)
+        if isinstance(body, Response):
+            return body
+        request_id = body.get("request_id")
+        result = await operations.call_tool(
+            request.path_params["name"],
+            body.get("arguments"),
+            request_id=request_id if isinstance(request_id, str) and request_id else None,
+        )
+        return _answer(dict(result))
+
+    async def confirm(request: Request) -> Response:
+        body = await _body(request)
+        if isinstance(body, Response):
+            return body
+        return _answer(dict(await operations.confirm_tool(body)))
+
+    routes = [
+        ("/graphs", graphs, ["GET"]),
+        ("/runs", start, ["POST"]),
+        ("/runs/{run:path}/decide", decide, ["POST"]),
+        ("/runs/{run:path}/resume", resume, ["POST"]),
+        ("/runs/{run:path}", show, ["GET"]),
+        ("/pending", pending, ["GET"]),
+        ("/tools", tools, ["GET"]),
+        ("/tools/{name:path}", call, ["POST"]),
+        ("/confirm", confirm, ["POST"]),
+    ]
+    return [Route(path, _guarded(token, handler), methods=m) for path, handler, m in routes]
+
+
+def http_app(
+    server: LockgateMCPServer,
+    operations: Operations,
+    token: BearerToken,
+    *,
+    allowed_hosts: list[str] | None = None,
+) -> Starlette:
+    """The app serving ``/mcp`` and ``/api``, both behind ``token``.
+
+    Args:
+        server: The MCP server (:func:`~lockgate.serving.build_mcp_server`).
+        operations: What the JSON API calls (usually the server's own).
+        token: The bearer token every request must carry.
+        allowed_hosts: ``Host`` values MCP accepts besides localhost (DNS-rebinding protection),
+            for a server behind a proxy or a real name.
+    """
+    security = None
+    if allowed_hosts:
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", *allowed_hosts],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*"],
+        )
+    mcp_app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        # The SDK's bearer check; no OAuth metadata is advertised for a static token (a host
+        # offered OAuth may ignore the configured header).
+        auth=AuthSettings(issuer_url=AnyHttpUrl("http://127.0.0.1/"), resource_server_url=None),
+        token_verifier=token,
+        transport_security=security,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # A mounted app's lifespan is not run: its session manager runs here (and enters the
+        # server's own lifespan, which watches the open gates).
+        async with server.session_manager.run():
+            yield
+
+    return Starlette(
+        routes=[Mount("/api", routes=_api_routes(operations, token)), Mount("/", app=mcp_app)],
+        lifespan=lifespan,
+    )
