@@ -74,6 +74,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("setup", parents=[common], help="register lockgate's search attributes")
 
+    mcp = commands.add_parser(
+        "mcp", parents=[common, signed], help="MCP server (stdio, or --http with a JSON API)"
+    )
+    mcp.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
+    mcp.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    mcp.add_argument("--token-file", help="the bearer token (default: LOCKGATE_MCP_TOKEN)")
+    mcp.add_argument(
+        "--allowed-host",
+        action="append",
+        help="a Host header MCP accepts besides localhost (behind a proxy); repeatable",
+    )
+    mcp.add_argument(
+        "--poll-seconds",
+        type=float,
+        default=1.0,
+        help="how often open gates are checked, to notify subscribed clients (default 1)",
+    )
+
     secret = commands.add_parser("secret", parents=[common], help="the workers' shared secret")
     secret_commands = secret.add_subparsers(dest="secret_command", required=True)
     secret_commands.add_parser(

@@ -12,6 +12,7 @@ from lockgate.cli._arguments import build_parser
 from lockgate.cli._dev import run_dev_stack
 from lockgate.cli._keys import manage_worker_secret, new_key
 from lockgate.cli._loop import run_on_the_fastest_loop
+from lockgate.cli._mcp import serve_mcp
 from lockgate.cli._output import CommandError, fail
 from lockgate.cli._runs import (
     decide_gate,
@@ -32,6 +33,7 @@ _ASYNC_COMMANDS = {
     "dev": run_dev_stack,
     "worker": serve_worker,
     "setup": set_up_namespace,
+    "mcp": serve_mcp,
     "tools": use_tools,
     "start": start_run,
     "pending": list_pending_gates,
@@ -43,7 +45,7 @@ _ASYNC_COMMANDS = {
 }
 
 
-_LONG_RUNNING = {"dev", "worker"}
+_LONG_RUNNING = {"dev", "worker", "mcp"}
 """Commands that serve until stopped: they run on uvloop where it is installed."""
 
 
