@@ -1,0 +1,203 @@
+"""``lockgate mcp`` over its two transports, and the JSON HTTP API, with real clients.
+
+stdio runs the ``lockgate mcp`` command as a subprocess (as a host runs it); HTTP serves the app
+with uvicorn on a free port, and the MCP SDK's client and a plain HTTP client talk to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import httpx2
+import pytest
+import uvicorn
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from temporalio.client import Client as TemporalClient
+
+from lockgate.examples.essay_review import EssayReview
+from lockgate.serving import BearerToken, Operations, build_mcp_server, http_app
+from lockgate.testing import Identities, WorkerFactory
+from tests.graphs_for_tests import ALWAYS_FAILS, eventually, signed_answer
+from tests.mcp_support import MCP_NAME, data_of, people, refusal_of, registry, runs
+from tests.support import free_port
+
+pytestmark = pytest.mark.timeout(120)
+
+TOKEN = "a-test-token-" + uuid4().hex
+
+
+def address_of(temporal_client: TemporalClient) -> str:
+    return temporal_client.service_client.config.target_host
+
+
+# stdio ------------------------------------------------------------------------------------------
+
+
+async def test_over_stdio_the_command_serves_tools_and_refuses_an_unsigned_answer(
+    lockgate_worker: WorkerFactory,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    tmp_path: Path,
+) -> None:
+    token = uuid4().hex
+    command = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "lockgate.cli",
+            "mcp",
+            "--address",
+            address_of(temporal_client),
+            "--task-queue",
+            task_queue,
+            "--directory",
+            str(tmp_path / "no-directory.toml"),
+        ],
+        # The stdio client passes on only a few variables of its own.
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)},
+        cwd=str(tmp_path),
+    )
+    async with (
+        lockgate_worker(tools=registry(), graphs=[EssayReview]),
+        Client(command, mode="legacy") as client,
+    ):
+        names = [each.name for each in (await client.list_tools()).tools]
+        counted = await client.call_tool("demo__count", {"token": token})
+        forbidden = await client.call_tool("demo__secret", {})
+        unsigned = await client.call_tool("graph__decide", {"run": "essay:review-x"})
+
+    assert "demo__count" in names and "graph__start" in names
+    assert all(MCP_NAME.fullmatch(name) for name in names)
+    assert data_of(counted) == {"token": token, "runs": 1}
+    assert refusal_of(forbidden)["code"] == "FORBIDDEN"
+    assert refusal_of(unsigned)["code"] == "UNVERIFIED_APPROVER"
+
+
+# HTTP -------------------------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def http_server(
+    temporal_client: TemporalClient, task_queue: str, identities: Identities, principal: str
+) -> AsyncIterator[str]:
+    """``lockgate mcp --http``'s app as ``principal``, served on a free port; yields its URL."""
+    operations = Operations(
+        temporal_client, task_queue, identities.signer(principal, "http"), channel="http"
+    )
+    app = http_app(build_mcp_server(operations, poll_seconds=0.1), operations, BearerToken(TOKEN))
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    serving = asyncio.create_task(server.serve())
+    try:
+        await eventually(lambda: asyncio.sleep(0.02), lambda _: server.started, what="uvicorn")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await serving
+
+
+def bearer(token: str = TOKEN) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def test_over_http_mcp_needs_the_token_and_then_serves_tools_and_graphs(
+    lockgate_worker: WorkerFactory, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    crowd, token = people(), uuid4().hex
+    async with (
+        lockgate_worker(tools=registry(), graphs=[EssayReview], directory=crowd.directory),
+        http_server(temporal_client, task_queue, crowd, "agent-7") as url,
+    ):
+        async with httpx2.AsyncClient() as plain:
+            no_token = await plain.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1})
+            wrong = await plain.post(
+                f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1}, headers=bearer("not-the-token")
+            )
+        transport = streamable_http_client(
+            f"{url}/mcp", http_client=httpx2.AsyncClient(headers=bearer())
+        )
+        async with Client(transport, mode="legacy") as client:
+            names = [each.name for each in (await client.list_tools()).tools]
+            secret = await client.call_tool("demo__secret", {})
+            counted = await client.call_tool("demo__count", {"token": token})
+            resources = (await client.list_resources()).resources
+
+    assert (no_token.status_code, wrong.status_code) == (401, 401)
+    assert "graph__decide" in names
+    # Signed as agent-7, who holds demo:secret in the workers' Directory.
+    assert data_of(secret) == {"secret": "swordfish"}
+    assert data_of(counted)["runs"] == 1 and runs[token] == 1
+    assert [str(each.uri) for each in resources] == ["lockgate://gates"]
+
+
+async def api(
+    plain: httpx2.AsyncClient, method: str, url: str, body: Any = None
+) -> tuple[int, dict[str, Any]]:
+    response = await plain.request(method, url, json=body, headers=bearer())
+    answer: dict[str, Any] = response.json()
+    assert "Traceback" not in response.text
+    return response.status_code, answer
+
+
+async def test_the_json_api_runs_a_graph_answers_refusals_below_500_and_needs_the_token(
+    lockgate_worker: WorkerFactory, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    crowd = people()
+    ed = crowd.signer("ed")
+    async with (
+        lockgate_worker(graphs=[EssayReview], directory=crowd.directory),
+        http_server(temporal_client, task_queue, crowd, "ada") as url,
+        httpx2.AsyncClient(base_url=f"{url}/api") as plain,
+    ):
+        no_token = await plain.get("/graphs")
+        graphs = await api(plain, "GET", "/graphs")
+        started = await api(
+            plain, "POST", "/runs", {"graph": "essay:review", "inputs": ALWAYS_FAILS}
+        )
+        run = started[1]
+        pending = await eventually(
+            lambda: api(plain, "GET", "/pending?role=editor"),
+            lambda answer: answer[1]["count"] == 1,
+            what="the gate in pending",
+        )
+        unsigned = await api(plain, "POST", f"/runs/{run['run_id']}/decide", {"choice": "abandon"})
+        bad_json = await plain.post(
+            f"/runs/{run['run_id']}/decide", content=b"{nope", headers=bearer()
+        )
+        by_ada = await api(
+            plain,
+            "POST",
+            f"/runs/{run['run_id']}/decide",
+            {"proof": signed_answer(crowd.signer("ada"), run, "publish_as_is")},
+        )
+        answered = await api(
+            plain,
+            "POST",
+            f"/runs/{run['run_id']}/decide",
+            {"proof": signed_answer(ed, run, "publish_as_is")},
+        )
+        again = await api(plain, "POST", f"/runs/{run['run_id']}/decide", {"proof": {}})
+        missing = await api(plain, "GET", "/runs/essay:review-nothing")
+        unknown_graph = await api(plain, "POST", "/runs", {"graph": "essay:nothing"})
+
+    assert no_token.status_code == 401
+    assert no_token.json()["error"]["code"] == "UNAUTHORIZED"
+    assert graphs[0] == 200 and graphs[1]["graphs"][0]["name"] == "essay:review"
+    assert started[0] == 200 and run["status"] == "waiting"
+    assert run["requester"]["actor"] == "ada"
+    assert [row["run_id"] for row in pending[1]["pending"]] == [run["run_id"]]
+    assert unsigned[0] == 403 and unsigned[1]["error"]["code"] == "UNVERIFIED_APPROVER"
+    assert bad_json.status_code == 400
+    assert by_ada[0] == 403 and by_ada[1]["error"]["code"] == "SELF_APPROVAL_FORBIDDEN"
+    assert answered[0] == 200 and answered[1]["status"] == "finished"
+    assert again[0] == 409 and again[1]["error"]["code"] == "GATE_NOT_PENDING"
+    assert missing[0] == 404 and missing[1]["error"]["code"] == "NOT_FOUND"
+    assert unknown_graph[0] == 404
