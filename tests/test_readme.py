@@ -93,6 +93,17 @@ def test_every_lockgate_command_in_the_readme_parses(command: str) -> None:
     assert arguments.command == words[0]
 
 
+def test_the_mcp_host_configuration_runs_a_lockgate_mcp_command() -> None:
+    (block,) = [block for block in _blocks("json") if "mcpServers" in block]
+    server = json.loads(block)["mcpServers"]["lockgate"]
+
+    arguments = _parser().parse_args(server["args"])
+
+    assert server["command"] == "lockgate"
+    assert (arguments.command, arguments.as_principal, arguments.http) == ("mcp", "ada", False)
+    assert "TEMPORAL_ADDRESS" in server["env"]
+
+
 async def test_the_testing_example_runs_with_the_fixtures_it_names(
     lockgate_worker: Any, temporal_client: Client, task_queue: str
 ) -> None:
