@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 from uuid import uuid4
 
 import mcp_types as types
@@ -22,7 +22,7 @@ from temporalio.client import Client as TemporalClient
 from lockgate import GraphClient
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.memo_clearance import MemoClearance
-from lockgate.serving import GATES_URI, Operations, build_mcp_server, gate_uri
+from lockgate.serving import GATES_URI, PLAN_META_KEY, Operations, build_mcp_server, gate_uri
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS, eventually, signed_answer, signed_resume
 from tests.mcp_support import MCP_NAME, RATE_BUDGET, data_of, people, refusal_of, registry, runs
@@ -119,6 +119,32 @@ async def test_every_refusal_is_a_result_with_its_code_and_sentence(
     assert [each.is_error for each in calls] == [False] * RATE_BUDGET + [True]
     assert refusal_of(calls[-1])["code"] == "RATE_LIMITED"
     assert runs[token] == RATE_BUDGET
+
+
+async def test_a_planned_call_is_checked_in_full_and_runs_nothing(
+    lockgate_worker: WorkerFactory, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    token = uuid4().hex
+    plan = cast(types.RequestParamsMeta, {PLAN_META_KEY: True})
+    async with (
+        lockgate_worker(tools=registry()),
+        mcp_client(temporal_client, task_queue) as client,
+    ):
+        planned = await client.call_tool("demo__launch", {"token": token}, meta=plan)
+        forbidden = await client.call_tool("demo__secret", {}, meta=plan)
+        invalid = await client.call_tool("demo__count", {"token": 1}, meta=plan)
+
+    assert data_of(planned)["plan"] == {
+        "tool": "demo:launch",
+        "mutating": False,
+        "requires_confirmation": True,
+        "scopes_required": [],
+        "timeout": data_of(planned)["plan"]["timeout"],
+        "args": {"token": token},
+    }
+    assert refusal_of(forbidden)["code"] == "FORBIDDEN"
+    assert refusal_of(invalid)["code"] == "VALIDATION_ERROR"
+    assert runs[token] == 0
 
 
 async def test_a_tool_that_asks_for_confirmation_asks_the_person_through_elicitation(

@@ -268,3 +268,21 @@ async def test_an_unsigned_confirmation_of_a_signed_call_is_refused(
     assert error_of(refused)["code"] == "UNAUTHORIZED", refused
     assert "confirmed by its signer" in error_of(refused)["message"]
     assert runs[token] == 0
+
+
+async def test_a_planned_call_checks_everything_and_runs_nothing(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    token, request_id = uuid4().hex, new_request_id()
+    async with lockgate_worker(tools=[count]):
+        tools = ToolClient(temporal_client, task_queue)
+        planned = await tools.call(
+            "demo:count", {"token": token, "n": 3}, request_id=request_id, plan=True
+        )
+        again = await tools.call("demo:count", {"token": token, "n": 3}, request_id=request_id)
+
+    assert planned["success"] is True
+    assert planned["data"]["plan"]["args"] == {"token": token, "n": 3}
+    # One answer per request id: asking again returns the plan; the tool never ran.
+    assert again == planned
+    assert runs[token] == 0

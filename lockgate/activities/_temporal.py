@@ -537,6 +537,7 @@ class ToolActivities:
             "ok": True,
             "actor": actor.to_dict(),
             "needs_confirmation": bool(planned["requires_confirmation"]),
+            "plan": planned,
             "summary": f"{definition.name} as {actor.actor}",
             "timeout_seconds": definition.timeout,
             "heartbeat_seconds": definition.heartbeat_seconds,

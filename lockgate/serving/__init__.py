@@ -12,13 +12,19 @@ except ImportError as error:  # pragma: no cover - depends on the installation
 
 from lockgate.serving._gate_watch import GATES_URI, GateWatch, gate_uri
 from lockgate.serving._http import STATUS_OF_CODE, BearerToken, http_app
-from lockgate.serving._mcp import GRAPH_OPERATIONS, LockgateMCPServer, build_mcp_server
+from lockgate.serving._mcp import (
+    GRAPH_OPERATIONS,
+    PLAN_META_KEY,
+    LockgateMCPServer,
+    build_mcp_server,
+)
 from lockgate.serving._names import ToolNameError, ToolNames, mcp_name
 from lockgate.serving._operations import Operations, refusal_of
 
 __all__ = [
     "GATES_URI",
     "GRAPH_OPERATIONS",
+    "PLAN_META_KEY",
     "STATUS_OF_CODE",
     "BearerToken",
     "GateWatch",

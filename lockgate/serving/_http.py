@@ -11,7 +11,7 @@ the handshake era get elicitation and notifications) and ``/api/...``:
 ``POST /api/runs/{run}/decide``   ``{proof, choice?}``: relay a signed answer
 ``POST /api/runs/{run}/resume``   ``{proof?}``: resume a parked run
 ``GET /api/tools``         the tools served
-``POST /api/tools/{name}`` ``{arguments, request_id?}``: one durable tool call
+``POST /api/tools/{name}`` ``{arguments, request_id?, plan?}``: one durable tool call
 ``POST /api/confirm``      ``{request_id, token}``: confirm a call that asked
 =========================  ==============================================================
 
@@ -187,6 +187,7 @@ def _api_routes(operations: Operations, token: BearerToken) -> list[Route]:
             request.path_params["name"],
             body.get("arguments"),
             request_id=request_id if isinstance(request_id, str) and request_id else None,
+            plan=body.get("plan") is True,
         )
         return _answer(dict(result))
 

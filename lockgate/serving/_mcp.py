@@ -6,7 +6,8 @@ request id per call, so asking again returns the first answer), each graph opera
 ``{code, message}``, never a protocol error and never a stack trace.
 
 A tool that asks for confirmation asks the person at the host through MCP elicitation where the
-client offers it, and otherwise answers with the step to call (``tools__confirm``). An
+client offers it, and otherwise answers with the step to call (``tools__confirm``). A call whose
+``_meta`` carries ``"lockgate/plan": true`` is only planned: checked in full, run not at all. An
 elicitation answer is a "yes" from the caller's side, never an identity: gates are answered only
 by a signed proof (``graph__decide``'s ``proof``).
 """
@@ -34,9 +35,12 @@ from lockgate.serving._gate_watch import GATES_URI, GateWatch, gate_uri, run_of_
 from lockgate.serving._names import ToolNames
 from lockgate.serving._operations import Operations
 
-__all__ = ["GRAPH_OPERATIONS", "LockgateMCPServer", "build_mcp_server"]
+__all__ = ["GRAPH_OPERATIONS", "PLAN_META_KEY", "LockgateMCPServer", "build_mcp_server"]
 
 logger = logging.getLogger("lockgate.mcp")
+
+PLAN_META_KEY = "lockgate/plan"
+"""A tool call whose ``_meta`` sets this to true is planned: checked in full, run not at all."""
 
 _RESOURCE_NOT_FOUND = -32002
 """The MCP specification's code for a resource that does not exist."""
@@ -269,7 +273,8 @@ class _Handlers:
                 f"No tool '{params.name}' is served here; tools/list names those that are.",
             )
         request_id = self._request_id(ctx, params, name)
-        result = await self.operations.call_tool(name, arguments, request_id=request_id)
+        plan = (params.meta or {}).get(PLAN_META_KEY) is True
+        result = await self.operations.call_tool(name, arguments, request_id=request_id, plan=plan)
         data = result.get("data")
         if result.get("success") and isinstance(data, dict) and data.get("requires_confirmation"):
             return await self._confirm(ctx, params, name, data)

@@ -228,9 +228,11 @@ class Operations:
         return list(catalogue.get("tools") or [])
 
     async def call_tool(
-        self, tool: str, arguments: Any, *, request_id: str | None = None
+        self, tool: str, arguments: Any, *, request_id: str | None = None, plan: bool = False
     ) -> ToolCallResult:
-        """One durable call of ``tool``: the first answer for ``request_id``, however often."""
+        """One durable call of ``tool``: the first answer for ``request_id``, however often.
+
+        With ``plan`` the workers check everything and run nothing (``data["plan"]``)."""
         if arguments is not None and not isinstance(arguments, dict):
             return cast(
                 ToolCallResult,
@@ -244,7 +246,7 @@ class Operations:
                 },
             )
         return await self.tools.call(
-            tool, arguments or {}, request_id=request_id or uuid.uuid4().hex
+            tool, arguments or {}, request_id=request_id or uuid.uuid4().hex, plan=plan
         )
 
     async def confirm_tool(self, arguments: Mapping[str, Any]) -> ToolCallResult | dict[str, Any]:

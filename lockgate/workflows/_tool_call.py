@@ -69,6 +69,9 @@ class CallToolInput:
     proof: dict[str, Any] | None = None
     channel: str = "temporal"
     request_id: str | None = None
+    plan: bool = False
+    """Check everything (caller, arguments, scopes, confirmation) and run nothing: the result is
+    the plan."""
 
 
 @dataclass
@@ -110,7 +113,7 @@ class ToolCallWorkflow:
         self._problem = self._read(calls)
 
     def _read(self, calls: tuple[Any, ...]) -> tuple[str, str] | None:
-        shape = "{tool, arguments, proof?, channel?, request_id?}"
+        shape = "{tool, arguments, proof?, channel?, request_id?, plan?}"
         if len(calls) != 1 or not isinstance(calls[0], dict):
             return (
                 ErrorCode.VALIDATION_ERROR.value,
@@ -140,6 +143,7 @@ class ToolCallWorkflow:
             proof=raw.get("proof"),
             channel=channel if isinstance(channel, str) else "temporal",
             request_id=request_id,
+            plan=raw.get("plan") is True,
         )
         if raw.get("proof") is not None and workflow_id != call_workflow_id(request_id):
             # A signed call names its request; run under another id, a copy of its input read
@@ -197,6 +201,10 @@ class ToolCallWorkflow:
         self._actor = Actor.from_dict(prepared["actor"])
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         self._summary = action_summary(call.tool, arguments)
+        if call.plan:
+            return self._done(
+                ToolResult.success({"plan": prepared["plan"]}, f"Plan for '{call.tool}'.")
+            )
         if prepared["needs_confirmation"]:
             expired = await self._await_confirmation(prepared["confirmation_ttl_seconds"])
             if expired is not None:
@@ -376,7 +384,7 @@ class ToolCallWorkflow:
         }
 
 
-_CALL_KEYS = ("tool", "arguments", "proof", "channel", "request_id")
+_CALL_KEYS = ("tool", "arguments", "proof", "channel", "request_id", "plan")
 
 
 def _authority() -> Authority:

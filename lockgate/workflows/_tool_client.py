@@ -68,17 +68,20 @@ class ToolClient:
         arguments: Mapping[str, Any] | None = None,
         *,
         request_id: str | None = None,
+        plan: bool = False,
     ) -> ToolCallResult:
         """Calls ``tool``; returns its result, or the request to confirm it (with the token).
 
         Asking again with the same ``request_id`` returns the first answer, never runs twice.
+        With ``plan``, the worker checks everything a call is checked for and runs nothing: the
+        result's ``data["plan"]`` says what would run (a plan spends no rate budget).
         """
         request_id = request_id or uuid.uuid4().hex
         arguments = dict(arguments or {})
         proof = None
         if self.signer is not None:
             proof = self.signer.sign(tool_binding(tool, arguments, request_id))
-        call = CallToolInput(tool, arguments, proof, self.channel, request_id)
+        call = CallToolInput(tool, arguments, proof, self.channel, request_id, plan)
         workflow_id = call_workflow_id(request_id)
         operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
             "lockgate.tool_call",
