@@ -22,7 +22,14 @@ from temporalio.client import Client as TemporalClient
 from lockgate import GraphClient
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.memo_clearance import MemoClearance
-from lockgate.serving import GATES_URI, PLAN_META_KEY, Operations, build_mcp_server, gate_uri
+from lockgate.serving import (
+    GATES_URI,
+    PLAN_META_KEY,
+    REQUEST_ID_META_KEY,
+    Operations,
+    build_mcp_server,
+    gate_uri,
+)
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS, eventually, signed_answer, signed_resume
 from tests.mcp_support import MCP_NAME, RATE_BUDGET, data_of, people, refusal_of, registry, runs
@@ -91,8 +98,26 @@ async def test_a_tool_call_runs_once_on_the_worker_and_answers_its_data(
         result = await client.call_tool("demo__count", {"token": token})
 
     assert data_of(result) == {"token": token, "runs": 1}
-    assert result.meta is not None and result.meta["lockgate/request_id"]
+    assert result.meta is not None and result.meta[REQUEST_ID_META_KEY]
     assert runs[token] == 1
+
+
+async def test_a_call_asked_again_with_its_request_id_answers_the_first_result(
+    lockgate_worker: WorkerFactory, temporal_client: TemporalClient, task_queue: str
+) -> None:
+    token = uuid4().hex
+    same = cast(types.RequestParamsMeta, {REQUEST_ID_META_KEY: f"host-retry-{token}"})
+    async with (
+        lockgate_worker(tools=registry()),
+        mcp_client(temporal_client, task_queue) as client,
+    ):
+        first = await client.call_tool("demo__count", {"token": token}, meta=same)
+        again = await client.call_tool("demo__count", {"token": token}, meta=same)
+        other = await client.call_tool("demo__count", {"token": token})
+
+    assert data_of(first) == data_of(again) == {"token": token, "runs": 1}
+    assert again.meta is not None and again.meta[REQUEST_ID_META_KEY] == f"host-retry-{token}"
+    assert data_of(other)["runs"] == 2
 
 
 async def test_every_refusal_is_a_result_with_its_code_and_sentence(

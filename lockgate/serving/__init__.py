@@ -15,6 +15,7 @@ from lockgate.serving._http import STATUS_OF_CODE, BearerToken, http_app
 from lockgate.serving._mcp import (
     GRAPH_OPERATIONS,
     PLAN_META_KEY,
+    REQUEST_ID_META_KEY,
     LockgateMCPServer,
     build_mcp_server,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "GATES_URI",
     "GRAPH_OPERATIONS",
     "PLAN_META_KEY",
+    "REQUEST_ID_META_KEY",
     "STATUS_OF_CODE",
     "BearerToken",
     "GateWatch",

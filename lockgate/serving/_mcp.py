@@ -19,6 +19,7 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
@@ -35,12 +36,24 @@ from lockgate.serving._gate_watch import GATES_URI, GateWatch, gate_uri, run_of_
 from lockgate.serving._names import ToolNames
 from lockgate.serving._operations import Operations
 
-__all__ = ["GRAPH_OPERATIONS", "PLAN_META_KEY", "LockgateMCPServer", "build_mcp_server"]
+__all__ = [
+    "GRAPH_OPERATIONS",
+    "PLAN_META_KEY",
+    "REQUEST_ID_META_KEY",
+    "LockgateMCPServer",
+    "build_mcp_server",
+]
 
 logger = logging.getLogger("lockgate.mcp")
 
 PLAN_META_KEY = "lockgate/plan"
 """A tool call whose ``_meta`` sets this to true is planned: checked in full, run not at all."""
+
+REQUEST_ID_META_KEY = "lockgate/request_id"
+"""A tool call's request id, in its ``_meta``: asked again with it, a call answers its first
+result and never runs twice. Each result carries its id under the same key."""
+
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{8,128}")
 
 _RESOURCE_NOT_FOUND = -32002
 """The MCP specification's code for a resource that does not exist."""
@@ -283,7 +296,7 @@ class _Handlers:
     def _of_call(self, result: Mapping[str, Any]) -> types.CallToolResult:
         meta = result.get("meta") or {}
         request_id = meta.get("request_id")
-        extra = {"lockgate/request_id": request_id} if request_id else {}
+        extra = {REQUEST_ID_META_KEY: request_id} if request_id else {}
         if result.get("success"):
             return _answered(result.get("data"), **extra)
         error = result.get("error") or {}
@@ -302,12 +315,17 @@ class _Handlers:
     def _request_id(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, name: str
     ) -> str:
-        """A new request id; in the 2026 era's retry after a confirmation, the first one.
+        """The call's request id: the client's own (``_meta`` ``lockgate/request_id``, so its
+        retry returns the first answer), else a new one; in the 2026 era's retry after a
+        confirmation, the first one.
 
         The retry's ``request_state`` crosses the client unsealed, so it carries the id with a
         seal of this server's over id, tool and arguments: a client cannot make it confirm
         another call.
         """
+        chosen = (params.meta or {}).get(REQUEST_ID_META_KEY)
+        if isinstance(chosen, str) and _REQUEST_ID.fullmatch(chosen):
+            return chosen
         state = getattr(params, "request_state", None)
         if isinstance(state, str) and "." in state:
             request_id, seal = state.rsplit(".", 1)
@@ -354,7 +372,7 @@ class _Handlers:
                 "next": f"Nothing ran yet. To run it, call {self.names.to_mcp('tools:confirm')} "
                 f"with request_id and token (token: confirm_token) before {request['expires_at']}.",
             },
-            **{"lockgate/request_id": request_id},
+            **{REQUEST_ID_META_KEY: request_id},
         )
 
     async def _after_answer(self, request: dict[str, Any], answer: Any) -> types.CallToolResult:
@@ -369,7 +387,7 @@ class _Handlers:
             ErrorCode.CONFIRMATION_DECLINED.value,
             f"{request.get('action_summary') or 'The call'} was not confirmed, so it did not "
             f"run; its request expires at {request.get('expires_at')}.",
-            **{"lockgate/request_id": request["request_id"]},
+            **{REQUEST_ID_META_KEY: request["request_id"]},
         )
 
     # Resources ---------------------------------------------------------------------------------
