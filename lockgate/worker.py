@@ -38,6 +38,7 @@ from lockgate.gating import (
     Authority,
     Directory,
     NonceLedger,
+    RelyingParty,
     WorkerSecret,
     WorkerSecretError,
 )
@@ -130,6 +131,8 @@ class LockgatePlugin(SimplePlugin):
         audit: Where judgements are recorded.
         check_search_attributes: Refuse to start a worker whose namespace lacks lockgate's search
             attributes (an upsert of a missing one would wedge every graph run).
+        relying_party: The web inbox's site and exact origins: answers signed with a passkey
+            are accepted from there (``RelyingParty.of_origins(["http://localhost:8240"])``).
 
     Raises:
         WorkerSecretError: No worker secret was given or configured.
@@ -146,6 +149,7 @@ class LockgatePlugin(SimplePlugin):
         ledger: NonceLedger | None = None,
         audit: AuditLogger | None = None,
         check_search_attributes: bool = True,
+        relying_party: RelyingParty | None = None,
     ) -> None:
         self.registry = _registry_of(tools)
         self.graphs = GraphRegistry(graphs)
@@ -162,6 +166,7 @@ class LockgatePlugin(SimplePlugin):
                 secret=secret,
                 ledger=ledger if ledger is not None else TemporalNonceLedger(secret),
                 audit=audit or self.registry.audit,
+                relying_party=relying_party,
             )
         elif authority.secret is None:
             raise WorkerSecretError(_NO_SECRET)

@@ -72,6 +72,12 @@ from lockgate.gating._limits import (
     shorten,
 )
 from lockgate.gating._nonces import InMemoryNonceLedger, NonceLedger
+from lockgate.gating._passkeys import (
+    Passkey,
+    RelyingParty,
+    passkey_challenge,
+    verify_passkey_assertion,
+)
 from lockgate.gating._policy import (
     DEFAULT_CHANNEL_POLICIES,
     FAIL_CLOSED_POLICY,
@@ -151,6 +157,7 @@ __all__ = [
     "NonceLedger",
     "OpenGate",
     "ParkedNode",
+    "Passkey",
     "PayloadProblem",
     "PolicyDecision",
     "PolicyGate",
@@ -161,6 +168,7 @@ __all__ = [
     "RateDecision",
     "RateLimiter",
     "RefusalReason",
+    "RelyingParty",
     "RendererRegistry",
     "Signer",
     "TokenCheck",
@@ -193,6 +201,7 @@ __all__ = [
     "new_request_id",
     "node_refusal_sentence",
     "parse_public_key",
+    "passkey_challenge",
     "public_key_text",
     "rate_key",
     "read_private_key",
@@ -202,6 +211,7 @@ __all__ = [
     "start_binding",
     "to_jsonable",
     "tool_binding",
+    "verify_passkey_assertion",
     "why_node_refuses",
     "write_private_key",
 ]

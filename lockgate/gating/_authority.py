@@ -19,6 +19,7 @@ from lockgate.gating._context import ToolContext
 from lockgate.gating._directory import Directory
 from lockgate.gating._identity_errors import ProofRefused
 from lockgate.gating._nonces import InMemoryNonceLedger, NonceLedger
+from lockgate.gating._passkeys import RelyingParty
 from lockgate.gating._policy import PRIVATE_HOLDINGS
 from lockgate.gating._seals import WorkerSecret, WorkerSecretError
 from lockgate.gating._verifier import Verifier
@@ -44,6 +45,7 @@ class Authority:
         window_seconds: How long a proof is good after it was signed.
         audit: Where judgements are recorded.
         clock: Unix seconds; real time, because judgements are made live, never replayed.
+        relying_party: The web inbox's site and origins, for answers signed with a passkey.
     """
 
     def __init__(
@@ -55,13 +57,16 @@ class Authority:
         window_seconds: float = 300,
         audit: AuditLogger | None = None,
         clock: Callable[[], float] = time.time,
+        relying_party: RelyingParty | None = None,
     ) -> None:
         self.directory = directory
         self.secret = secret
         self.window_seconds = window_seconds
         self.audit = audit or AuditLogger()
         self.ledger: NonceLedger = ledger if ledger is not None else InMemoryNonceLedger(clock)
-        self.verifier = Verifier(directory, window_seconds=window_seconds, clock=clock)
+        self.verifier = Verifier(
+            directory, window_seconds=window_seconds, clock=clock, relying_party=relying_party
+        )
 
     @property
     def sealer(self) -> WorkerSecret:

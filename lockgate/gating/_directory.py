@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from lockgate.gating._identity_errors import IdentityError
 from lockgate.gating._keys import parse_public_key
 from lockgate.gating._names import check_principal_name, toml_key
+from lockgate.gating._passkeys import Passkey
 from lockgate.gating._quoting import quoted
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ __all__ = ["Directory", "DirectoryEntry"]
 # Directory.load documents this logger by name, and log configuration selects it by that name.
 _logger = logging.getLogger("lockgate.identity")
 
-_ENTRY_FIELDS = ("public_key", "roles", "scopes")
+_ENTRY_FIELDS = ("public_key", "roles", "scopes", "passkeys")
 _PRIVATE_FIELD_HINTS = ("private", "secret", "seed", "password", "passphrase")
 _WATCH_INTERVAL_SECONDS = 1.0
 
@@ -49,12 +50,14 @@ class DirectoryEntry:
         public_key: Its public key in text form, or None if it cannot sign proofs.
         roles: Roles it holds (who may answer which gates).
         scopes: Scopes it holds (which tools and nodes it may run).
+        passkeys: Its registered passkeys (for answers from the web inbox).
     """
 
     principal: str
     public_key: str | None = None
     roles: frozenset[str] = frozenset()
     scopes: frozenset[str] = frozenset()
+    passkeys: tuple[Passkey, ...] = ()
 
     def __post_init__(self) -> None:
         check_principal_name(self.principal)
@@ -72,6 +75,7 @@ class DirectoryEntry:
                 )
             # Callers may pass a list or set; an entry is a value and must stay one.
             object.__setattr__(self, label, frozenset(names))
+        object.__setattr__(self, "passkeys", tuple(self.passkeys))
 
 
 class Directory:
@@ -298,7 +302,7 @@ def _parse_directory_entry(principal: str, fields: object, source: str) -> Direc
         if field_name not in _ENTRY_FIELDS:
             raise IdentityError(
                 f"{where} has an unknown field {quoted(field_name)}; the fields are public_key, "
-                "roles and scopes."
+                "roles, scopes and passkeys."
             )
     public_key = fields.get("public_key")
     if public_key is not None:
@@ -320,7 +324,34 @@ def _parse_directory_entry(principal: str, fields: object, source: str) -> Direc
         if not isinstance(listed, list) or not all(isinstance(n, str) and n for n in listed):
             raise IdentityError(f"{where}: {label} must be a list of non-empty strings.")
         names[label] = frozenset(listed)
-    return DirectoryEntry(principal, public_key, names["roles"], names["scopes"])
+    return DirectoryEntry(
+        principal,
+        public_key,
+        names["roles"],
+        names["scopes"],
+        _parse_passkeys(fields.get("passkeys", []), where),
+    )
+
+
+def _parse_passkeys(listed: object, where: str) -> tuple[Passkey, ...]:
+    """``[[principals.NAME.passkeys]]`` tables of ``credential_id`` and ``public_key``."""
+    if not isinstance(listed, list) or not all(isinstance(each, dict) for each in listed):
+        raise IdentityError(
+            f"{where}: passkeys are [[principals.NAME.passkeys]] tables, as the inbox prints them."
+        )
+    passkeys = []
+    for each in listed:
+        unknown = sorted(set(each) - {"credential_id", "public_key"})
+        if unknown:
+            raise IdentityError(
+                f"{where}: a passkey has an unknown field {quoted(unknown[0])}; its fields are "
+                "credential_id and public_key."
+            )
+        try:
+            passkeys.append(Passkey(each.get("credential_id"), each.get("public_key")))
+        except IdentityError as error:
+            raise IdentityError(f"{where}: {error}") from error
+    return tuple(passkeys)
 
 
 def _read_directory_text(path: Path) -> str:

@@ -15,7 +15,7 @@ import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from lockgate.gating._canonical import canonical_json, to_jsonable
 from lockgate.gating._identity_errors import IdentityError, ProofRefused
@@ -49,8 +49,11 @@ _PROOF_FIELDS = (
     "authorizes",
     "issued_at",
     "nonce",
-    "signature",
 )
+# A proof is signed by exactly one of these: an Ed25519 signature, or a passkey's assertion.
+_SIGNED_BY = ("signature", "passkey")
+_MAX_PASSKEY_FIELD = 16_384
+"""The longest text a passkey assertion's field may hold (real ones are well under 1 KiB)."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,9 @@ class Proof:
         authorizes: The act it authorizes; always has a string ``kind``.
         issued_at: When it was signed, in unix seconds.
         nonce: 32 lowercase hex characters, unique per proof.
-        signature: Ed25519 signature in base64url without padding.
+        signature: Ed25519 signature in base64url without padding; empty for a passkey's proof.
+        passkey: A WebAuthn assertion (the browser's ``credential.toJSON()``) whose challenge is
+            the digest of the rest of the proof, in place of a signature.
     """
 
     principal: str
@@ -74,6 +79,7 @@ class Proof:
     issued_at: int
     nonce: str
     signature: str
+    passkey: dict[str, Any] | None = None
 
     @classmethod
     def parse(cls, value: object) -> Proof:
@@ -91,20 +97,28 @@ class Proof:
         """
         fields = _proof_fields(value)
         _check_proof_version(fields)
-        unexpected = sorted(set(fields) - set(_PROOF_FIELDS))
+        unexpected = sorted(set(fields) - set(_PROOF_FIELDS) - set(_SIGNED_BY))
         if unexpected:
             names = ", ".join(quoted(name) for name in unexpected)
             raise _malformed(f"it has unexpected fields {names}")
         missing = [name for name in _PROOF_FIELDS if name not in fields]
         if missing:
             raise _malformed(f"field {quoted(missing[0])} is missing")
+        signed_by = [name for name in _SIGNED_BY if name in fields]
+        if len(signed_by) != 1:
+            raise _malformed(
+                "it needs exactly one of 'signature' (an Ed25519 key's) and 'passkey' (a "
+                "passkey's assertion)"
+            )
+        passkey = _proof_passkey(fields["passkey"]) if "passkey" in fields else None
         proof = cls(
             principal=_proof_name(fields, "principal"),
             channel=_proof_name(fields, "channel"),
             authorizes=_proof_authorizes(fields["authorizes"]),
             issued_at=_proof_issued_at(fields["issued_at"]),
             nonce=_proof_nonce(fields["nonce"]),
-            signature=_proof_signature(fields["signature"]),
+            signature=_proof_signature(fields["signature"]) if passkey is None else "",
+            passkey=passkey,
         )
         try:
             proof.signed_bytes()
@@ -130,6 +144,8 @@ class Proof:
 
     def to_dict(self) -> dict[str, Any]:
         """Returns the proof as the JSON object a person pastes or a client sends."""
+        if self.passkey is not None:
+            return {**self.unsigned_dict(), "passkey": self.passkey}
         return {**self.unsigned_dict(), "signature": self.signature}
 
 
@@ -360,6 +376,29 @@ def _proof_signature(value: object) -> str:
     if len(raw) != _SIGNATURE_LENGTH:
         raise _malformed(f"field 'signature' is {len(raw)} bytes, not {_SIGNATURE_LENGTH}")
     return value
+
+
+def _proof_passkey(value: object) -> dict[str, Any]:
+    """A passkey assertion's shape: ``{id, rawId, type, response: {clientDataJSON,
+    authenticatorData, signature, userHandle?}, ...}`` of short strings; the library checks the
+    rest."""
+    if not isinstance(value, Mapping):
+        raise _malformed(f"field 'passkey' must be an object, not {kind_of(value)}")
+    response = value.get("response")
+    if not isinstance(response, Mapping):
+        raise _malformed("field 'passkey' has no 'response' object")
+    for where, fields, required in (
+        ("passkey", value, ("id", "rawId", "type")),
+        ("passkey.response", response, ("clientDataJSON", "authenticatorData", "signature")),
+    ):
+        for name in required:
+            item = fields.get(name)
+            if not isinstance(item, str) or not item or len(item) > _MAX_PASSKEY_FIELD:
+                raise _malformed(f"field '{where}.{name}' must be a short non-empty string")
+    try:
+        return cast(dict[str, Any], to_jsonable(dict(value)))
+    except (TypeError, ValueError, RecursionError):
+        raise _malformed("field 'passkey' is not JSON data") from None
 
 
 def decode_signature(signature: str) -> bytes:

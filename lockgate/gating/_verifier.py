@@ -32,6 +32,7 @@ from lockgate.gating._canonical import canonical_json, to_jsonable
 from lockgate.gating._directory import Directory
 from lockgate.gating._identity_errors import ProofRefused
 from lockgate.gating._keys import load_cryptography
+from lockgate.gating._passkeys import RelyingParty, passkey_challenge, verify_passkey_assertion
 from lockgate.gating._proofs import Proof, decode_signature
 from lockgate.gating._quoting import quoted
 
@@ -56,14 +57,17 @@ class Verifier:
         window_seconds: float = 300,
         future_skew_seconds: float = 60,
         clock: Callable[[], float] = time.time,
+        relying_party: RelyingParty | None = None,
     ) -> None:
         """Makes a verifier.
 
         Args:
-            directory: Where principals' public keys are looked up.
+            directory: Where principals' public keys (and passkeys) are looked up.
             window_seconds: How long after it was issued a proof is good.
             future_skew_seconds: How far ahead of this clock a signer's clock may be.
             clock: Returns unix seconds.
+            relying_party: The inbox's site and origins, for proofs signed with a passkey;
+                without one, such proofs are refused.
 
         Raises:
             ValueError: A window or skew is negative or not finite.
@@ -77,6 +81,7 @@ class Verifier:
         self.directory = directory
         self.window_seconds = window_seconds
         self.future_skew_seconds = future_skew_seconds
+        self.relying_party = relying_party
         self._clock = clock
 
     def verify(self, value: object, expected: Mapping[str, Any]) -> Actor:
@@ -112,6 +117,17 @@ class Verifier:
                 f"The directory lists no principal {quoted(proof.principal)}: add it to the "
                 "directory file, or sign as a principal it lists.",
             )
+        if proof.passkey is not None:
+            verify_passkey_assertion(
+                proof.passkey,
+                passkey_challenge(proof.unsigned_dict()),
+                proof.principal,
+                entry.passkeys,
+                self.relying_party,
+            )
+            self._check_binding(proof, expected, expected_json)
+            self._check_freshness(proof)
+            return proof
         public_key = self.directory.public_key_of(proof.principal)
         if public_key is None:
             raise ProofRefused(
