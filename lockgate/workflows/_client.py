@@ -305,6 +305,14 @@ class GraphClient:
         It answers the gate open now, in this execution, as it shows now, and is good for the
         worker's proof window, once.
         """
+        binding = await self.decide_binding(run_id, choice)
+        if "error" in binding:
+            return binding
+        return self._signer().sign(binding)
+
+    async def decide_binding(self, run_id: str, choice: str) -> dict[str, Any]:
+        """What an answer of ``choice`` to the gate open on ``run_id`` authorizes, for a proof
+        signed elsewhere (a passkey in the inbox), or a refusal. Signs nothing."""
         found = await self._awaiting(run_id)
         if "error" in found:
             return found
@@ -328,7 +336,7 @@ class GraphClient:
                 f"{', '.join(map(str, gate.get('options', [])))}).",
                 run_id=run_id,
             )
-        return self._signer().sign(answer_binding(gate, choice, execution=found["execution"]))
+        return answer_binding(gate, choice, execution=found["execution"])
 
     async def sign_resume(self, run_id: str) -> dict[str, Any]:
         """The signed resume to paste into the Temporal UI's or CLI's ``resume``, or a refusal."""
