@@ -71,6 +71,7 @@ from lockgate.gating._limits import (
     measure,
     shorten,
 )
+from lockgate.gating._names import check_principal_name, toml_key
 from lockgate.gating._nonces import InMemoryNonceLedger, NonceLedger
 from lockgate.gating._passkeys import (
     Passkey,
@@ -183,6 +184,7 @@ __all__ = [
     "answer_binding",
     "answer_refusal_sentence",
     "canonical_json",
+    "check_principal_name",
     "confirm_binding",
     "decide_binding",
     "digest",
@@ -210,6 +212,7 @@ __all__ = [
     "shorten",
     "start_binding",
     "to_jsonable",
+    "toml_key",
     "tool_binding",
     "verify_passkey_assertion",
     "why_node_refuses",
