@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import sys
+import urllib.request
 from pathlib import Path
 
 from tests.support import REPOSITORY, free_port
@@ -35,7 +36,7 @@ async def _run(cwd: Path, environment: dict[str, str], *arguments: str) -> tuple
 async def test_lockgate_dev_serves_the_examples_to_demo_people_and_stops_on_ctrl_c(
     tmp_path: Path,
 ) -> None:
-    port = free_port()
+    port, inbox_port = free_port(), free_port()
     environment = {
         **os.environ,
         "PYTHONPATH": str(REPOSITORY),
@@ -49,6 +50,8 @@ async def test_lockgate_dev_serves_the_examples_to_demo_people_and_stops_on_ctrl
         "--port",
         str(port),
         "--headless",
+        "--inbox-port",
+        str(inbox_port),
         cwd=tmp_path,
         env=environment,
         stdout=asyncio.subprocess.PIPE,
@@ -71,10 +74,13 @@ async def test_lockgate_dev_serves_the_examples_to_demo_people_and_stops_on_ctrl
         "--args",
         '{"title": "Tides", "draft": "d"}',
     )
+    inbox_page = await asyncio.to_thread(_get, f"http://localhost:{inbox_port}/")
     dev.send_signal(signal.SIGINT)
     status = await asyncio.wait_for(dev.wait(), 30)
 
     next_steps = "".join(printed)
+    assert f"Inbox:            http://localhost:{inbox_port}" in next_steps
+    assert "Open gates" in inbox_page
     assert f"export TEMPORAL_ADDRESS=127.0.0.1:{port}" in next_steps
     assert "lockgate start essay:review --as ada" in next_steps
     assert "lockgate decide <run-id> publish_as_is --as ed" in next_steps
@@ -86,6 +92,7 @@ async def test_lockgate_dev_serves_the_examples_to_demo_people_and_stops_on_ctrl
         assert (tmp_path / ".lockgate" / "keys" / f"{principal}.key").exists()
     assert status == 0
     assert not _accepts_connections(port)  # the server is gone with it
+    assert not _accepts_connections(inbox_port)
 
 
 async def test_closing_the_terminal_ends_lockgate_dev_and_its_server(tmp_path: Path) -> None:
@@ -99,6 +106,7 @@ async def test_closing_the_terminal_ends_lockgate_dev_and_its_server(tmp_path: P
         str(port),
         "--ui-port",
         str(ui_port),
+        "--no-inbox",
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(REPOSITORY)},
         stdout=asyncio.subprocess.PIPE,
@@ -120,6 +128,11 @@ async def test_closing_the_terminal_ends_lockgate_dev_and_its_server(tmp_path: P
     assert status == 0
     assert not _accepts_connections(port)
     assert not _accepts_connections(ui_port)
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return str(response.read().decode())
 
 
 def _accepts_connections(port: int) -> bool:

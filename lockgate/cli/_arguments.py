@@ -67,10 +67,28 @@ def build_parser() -> argparse.ArgumentParser:
         "syncs at checkpoints, so a power loss may lose the last commits",
     )
     dev.add_argument("--examples", nargs="*", help="modules to serve instead of the examples")
+    dev.add_argument("--inbox-port", type=int, default=8240, help="the inbox's port (8240)")
+    dev.add_argument("--no-inbox", action="store_true", help="no web inbox")
 
     worker = commands.add_parser("worker", parents=[common], help="serve tools and graphs")
     worker.add_argument("--tools", nargs="+", metavar="MODULE[:ATTR]")
     worker.add_argument("--graphs", nargs="+", metavar="MODULE[:ATTR]")
+    worker.add_argument(
+        "--passkey-origin",
+        action="append",
+        metavar="URL",
+        help="the inbox's origin: accept answers signed with passkeys there (repeatable; or "
+        "LOCKGATE_PASSKEY_ORIGINS)",
+    )
+
+    inbox = commands.add_parser("inbox", parents=[common], help="the web inbox for people")
+    inbox.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    inbox.add_argument("--port", type=int, default=8240, help="port (default 8240)")
+    inbox.add_argument(
+        "--origin",
+        help="the address people open, for passkeys (default http://localhost:PORT; passkeys "
+        "refuse IP addresses)",
+    )
 
     commands.add_parser("setup", parents=[common], help="register lockgate's search attributes")
 

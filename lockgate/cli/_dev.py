@@ -7,6 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
+from lockgate.cli._inbox import start_inbox
 from lockgate.cli._output import CommandError
 from lockgate.cli._settings import STATE_DIRECTORY, directory_path, keys_dir, secret_path
 from lockgate.cli._worker import plugin_for
@@ -51,6 +52,7 @@ def _demo_identities(arguments: argparse.Namespace) -> Path:
 _NEXT_STEPS = """\
 lockgate dev is up.
   Temporal Web UI:  {ui}
+  Inbox:            {inbox}
   Temporal server:  {target} (namespace {namespace}), task queue '{task_queue}'
   Demo people:      ada (writes), ed (editor, may publish), clerk (editor, may not), rod (officer)
                     keys in {keys}, Directory in {directory}
@@ -80,6 +82,10 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
         WorkerSecret.generate().write(secret_file)
     directory_file = _demo_identities(arguments)
     arguments.directory = str(directory_file)
+    inbox_origin = None
+    if not arguments.no_inbox and _inbox_installed():
+        inbox_origin = f"http://localhost:{arguments.inbox_port}"
+        arguments.passkey_origin = [inbox_origin]
     plugin = plugin_for(arguments, list(arguments.examples or EXAMPLES))
     server = DevServer(
         port=arguments.port,
@@ -92,8 +98,13 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
         await server.start()
     except DevServerError as error:
         raise CommandError(str(error)) from None
+    inbox = None
     try:
         client = server.client
+        if inbox_origin is not None:
+            inbox = await start_inbox(
+                arguments, client, "127.0.0.1", arguments.inbox_port, inbox_origin
+            )
         await run_worker(
             client,
             plugin,
@@ -101,6 +112,7 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
             on_ready=lambda: print(
                 _NEXT_STEPS.format(
                     ui=server.ui_url or "(headless)",
+                    inbox=_inbox_line(inbox_origin, arguments),
                     target=server.target,
                     namespace=server.namespace,
                     task_queue=arguments.task_queue,
@@ -117,5 +129,24 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
             ),
         )
     finally:
+        if inbox is not None:
+            inbox[0].should_exit = True
+            await inbox[1]
         await server.stop()
     return 0
+
+
+def _inbox_installed() -> bool:
+    try:
+        import lockgate.inbox  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _inbox_line(origin: str | None, arguments: argparse.Namespace) -> str:
+    if origin is not None:
+        return f"{origin}  (answer gates here: import a key from {keys_dir(arguments)})"
+    if arguments.no_inbox:
+        return "(off)"
+    return "(not installed: pip install 'lockgate[inbox]')"

@@ -10,6 +10,7 @@ from typing import NoReturn
 
 from lockgate.cli._arguments import build_parser
 from lockgate.cli._dev import run_dev_stack
+from lockgate.cli._inbox import serve_inbox
 from lockgate.cli._keys import manage_worker_secret, new_key
 from lockgate.cli._loop import run_on_the_fastest_loop
 from lockgate.cli._mcp import serve_mcp
@@ -34,6 +35,7 @@ _ASYNC_COMMANDS = {
     "worker": serve_worker,
     "setup": set_up_namespace,
     "mcp": serve_mcp,
+    "inbox": serve_inbox,
     "tools": use_tools,
     "start": start_run,
     "pending": list_pending_gates,
@@ -45,7 +47,7 @@ _ASYNC_COMMANDS = {
 }
 
 
-_LONG_RUNNING = {"dev", "worker", "mcp"}
+_LONG_RUNNING = {"dev", "worker", "mcp", "inbox"}
 """Commands that serve until stopped: they run on uvloop where it is installed."""
 
 

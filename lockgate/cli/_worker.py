@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from lockgate.cli._inbox import relying_party_of
 from lockgate.cli._loop import event_loop_name
 from lockgate.cli._output import CommandError
 from lockgate.cli._settings import connect, directory_path, worker_secret
@@ -27,6 +28,7 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
     except ValueError as error:
         raise CommandError(str(error)) from None
     secret = worker_secret(arguments)
+    party = relying_party_of(getattr(arguments, "passkey_origin", None))
     path = directory_path(arguments)
     if not path.exists():
         print(
@@ -34,8 +36,8 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
             "tools that need no scope",
             file=sys.stderr,
         )
-        return LockgatePlugin(tools, graphs, secret=secret)
-    return LockgatePlugin(tools, graphs, str(path), secret=secret)
+        return LockgatePlugin(tools, graphs, secret=secret, relying_party=party)
+    return LockgatePlugin(tools, graphs, str(path), secret=secret, relying_party=party)
 
 
 async def serve_worker(arguments: argparse.Namespace) -> int:

@@ -1,0 +1,86 @@
+"""``lockgate inbox``: the web inbox, where people see open gates and answer them."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from lockgate.cli._output import CommandError
+from lockgate.cli._settings import connect, local_directory
+from lockgate.gating import IdentityError, RelyingParty
+
+__all__ = ["PASSKEY_ORIGINS_ENV", "relying_party_of", "serve_inbox", "start_inbox"]
+
+PASSKEY_ORIGINS_ENV = "LOCKGATE_PASSKEY_ORIGINS"
+"""The inbox's origins (comma-separated) a worker accepts passkey answers from."""
+
+
+def relying_party_of(origins: Sequence[str] | None) -> RelyingParty | None:
+    """The relying party of ``--passkey-origin`` flags, else of ``LOCKGATE_PASSKEY_ORIGINS``.
+
+    Raises:
+        CommandError: an origin is not a URL on one site.
+    """
+    listed = list(origins or [])
+    if not listed:
+        listed = [
+            o.strip() for o in os.environ.get(PASSKEY_ORIGINS_ENV, "").split(",") if o.strip()
+        ]
+    if not listed:
+        return None
+    try:
+        return RelyingParty.of_origins(listed)
+    except IdentityError as error:
+        raise CommandError(str(error)) from None
+
+
+async def start_inbox(
+    arguments: argparse.Namespace, client: Any, host: str, port: int, origin: str
+) -> tuple[Any, asyncio.Task[None]]:
+    """Starts the inbox's server as a task on this loop; returns it and its task, once it
+    listens.
+
+    Raises:
+        CommandError: the inbox's extra is missing, or the port is taken.
+    """
+    try:
+        import uvicorn
+
+        from lockgate.inbox import inbox_app
+    except ImportError as error:
+        raise CommandError(str(error)) from None
+    app = inbox_app(
+        client,
+        arguments.task_queue,
+        RelyingParty.of_origins([origin]),
+        directory=local_directory(arguments),
+    )
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            raise CommandError(f"The inbox could not listen on {host}:{port} (is it taken?).")
+        await asyncio.sleep(0.02)
+    return server, task
+
+
+async def serve_inbox(arguments: argparse.Namespace) -> int:
+    """Serves the inbox until stopped."""
+    origin = arguments.origin or f"http://localhost:{arguments.port}"
+    client = await connect(arguments)
+    server, task = await start_inbox(arguments, client, arguments.host, arguments.port, origin)
+    print(
+        f"lockgate inbox: {origin} (workers accept its passkey answers with "
+        f"--passkey-origin {origin}); Ctrl-C stops it",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        await task
+    finally:
+        server.should_exit = True
+    return 0
