@@ -14,6 +14,7 @@ graphs workflow types named after them, and nothing else in the worker changes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import importlib
 import logging
@@ -29,7 +30,13 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from lockgate.activities import TemporalNonceLedger, ToolRegistry, definition_of, is_tool
+from lockgate.activities import (
+    NotificationActivities,
+    TemporalNonceLedger,
+    ToolRegistry,
+    definition_of,
+    is_tool,
+)
 from lockgate.activities._temporal import ToolActivities
 from lockgate.gating import (
     WORKER_SECRET_ENV,
@@ -38,6 +45,7 @@ from lockgate.gating import (
     Authority,
     Directory,
     NonceLedger,
+    Notifications,
     RelyingParty,
     WorkerSecret,
     WorkerSecretError,
@@ -48,6 +56,7 @@ from lockgate.workflows._catalogue import catalogue_workflow
 from lockgate.workflows._client_support import DEFAULT_TASK_QUEUE
 from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
+from lockgate.workflows._notify import GateNotifier, NotifyWorkflow
 from lockgate.workflows._tool_call import SpentProofWorkflow, ToolCallWorkflow
 
 __all__ = [
@@ -133,6 +142,8 @@ class LockgatePlugin(SimplePlugin):
             attributes (an upsert of a missing one would wedge every graph run).
         relying_party: The web inbox's site and exact origins: answers signed with a passkey
             are accepted from there (``RelyingParty.of_origins(["http://localhost:8240"])``).
+        notifications: Webhooks told when a gate of their role opens or closes; the worker
+            watches its task queue's gates for them (``Notifications.load("notify.toml")``).
 
     Raises:
         WorkerSecretError: No worker secret was given or configured.
@@ -150,6 +161,7 @@ class LockgatePlugin(SimplePlugin):
         audit: AuditLogger | None = None,
         check_search_attributes: bool = True,
         relying_party: RelyingParty | None = None,
+        notifications: Notifications | None = None,
     ) -> None:
         self.registry = _registry_of(tools)
         self.graphs = GraphRegistry(graphs)
@@ -175,14 +187,20 @@ class LockgatePlugin(SimplePlugin):
         self.tool_activities = ToolActivities(
             self.registry, self.authority, self.graphs.catalogue, self.graphs.model
         )
+        self.notifications = notifications
+        self.notification_activities = NotificationActivities(notifications, self.authority)
         self.graph_workflows = [
             graph_workflow(name, self.graphs.versions(name)) for name in self.graphs.names()
         ]
         super().__init__(
             "lockgate",
-            activities=self.tool_activities.activities(),
+            activities=[
+                *self.tool_activities.activities(),
+                self.notification_activities.deliver,
+            ],
             workflows=[
                 ToolCallWorkflow,
+                NotifyWorkflow,
                 catalogue_workflow(self.tool_activities.describe),
                 SpentProofWorkflow,
                 *self.graph_workflows,
@@ -201,9 +219,19 @@ class LockgatePlugin(SimplePlugin):
         directory = self.authority.directory
         if self._owns_directory:
             directory.watch()
+        notifier = None
+        if self.notifications is not None and self.notifications.webhooks:
+            watcher = GateNotifier(
+                worker.client, worker.task_queue, self.notifications, self.authority.sealer
+            )
+            notifier = asyncio.create_task(watcher.watch(), name="lockgate gate notifier")
         try:
             await super().run_worker(worker, next)
         finally:
+            if notifier is not None:
+                notifier.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await notifier
             if self._owns_directory:
                 directory.close()
 

@@ -8,6 +8,12 @@ from lockgate.activities._activity_inputs import (
 from lockgate.activities._budget import BudgetReport, context_tokens, estimate_tokens
 from lockgate.activities._events import ExecutedEvent, ExecutingEvent, FailedEvent, ToolFailure
 from lockgate.activities._ledger import SPENT_PROOF_WORKFLOW, TemporalNonceLedger, spent_proof_id
+from lockgate.activities._notify import (
+    DELIVER_NOTIFICATION,
+    DeliverNotificationInput,
+    NotificationActivities,
+    notification_binding,
+)
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._registry import PIPELINE_STAGES, ToolRegistry
 from lockgate.activities._sealed_calls import (
@@ -37,16 +43,19 @@ from lockgate.activities._verification import (
 
 __all__ = [
     "CALLER_MISTAKES",
+    "DELIVER_NOTIFICATION",
     "PIPELINE_STAGES",
     "SEAL_HEADER",
     "SPENT_PROOF_WORKFLOW",
     "TOOL_ACTIVITY_PREFIX",
     "ArgumentsInvalid",
     "BudgetReport",
+    "DeliverNotificationInput",
     "ExecutedEvent",
     "ExecutingEvent",
     "FailedEvent",
     "HumanVerifier",
+    "NotificationActivities",
     "Param",
     "Refusal",
     "Retry",
@@ -65,6 +74,7 @@ __all__ = [
     "definition_of",
     "estimate_tokens",
     "is_tool",
+    "notification_binding",
     "register_verification",
     "spent_proof_id",
     "tool",

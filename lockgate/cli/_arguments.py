@@ -81,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
         "LOCKGATE_PASSKEY_ORIGINS)",
     )
 
+    worker.add_argument(
+        "--notifications",
+        metavar="TOML",
+        help="webhooks told when a gate of their role opens or closes",
+    )
+
     inbox = commands.add_parser("inbox", parents=[common], help="the web inbox for people")
     inbox.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
     inbox.add_argument("--port", type=int, default=8240, help="port (default 8240)")

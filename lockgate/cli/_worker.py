@@ -10,6 +10,7 @@ from lockgate.cli._inbox import relying_party_of
 from lockgate.cli._loop import event_loop_name
 from lockgate.cli._output import CommandError
 from lockgate.cli._settings import connect, directory_path, worker_secret
+from lockgate.gating import IdentityError, Notifications
 from lockgate.worker import LockgatePlugin, load_components, run_worker
 
 __all__ = ["plugin_for", "serve_worker"]
@@ -29,6 +30,12 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
         raise CommandError(str(error)) from None
     secret = worker_secret(arguments)
     party = relying_party_of(getattr(arguments, "passkey_origin", None))
+    notifications = None
+    if getattr(arguments, "notifications", None):
+        try:
+            notifications = Notifications.load(arguments.notifications)
+        except IdentityError as error:
+            raise CommandError(str(error)) from None
     path = directory_path(arguments)
     if not path.exists():
         print(
@@ -36,8 +43,17 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
             "tools that need no scope",
             file=sys.stderr,
         )
-        return LockgatePlugin(tools, graphs, secret=secret, relying_party=party)
-    return LockgatePlugin(tools, graphs, str(path), secret=secret, relying_party=party)
+        return LockgatePlugin(
+            tools, graphs, secret=secret, relying_party=party, notifications=notifications
+        )
+    return LockgatePlugin(
+        tools,
+        graphs,
+        str(path),
+        secret=secret,
+        relying_party=party,
+        notifications=notifications,
+    )
 
 
 async def serve_worker(arguments: argparse.Namespace) -> int:

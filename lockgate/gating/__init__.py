@@ -73,6 +73,13 @@ from lockgate.gating._limits import (
 )
 from lockgate.gating._names import check_principal_name, toml_key
 from lockgate.gating._nonces import InMemoryNonceLedger, NonceLedger
+from lockgate.gating._notifications import (
+    GateEvent,
+    Notifications,
+    Webhook,
+    signature_of,
+    webhook_request,
+)
 from lockgate.gating._passkeys import (
     Passkey,
     RelyingParty,
@@ -148,6 +155,7 @@ __all__ = [
     "DirectoryEntry",
     "ErrorCode",
     "GateChoice",
+    "GateEvent",
     "GovernedTool",
     "IdentityError",
     "InMemoryNonceLedger",
@@ -156,6 +164,7 @@ __all__ = [
     "Mode",
     "NewIdentity",
     "NonceLedger",
+    "Notifications",
     "OpenGate",
     "ParkedNode",
     "Passkey",
@@ -178,6 +187,7 @@ __all__ = [
     "ToolResult",
     "Verifier",
     "ViewerChoice",
+    "Webhook",
     "WorkerSecret",
     "WorkerSecretError",
     "action_summary",
@@ -210,11 +220,13 @@ __all__ = [
     "redact",
     "resume_binding",
     "shorten",
+    "signature_of",
     "start_binding",
     "to_jsonable",
     "toml_key",
     "tool_binding",
     "verify_passkey_assertion",
+    "webhook_request",
     "why_node_refuses",
     "write_private_key",
 ]

@@ -1,0 +1,188 @@
+"""Telling people: a worker watches its queue's gates and delivers each opening and closing to the
+webhooks of the gate's role, each delivery a ``lockgate.notify`` run of its own.
+
+A delivery is its own run, so a webhook that is down is retried there (and given up, audited,
+after the configured attempts) and never touches the graph run. Its workflow id names the run,
+gate, event and webhook, so workers that see the same gate start it once. Gates that close
+while no worker watches are not announced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
+
+from lockgate.activities import (
+    DELIVER_NOTIFICATION,
+    DeliverNotificationInput,
+    notification_binding,
+)
+from lockgate.gating import GateEvent, Notifications, WorkerSecret
+from lockgate.workflows._client import GraphClient
+
+__all__ = ["NOTIFY_WORKFLOW", "GateNotifier", "NotifyWorkflow", "notify_workflow_id"]
+
+logger = logging.getLogger("lockgate.notify")
+
+NOTIFY_WORKFLOW = "lockgate.notify"
+
+_MOST_ATTEMPTS = 10
+
+
+def notify_workflow_id(hook: str, event: GateEvent) -> str:
+    """The one delivery of ``event`` to ``hook``."""
+    return f"lockgate-notify:{event.run_id}:{event.gate}:{event.event}:{hook}"
+
+
+@workflow.defn(name=NOTIFY_WORKFLOW, sandboxed=False)
+class NotifyWorkflow:
+    """Delivers one gate event to one webhook, retrying; a delivery that fails stays here."""
+
+    @workflow.run
+    async def run(self, *deliveries: Any) -> dict[str, Any]:
+        """``{delivered, ...}``: what became of the delivery (it never fails the run)."""
+        if len(deliveries) != 1 or not isinstance(deliveries[0], dict):
+            return {"delivered": False, "why": "A delivery is one {hook, event, seal, attempts}."}
+        raw = deliveries[0]
+        attempts = raw.get("attempts")
+        attempts = attempts if isinstance(attempts, int) else 5
+        try:
+            delivery = DeliverNotificationInput(
+                hook=str(raw.get("hook")),
+                event=dict(raw.get("event") or {}),
+                seal=str(raw.get("seal")),
+            )
+        except (TypeError, ValueError):
+            return {"delivered": False, "why": "The delivery's event is not an object."}
+        try:
+            result: dict[str, Any] = await workflow.execute_activity(
+                DELIVER_NOTIFICATION,
+                delivery,
+                result_type=dict,
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=RetryPolicy(
+                    initial_interval=timedelta(seconds=1),
+                    backoff_coefficient=2.0,
+                    maximum_interval=timedelta(seconds=60),
+                    maximum_attempts=max(1, min(attempts, _MOST_ATTEMPTS)),
+                    non_retryable_error_types=["UNAUTHORIZED"],
+                ),
+                summary=f"tell {delivery.hook}",
+            )
+        except ActivityError as error:
+            return {"delivered": False, "why": str(error.cause or error)}
+        return {"delivered": True, **result}
+
+
+class GateNotifier:
+    """Watches a task queue's open gates and starts a delivery for each change.
+
+    Args:
+        client: A Temporal client.
+        task_queue: Whose gates to watch (the deliveries run there too).
+        notifications: The webhooks, by role.
+        secret: Seals each delivery, so the activity knows a worker saw the event.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        task_queue: str,
+        notifications: Notifications,
+        secret: WorkerSecret,
+    ) -> None:
+        self.client = client
+        self.task_queue = task_queue
+        self.notifications = notifications
+        self.secret = secret
+        self.runs = GraphClient(client, task_queue)
+        self._seen: dict[tuple[str, str], dict[str, Any]] = {}
+
+    async def watch(self) -> None:
+        """Looks every ``poll_seconds`` until cancelled."""
+        while True:
+            try:
+                await self.look()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # the server away for a moment: look again
+                logger.warning("lockgate: could not look for gates to announce: %s", error)
+            await asyncio.sleep(self.notifications.poll_seconds)
+
+    async def look(self) -> None:
+        """Announces the gates that opened and closed since the last look."""
+        rows = {(row["run_id"], row["gate"]): dict(row) for row in await self.runs.pending()}
+        for key, row in rows.items():
+            if key not in self._seen:
+                await self.announce(_opened(row))
+        for key, row in self._seen.items():
+            if key not in rows:
+                await self.announce(await self._closed(row))
+        self._seen = rows
+
+    async def _closed(self, row: dict[str, Any]) -> GateEvent:
+        shown: dict[str, Any] = dict(await self.runs.show(row["run_id"]))
+        node = str(row["gate"]).split("#")[0]
+        answered = [
+            each
+            for each in shown.get("trail") or []
+            if each.get("node") == node and each.get("outcome") == "answered"
+        ]
+        last = answered[-1] if answered else {}
+        return GateEvent(
+            "gate.closed",
+            row["run_id"],
+            row["graph"],
+            row["gate"],
+            row["role"],
+            because=row.get("because") or "",
+            requester=str(row.get("requester") or ""),
+            choices=tuple(choice["option"] for choice in row.get("choices") or []),
+            answered_by=(last.get("by") or {}).get("actor"),
+            answer=last.get("answer"),
+            outcome=str(shown.get("status") or "") or None,
+        )
+
+    async def announce(self, event: GateEvent) -> None:
+        """Starts the delivery of ``event`` to each webhook of its role, once."""
+        for hook in self.notifications.for_role(event.role):
+            workflow_id = notify_workflow_id(hook.name, event)
+            data = event.to_dict()
+            seal = self.secret.token("notify", notification_binding(hook.name, data, workflow_id))
+            # Another worker (or an earlier look) may have announced it: it is started once.
+            with contextlib.suppress(WorkflowAlreadyStartedError):
+                await self.client.start_workflow(
+                    NOTIFY_WORKFLOW,
+                    {
+                        "hook": hook.name,
+                        "event": data,
+                        "seal": seal,
+                        "attempts": self.notifications.attempts,
+                    },
+                    id=workflow_id,
+                    task_queue=self.task_queue,
+                    id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                    id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                    static_summary=f"{event.event} {event.run_id} → {hook.name}",
+                )
+
+
+def _opened(row: dict[str, Any]) -> GateEvent:
+    return GateEvent(
+        "gate.opened",
+        row["run_id"],
+        row["graph"],
+        row["gate"],
+        row["role"],
+        because=row.get("because") or "",
+        requester=str(row.get("requester") or ""),
+        choices=tuple(choice["option"] for choice in row.get("choices") or []),
+    )
