@@ -12,7 +12,6 @@ import os
 import shutil
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,16 +79,24 @@ class Desk:
     plugin: LockgatePlugin
     runs: GraphClient
 
-    def add_to_directory(self, entry: str) -> None:
-        """What an administrator does with the entry the inbox printed."""
+    async def add_to_directory(self, principal: str, entry: str) -> None:
+        """What an administrator does with the entry the inbox printed; returns once the
+        worker's watched Directory has it."""
         with self.directory_file.open("a") as file:
             file.write("\n" + entry)
+        directory = self.plugin.authority.directory
+        await eventually(
+            lambda: asyncio.sleep(0.1),
+            lambda _: bool(getattr(directory.entry(principal), "passkeys", ())),
+            what=f"the worker reading {principal}'s new passkey",
+        )
 
 
-@asynccontextmanager
-async def desk(
+@pytest_asyncio.fixture(loop_scope="session")
+async def place(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> AsyncIterator[Desk]:
+    """The inbox, its worker and the people, for one test."""
     people = Identities(
         {
             "ada": {},
@@ -164,30 +171,20 @@ async def answer(page: Page, url: str, run: dict[str, Any], choice: str) -> dict
 
 
 async def test_ed_registers_a_passkey_and_answers_the_gate_with_it(
-    browser: Browser,
-    lockgate_worker: WorkerFactory,
-    temporal_client: Client,
-    task_queue: str,
-    tmp_path: Path,
+    browser: Browser, place: Desk
 ) -> None:
-    async with desk(lockgate_worker, temporal_client, task_queue, tmp_path) as place:
-        page = await new_page(browser, place.url)
-        entry = await register_passkey(page, "ed")
-        place.add_to_directory(entry)
-        await eventually(
-            lambda: asyncio.sleep(0.1),
-            lambda _: bool(place.plugin.authority.directory.entry("ed").passkeys),  # type: ignore[union-attr]
-            what="the worker reading the new passkey",
-        )
-        run = await start_essay(place)
-        await page.goto(place.url + "/")
-        await page.locator(f"section.gate[data-run='{run['run_id']}']").wait_for()
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        await page.screenshot(path=ARTIFACTS / "gates.png", full_page=True)
-        answered = await answer(page, place.url, run, "publish_as_is")
-        await page.goto(f"{place.url}/runs/{run['run_id']}")
-        await page.screenshot(path=ARTIFACTS / "run.png", full_page=True)
-        status = await page.text_content("#status")
+    page = await new_page(browser, place.url)
+    entry = await register_passkey(page, "ed")
+    await place.add_to_directory("ed", entry)
+    run = await start_essay(place)
+    await page.goto(place.url + "/")
+    await page.locator(f"section.gate[data-run='{run['run_id']}']").wait_for()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=ARTIFACTS / "gates.png", full_page=True)
+    answered = await answer(page, place.url, run, "publish_as_is")
+    await page.goto(f"{place.url}/runs/{run['run_id']}")
+    await page.screenshot(path=ARTIFACTS / "run.png", full_page=True)
+    status = await page.text_content("#status")
 
     parsed = tomllib.loads(entry)
     assert list(parsed["principals"]["ed"]["passkeys"][0]) == ["credential_id", "public_key"]
@@ -204,19 +201,14 @@ async def test_ed_registers_a_passkey_and_answers_the_gate_with_it(
 
 
 async def test_a_passkey_nobody_added_is_refused_and_the_gate_still_waits(
-    browser: Browser,
-    lockgate_worker: WorkerFactory,
-    temporal_client: Client,
-    task_queue: str,
-    tmp_path: Path,
+    browser: Browser, place: Desk
 ) -> None:
-    async with desk(lockgate_worker, temporal_client, task_queue, tmp_path) as place:
-        page = await new_page(browser, place.url)
-        await register_passkey(page, "ed")  # never added: nothing enrols itself
-        run = await start_essay(place)
-        answered = await answer(page, place.url, run, "publish_as_is")
-        message = await page.text_content("#message")
-        still = await place.runs.show(run["run_id"])
+    page = await new_page(browser, place.url)
+    await register_passkey(page, "ed")  # never added: nothing enrols itself
+    run = await start_essay(place)
+    answered = await answer(page, place.url, run, "publish_as_is")
+    message = await page.text_content("#message")
+    still = await place.runs.show(run["run_id"])
 
     assert answered["error"]["code"] == "UNVERIFIED_APPROVER"
     assert "not one the directory lists for ed" in (message or "")
@@ -225,31 +217,21 @@ async def test_a_passkey_nobody_added_is_refused_and_the_gate_still_waits(
 
 
 async def test_clerk_and_ada_are_refused_with_their_sentences_and_a_replay_elsewhere_too(
-    browser: Browser,
-    lockgate_worker: WorkerFactory,
-    temporal_client: Client,
-    task_queue: str,
-    tmp_path: Path,
+    browser: Browser, place: Desk
 ) -> None:
-    async with desk(lockgate_worker, temporal_client, task_queue, tmp_path) as place:
-        clerk_page = await new_page(browser, place.url)
-        place.add_to_directory(await register_passkey(clerk_page, "clerk"))
-        ada_page = await new_page(browser, place.url)
-        place.add_to_directory(await register_passkey(ada_page, "ada"))
-        await eventually(
-            lambda: asyncio.sleep(0.1),
-            lambda _: bool(place.plugin.authority.directory.entry("ada").passkeys),  # type: ignore[union-attr]
-            what="the worker reading the new passkeys",
-        )
-        run, other = await start_essay(place), await start_essay(place)
-        by_clerk = await answer(clerk_page, place.url, run, "publish_as_is")
-        clerk_says = await clerk_page.text_content("#message")
-        by_ada = await answer(ada_page, place.url, run, "publish_as_is")
-        # clerk may abandon (it leads to no node clerk may not run); take that proof elsewhere.
-        abandoned = await answer(clerk_page, place.url, other, "abandon")
-        proof = await clerk_page.evaluate("window.lockgateLastProof")
-        replayed = await place.runs.decide_signed(run["run_id"], proof)
-        still = await place.runs.show(run["run_id"])
+    clerk_page = await new_page(browser, place.url)
+    await place.add_to_directory("clerk", await register_passkey(clerk_page, "clerk"))
+    ada_page = await new_page(browser, place.url)
+    await place.add_to_directory("ada", await register_passkey(ada_page, "ada"))
+    run, other = await start_essay(place), await start_essay(place)
+    by_clerk = await answer(clerk_page, place.url, run, "publish_as_is")
+    clerk_says = await clerk_page.text_content("#message")
+    by_ada = await answer(ada_page, place.url, run, "publish_as_is")
+    # clerk may abandon (it leads to no node clerk may not run); take that proof elsewhere.
+    abandoned = await answer(clerk_page, place.url, other, "abandon")
+    proof = await clerk_page.evaluate("window.lockgateLastProof")
+    replayed = await place.runs.decide_signed(run["run_id"], proof)
+    still = await place.runs.show(run["run_id"])
 
     assert by_clerk["error"]["code"] == "FORBIDDEN"
     assert "essay:publish, which clerk does not hold" in (clerk_says or "")
@@ -260,30 +242,25 @@ async def test_clerk_and_ada_are_refused_with_their_sentences_and_a_replay_elsew
 
 
 async def test_an_ed25519_key_imported_into_the_browser_answers_a_gate(
-    browser: Browser,
-    lockgate_worker: WorkerFactory,
-    temporal_client: Client,
-    task_queue: str,
-    tmp_path: Path,
+    browser: Browser, place: Desk
 ) -> None:
-    async with desk(lockgate_worker, temporal_client, task_queue, tmp_path) as place:
-        page = await new_page(browser, place.url)
-        await page.fill("#key-principal", "ed")
-        pem = place.people.key("ed").private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-        await page.fill("#key-pem", pem.decode())
-        await page.click("#import-key")
-        await page.locator("#message.done").wait_for()
-        extractable = await page.evaluate(
-            "async () => { const s = await keyStore('readonly');"
-            " return await new Promise(r => { const g = s.get('ed');"
-            " g.onsuccess = () => r(g.result.extractable); }); }"
-        )
-        run = await start_essay(place)
-        answered = await answer(page, place.url, run, "publish_as_is")
+    page = await new_page(browser, place.url)
+    await page.fill("#key-principal", "ed")
+    pem = place.people.key("ed").private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    await page.fill("#key-pem", pem.decode())
+    await page.click("#import-key")
+    await page.locator("#message.done").wait_for()
+    extractable = await page.evaluate(
+        "async () => { const s = await keyStore('readonly');"
+        " return await new Promise(r => { const g = s.get('ed');"
+        " g.onsuccess = () => r(g.result.extractable); }); }"
+    )
+    run = await start_essay(place)
+    answered = await answer(page, place.url, run, "publish_as_is")
 
     assert extractable is False
     assert answered["status"] == "finished"
@@ -291,23 +268,18 @@ async def test_an_ed25519_key_imported_into_the_browser_answers_a_gate(
 
 
 async def test_an_anonymous_visitor_sees_the_gates_and_is_told_why_they_may_take_none(
-    browser: Browser,
-    lockgate_worker: WorkerFactory,
-    temporal_client: Client,
-    task_queue: str,
-    tmp_path: Path,
+    browser: Browser, place: Desk
 ) -> None:
-    async with desk(lockgate_worker, temporal_client, task_queue, tmp_path) as place:
-        run = await start_essay(place)
-        context = await browser.new_context()
-        page = await context.new_page()
-        await page.goto(place.url + "/")
-        gate = page.locator(f"section.gate[data-run='{run['run_id']}']")
-        await gate.wait_for()
-        buttons = gate.locator("button.answer")
-        disabled = [await buttons.nth(i).is_disabled() for i in range(await buttons.count())]
-        why = await gate.locator(".why").first.text_content()
-        await context.close()
+    run = await start_essay(place)
+    context = await browser.new_context()
+    page = await context.new_page()
+    await page.goto(place.url + "/")
+    gate = page.locator(f"section.gate[data-run='{run['run_id']}']")
+    await gate.wait_for()
+    buttons = gate.locator("button.answer")
+    disabled = [await buttons.nth(i).is_disabled() for i in range(await buttons.count())]
+    why = await gate.locator(".why").first.text_content()
+    await context.close()
 
     assert disabled and all(disabled)
     assert "a gate is answered by a verified person" in (why or "")

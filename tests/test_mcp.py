@@ -64,6 +64,13 @@ async def mcp_client(
         yield client
 
 
+async def start_essay(client: Client) -> dict[str, Any]:
+    """An essay:review run that stops at its editor's gate, started over MCP."""
+    return data_of(
+        await client.call_tool("graph__start", {"graph": "essay:review", "inputs": ALWAYS_FAILS})
+    )
+
+
 # Tools ------------------------------------------------------------------------------------------
 
 
@@ -274,11 +281,7 @@ async def test_a_run_its_gate_as_a_resource_an_unsigned_answer_refused_a_signed_
         mcp_client(temporal_client, task_queue, as_principal="ed", identities=crowd) as client,
     ):
         graphs = data_of(await client.call_tool("graph__list", {}))
-        run = data_of(
-            await client.call_tool(
-                "graph__start", {"graph": "essay:review", "inputs": ALWAYS_FAILS}
-            )
-        )
+        run = await start_essay(client)
         pending = await eventually(
             lambda: client.call_tool("graph__pending", {"role": "editor"}),
             lambda listed: data_of(listed)["count"] == 1,
@@ -327,11 +330,7 @@ async def test_an_approver_answers_a_run_an_agent_started_and_an_unsigned_pipe_m
         unsigned = await anyone.call_tool(
             "graph__start", {"graph": "essay:review", "inputs": ALWAYS_FAILS}
         )
-        run = data_of(
-            await client.call_tool(
-                "graph__start", {"graph": "essay:review", "inputs": ALWAYS_FAILS}
-            )
-        )
+        run = await start_essay(client)
         proof = signed_answer(ed, run, "publish_as_is")
         answered = await client.call_tool("graph__decide", {"run": run["run_id"], "proof": proof})
         again = await client.call_tool("graph__decide", {"run": run["run_id"], "proof": proof})
@@ -353,14 +352,7 @@ async def test_a_proof_for_another_run_or_by_the_requester_is_refused_and_the_ga
         lockgate_worker(graphs=[EssayReview], directory=crowd.directory),
         mcp_client(temporal_client, task_queue, as_principal="ada", identities=crowd) as client,
     ):
-        first, second = [
-            data_of(
-                await client.call_tool(
-                    "graph__start", {"graph": "essay:review", "inputs": ALWAYS_FAILS}
-                )
-            )
-            for _ in range(2)
-        ]
+        first, second = [await start_essay(client) for _ in range(2)]
         elsewhere = await client.call_tool(
             "graph__decide",
             {"run": second["run_id"], "proof": signed_answer(ed, first, "publish_as_is")},
@@ -465,11 +457,7 @@ async def test_a_subscribed_client_hears_when_a_gate_opens_and_closes(
     ):
         await client.list_resources()
         await client.subscribe_resource(GATES_URI)
-        run = data_of(
-            await client.call_tool(
-                "graph__start", {"graph": "essay:review", "inputs": ALWAYS_FAILS}
-            )
-        )
+        run = await start_essay(client)
         await client.subscribe_resource(gate_uri(run["run_id"]))
         await eventually(lambda: asyncio.sleep(0.05), lambda _: updates(GATES_URI) >= 1)
         opened = updates(GATES_URI)
