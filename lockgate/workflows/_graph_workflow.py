@@ -31,11 +31,8 @@ from lockgate.activities._activity_inputs import (
 from lockgate.gating import (
     Actor,
     ErrorCode,
-    GateChoice,
-    OpenGate,
     ParkedNode,
     PayloadProblem,
-    gate_subject,
     node_refusal_sentence,
     shorten,
 )
@@ -45,7 +42,7 @@ from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal
 from lockgate.workflows._carry import CarriedState, CarriedStateError
 from lockgate.workflows._compiled import CompiledGraph, CompiledNode
 from lockgate.workflows._failures import UnreadableStart, refused_run
-from lockgate.workflows._graph_answers import GraphAnswers
+from lockgate.workflows._graph_gates import GraphGates
 from lockgate.workflows._graph_inputs import (
     StartGraphInput,
     channel_ok,
@@ -63,7 +60,7 @@ def _first_sentence_error(error: BaseException) -> str:
     return str(getattr(cause, "message", None) or cause or error)
 
 
-class GraphRun(GraphAnswers):
+class GraphRun(GraphGates):
     """The interpreter every graph's workflow class inherits; see :func:`graph_workflow`."""
 
     def _setup(self, starts: Sequence[Any]) -> None:
@@ -199,59 +196,6 @@ class GraphRun(GraphAnswers):
         code = str(verdict.get("code") or ErrorCode.UNAUTHORIZED.value)
         self._refusal = PayloadProblem(code, str(verdict["reason"]))
 
-    async def _continue_as_new_if_due(self) -> None:
-        """Starts a fresh history when the server suggests it; nothing is lost or run twice.
-
-        Callers of ``settle`` waiting on this history are answered first with the run as it
-        stands, so no stranger can hold the run here. A caller whose answer was accepted is
-        waiting for the run to settle: the run moves on until it does, and continues as new
-        then. Channels, trail, budgets, an open gate (so signed answers stay good) and signals
-        not judged yet are carried, under the worker secret's seal; a flood of signals cannot
-        keep the run from moving on.
-        """
-        if not workflow.info().is_continue_as_new_suggested():
-            return
-        if self._waiting_settles:
-            self._releasing = True
-            await workflow.wait_condition(lambda: self._waiting_settles == 0)
-            self._releasing = False
-        if not workflow.all_handlers_finished():
-            return
-        if self._answer is not None or self._resumer is not None:
-            return
-        self._bound_inbox_to_carry()
-        workflow.continue_as_new(
-            StartGraphInput(version=self._graph.version, carried=self._carried())
-        )
-
-    async def _while_waiting(self) -> None:
-        """One turn of waiting at a gate or a park: continue as new when it is due (signals not
-        judged yet go along), else judge the signals that came. Which answer or resume was
-        accepted, the caller reads from the run's state."""
-
-        def answered() -> bool:
-            return self._answer is not None or self._resumer is not None
-
-        await workflow.wait_condition(
-            lambda: (
-                answered() or bool(self._inbox) or workflow.info().is_continue_as_new_suggested()
-            )
-        )
-        if answered():
-            return
-        if workflow.info().is_continue_as_new_suggested():
-            await self._continue_as_new_if_due()
-            if not self._inbox and not answered():
-                # A caller's handler still runs: move on once it has finished.
-                await workflow.wait_condition(
-                    lambda: answered() or bool(self._inbox) or workflow.all_handlers_finished()
-                )
-                return
-        if self._inbox and not answered():
-            accepted = await self._judge_inbox()
-            if accepted is not None:
-                self._take_signalled(accepted)
-
     async def _open_start(self) -> None:
         """Checks the starting channels and the start proof on the worker (a local activity, so
         the model's validators and default factories run once and replay reads their result)."""
@@ -369,15 +313,6 @@ class GraphRun(GraphAnswers):
                     ]
         return None
 
-    def _take(self, origin: str, code: str) -> str:
-        transition = self._graph.routes[origin][code]
-        if transition.at_most is not None and transition.then_ask is not None:
-            taken = self._taken.get(code, 0)
-            if taken >= transition.at_most:
-                return transition.then_ask
-            self._taken[code] = taken + 1
-        return transition.to
-
     async def _park_after_error(self, node: CompiledNode, error: ActivityError) -> None:
         cause = error.cause
         if isinstance(cause, ApplicationError) and cause.type == ErrorCode.FORBIDDEN.value:
@@ -426,72 +361,6 @@ class GraphRun(GraphAnswers):
         self._status = "running"
         workflow.upsert_memo({"lockgate_parked": None})
         self._upsert_search_attributes()
-
-    async def _hold_gate(self, state: str) -> None:
-        if self._gate is None or self._gate.ask != state:
-            await self._open_gate(state)
-        ask = self._graph.asks[state]
-        choice, actor = await self._await_answer()
-        self._trail.append(
-            {
-                "node": state,
-                "operation": f"ask:{ask.role}",
-                "outcome": "answered",
-                "by": actor.to_dict(),
-                "answer": choice,
-            }
-        )
-        if actor.authorization:
-            self._spent.append(actor.authorization)
-        self._gate = None
-        self._driver = actor
-        # The next gate reviews the work done from here on: its makers are who drive it.
-        self._makers = []
-        self._status = "running"
-        workflow.upsert_memo({"lockgate_gate": None})
-        self._upsert_search_attributes()
-        self._state = self._take(state, choice)
-
-    async def _open_gate(self, state: str) -> None:
-        graph = self._graph
-        ask = graph.asks[state]
-        self._gate_openings += 1
-        choices = []
-        for option in ask.options:
-            leads_to = graph.routes[state][option].to
-            node = graph.nodes.get(leads_to)
-            choices.append(
-                GateChoice(
-                    option,
-                    leads_to if node is not None else None,
-                    node.tool if node is not None else None,
-                    node.needs if node is not None else (),
-                )
-            )
-        target = self._target()
-        self._gate = OpenGate(
-            graph=graph.name,
-            run=self._run_id,
-            gate=f"{state}#{self._gate_openings}",
-            ask=state,
-            role=ask.role,
-            because=ask.because,
-            requester=self._requester.actor,
-            choices=tuple(choices),
-            execution=self._execution,
-            subject=gate_subject(target, [choice.to_dict() for choice in choices]),
-            makers=tuple(self._makers),
-        )
-        self._status = "waiting"
-        self._upsert_search_attributes()
-        workflow.upsert_memo({"lockgate_gate": self._gate_memo()})
-        self._settled()
-
-    async def _await_answer(self) -> tuple[str, Actor]:
-        while self._answer is None:
-            await self._while_waiting()
-        answer, self._answer = self._answer, None
-        return answer
 
     async def _finish(self) -> dict[str, Any]:
         if self._status != "refused":

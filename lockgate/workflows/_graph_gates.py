@@ -1,0 +1,94 @@
+"""Gates: opening one, waiting for its answers, and taking the way the decision leads.
+
+A gate's options are its enum's cases; its policy says how many distinct approvers decide it
+(:mod:`lockgate.gating._policies`). Every answer counted is a trail row; the run moves on only
+once the policy has decided.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+from lockgate.gating import Actor, GateChoice, OpenGate, gate_subject
+from lockgate.workflows._graph_waiting import GraphWaiting
+
+__all__ = ["GraphGates"]
+
+
+class GraphGates(GraphWaiting):
+    """Holding a gate open until it is decided, and the routes and budgets out of a state."""
+
+    def _take(self, origin: str, code: str) -> str:
+        transition = self._graph.routes[origin][code]
+        if transition.at_most is not None and transition.then_ask is not None:
+            taken = self._taken.get(code, 0)
+            if taken >= transition.at_most:
+                return transition.then_ask
+            self._taken[code] = taken + 1
+        return transition.to
+
+    async def _hold_gate(self, state: str) -> None:
+        if self._gate is None or self._gate.ask != state:
+            await self._open_gate(state)
+        ask = self._graph.asks[state]
+        choice, actor = await self._await_answer()
+        self._trail.append(
+            {
+                "node": state,
+                "operation": f"ask:{ask.role}",
+                "outcome": "answered",
+                "by": actor.to_dict(),
+                "answer": choice,
+            }
+        )
+        if actor.authorization:
+            self._spent.append(actor.authorization)
+        self._gate = None
+        self._driver = actor
+        # The next gate reviews the work done from here on: its makers are who drive it.
+        self._makers = []
+        self._status = "running"
+        workflow.upsert_memo({"lockgate_gate": None})
+        self._upsert_search_attributes()
+        self._state = self._take(state, choice)
+
+    async def _open_gate(self, state: str) -> None:
+        graph = self._graph
+        ask = graph.asks[state]
+        self._gate_openings += 1
+        choices = []
+        for option in ask.options:
+            leads_to = graph.routes[state][option].to
+            node = graph.nodes.get(leads_to)
+            choices.append(
+                GateChoice(
+                    option,
+                    leads_to if node is not None else None,
+                    node.tool if node is not None else None,
+                    node.needs if node is not None else (),
+                )
+            )
+        target = self._target()
+        self._gate = OpenGate(
+            graph=graph.name,
+            run=self._run_id,
+            gate=f"{state}#{self._gate_openings}",
+            ask=state,
+            role=ask.role,
+            because=ask.because,
+            requester=self._requester.actor,
+            choices=tuple(choices),
+            execution=self._execution,
+            subject=gate_subject(target, [choice.to_dict() for choice in choices]),
+            makers=tuple(self._makers),
+        )
+        self._status = "waiting"
+        self._upsert_search_attributes()
+        workflow.upsert_memo({"lockgate_gate": self._gate_memo()})
+        self._settled()
+
+    async def _await_answer(self) -> tuple[str, Actor]:
+        while self._answer is None:
+            await self._while_waiting()
+        answer, self._answer = self._answer, None
+        return answer
