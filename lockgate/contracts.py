@@ -23,12 +23,14 @@ from typing import Any, TypedDict
 
 __all__ = [
     "ActorView",
+    "AnswerView",
     "Budget",
     "ChoiceView",
     "ErrorDetail",
     "GateView",
     "ParkedView",
     "PendingGate",
+    "PolicyView",
     "RunView",
     "ToolCallResult",
     "TrailRow",
@@ -70,6 +72,29 @@ class ChoiceView(_ChoiceViewRequired, total=False):
     why_not: str | None
 
 
+class PolicyView(TypedDict):
+    """How a gate is decided: ``approvals`` (m) distinct approvers giving the same answer, of a
+    ``panel`` (n, or None: anyone of the role); ``rejection`` is the option that says no, and
+    with ``any_rejection_rejects`` one approver taking it decides alone."""
+
+    name: str
+    approvals: int
+    panel: int | None
+    rejection: str | None
+    any_rejection_rejects: bool
+
+
+class _AnswerViewRequired(TypedDict):
+    principal: str
+    option: str
+
+
+class AnswerView(_AnswerViewRequired, total=False):
+    """One approver's answer counted so far at a gate that needs several."""
+
+    evidence: dict[str, Any]
+
+
 class _GateViewRequired(TypedDict):
     graph: str
     run_id: str
@@ -90,10 +115,13 @@ class GateView(_GateViewRequired, total=False):
 
     ``requester`` opened it and ``makers`` drove the work it reviews; none of them may answer.
     A proof answering it names ``graph``, ``run_id``, ``execution``, ``gate`` and ``subject``.
+    A gate that needs several approvers also has its ``policy`` and the ``answers`` so far.
     """
 
     options: list[str]
     target: dict[str, Any] | None
+    policy: PolicyView
+    answers: list[AnswerView]
 
 
 class ParkedView(TypedDict):
@@ -123,12 +151,20 @@ class _TrailRowRequired(TypedDict):
 
 class TrailRow(_TrailRowRequired, total=False):
     """One step of a run: a node that ``ran``, a gate ``answered``, a park ``resumed``, a node
-    ``parked``, or a signal ``refused`` (with its ``code`` and ``why``)."""
+    ``parked``, or a signal ``refused`` (with its ``code`` and ``why``).
+
+    An answer at a gate of several approvers also has the answers ``counts`` per option so far,
+    the ``needed`` matching answers, ``why`` it stands as it does, and, once the gate is
+    decided, the option ``decided``.
+    """
 
     answer: str | None
     needs: list[str]
     code: str
     why: str
+    counts: dict[str, int]
+    needed: int
+    decided: str
 
 
 class _RunViewRequired(TypedDict):

@@ -45,6 +45,7 @@ from lockgate.namespace import SearchAttributesMissingError, check_search_attrib
 from lockgate.workflows._authority_context import AuthorityInterceptor
 from lockgate.workflows._catalogue import catalogue_workflow
 from lockgate.workflows._client_support import DEFAULT_TASK_QUEUE
+from lockgate.workflows._compile_asks import check_staffing
 from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
 from lockgate.workflows._tool_call import SpentProofWorkflow, ToolCallWorkflow
@@ -166,6 +167,8 @@ class LockgatePlugin(SimplePlugin):
         elif authority.secret is None:
             raise WorkerSecretError(_NO_SECRET)
         self.authority = authority
+        for compiled in self.graphs:
+            check_staffing(compiled, authority.directory)
         self.check_search_attributes = check_search_attributes
         self.tool_activities = ToolActivities(
             self.registry, self.authority, self.graphs.catalogue, self.graphs.model

@@ -14,12 +14,14 @@ from lockgate import ErrorCode
 PUBLIC_NAMES = [
     "Actor",
     "Appends",
+    "ApprovalPolicy",
     "Ask",
     "AuditLogger",
     "Authority",
     "Because",
     "ChannelPolicy",
     "Directory",
+    "Dual",
     "Edge",
     "ErrorCode",
     "GraphClient",
@@ -28,6 +30,7 @@ PUBLIC_NAMES = [
     "LockgatePlugin",
     "Param",
     "PolicyGate",
+    "Quorum",
     "Retry",
     "Route",
     "Signer",
@@ -60,6 +63,7 @@ ERROR_CODES = [
     "GATE_NOT_PENDING",
     "NOTHING_TO_RESUME",
     "PAYLOAD_TOO_LARGE",
+    "ALREADY_ANSWERED",
 ]
 
 

@@ -8,11 +8,12 @@ import json
 from lockgate.cli._arguments import json_argument
 from lockgate.cli._output import CommandError, is_refused, print_json, report_result
 from lockgate.cli._settings import connect, local_directory, signer
-from lockgate.contracts import RunView
+from lockgate.contracts import GateView, RunView
 from lockgate.workflows import GraphClient
 
 __all__ = [
     "decide_gate",
+    "gate_rules",
     "list_pending_gates",
     "list_runs",
     "resume_run",
@@ -37,6 +38,7 @@ def _describe_run(shown: RunView) -> str:
         for choice in gate["choices"]:
             needs = f" (needs {', '.join(choice['needs'])})" if choice["needs"] else ""
             lines.append(f"  - {choice['option']} → {choice['leads_to'] or '(a gate)'}{needs}")
+        lines += [f"  {line}" for line in gate_rules(gate)]
     parked = shown.get("parked")
     if parked:
         lines.append(f"parked at node {parked['node']} ({parked['operation']})")
@@ -61,6 +63,22 @@ def _describe_run(shown: RunView) -> str:
     if channels:
         lines.append("channels: " + json.dumps(channels, ensure_ascii=False))
     return "\n".join(lines)
+
+
+def gate_rules(gate: GateView) -> list[str]:
+    """What a gate's rules say beyond its options: its approval policy and the answers so far."""
+    lines: list[str] = []
+    policy = gate.get("policy")
+    if policy is not None:
+        answers = gate.get("answers", [])
+        given = ", ".join(f"{answer['principal']} → {answer['option']}" for answer in answers)
+        panel = f" of a panel of {policy['panel']}" if policy["panel"] else ""
+        veto = f"; any '{policy['rejection']}' rejects" if policy["any_rejection_rejects"] else ""
+        lines.append(
+            f"{policy['name']}: needs {policy['approvals']} matching answers{panel}{veto}; "
+            f"{len(answers)} so far" + (f" ({given})" if given else "")
+        )
+    return lines
 
 
 async def start_run(arguments: argparse.Namespace) -> int:
@@ -143,6 +161,8 @@ async def list_pending_gates(arguments: argparse.Namespace) -> int:
         named = ", ".join(f"{key}={value!r}" for key, value in target.items())
         print(f"{row['run_id']}  {row['graph']}  gate {row['gate']}  for {row['role']}  {named}")
         print(f"  opened by {row['requester']}: {row['because']}")
+        for line in gate_rules(row):
+            print(f"  {line}")
         for choice in row["choices"]:
             needs = f" needs {', '.join(choice['needs'])}" if choice["needs"] else ""
             verdict = ""

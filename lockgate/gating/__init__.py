@@ -72,6 +72,7 @@ from lockgate.gating._limits import (
     shorten,
 )
 from lockgate.gating._nonces import InMemoryNonceLedger, NonceLedger
+from lockgate.gating._policies import SINGLE_POLICY, GateAnswer, GatePolicy, PolicyOutcome, tally
 from lockgate.gating._policy import (
     DEFAULT_CHANNEL_POLICIES,
     FAIL_CLOSED_POLICY,
@@ -124,6 +125,7 @@ __all__ = [
     "OWN_GATE",
     "PRIVATE_HOLDINGS",
     "REDACTED",
+    "SINGLE_POLICY",
     "TRAIL_PAGE",
     "WORKER_SECRET_ENV",
     "WORKER_SECRET_FILE_ENV",
@@ -140,7 +142,9 @@ __all__ = [
     "Directory",
     "DirectoryEntry",
     "ErrorCode",
+    "GateAnswer",
     "GateChoice",
+    "GatePolicy",
     "GovernedTool",
     "IdentityError",
     "InMemoryNonceLedger",
@@ -154,6 +158,7 @@ __all__ = [
     "PayloadProblem",
     "PolicyDecision",
     "PolicyGate",
+    "PolicyOutcome",
     "PolicyRule",
     "PolicyRuleProvider",
     "Proof",
@@ -200,6 +205,7 @@ __all__ = [
     "resume_binding",
     "shorten",
     "start_binding",
+    "tally",
     "to_jsonable",
     "tool_binding",
     "why_node_refuses",

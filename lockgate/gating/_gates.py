@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lockgate.gating._policies import SINGLE_POLICY, GateAnswer, GatePolicy
+
 __all__ = [
     "GateChoice",
     "OpenGate",
@@ -64,6 +66,9 @@ class OpenGate:
             a proof answers what its signer was shown, nothing else.
         makers: The verified principals who drove the work this gate reviews: the nodes run
             since the run started or the previous gate was answered. None of them may approve it.
+        policy: How many distinct approvers it needs, and what their answers decide.
+        answers: The answers counted so far at a gate that needs more than one; each approver
+            counts once.
     """
 
     graph: str
@@ -77,6 +82,12 @@ class OpenGate:
     execution: str = ""
     subject: str = ""
     makers: tuple[str, ...] = ()
+    policy: GatePolicy = SINGLE_POLICY
+    answers: tuple[GateAnswer, ...] = ()
+
+    def answered_by(self, principal: str | None) -> GateAnswer | None:
+        """The answer ``principal`` already gave at this opening, if any."""
+        return next((answer for answer in self.answers if answer.principal == principal), None)
 
     def choice(self, option: str) -> GateChoice | None:
         """The choice named ``option``."""
@@ -88,8 +99,8 @@ class OpenGate:
         return [choice.option for choice in self.choices]
 
     def to_dict(self) -> dict[str, Any]:
-        """As JSON data."""
-        return {
+        """As JSON data; a single-approval gate's has exactly the keys it had before policies."""
+        shown: dict[str, Any] = {
             "graph": self.graph,
             "run_id": self.run,
             "gate": self.gate,
@@ -102,6 +113,10 @@ class OpenGate:
             "subject": self.subject,
             "makers": list(self.makers),
         }
+        if not self.policy.single:
+            shown["policy"] = self.policy.to_dict()
+            shown["answers"] = [answer.to_dict() for answer in self.answers]
+        return shown
 
     @classmethod
     def from_dict(cls, value: Mapping[str, Any]) -> OpenGate:
@@ -118,6 +133,8 @@ class OpenGate:
             execution=str(value.get("execution") or ""),
             subject=str(value.get("subject") or ""),
             makers=tuple(str(maker) for maker in value.get("makers") or ()),
+            policy=GatePolicy.from_dict(value.get("policy")),
+            answers=tuple(GateAnswer.from_dict(answer) for answer in value.get("answers") or ()),
         )
 
 

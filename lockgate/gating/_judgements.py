@@ -135,8 +135,10 @@ def judge_answer(
     proof names this graph (``NOT_FOUND``), the run waits for an answer (``GATE_NOT_PENDING``) in
     the execution, at the gate opening and showing the subject the proof names
     (``GATE_NOT_PENDING``), the option is offered (``INVALID_DECISION``), the approver neither
-    opened the gate nor drove the work it reviews (``SELF_APPROVAL_FORBIDDEN``), holds the gate's
-    role (``FORBIDDEN``), and may run the first node the answer leads to (``FORBIDDEN``).
+    opened the gate nor drove the work it reviews (``SELF_APPROVAL_FORBIDDEN``), has not already
+    answered this opening of a gate that needs several approvers (``ALREADY_ANSWERED``), holds
+    the gate's role (``FORBIDDEN``), and may run the first node the answer leads to
+    (``FORBIDDEN``).
 
     Args:
         authority: The worker's Directory and verifier.
@@ -205,6 +207,11 @@ def judge_answer(
         return Judgement.refuse(
             ErrorCode.SELF_APPROVAL_FORBIDDEN, conflict + ".", actor=actor, choice=chosen.option
         )
+    counted = _counted_already(actor, gate)
+    if counted is not None:
+        return Judgement.refuse(
+            ErrorCode.ALREADY_ANSWERED, counted + ".", actor=actor, choice=chosen.option
+        )
     if gate.role not in authority.roles_of(actor):
         return Judgement.refuse(
             ErrorCode.FORBIDDEN,
@@ -234,6 +241,18 @@ def _four_eyes(actor: Actor, gate: OpenGate) -> str | None:
     if actor.principal is not None and actor.principal in gate.makers:
         return MADE_THE_WORK.format(actor=actor.actor)
     return None
+
+
+def _counted_already(actor: Actor, gate: OpenGate) -> str | None:
+    """Why ``actor``'s answer cannot count at ``gate``: they already answered this opening."""
+    earlier = gate.answered_by(actor.principal) if actor.principal is not None else None
+    if earlier is None:
+        return None
+    return (
+        f"{actor.actor} already answered '{earlier.option}' at gate '{gate.gate}', and each "
+        f"approver counts once: its {gate.policy.name} policy needs {gate.policy.approvals} "
+        "different people"
+    )
 
 
 def judge_resume(
@@ -353,6 +372,10 @@ def judge_viewer(
         if conflict is not None:
             because = "requester" if viewer.actor == gate.requester else "maker"
             verdicts.append(ViewerChoice(choice.option, False, because, conflict))
+            continue
+        counted = _counted_already(viewer, gate)
+        if counted is not None:
+            verdicts.append(ViewerChoice(choice.option, False, "answered", counted))
             continue
         if gate.role not in roles:
             verdicts.append(

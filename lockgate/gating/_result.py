@@ -35,6 +35,7 @@ class ErrorCode(str, enum.Enum):
     GATE_NOT_PENDING = "GATE_NOT_PENDING"
     NOTHING_TO_RESUME = "NOTHING_TO_RESUME"
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    ALREADY_ANSWERED = "ALREADY_ANSWERED"
 
     def __str__(self) -> str:
         return self.value

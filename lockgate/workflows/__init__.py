@@ -6,11 +6,16 @@ from lockgate.workflows._client import GraphClient
 from lockgate.workflows._compile import compile_graph
 from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
 from lockgate.workflows._declare import (
+    DUAL,
+    SINGLE,
     Appends,
+    ApprovalPolicy,
     Ask,
     Because,
+    Dual,
     Edge,
     GraphDeclarationError,
+    Quorum,
     Route,
     Target,
     graph,
@@ -35,11 +40,14 @@ from lockgate.workflows._tool_call import (
 from lockgate.workflows._tool_client import ToolClient
 
 __all__ = [
+    "DUAL",
     "LOCKGATE_AWAITING",
     "LOCKGATE_GRAPH",
     "LOCKGATE_SEARCH_ATTRIBUTES",
     "LOCKGATE_STATE",
+    "SINGLE",
     "Appends",
+    "ApprovalPolicy",
     "Ask",
     "Because",
     "CallToolInput",
@@ -49,11 +57,13 @@ __all__ = [
     "CompiledGraph",
     "CompiledNode",
     "ConfirmCallInput",
+    "Dual",
     "Edge",
     "GraphClient",
     "GraphDeclarationError",
     "GraphRegistry",
     "GraphRun",
+    "Quorum",
     "Route",
     "SettleInput",
     "ShowInput",

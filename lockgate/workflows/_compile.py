@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from lockgate.activities import ToolDefinition, definition_of, is_tool
 from lockgate.gating import to_jsonable
+from lockgate.workflows._compile_asks import ask_policy
 from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
 from lockgate.workflows._declare import (
     Appends,
@@ -345,6 +346,7 @@ class _Compiler:
             role=ask.of,
             because=ask.because,
             options=tuple(_case_code(case) for case in options),
+            policy=ask_policy(self.where, ask),
         )
 
     def target(self, candidate: object, role: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from lockgate.activities import ToolDefinition
+from lockgate.gating import SINGLE_POLICY, GatePolicy
 
 __all__ = [
     "CompiledAsk",
@@ -64,13 +65,14 @@ class CompiledNode:
 
 @dataclass(frozen=True, slots=True)
 class CompiledAsk:
-    """A gate: its state code, options, the role it asks for and why."""
+    """A gate: its state code, options, the role it asks for, why, and its approval policy."""
 
     state: str
     options_enum: type[enum.Enum]
     role: str
     because: str
     options: tuple[str, ...]
+    policy: GatePolicy = SINGLE_POLICY
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,5 +131,10 @@ class CompiledGraph:
             "target": self.target,
             "nodes": {state: node.tool for state, node in self.nodes.items()},
             "asks": {state: ask.role for state, ask in self.asks.items()},
+            "policies": {
+                state: ask.policy.to_dict()
+                for state, ask in self.asks.items()
+                if not ask.policy.single
+            },
             "needs_signed_start": self.needs_signed_start,
         }

@@ -8,12 +8,17 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 __all__ = [
+    "DUAL",
+    "SINGLE",
     "Appends",
+    "ApprovalPolicy",
     "Ask",
     "Because",
+    "Dual",
     "Edge",
     "GraphDeclarationError",
     "GraphSpec",
+    "Quorum",
     "Route",
     "Target",
     "graph",
@@ -65,16 +70,82 @@ class Route:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalPolicy:
+    """How many distinct approvers a gate needs, and what their answers decide.
+
+    Use :data:`SINGLE`, :data:`DUAL`, :func:`Dual` or :func:`Quorum` rather than this class.
+    Every approver is judged by every rule a single answer is (verified, neither the requester
+    nor a maker of the work, holds the role, may run what the answer leads to), and counts once.
+
+    Attributes:
+        name: ``single``, ``dual`` or ``quorum``.
+        approvals: How many distinct approvers must give the same answer (m).
+        panel: At most how many distinct approvers answer (n); None: anyone of the role, until
+            one answer has ``approvals``.
+        rejection: The option that says no (an enum case of the gate's options).
+        any_rejection_rejects: One approver answering ``rejection`` decides the gate alone.
+    """
+
+    name: str = "single"
+    approvals: int = 1
+    panel: int | None = None
+    rejection: enum.Enum | None = None
+    any_rejection_rejects: bool = False
+
+
+SINGLE = ApprovalPolicy()
+"""One verified approver of the role decides (the default)."""
+
+
+def Dual(
+    rejection: enum.Enum | None = None, *, any_rejection_rejects: bool = False
+) -> ApprovalPolicy:
+    """Two different verified approvers must give the same answer.
+
+    Args:
+        rejection: The option that says no.
+        any_rejection_rejects: One approver answering ``rejection`` decides the gate alone.
+    """
+    return ApprovalPolicy("dual", 2, None, rejection, any_rejection_rejects)
+
+
+DUAL = Dual()
+"""Two different verified approvers must give the same answer; a disagreement waits for a
+third who agrees with one of them."""
+
+
+def Quorum(
+    approvals: int,
+    of_n: int | None = None,
+    *,
+    rejection: enum.Enum | None = None,
+    any_rejection_rejects: bool = False,
+) -> ApprovalPolicy:
+    """``approvals`` (m) distinct approvers of the role must give the same answer.
+
+    Args:
+        approvals: m, the matching answers that decide.
+        of_n: n, the panel: at most this many distinct approvers answer. Once their answers can
+            no longer reach m for any option, ``rejection`` is taken (so a panel needs one).
+        rejection: The option that says no.
+        any_rejection_rejects: One approver answering ``rejection`` decides the gate alone.
+    """
+    return ApprovalPolicy("quorum", approvals, of_n, rejection, any_rejection_rejects)
+
+
+@dataclass(frozen=True, slots=True)
 class Ask:
     """A human gate: its options are the cases of ``options``; ``of`` is the approver's role.
 
     An answer is accepted only from a verified approver who holds ``of``, is not who opened the
-    gate, and may run the first node the answer leads to.
+    gate nor drove the work it reviews, and may run the first node the answer leads to.
+    ``policy`` says how many such approvers the gate needs (:data:`SINGLE` by default).
     """
 
     options: type[enum.Enum]
     of: str
     because: str = ""
+    policy: ApprovalPolicy = SINGLE
 
 
 @dataclass(frozen=True, slots=True)

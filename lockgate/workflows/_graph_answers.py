@@ -52,6 +52,10 @@ class GraphAnswers(GraphSignals):
         await workflow.wait_condition(lambda: self._carry != "pending")
         proof = Proof.parse(args[0])
         choice = str(proof.authorizes["choice"])
+        actor = Actor.of_proof(proof)
+        while self._gate is not None and not self._gate.policy.single and self._answer is not None:
+            # Several approvers: one accepted before this one is counted first.
+            await workflow.wait_condition(lambda: self._answer is None)
         gate = self._gate
         if gate is None or self._answer is not None or proof.authorizes.get("gate") != gate.gate:
             # Another answer got in first, after this one was validated in the same task.
@@ -59,7 +63,13 @@ class GraphAnswers(GraphSignals):
                 ErrorCode.GATE_NOT_PENDING.value,
                 f"Run '{self._run_id}' is not waiting for a decision.",
             )
-        actor = Actor.of_proof(proof)
+        if gate.answered_by(actor.principal) is not None:
+            # The same approver twice in one task: validated alike, counted once.
+            raise Refusal(
+                ErrorCode.ALREADY_ANSWERED.value,
+                f"{actor.actor} already answered at gate '{gate.gate}', and each approver "
+                "counts once.",
+            )
         _audit(
             "gate.decide",
             True,
@@ -85,7 +95,7 @@ class GraphAnswers(GraphSignals):
                 answer,
                 graph=self._graph.name,
                 run=self._run_id,
-                gate=self._gate if self._answer is None else None,
+                gate=self._gate_to_judge(),
                 spent_nonces=self._spent,
             )
         )

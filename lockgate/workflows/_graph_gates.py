@@ -7,9 +7,12 @@ once the policy has decided.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 from temporalio import workflow
 
-from lockgate.gating import Actor, GateChoice, OpenGate, gate_subject
+from lockgate.gating import Actor, GateAnswer, GateChoice, OpenGate, gate_subject, tally
 from lockgate.workflows._graph_waiting import GraphWaiting
 
 __all__ = ["GraphGates"]
@@ -31,18 +34,24 @@ class GraphGates(GraphWaiting):
         if self._gate is None or self._gate.ask != state:
             await self._open_gate(state)
         ask = self._graph.asks[state]
-        choice, actor = await self._await_answer()
-        self._trail.append(
-            {
+        while True:
+            choice, actor = await self._await_answer()
+            if actor.authorization:
+                self._spent.append(actor.authorization)
+            row: dict[str, Any] = {
                 "node": state,
                 "operation": f"ask:{ask.role}",
                 "outcome": "answered",
                 "by": actor.to_dict(),
                 "answer": choice,
             }
-        )
-        if actor.authorization:
-            self._spent.append(actor.authorization)
+            decided = self._count_answer(row, choice, actor)
+            self._trail.append(row)
+            if decided is not None:
+                break
+            # A partial approval: the gate stays open, showing who has answered so far.
+            workflow.upsert_memo({"lockgate_gate": self._gate_memo(keep_opened_at=True)})
+            self._settled()
         self._gate = None
         self._driver = actor
         # The next gate reviews the work done from here on: its makers are who drive it.
@@ -50,7 +59,24 @@ class GraphGates(GraphWaiting):
         self._status = "running"
         workflow.upsert_memo({"lockgate_gate": None})
         self._upsert_search_attributes()
-        self._state = self._take(state, choice)
+        self._state = self._take(state, decided)
+
+    def _count_answer(self, row: dict[str, Any], choice: str, actor: Actor) -> str | None:
+        """Counts an accepted answer at the open gate: the option its policy has now decided
+        (adding the tally to the answer's trail ``row``), or None while it needs more."""
+        gate = self._gate
+        assert gate is not None
+        if gate.policy.single:
+            return choice  # the row a single answer always had, nothing added
+        answers = (*gate.answers, GateAnswer(actor.principal or actor.actor, choice))
+        outcome = tally(gate.policy, answers, gate.options)
+        self._gate = dataclasses.replace(gate, answers=answers)
+        row["counts"] = dict(outcome.counts)
+        row["needed"] = gate.policy.approvals
+        if outcome.option is not None:
+            row["decided"] = outcome.option
+        row["why"] = outcome.why
+        return outcome.option
 
     async def _open_gate(self, state: str) -> None:
         graph = self._graph
@@ -81,6 +107,7 @@ class GraphGates(GraphWaiting):
             execution=self._execution,
             subject=gate_subject(target, [choice.to_dict() for choice in choices]),
             makers=tuple(self._makers),
+            policy=ask.policy,
         )
         self._status = "waiting"
         self._upsert_search_attributes()

@@ -72,7 +72,11 @@ class GraphSignals(GraphState):
 
     async def _judge_inbox(self) -> Accepted | None:
         """Judges the signals waiting (in batches, in arrival order) and records the refused."""
-        entries, self._inbox = self._inbox[:_JUDGED_AT_ONCE], self._inbox[_JUDGED_AT_ONCE:]
+        # At a gate of several approvers each signal is judged against the answers counted
+        # before it, so one at a time; a single gate closes on the first accepted.
+        several = self._gate is not None and not self._gate.policy.single
+        at_once = 1 if several else _JUDGED_AT_ONCE
+        entries, self._inbox = self._inbox[:at_once], self._inbox[at_once:]
         batch = JudgeSignalsInput(
             entries=entries,
             graph=self._graph.name,

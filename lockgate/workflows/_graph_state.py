@@ -20,11 +20,13 @@ from lockgate.gating import (
     TRAIL_PAGE,
     Actor,
     ErrorCode,
+    GateAnswer,
     Judgement,
     OpenGate,
     ParkedNode,
     PayloadProblem,
     shorten,
+    tally,
 )
 from lockgate.workflows._carry import CarriedState
 from lockgate.workflows._compiled import CompiledGraph
@@ -120,13 +122,30 @@ class GraphState:
         target = self._graph.target
         return {target: self._channels.get(target)} if target else None
 
-    def _gate_memo(self) -> dict[str, Any]:
+    def _gate_memo(self, *, keep_opened_at: bool = False) -> dict[str, Any]:
         assert self._gate is not None
         memo = self._gate.to_dict()
         memo["target"] = self._target()
         memo["version"] = self._graph.version
-        memo["opened_at"] = workflow.now().isoformat()
+        written = workflow.memo_value("lockgate_gate", default=None) if keep_opened_at else None
+        opened_at = written.get("opened_at") if isinstance(written, dict) else None
+        memo["opened_at"] = opened_at or workflow.now().isoformat()
         return memo
+
+    def _gate_to_judge(self) -> OpenGate | None:
+        """The gate an answer arriving now would answer: None when none is open or an accepted
+        answer already decides it; with several approvers, their answers so far, the one
+        accepted and not yet counted included."""
+        gate = self._gate
+        if gate is None or self._answer is None:
+            return gate
+        if gate.policy.single:
+            return None
+        choice, actor = self._answer
+        answers = (*gate.answers, GateAnswer(actor.principal or actor.actor, choice))
+        if tally(gate.policy, answers, gate.options).option is not None:
+            return None
+        return dataclasses.replace(gate, answers=answers)
 
     def _gate_view(self) -> dict[str, Any]:
         assert self._gate is not None
@@ -203,6 +222,12 @@ class GraphState:
         graph = f"**{self._graph.name}** v{self._graph.version}"
         if self._status == "waiting" and self._gate is not None:
             options = ", ".join(f"`{option}`" for option in self._gate.options)
+            policy = self._gate.policy
+            if not policy.single:
+                options += (
+                    f" It needs {policy.approvals} matching answers ({policy.name}); "
+                    f"{len(self._gate.answers)} given so far."
+                )
             return (
                 f"{graph} waits for a(n) **{self._gate.role}** at gate `{self._gate.gate}`: "
                 f"{self._gate.because} Options: {options}. Answer with `lockgate decide "

@@ -1,0 +1,100 @@
+"""Compiling what a gate declares beyond its options: its approval policy; and checking, at a
+worker's start, that its Directory can staff the gates.
+
+Each refusal is a :class:`GraphDeclarationError` naming the graph, the gate and what to declare.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from lockgate.gating import Directory, GatePolicy
+from lockgate.workflows._compiled import CompiledGraph
+from lockgate.workflows._declare import ApprovalPolicy, Ask, GraphDeclarationError
+
+__all__ = ["ask_policy", "check_staffing"]
+
+
+def _fail(graph: str, sentence: str) -> GraphDeclarationError:
+    return GraphDeclarationError(f"{graph}{sentence}")
+
+
+def ask_policy(graph: str, ask: Ask) -> GatePolicy:
+    """The gate's approval policy, refused where it could never decide or says nothing.
+
+    Args:
+        graph: ``Graph <class name>``, which every refusal starts with.
+        ask: The declared gate.
+    """
+    declared, options = ask.policy, ask.options
+    where = f": Ask({options.__name__}) declares a {getattr(declared, 'name', '?')} policy"
+    if not isinstance(declared, ApprovalPolicy):
+        raise _fail(
+            graph,
+            f": Ask({options.__name__}) declares policy={declared!r}; use SINGLE, DUAL, "
+            "Dual(...) or Quorum(m, of_n, ...).",
+        )
+    m, n = declared.approvals, declared.panel
+    if not isinstance(m, int) or isinstance(m, bool) or m < 1:
+        raise _fail(graph, f"{where} of {m!r} approvals; it needs 1 or more, as a count.")
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < m):
+        raise _fail(
+            graph,
+            f"{where} of {m} of {n!r}: a quorum larger than its panel can never be reached. "
+            f"Declare a panel (of_n) of at least {m}.",
+        )
+    rejection = declared.rejection
+    if rejection is not None and not (
+        isinstance(rejection, enum.Enum) and type(rejection) is options
+    ):
+        raise _fail(
+            graph,
+            f"{where} whose rejection {rejection!r} is not an option of "
+            f"{options.__name__}; name one of its cases.",
+        )
+    if declared.any_rejection_rejects and rejection is None:
+        raise _fail(
+            graph,
+            f"{where} where any rejection rejects, but names no rejection: say which "
+            f"option of {options.__name__} is the no (rejection=...).",
+        )
+    if n is not None and m > 1 and rejection is None:
+        raise _fail(
+            graph,
+            f"{where} of {m} of {n}: its panel can disagree so that no option reaches {m}, "
+            "and nothing says what then happens. Name the option taken then (rejection=...).",
+        )
+    return GatePolicy(
+        name=declared.name,
+        approvals=m,
+        panel=n,
+        rejection=str(rejection.value) if rejection is not None else None,
+        any_rejection_rejects=declared.any_rejection_rejects,
+    )
+
+
+def check_staffing(graph: CompiledGraph, directory: Directory) -> None:
+    """Refuses a graph whose gates its Directory cannot staff, as far as a worker can see at its
+    start: a policy needing more distinct approvers than hold the gate's role.
+
+    A Directory with nobody in it (a replayer, a worker that judges nothing) is not looked at:
+    it says nothing about who will answer. Single-approval gates are not looked at either: who
+    holds a role may change while the worker runs, and one holder may be added at any time.
+
+    Raises:
+        GraphDeclarationError: Naming the graph, the gate, and how many hold the role.
+    """
+    principals = directory.principals()
+    if not principals:
+        return
+    for ask in graph.asks.values():
+        if ask.policy.single:
+            continue
+        holders = [who for who in principals if ask.role in directory.roles_of(who)]
+        if len(holders) < ask.policy.approvals:
+            raise GraphDeclarationError(
+                f"Graph '{graph.name}': its gate '{ask.state}' needs {ask.policy.approvals} "
+                f"distinct approvers of the role '{ask.role}' ({ask.policy.name}), and the "
+                f"Directory lists {len(holders)} who hold it, so the gate could never be decided. "
+                "Give the role to more people, or lower the quorum."
+            )

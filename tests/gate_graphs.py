@@ -1,0 +1,117 @@
+"""Graphs the gate-rule tests declare: approval policies, and who is who around them.
+
+A payment is prepared by its requester, checked by a clerk (a single gate), and then released
+or rejected at an officers' gate whose policy each graph varies. The clerk who answered the
+check drives what follows, so they are a maker of the work the officers review.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+from pydantic import BaseModel
+
+from lockgate import Dual, Quorum, tool
+from lockgate.testing import Identities
+from lockgate.workflows import DUAL, Ask, Edge, Route, Target, graph
+
+PAYMENT = {"payee": "Acme Ltd", "amount": 25_000}
+
+
+class Checked(str, Enum):
+    CHECKED = "checked"
+
+
+class Release(str, Enum):
+    RELEASE = "release"
+    REJECT = "reject"
+
+
+class Prepared(BaseModel):
+    memo: str
+
+
+class Sent(BaseModel):
+    sent: bool
+
+
+@tool("pay:prepare", "Prepare the payment.", local=True)
+async def prepare(payee: str, amount: int) -> Prepared:
+    return Prepared(memo=f"{amount} to {payee}")
+
+
+@tool("pay:draft", "Draft the transfer order the officers review.", local=True)
+async def draft(memo: str) -> Prepared:
+    return Prepared(memo=f"order: {memo}")
+
+
+@tool("pay:send", "Send the payment.", scopes=["payment:send"], mutating=True)
+async def send(memo: str) -> Sent:
+    return Sent(sent=True)
+
+
+@tool("pay:cancel", "Cancel the payment.", mutating=True)
+async def cancel(memo: str) -> None:
+    return None
+
+
+class Payment(BaseModel):
+    payee: Annotated[str, Target()]
+    amount: int
+    memo: str = ""
+    sent: bool = False
+
+
+def payment_graph(name: str, policy: object) -> type[Payment]:
+    """A payment graph named ``name`` whose officers' gate has ``policy``."""
+
+    @graph(
+        name,
+        "Prepare a payment, have a clerk check it, and the officers release it.",
+        start=prepare,
+        edges=[Edge(prepare, Checked), Edge(draft, Release)],
+        routes=[
+            Route(Checked.CHECKED, to=draft),
+            Route(Release.RELEASE, to=send),
+            Route(Release.REJECT, to=cancel),
+        ],
+        asks=[
+            Ask(Checked, of="clerk", because="A clerk checks the payee."),
+            Ask(Release, of="officer", because="Officers release payments.", policy=policy),  # type: ignore[arg-type]
+        ],
+    )
+    class PaymentRun(Payment):
+        pass
+
+    PaymentRun.__name__ = PaymentRun.__qualname__ = name.replace(":", "_").title()
+    return PaymentRun
+
+
+DualPayment = payment_graph("pay:dual", DUAL)
+DualRejectingPayment = payment_graph(
+    "pay:dual-veto", Dual(Release.REJECT, any_rejection_rejects=True)
+)
+PanelPayment = payment_graph("pay:panel", Quorum(2, of_n=2, rejection=Release.REJECT))
+QuorumVetoPayment = payment_graph(
+    "pay:quorum-veto", Quorum(3, rejection=Release.REJECT, any_rejection_rejects=True)
+)
+POLICY_GRAPHS = [DualPayment, DualRejectingPayment, PanelPayment, QuorumVetoPayment]
+POLICY_TOOLS = [prepare, draft, send, cancel]
+
+
+def payment_people() -> Identities:
+    """ada asks (and is an officer too), cal checks (a clerk, and an officer), olga, otto and
+    owen are officers who may send, pete is an officer who may not send, nora holds nothing."""
+    officer_who_sends = {"roles": ["officer"], "scopes": ["payment:send"]}
+    return Identities(
+        {
+            "ada": {"roles": ["officer"], "scopes": ["payment:send"]},
+            "cal": {"roles": ["clerk", "officer"], "scopes": ["payment:send"]},
+            "olga": officer_who_sends,
+            "otto": officer_who_sends,
+            "owen": officer_who_sends,
+            "pete": {"roles": ["officer"]},
+            "nora": {},
+        }
+    )

@@ -1,0 +1,78 @@
+"""The compiler refuses each doubtful declaration of a gate's rules, naming the gate and what to
+declare: approval policies that could never decide or say nothing of a disagreement."""
+
+from __future__ import annotations
+
+import enum
+
+import pytest
+
+from lockgate import GraphDeclarationError, LockgatePlugin, Quorum, WorkerSecret, compile_graph
+from lockgate.testing import Identities
+from lockgate.workflows import ApprovalPolicy, Dual
+from tests.gate_graphs import Checked, DualPayment, payment_graph
+
+
+class Elsewhere(str, enum.Enum):
+    NO = "no"
+
+
+def refusal_of(policy: object) -> str:
+    with pytest.raises(GraphDeclarationError) as refused:
+        compile_graph(payment_graph("pay:doubtful", policy))
+    return str(refused.value)
+
+
+def test_a_dual_gate_compiles_with_its_policy() -> None:
+    compiled = compile_graph(DualPayment)
+    assert compiled.asks["release"].policy.approvals == 2
+    assert compiled.asks["release"].policy.name == "dual"
+    assert compiled.asks["checked"].policy.single
+
+
+def test_a_quorum_larger_than_its_panel_is_refused() -> None:
+    assert refusal_of(Quorum(3, of_n=2, rejection=None)) == (
+        "Graph Pay_Doubtful: Ask(Release) declares a quorum policy of 3 of 2: a quorum larger "
+        "than its panel can never be reached. Declare a panel (of_n) of at least 3."
+    )
+
+
+def test_a_quorum_of_no_one_is_refused() -> None:
+    assert "of 0 approvals; it needs 1 or more" in refusal_of(Quorum(0))
+
+
+def test_a_rejection_that_is_not_an_option_of_the_gate_is_refused() -> None:
+    assert "whose rejection <Elsewhere.NO: 'no'> is not an option of Release" in refusal_of(
+        Dual(Elsewhere.NO)
+    )
+    assert "is not an option of Release" in refusal_of(Dual(Checked.CHECKED))
+
+
+def test_any_rejection_rejects_without_a_rejection_is_refused() -> None:
+    refused = refusal_of(ApprovalPolicy("dual", 2, any_rejection_rejects=True))
+    assert "any rejection rejects, but names no rejection" in refused
+
+
+def test_a_panel_that_may_disagree_with_nothing_declared_for_it_is_refused() -> None:
+    refused = refusal_of(Quorum(2, of_n=3))
+    assert "its panel can disagree so that no option reaches 2" in refused
+    assert "(rejection=...)" in refused
+
+
+def test_a_policy_that_is_not_one_is_refused() -> None:
+    assert "declares policy='dual'; use SINGLE, DUAL" in refusal_of("dual")
+
+
+def test_a_worker_refuses_a_dual_gate_its_directory_cannot_staff() -> None:
+    lonely = Identities({"olga": {"roles": ["officer"]}, "cal": {"roles": ["clerk"]}})
+    with pytest.raises(GraphDeclarationError) as refused:
+        LockgatePlugin(graphs=[DualPayment], directory=lonely.directory, secret=lonely.secret)
+    assert str(refused.value) == (
+        "Graph 'pay:dual': its gate 'release' needs 2 distinct approvers of the role 'officer' "
+        "(dual), and the Directory lists 1 who hold it, so the gate could never be decided. "
+        "Give the role to more people, or lower the quorum."
+    )
+
+
+def test_a_worker_with_an_empty_directory_judges_no_staffing() -> None:
+    assert LockgatePlugin(graphs=[DualPayment], secret=WorkerSecret.generate("test")).graphs

@@ -1,0 +1,59 @@
+"""Saved histories of runs through the gate rules replay on today's code, with no server.
+
+One history per rule, under ``tests/histories/gates/``: a dual gate answered by two officers
+(after the same officer was refused by signal). Regenerate them after a deliberate change to
+the interpreter::
+
+    LOCKGATE_REGENERATE_HISTORIES=1 .venv/bin/pytest tests/test_replay_gates.py
+"""
+
+from __future__ import annotations
+
+import pytest
+from temporalio.client import Client
+from temporalio.worker import Replayer
+
+from lockgate import GraphClient, LockgatePlugin
+from lockgate.testing import WorkerFactory
+from tests.gate_graphs import PAYMENT, POLICY_GRAPHS, DualPayment, payment_people
+from tests.graphs_for_tests import eventually
+from tests.support import SECRET
+from tests.test_replay import HISTORIES, REGENERATE, save, saved_history
+
+GRAPHS = [*POLICY_GRAPHS]
+SAVED = ["payment_dual"]
+"""Under ``tests/histories/gates/``, each recorded under the workflow id ``replay-<name>``."""
+
+
+@pytest.mark.skipif(not REGENERATE, reason="set LOCKGATE_REGENERATE_HISTORIES=1 to re-record")
+async def test_record_the_saved_gate_histories(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = payment_people()
+    as_ = {
+        who: GraphClient(temporal_client, task_queue, signer=people.signer(who))
+        for who in ("ada", "cal", "olga", "otto")
+    }
+    async with lockgate_worker(graphs=GRAPHS, directory=people.directory):
+        run = await as_["ada"].start(DualPayment, PAYMENT, run_id="replay-payment_dual")
+        await as_["cal"].decide(run["run_id"], "checked")
+        assert (await as_["olga"].decide(run["run_id"], "release"))["status"] == "waiting"
+        handle = temporal_client.get_workflow_handle(run["run_id"])
+        await handle.signal("decide", await as_["olga"].sign_decide(run["run_id"], "release"))
+        await eventually(
+            lambda: as_["ada"].show(run["run_id"]),
+            lambda shown: shown["trail"][-1]["outcome"] == "refused",
+            what="the refused signal in the trail",
+        )
+        assert (await as_["otto"].decide(run["run_id"], "release"))["status"] == "finished"
+        await save(temporal_client, run["run_id"], "gates/payment_dual")
+
+
+@pytest.mark.parametrize("name", SAVED)
+async def test_a_saved_gate_history_replays_on_todays_code(name: str) -> None:
+    assert (HISTORIES / "gates" / f"{name}.json").exists()
+    replayer = Replayer(workflows=[], plugins=[LockgatePlugin(graphs=GRAPHS, secret=SECRET)])
+    result = await replayer.replay_workflow(
+        saved_history(f"gates/{name}", f"replay-{name}"), raise_on_replay_failure=False
+    )
+    assert result.replay_failure is None
