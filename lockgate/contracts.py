@@ -27,6 +27,7 @@ __all__ = [
     "Budget",
     "ChoiceView",
     "ErrorDetail",
+    "EvidenceView",
     "GateView",
     "ParkedView",
     "PendingGate",
@@ -95,6 +96,15 @@ class AnswerView(_AnswerViewRequired, total=False):
     evidence: dict[str, Any]
 
 
+class EvidenceView(TypedDict):
+    """What evidence an option of a gate needs: its ``model``'s name, its ``fields`` (each with
+    its description) and which are ``required``."""
+
+    model: str
+    fields: dict[str, str]
+    required: list[str]
+
+
 class _GateViewRequired(TypedDict):
     graph: str
     run_id: str
@@ -115,13 +125,15 @@ class GateView(_GateViewRequired, total=False):
 
     ``requester`` opened it and ``makers`` drove the work it reviews; none of them may answer.
     A proof answering it names ``graph``, ``run_id``, ``execution``, ``gate`` and ``subject``.
-    A gate that needs several approvers also has its ``policy`` and the ``answers`` so far.
+    A gate that needs several approvers also has its ``policy`` and the ``answers`` so far;
+    one that asks for evidence has, per option that needs it, its ``evidence``.
     """
 
     options: list[str]
     target: dict[str, Any] | None
     policy: PolicyView
     answers: list[AnswerView]
+    evidence: dict[str, EvidenceView]
 
 
 class ParkedView(TypedDict):
@@ -155,7 +167,7 @@ class TrailRow(_TrailRowRequired, total=False):
 
     An answer at a gate of several approvers also has the answers ``counts`` per option so far,
     the ``needed`` matching answers, ``why`` it stands as it does, and, once the gate is
-    decided, the option ``decided``.
+    decided, the option ``decided``. An answer given with evidence carries its ``evidence``.
     """
 
     answer: str | None
@@ -165,6 +177,7 @@ class TrailRow(_TrailRowRequired, total=False):
     counts: dict[str, int]
     needed: int
     decided: str
+    evidence: dict[str, Any]
 
 
 class _RunViewRequired(TypedDict):

@@ -171,7 +171,11 @@ class LockgatePlugin(SimplePlugin):
             check_staffing(compiled, authority.directory)
         self.check_search_attributes = check_search_attributes
         self.tool_activities = ToolActivities(
-            self.registry, self.authority, self.graphs.catalogue, self.graphs.model
+            self.registry,
+            self.authority,
+            self.graphs.catalogue,
+            self.graphs.model,
+            self.graphs.evidence,
         )
         self.graph_workflows = [
             graph_workflow(name, self.graphs.versions(name)) for name in self.graphs.names()

@@ -8,9 +8,9 @@ check drives what follows, so they are a maker of the work the officers review.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from lockgate import Dual, Quorum, tool
 from lockgate.testing import Identities
@@ -98,6 +98,56 @@ QuorumVetoPayment = payment_graph(
 )
 POLICY_GRAPHS = [DualPayment, DualRejectingPayment, PanelPayment, QuorumVetoPayment]
 POLICY_TOOLS = [prepare, draft, send, cancel]
+GOOD_EVIDENCE = {"invoice_number": "INV-1042", "reason": "Goods received in full"}
+
+
+class ReleaseEvidence(BaseModel):
+    """What an officer gives with a release."""
+
+    invoice_number: str = Field(pattern=r"^INV-[0-9]+$", description="The invoice this pays")
+    reason: str = Field(min_length=5, description="Why it should be paid")
+
+
+class SentAgainst(BaseModel):
+    sent: bool
+    paid_invoices: str
+
+
+@tool("pay:send-against", "Send the payment against the invoices the officers named.",
+      scopes=["payment:send"], mutating=True)  # fmt: skip
+async def send_against(memo: str, approvals: list[dict[str, Any]]) -> SentAgainst:
+    invoices = sorted({approval["evidence"]["invoice_number"] for approval in approvals})
+    return SentAgainst(sent=True, paid_invoices=", ".join(invoices))
+
+
+@graph(
+    "pay:evidenced",
+    "Officers release a payment, each naming the invoice and why.",
+    start=prepare,
+    edges=[Edge(prepare, Checked), Edge(draft, Release)],
+    routes=[
+        Route(Checked.CHECKED, to=draft),
+        Route(Release.RELEASE, to=send_against),
+        Route(Release.REJECT, to=cancel),
+    ],
+    asks=[
+        Ask(Checked, of="clerk", because="A clerk checks the payee."),
+        Ask(
+            Release,
+            of="officer",
+            because="Officers release payments against an invoice.",
+            policy=DUAL,
+            evidence={Release.RELEASE: ReleaseEvidence},
+            evidence_into="approvals",
+        ),
+    ],
+)
+class EvidencedPayment(Payment):
+    approvals: list[dict[str, Any]] = []
+    paid_invoices: str = ""
+
+
+EVIDENCE_GRAPHS = [EvidencedPayment]
 
 
 def payment_people() -> Identities:

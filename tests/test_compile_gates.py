@@ -4,13 +4,25 @@ declare: approval policies that could never decide or say nothing of a disagreem
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 import pytest
+from pydantic import Field
 
 from lockgate import GraphDeclarationError, LockgatePlugin, Quorum, WorkerSecret, compile_graph
 from lockgate.testing import Identities
-from lockgate.workflows import ApprovalPolicy, Dual
-from tests.gate_graphs import Checked, DualPayment, payment_graph
+from lockgate.workflows import ApprovalPolicy, Ask, Dual, Edge, Route, graph
+from tests.gate_graphs import (
+    Checked,
+    DualPayment,
+    Payment,
+    Release,
+    ReleaseEvidence,
+    cancel,
+    payment_graph,
+    prepare,
+    send,
+)
 
 
 class Elsewhere(str, enum.Enum):
@@ -76,3 +88,45 @@ def test_a_worker_refuses_a_dual_gate_its_directory_cannot_staff() -> None:
 
 def test_a_worker_with_an_empty_directory_judges_no_staffing() -> None:
     assert LockgatePlugin(graphs=[DualPayment], secret=WorkerSecret.generate("test")).graphs
+
+
+def evidence_refusal(**ask: Any) -> str:
+    @graph(
+        "pay:doubtful-evidence",
+        start=prepare,
+        edges=[Edge(prepare, Release)],
+        routes=[Route(Release.RELEASE, to=send), Route(Release.REJECT, to=cancel)],
+        asks=[Ask(Release, of="officer", **ask)],
+    )
+    class DoubtfulEvidence(Payment):
+        approvals: list[dict[str, Any]] = Field(default_factory=list)
+
+    with pytest.raises(GraphDeclarationError) as refused:
+        compile_graph(DoubtfulEvidence)
+    return str(refused.value)
+
+
+def test_evidence_on_an_option_that_does_not_exist_is_refused() -> None:
+    refused = evidence_refusal(
+        evidence={Checked.CHECKED: ReleaseEvidence}, evidence_into="approvals"
+    )
+    assert refused == (
+        "Graph DoubtfulEvidence: Ask(Release) asks for evidence on <Checked.CHECKED: 'checked'>, "
+        "which is not an option of Release: key evidence= by its cases (RELEASE, REJECT)."
+    )
+
+
+def test_evidence_that_is_not_a_pydantic_model_is_refused() -> None:
+    refused = evidence_refusal(evidence=dict, evidence_into="approvals")
+    assert "asks for evidence <class 'dict'>, which is not a pydantic model" in refused
+
+
+def test_evidence_nobody_receives_is_refused() -> None:
+    assert "names no channel it goes to" in evidence_refusal(evidence=ReleaseEvidence)
+    assert "writes evidence into 'nowhere', which is not a channel" in evidence_refusal(
+        evidence=ReleaseEvidence, evidence_into="nowhere"
+    )
+
+
+def test_an_evidence_channel_without_evidence_is_refused() -> None:
+    assert "asks for none; declare evidence=" in evidence_refusal(evidence_into="approvals")

@@ -1,8 +1,8 @@
 """Saved histories of runs through the gate rules replay on today's code, with no server.
 
 One history per rule, under ``tests/histories/gates/``: a dual gate answered by two officers
-(after the same officer was refused by signal). Regenerate them after a deliberate change to
-the interpreter::
+(after the same officer was refused by signal); evidence given with two releases. Regenerate
+them after a deliberate change to the interpreter::
 
     LOCKGATE_REGENERATE_HISTORIES=1 .venv/bin/pytest tests/test_replay_gates.py
 """
@@ -15,13 +15,21 @@ from temporalio.worker import Replayer
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.testing import WorkerFactory
-from tests.gate_graphs import PAYMENT, POLICY_GRAPHS, DualPayment, payment_people
+from tests.gate_graphs import (
+    EVIDENCE_GRAPHS,
+    GOOD_EVIDENCE,
+    PAYMENT,
+    POLICY_GRAPHS,
+    DualPayment,
+    EvidencedPayment,
+    payment_people,
+)
 from tests.graphs_for_tests import eventually
 from tests.support import SECRET
 from tests.test_replay import HISTORIES, REGENERATE, save, saved_history
 
-GRAPHS = [*POLICY_GRAPHS]
-SAVED = ["payment_dual"]
+GRAPHS: list[type] = [*POLICY_GRAPHS, *EVIDENCE_GRAPHS]
+SAVED = ["payment_dual", "payment_evidence"]
 """Under ``tests/histories/gates/``, each recorded under the workflow id ``replay-<name>``."""
 
 
@@ -47,6 +55,15 @@ async def test_record_the_saved_gate_histories(
         )
         assert (await as_["otto"].decide(run["run_id"], "release"))["status"] == "finished"
         await save(temporal_client, run["run_id"], "gates/payment_dual")
+
+        # Evidence: refused without it (nothing written), then two releases that carry it.
+        run = await as_["ada"].start(EvidencedPayment, PAYMENT, run_id="replay-payment_evidence")
+        await as_["cal"].decide(run["run_id"], "checked")
+        assert "error" in await as_["olga"].decide(run["run_id"], "release")
+        await as_["olga"].decide(run["run_id"], "release", evidence=GOOD_EVIDENCE)
+        done = await as_["otto"].decide(run["run_id"], "release", evidence=GOOD_EVIDENCE)
+        assert done["status"] == "finished"
+        await save(temporal_client, run["run_id"], "gates/payment_evidence")
 
 
 @pytest.mark.parametrize("name", SAVED)

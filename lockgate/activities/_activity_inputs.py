@@ -159,6 +159,8 @@ class JudgeSignalsInput:
     gate: dict[str, Any] | None = None
     parked: dict[str, Any] | None = None
     spent_nonces: list[str] = field(default_factory=list)
+    version: int | None = None
+    """The run's graph version: whose evidence models judge the answers."""
 
 
 @dataclass

@@ -161,6 +161,8 @@ class ToolActivities:
         authority: The worker's Directory, verifier, ledger, secret and audit log.
         catalogue: Lists the graphs the worker serves, for :meth:`describe`.
         models: The channel model of a graph's version, for opening a run's start.
+        evidence: The evidence models of a gate (by graph, version and gate state), for judging
+            signalled answers.
     """
 
     def __init__(
@@ -169,11 +171,13 @@ class ToolActivities:
         authority: Authority,
         catalogue: Callable[[], list[dict[str, Any]]] | None = None,
         models: Callable[[str, int], type[BaseModel] | None] | None = None,
+        evidence: Callable[[str, int | None, str], Mapping[str, type[BaseModel]]] | None = None,
     ) -> None:
         self.registry = registry
         self.authority = authority
         self._catalogue = catalogue
         self._models = models
+        self._evidence = evidence
 
     def activities(self) -> list[Callable[..., Any]]:
         """One activity per tool, plus lockgate's own: open a start, open a carried state, judge
@@ -475,6 +479,11 @@ class ToolActivities:
         if entry.problem is not None:
             return Judgement.refuse(ErrorCode(entry.problem["code"]), entry.problem["sentence"])
         if entry.name == "decide":
+            evidence = (
+                self._evidence(batch.graph, batch.version, gate.ask)
+                if gate is not None and self._evidence is not None
+                else None
+            )
             return judge_answer(
                 self.authority,
                 entry.value,
@@ -482,6 +491,7 @@ class ToolActivities:
                 run=batch.run,
                 gate=gate,
                 spent_nonces=spent,
+                evidence_models=evidence,
             )
         if entry.name == "resume":
             return judge_resume(

@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     decide = commands.add_parser("decide", parents=[common, signed], help="answer a gate")
     decide.add_argument("run")
     decide.add_argument("choice")
+    decide.add_argument(
+        "--evidence", help="the evidence the gate asks for with this choice, as a JSON object"
+    )
 
     resume = commands.add_parser("resume", parents=[common, signed], help="resume a parked run")
     resume.add_argument("run")
@@ -129,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     sign_decide = sign_commands.add_parser("decide", parents=[common, signed])
     sign_decide.add_argument("run")
     sign_decide.add_argument("choice")
+    sign_decide.add_argument(
+        "--evidence", help="the evidence the gate asks for with this choice, as a JSON object"
+    )
     sign_resume = sign_commands.add_parser("resume", parents=[common, signed])
     sign_resume.add_argument("run")
     sign_start = sign_commands.add_parser("start", parents=[common, signed])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from lockgate.cli._arguments import json_argument
 from lockgate.cli._output import CommandError, is_refused, print_json, report_result
@@ -13,6 +14,7 @@ from lockgate.workflows import GraphClient
 
 __all__ = [
     "decide_gate",
+    "evidence_argument",
     "gate_rules",
     "list_pending_gates",
     "list_runs",
@@ -65,6 +67,16 @@ def _describe_run(shown: RunView) -> str:
     return "\n".join(lines)
 
 
+def evidence_argument(text: str | None) -> dict[str, Any] | None:
+    """``--evidence``: a JSON object, or nothing."""
+    if text is None:
+        return None
+    evidence = json_argument(text, "--evidence")
+    if not isinstance(evidence, dict):
+        raise CommandError("--evidence must be a JSON object of the fields the gate asks for.")
+    return evidence
+
+
 def gate_rules(gate: GateView) -> list[str]:
     """What a gate's rules say beyond its options: its approval policy and the answers so far."""
     lines: list[str] = []
@@ -77,6 +89,11 @@ def gate_rules(gate: GateView) -> list[str]:
         lines.append(
             f"{policy['name']}: needs {policy['approvals']} matching answers{panel}{veto}; "
             f"{len(answers)} so far" + (f" ({given})" if given else "")
+        )
+    for option, needs in (gate.get("evidence") or {}).items():
+        required = ", ".join(needs.get("required") or []) or "an object"
+        lines.append(
+            f"'{option}' needs evidence {needs.get('model')}: {required} (--evidence '{{...}}')"
         )
     return lines
 
@@ -110,7 +127,8 @@ async def decide_gate(arguments: argparse.Namespace) -> int:
             "that principal's key in --keys-dir."
         )
     client = GraphClient(await connect(arguments), arguments.task_queue, decider)
-    result = await client.decide(arguments.run, arguments.choice)
+    evidence = evidence_argument(arguments.evidence)
+    result = await client.decide(arguments.run, arguments.choice, evidence=evidence)
     if not arguments.json and not is_refused(result):
         print(_describe_run(result))
     return report_result(result, arguments)

@@ -38,6 +38,7 @@ from lockgate.gating._confirm import (
 )
 from lockgate.gating._context import Mode, ToolContext, local_shell_context, new_request_id
 from lockgate.gating._directory import Directory, DirectoryEntry
+from lockgate.gating._evidence import evidence_problem, evidence_shown
 from lockgate.gating._gates import GateChoice, OpenGate, ParkedNode
 from lockgate.gating._identity_errors import IdentityError, ProofRefused, RefusalReason
 from lockgate.gating._judgements import (
@@ -184,6 +185,8 @@ __all__ = [
     "decide_binding",
     "digest",
     "directory_entry_toml",
+    "evidence_problem",
+    "evidence_shown",
     "fingerprint",
     "format_scopes",
     "gate_subject",

@@ -7,7 +7,7 @@ JSON data (the memo, ``pending``, activity results) through ``to_dict`` and ``fr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lockgate.gating._policies import SINGLE_POLICY, GateAnswer, GatePolicy
@@ -69,6 +69,8 @@ class OpenGate:
         policy: How many distinct approvers it needs, and what their answers decide.
         answers: The answers counted so far at a gate that needs more than one; each approver
             counts once.
+        evidence: For each option that requires evidence, what it requires (its model's name,
+            fields and required fields; see :func:`evidence_shown`).
     """
 
     graph: str
@@ -84,6 +86,7 @@ class OpenGate:
     makers: tuple[str, ...] = ()
     policy: GatePolicy = SINGLE_POLICY
     answers: tuple[GateAnswer, ...] = ()
+    evidence: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def answered_by(self, principal: str | None) -> GateAnswer | None:
         """The answer ``principal`` already gave at this opening, if any."""
@@ -116,6 +119,8 @@ class OpenGate:
         if not self.policy.single:
             shown["policy"] = self.policy.to_dict()
             shown["answers"] = [answer.to_dict() for answer in self.answers]
+        if self.evidence:
+            shown["evidence"] = {option: dict(needs) for option, needs in self.evidence.items()}
         return shown
 
     @classmethod
@@ -135,6 +140,9 @@ class OpenGate:
             makers=tuple(str(maker) for maker in value.get("makers") or ()),
             policy=GatePolicy.from_dict(value.get("policy")),
             answers=tuple(GateAnswer.from_dict(answer) for answer in value.get("answers") or ()),
+            evidence={
+                str(option): dict(needs) for option, needs in (value.get("evidence") or {}).items()
+            },
         )
 
 

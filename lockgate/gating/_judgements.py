@@ -11,8 +11,11 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from lockgate.gating._actors import Actor
 from lockgate.gating._authority import Authority, answer_refusal_sentence, why_node_refuses
+from lockgate.gating._evidence import evidence_problem
 from lockgate.gating._gates import OpenGate, ParkedNode
 from lockgate.gating._identity_errors import ProofRefused
 from lockgate.gating._limits import shorten
@@ -55,6 +58,7 @@ class Judgement:
     needs: tuple[str, ...] = ()
     leads_to: str | None = None
     operation: str | None = None
+    evidence: Any = None
 
     @classmethod
     def refuse(cls, code: ErrorCode, reason: str, **facts: Any) -> Judgement:
@@ -72,6 +76,7 @@ class Judgement:
             "needs": list(self.needs),
             "leads_to": self.leads_to,
             "operation": self.operation,
+            **({"evidence": self.evidence} if self.evidence is not None else {}),
         }
 
     @classmethod
@@ -87,6 +92,7 @@ class Judgement:
             tuple(value.get("needs") or ()),
             value.get("leads_to"),
             value.get("operation"),
+            value.get("evidence"),
         )
 
 
@@ -128,6 +134,7 @@ def judge_answer(
     run: str,
     gate: OpenGate | None,
     spent_nonces: Collection[str] = (),
+    evidence_models: Mapping[str, type[BaseModel]] | None = None,
 ) -> Judgement:
     """Judges an answer to a gate, before anything about it is written.
 
@@ -137,8 +144,9 @@ def judge_answer(
     (``GATE_NOT_PENDING``), the option is offered (``INVALID_DECISION``), the approver neither
     opened the gate nor drove the work it reviews (``SELF_APPROVAL_FORBIDDEN``), has not already
     answered this opening of a gate that needs several approvers (``ALREADY_ANSWERED``), holds
-    the gate's role (``FORBIDDEN``), and may run the first node the answer leads to
-    (``FORBIDDEN``).
+    the gate's role (``FORBIDDEN``), may run the first node the answer leads to
+    (``FORBIDDEN``), and signed the evidence the gate asks for with that option, valid by its
+    model (``INVALID_EVIDENCE``, naming each field that failed).
 
     Args:
         authority: The worker's Directory and verifier.
@@ -148,6 +156,9 @@ def judge_answer(
         run: The run being answered.
         gate: The gate waiting, or None.
         spent_nonces: Nonces this run already accepted.
+        evidence_models: The evidence model each option of ``gate`` requires; an option the
+            gate says requires evidence but that has no model here is refused (unchecked
+            evidence is never accepted).
     """
     proof = _verify(authority, value, "decide", run, spent_nonces)
     if isinstance(proof, ProofRefused):
@@ -231,7 +242,22 @@ def judge_answer(
             leads_to=chosen.leads_to,
             operation=chosen.operation,
         )
-    return Judgement(True, actor=actor, choice=chosen.option)
+    models = evidence_models or {}
+    if chosen.option in gate.evidence and chosen.option not in models:
+        return Judgement.refuse(
+            ErrorCode.INTERNAL_ERROR,
+            f"Gate '{gate.gate}' asks for evidence with '{chosen.option}', and this worker has no "
+            "model to check it by, so the answer was not recorded.",
+            actor=actor,
+            choice=chosen.option,
+        )
+    evidence = act.get("evidence")
+    problem = evidence_problem(models, chosen.option, evidence)
+    if problem is not None:
+        return Judgement.refuse(
+            ErrorCode.INVALID_EVIDENCE, problem, actor=actor, choice=chosen.option
+        )
+    return Judgement(True, actor=actor, choice=chosen.option, evidence=evidence)
 
 
 def _four_eyes(actor: Actor, gate: OpenGate) -> str | None:

@@ -36,6 +36,7 @@ class ErrorCode(str, enum.Enum):
     NOTHING_TO_RESUME = "NOTHING_TO_RESUME"
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
     ALREADY_ANSWERED = "ALREADY_ANSWERED"
+    INVALID_EVIDENCE = "INVALID_EVIDENCE"
 
     def __str__(self) -> str:
         return self.value

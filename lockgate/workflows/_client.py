@@ -235,15 +235,22 @@ class GraphClient:
             await asyncio.sleep(pause)
             pause = min(pause * 1.5, _LONGEST_PAUSE)
 
-    async def decide(self, run_id: str, choice: str) -> RunView:
+    async def decide(
+        self, run_id: str, choice: str, *, evidence: Mapping[str, Any] | None = None
+    ) -> RunView:
         """Answers the gate open on ``run_id`` with ``choice``, as the signer.
 
         The answer names the gate the run's worker reports, the execution the server reports,
         and a digest of what the gate shows (its target and options); it is refused if any of
-        them has changed by the time it arrives. Returns the run once it settles again, or the
-        refusal (nothing written).
+        them has changed by the time it arrives. ``evidence`` is what the gate asks for with
+        ``choice`` (see the gate's ``evidence``), signed with the answer. Returns the run once
+        it settles again, or the refusal (nothing written).
         """
-        signed = await self.sign_decide(run_id, choice) if self.signer is not None else None
+        signed = (
+            await self.sign_decide(run_id, choice, evidence=evidence)
+            if self.signer is not None
+            else None
+        )
         if signed is not None and "error" in signed:
             return cast(RunView, signed)  # a refusal: nothing was signed
         answer = signed if signed is not None else {"choice": choice}
@@ -264,7 +271,9 @@ class GraphClient:
             run_id,
         )
 
-    async def sign_decide(self, run_id: str, choice: str) -> dict[str, Any]:
+    async def sign_decide(
+        self, run_id: str, choice: str, *, evidence: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The signed answer to paste into the Temporal UI's or CLI's ``decide``, or a refusal.
 
         It answers the gate open now, in this execution, as it shows now, and is good for the
@@ -293,7 +302,9 @@ class GraphClient:
                 f"{', '.join(map(str, gate.get('options', [])))}).",
                 run_id=run_id,
             )
-        return self._signer().sign(answer_binding(gate, choice, execution=found["execution"]))
+        return self._signer().sign(
+            answer_binding(gate, choice, execution=found["execution"], evidence=evidence)
+        )
 
     async def sign_resume(self, run_id: str) -> dict[str, Any]:
         """The signed resume to paste into the Temporal UI's or CLI's ``resume``, or a refusal."""

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from lockgate.activities import ToolDefinition, definition_of, is_tool
 from lockgate.gating import to_jsonable
-from lockgate.workflows._compile_asks import ask_policy
+from lockgate.workflows._compile_asks import ask_evidence, ask_policy
 from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
 from lockgate.workflows._declare import (
     Appends,
@@ -340,6 +340,7 @@ class _Compiler:
                 f": Ask({options.__name__}) names no role (of=...): say who answers it."
             )
         state = _snake(options.__name__)
+        evidence, evidence_into = ask_evidence(self.where, ask, self.model.model_fields)
         self.asks[options] = CompiledAsk(
             state=state,
             options_enum=options,
@@ -347,6 +348,8 @@ class _Compiler:
             because=ask.because,
             options=tuple(_case_code(case) for case in options),
             policy=ask_policy(self.where, ask),
+            evidence=evidence,
+            evidence_into=evidence_into,
         )
 
     def target(self, candidate: object, role: str) -> str:

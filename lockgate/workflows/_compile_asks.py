@@ -7,12 +7,15 @@ Each refusal is a :class:`GraphDeclarationError` naming the graph, the gate and 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
+
+from pydantic import BaseModel
 
 from lockgate.gating import Directory, GatePolicy
 from lockgate.workflows._compiled import CompiledGraph
 from lockgate.workflows._declare import ApprovalPolicy, Ask, GraphDeclarationError
 
-__all__ = ["ask_policy", "check_staffing"]
+__all__ = ["ask_evidence", "ask_policy", "check_staffing"]
 
 
 def _fail(graph: str, sentence: str) -> GraphDeclarationError:
@@ -71,6 +74,59 @@ def ask_policy(graph: str, ask: Ask) -> GatePolicy:
         rejection=str(rejection.value) if rejection is not None else None,
         any_rejection_rejects=declared.any_rejection_rejects,
     )
+
+
+def ask_evidence(
+    graph: str, ask: Ask, channels: Mapping[str, object]
+) -> tuple[dict[str, type[BaseModel]], str | None]:
+    """The evidence model of each option that needs one, and the channel it is written to;
+    refused where an option does not exist, a model is not one, or nobody would receive it."""
+    options, declared, into = ask.options, ask.evidence, ask.evidence_into
+    where = f": Ask({options.__name__})"
+    if declared is None:
+        if into is not None:
+            raise _fail(
+                graph,
+                f"{where} writes evidence into '{into}' but asks for none; declare evidence=.",
+            )
+        return {}, None
+    per_option: dict[str, type[BaseModel]] = {}
+    if isinstance(declared, Mapping):
+        for case, model in declared.items():
+            if not (isinstance(case, enum.Enum) and type(case) is options):
+                raise _fail(
+                    graph,
+                    f"{where} asks for evidence on {case!r}, which is not an option of "
+                    f"{options.__name__}: key evidence= by its cases "
+                    f"({', '.join(member.name for member in options)}).",
+                )
+            per_option[str(case.value)] = _evidence_model(graph, where, model)
+    else:
+        model = _evidence_model(graph, where, declared)
+        per_option = {str(case.value): model for case in options}
+    if into is None:
+        raise _fail(
+            graph,
+            f"{where} asks for evidence and names no channel it goes to: declare "
+            "evidence_into='<channel>', or the node the answer leads to never sees it.",
+        )
+    if into not in channels:
+        raise _fail(
+            graph,
+            f"{where} writes evidence into '{into}', which is not a channel of this graph; "
+            "declare it (a list).",
+        )
+    return per_option, into
+
+
+def _evidence_model(graph: str, where: str, model: object) -> type[BaseModel]:
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise _fail(
+            graph,
+            f"{where} asks for evidence {model!r}, which is not a pydantic model: declare the "
+            "fields an approver must give as a BaseModel.",
+        )
+    return model
 
 
 def check_staffing(graph: CompiledGraph, directory: Directory) -> None:

@@ -73,6 +73,10 @@ class CompiledAsk:
     because: str
     options: tuple[str, ...]
     policy: GatePolicy = SINGLE_POLICY
+    evidence: Mapping[str, type[BaseModel]] = field(default_factory=dict)
+    """The evidence model each option that needs one requires."""
+    evidence_into: str | None = None
+    """The channel the evidence of the answers that decided the gate is written to."""
 
 
 @dataclass(frozen=True, slots=True)

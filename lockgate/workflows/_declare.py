@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 __all__ = [
     "DUAL",
@@ -140,12 +142,20 @@ class Ask:
     An answer is accepted only from a verified approver who holds ``of``, is not who opened the
     gate nor drove the work it reviews, and may run the first node the answer leads to.
     ``policy`` says how many such approvers the gate needs (:data:`SINGLE` by default).
+
+    ``evidence`` is a pydantic model every answer must carry, signed with it (or a mapping from
+    the options that need one to their model); it is validated before the answer is accepted,
+    recorded in the trail, and the evidence of the answers that decided the gate is written to
+    the channel ``evidence_into`` (a list of ``{by, answer, evidence}``), where the node the
+    answer leads to reads it.
     """
 
     options: type[enum.Enum]
     of: str
     because: str = ""
     policy: ApprovalPolicy = SINGLE
+    evidence: type[BaseModel] | Mapping[enum.Enum, type[BaseModel]] | None = None
+    evidence_into: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

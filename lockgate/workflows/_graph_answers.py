@@ -9,8 +9,10 @@ is a code and a sentence, audited once, with no stack trace. Queries write nothi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
+from pydantic import BaseModel
 from temporalio import workflow
 
 from lockgate.activities import Refusal
@@ -31,7 +33,7 @@ from lockgate.gating import (
 from lockgate.workflows._authority_context import carry_seal, current_authority
 from lockgate.workflows._graph_inputs import one_answer, settle_input, show_input
 from lockgate.workflows._graph_signals import GraphSignals
-from lockgate.workflows._graph_state import invalid
+from lockgate.workflows._graph_state import GivenAnswer, invalid
 
 __all__ = ["GraphAnswers"]
 
@@ -79,7 +81,7 @@ class GraphAnswers(GraphSignals):
             gate=gate.gate,
             answer=choice,
         )
-        self._answer = (choice, actor)
+        self._answer = GivenAnswer(choice, actor, proof.authorizes.get("evidence"))
         return await self._after_settling(self._settles)
 
     @decide.validator
@@ -97,6 +99,7 @@ class GraphAnswers(GraphSignals):
                 run=self._run_id,
                 gate=self._gate_to_judge(),
                 spent_nonces=self._spent,
+                evidence_models=self._evidence_models(),
             )
         )
         if not judgement.accepted:
@@ -164,6 +167,12 @@ class GraphAnswers(GraphSignals):
                 judgement,
                 node=self._parked.node if self._parked else None,
             )
+
+    def _evidence_models(self) -> Mapping[str, type[BaseModel]]:
+        """The evidence models of the gate open now (none when no gate is)."""
+        if self._gate is None or self._gate.ask not in self._graph.asks:
+            return {}
+        return self._graph.asks[self._gate.ask].evidence
 
     def _answerable(self) -> bool:
         return self._gate is not None and self._answer is None and self._carry != "pending"

@@ -12,7 +12,8 @@ from typing import Any
 
 from temporalio import workflow
 
-from lockgate.gating import Actor, GateAnswer, GateChoice, OpenGate, gate_subject, tally
+from lockgate.gating import GateAnswer, GateChoice, OpenGate, evidence_shown, gate_subject, tally
+from lockgate.workflows._graph_state import GivenAnswer
 from lockgate.workflows._graph_waiting import GraphWaiting
 
 __all__ = ["GraphGates"]
@@ -35,7 +36,8 @@ class GraphGates(GraphWaiting):
             await self._open_gate(state)
         ask = self._graph.asks[state]
         while True:
-            choice, actor = await self._await_answer()
+            given = await self._await_answer()
+            actor = given.actor
             if actor.authorization:
                 self._spent.append(actor.authorization)
             row: dict[str, Any] = {
@@ -43,15 +45,19 @@ class GraphGates(GraphWaiting):
                 "operation": f"ask:{ask.role}",
                 "outcome": "answered",
                 "by": actor.to_dict(),
-                "answer": choice,
+                "answer": given.choice,
             }
-            decided = self._count_answer(row, choice, actor)
+            if given.evidence is not None:
+                row["evidence"] = given.evidence
+            decided = self._count_answer(row, given)
             self._trail.append(row)
             if decided is not None:
                 break
             # A partial approval: the gate stays open, showing who has answered so far.
             workflow.upsert_memo({"lockgate_gate": self._gate_memo(keep_opened_at=True)})
             self._settled()
+        if ask.evidence_into is not None:
+            self._channels[ask.evidence_into] = self._evidence_of(given)
         self._gate = None
         self._driver = actor
         # The next gate reviews the work done from here on: its makers are who drive it.
@@ -61,14 +67,15 @@ class GraphGates(GraphWaiting):
         self._upsert_search_attributes()
         self._state = self._take(state, decided)
 
-    def _count_answer(self, row: dict[str, Any], choice: str, actor: Actor) -> str | None:
+    def _count_answer(self, row: dict[str, Any], given: GivenAnswer) -> str | None:
         """Counts an accepted answer at the open gate: the option its policy has now decided
         (adding the tally to the answer's trail ``row``), or None while it needs more."""
         gate = self._gate
         assert gate is not None
         if gate.policy.single:
-            return choice  # the row a single answer always had, nothing added
-        answers = (*gate.answers, GateAnswer(actor.principal or actor.actor, choice))
+            return given.choice  # the row a single answer always had, nothing added
+        principal = given.actor.principal or given.actor.actor
+        answers = (*gate.answers, GateAnswer(principal, given.choice, given.evidence))
         outcome = tally(gate.policy, answers, gate.options)
         self._gate = dataclasses.replace(gate, answers=answers)
         row["counts"] = dict(outcome.counts)
@@ -77,6 +84,19 @@ class GraphGates(GraphWaiting):
             row["decided"] = outcome.option
         row["why"] = outcome.why
         return outcome.option
+
+    def _evidence_of(self, last: GivenAnswer) -> list[dict[str, Any]]:
+        """The evidence of the answers counted at the gate just decided, for its channel."""
+        assert self._gate is not None
+        if self._gate.policy.single:
+            given = [(last.actor.principal or last.actor.actor, last.choice, last.evidence)]
+        else:
+            given = [(a.principal, a.option, a.evidence) for a in self._gate.answers]
+        return [
+            {"by": by, "answer": option, "evidence": dict(evidence)}
+            for by, option, evidence in given
+            if evidence is not None
+        ]
 
     async def _open_gate(self, state: str) -> None:
         graph = self._graph
@@ -108,13 +128,14 @@ class GraphGates(GraphWaiting):
             subject=gate_subject(target, [choice.to_dict() for choice in choices]),
             makers=tuple(self._makers),
             policy=ask.policy,
+            evidence={option: evidence_shown(model) for option, model in ask.evidence.items()},
         )
         self._status = "waiting"
         self._upsert_search_attributes()
         workflow.upsert_memo({"lockgate_gate": self._gate_memo()})
         self._settled()
 
-    async def _await_answer(self) -> tuple[str, Actor]:
+    async def _await_answer(self) -> GivenAnswer:
         while self._answer is None:
             await self._while_waiting()
         answer, self._answer = self._answer, None

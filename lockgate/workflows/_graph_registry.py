@@ -70,6 +70,12 @@ class GraphRegistry:
         compiled = self._graphs.get(name, {}).get(version)
         return compiled.model if compiled is not None else None
 
+    def evidence(self, name: str, version: int | None, ask: str) -> dict[str, type[BaseModel]]:
+        """The evidence models of gate ``ask`` of ``name`` at ``version`` (none if not served)."""
+        compiled = self._graphs.get(name, {}).get(version) if version is not None else None
+        found = compiled.asks.get(ask) if compiled is not None else None
+        return dict(found.evidence) if found is not None else {}
+
     def __iter__(self) -> typing.Iterator[CompiledGraph]:
         for name in self.names():
             yield from (self._graphs[name][v] for v in sorted(self._graphs[name]))

@@ -86,6 +86,7 @@ class GraphSignals(GraphState):
             gate=self._gate.to_dict() if self._gate and self._answer is None else None,
             parked=self._parked.to_dict() if self._parked and self._resumer is None else None,
             spent_nonces=list(self._spent),
+            version=self._graph.version,
         )
         try:
             # A regular activity, not a local one: replay hands a local activity its recorded
@@ -110,7 +111,7 @@ class GraphSignals(GraphState):
             if judged.accepted and judged.actor is not None and accepted is None:
                 if judged.actor.authorization:
                     self._spent.append(judged.actor.authorization)
-                accepted = Accepted(entry.name, judged.actor, judged.choice)
+                accepted = Accepted(entry.name, judged.actor, judged.choice, judged.evidence)
             else:
                 self._record_refused_signal(entry.name, judged)
         return accepted

@@ -37,7 +37,7 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_STATE,
 )
 
-__all__ = ["END", "Accepted", "GraphState", "invalid"]
+__all__ = ["END", "Accepted", "GivenAnswer", "GraphState", "invalid"]
 
 END = "__end__"
 """The state of a run that has ended."""
@@ -52,6 +52,16 @@ class Accepted:
     kind: str
     actor: Actor
     choice: str | None
+    evidence: Any = None
+
+
+@dataclass(frozen=True)
+class GivenAnswer:
+    """An accepted answer the run has not counted yet: the option, who, and what evidence."""
+
+    choice: str
+    actor: Actor
+    evidence: Any = None
 
 
 def invalid(sentence: str) -> PayloadProblem:
@@ -91,7 +101,7 @@ class GraphState:
     _driver: Actor
     # Callers.
     _inbox: list[SignalEntry]
-    _answer: tuple[str, Actor] | None
+    _answer: GivenAnswer | None
     _resumer: Actor | None
     _waiting_settles: int
     _releasing: bool
@@ -141,8 +151,11 @@ class GraphState:
             return gate
         if gate.policy.single:
             return None
-        choice, actor = self._answer
-        answers = (*gate.answers, GateAnswer(actor.principal or actor.actor, choice))
+        given = self._answer
+        answers = (
+            *gate.answers,
+            GateAnswer(given.actor.principal or given.actor.actor, given.choice, given.evidence),
+        )
         if tally(gate.policy, answers, gate.options).option is not None:
             return None
         return dataclasses.replace(gate, answers=answers)
@@ -310,7 +323,7 @@ class GraphState:
         unless an update got in while the signal was judged (it was promised, so it stands)."""
         if accepted.kind == "decide" and accepted.choice and self._gate is not None:
             if self._answer is None:
-                self._answer = (accepted.choice, accepted.actor)
+                self._answer = GivenAnswer(accepted.choice, accepted.actor, accepted.evidence)
                 return
         elif accepted.kind == "resume" and self._parked is not None and self._resumer is None:
             self._resumer = accepted.actor
