@@ -126,7 +126,8 @@ class GateView(_GateViewRequired, total=False):
     ``requester`` opened it and ``makers`` drove the work it reviews; none of them may answer.
     A proof answering it names ``graph``, ``run_id``, ``execution``, ``gate`` and ``subject``.
     A gate that needs several approvers also has its ``policy`` and the ``answers`` so far;
-    one that asks for evidence has, per option that needs it, its ``evidence``.
+    one that asks for evidence has, per option that needs it, its ``evidence``; one that may be
+    waived names the role that may, ``waivable_by``.
     """
 
     options: list[str]
@@ -134,6 +135,7 @@ class GateView(_GateViewRequired, total=False):
     policy: PolicyView
     answers: list[AnswerView]
     evidence: dict[str, EvidenceView]
+    waivable_by: str
 
 
 class ParkedView(TypedDict):
@@ -162,8 +164,9 @@ class _TrailRowRequired(TypedDict):
 
 
 class TrailRow(_TrailRowRequired, total=False):
-    """One step of a run: a node that ``ran``, a gate ``answered``, a park ``resumed``, a node
-    ``parked``, or a signal ``refused`` (with its ``code`` and ``why``).
+    """One step of a run: a node that ``ran``, a gate ``answered`` or ``waived`` (its reason in
+    ``why``), a park ``resumed``, a node ``parked``, or a signal ``refused`` (with its ``code``
+    and ``why``).
 
     An answer at a gate of several approvers also has the answers ``counts`` per option so far,
     the ``needed`` matching answers, ``why`` it stands as it does, and, once the gate is

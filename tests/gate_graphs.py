@@ -63,8 +63,9 @@ class Payment(BaseModel):
     sent: bool = False
 
 
-def payment_graph(name: str, policy: object) -> type[Payment]:
-    """A payment graph named ``name`` whose officers' gate has ``policy``."""
+def payment_graph(name: str, policy: object, **release: Any) -> type[Payment]:
+    """A payment graph named ``name`` whose officers' gate has ``policy`` (and ``release``
+    declares the rest of it)."""
 
     @graph(
         name,
@@ -78,7 +79,13 @@ def payment_graph(name: str, policy: object) -> type[Payment]:
         ],
         asks=[
             Ask(Checked, of="clerk", because="A clerk checks the payee."),
-            Ask(Release, of="officer", because="Officers release payments.", policy=policy),  # type: ignore[arg-type]
+            Ask(
+                Release,
+                of="officer",
+                because="Officers release payments.",
+                policy=policy,  # type: ignore[arg-type]
+                **release,
+            ),
         ],
     )
     class PaymentRun(Payment):
@@ -96,7 +103,9 @@ PanelPayment = payment_graph("pay:panel", Quorum(2, of_n=2, rejection=Release.RE
 QuorumVetoPayment = payment_graph(
     "pay:quorum-veto", Quorum(3, rejection=Release.REJECT, any_rejection_rejects=True)
 )
+WaivablePayment = payment_graph("pay:waivable", DUAL, waivable_by="finance_lead")
 POLICY_GRAPHS = [DualPayment, DualRejectingPayment, PanelPayment, QuorumVetoPayment]
+WAIVER_GRAPHS = [DualPayment, WaivablePayment]
 POLICY_TOOLS = [prepare, draft, send, cancel]
 GOOD_EVIDENCE = {"invoice_number": "INV-1042", "reason": "Goods received in full"}
 
@@ -151,17 +160,19 @@ EVIDENCE_GRAPHS = [EvidencedPayment]
 
 
 def payment_people() -> Identities:
-    """ada asks (and is an officer too), cal checks (a clerk, and an officer), olga, otto and
-    owen are officers who may send, pete is an officer who may not send, nora holds nothing."""
+    """ada asks (and is an officer and a finance lead too), cal checks (a clerk, and an
+    officer), olga, otto and owen are officers who may send, pete is an officer who may not
+    send, fran is a finance lead who may send, nora holds nothing."""
     officer_who_sends = {"roles": ["officer"], "scopes": ["payment:send"]}
     return Identities(
         {
-            "ada": {"roles": ["officer"], "scopes": ["payment:send"]},
+            "ada": {"roles": ["officer", "finance_lead"], "scopes": ["payment:send"]},
             "cal": {"roles": ["clerk", "officer"], "scopes": ["payment:send"]},
             "olga": officer_who_sends,
             "otto": officer_who_sends,
             "owen": officer_who_sends,
             "pete": {"roles": ["officer"]},
+            "fran": {"roles": ["finance_lead"], "scopes": ["payment:send"]},
             "nora": {},
         }
     )

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from lockgate import GraphDeclarationError, LockgatePlugin, Quorum, WorkerSecret, compile_graph
 from lockgate.testing import Identities
-from lockgate.workflows import ApprovalPolicy, Ask, Dual, Edge, Route, graph
+from lockgate.workflows import DUAL, ApprovalPolicy, Ask, Dual, Edge, Route, graph
 from tests.gate_graphs import (
     Checked,
     DualPayment,
@@ -130,3 +130,26 @@ def test_evidence_nobody_receives_is_refused() -> None:
 
 def test_an_evidence_channel_without_evidence_is_refused() -> None:
     assert "asks for none; declare evidence=" in evidence_refusal(evidence_into="approvals")
+
+
+def test_a_gate_waivable_by_its_own_approvers_is_refused() -> None:
+    with pytest.raises(GraphDeclarationError) as refused:
+        compile_graph(payment_graph("pay:self-waived", DUAL, waivable_by="officer"))
+    assert str(refused.value) == (
+        "Graph Pay_Self-Waived: Ask(Release) may be waived by 'officer', the role that answers "
+        "it: a waiver is a higher role's, or its approvers could skip its policy alone. Name "
+        "another role."
+    )
+
+
+def test_a_worker_refuses_a_waiver_by_a_role_nobody_holds() -> None:
+    officers = Identities({"olga": {"roles": ["officer"]}, "otto": {"roles": ["officer"]}})
+    with pytest.raises(GraphDeclarationError) as refused:
+        LockgatePlugin(
+            graphs=[payment_graph("pay:unwaivable", DUAL, waivable_by="finance_lead")],
+            directory=officers.directory,
+            secret=officers.secret,
+        )
+    assert "may be waived by the role 'finance_lead', which nobody in the Directory holds" in (
+        str(refused.value)
+    )

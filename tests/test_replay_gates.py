@@ -1,8 +1,8 @@
 """Saved histories of runs through the gate rules replay on today's code, with no server.
 
 One history per rule, under ``tests/histories/gates/``: a dual gate answered by two officers
-(after the same officer was refused by signal); evidence given with two releases. Regenerate
-them after a deliberate change to the interpreter::
+(after the same officer was refused by signal); evidence given with two releases; a waiver.
+Regenerate them after a deliberate change to the interpreter::
 
     LOCKGATE_REGENERATE_HISTORIES=1 .venv/bin/pytest tests/test_replay_gates.py
 """
@@ -22,14 +22,15 @@ from tests.gate_graphs import (
     POLICY_GRAPHS,
     DualPayment,
     EvidencedPayment,
+    WaivablePayment,
     payment_people,
 )
 from tests.graphs_for_tests import eventually
 from tests.support import SECRET
 from tests.test_replay import HISTORIES, REGENERATE, save, saved_history
 
-GRAPHS: list[type] = [*POLICY_GRAPHS, *EVIDENCE_GRAPHS]
-SAVED = ["payment_dual", "payment_evidence"]
+GRAPHS: list[type] = [*POLICY_GRAPHS, *EVIDENCE_GRAPHS, WaivablePayment]
+SAVED = ["payment_dual", "payment_evidence", "payment_waiver"]
 """Under ``tests/histories/gates/``, each recorded under the workflow id ``replay-<name>``."""
 
 
@@ -40,7 +41,7 @@ async def test_record_the_saved_gate_histories(
     people = payment_people()
     as_ = {
         who: GraphClient(temporal_client, task_queue, signer=people.signer(who))
-        for who in ("ada", "cal", "olga", "otto")
+        for who in ("ada", "cal", "olga", "otto", "fran")
     }
     async with lockgate_worker(graphs=GRAPHS, directory=people.directory):
         run = await as_["ada"].start(DualPayment, PAYMENT, run_id="replay-payment_dual")
@@ -64,6 +65,14 @@ async def test_record_the_saved_gate_histories(
         done = await as_["otto"].decide(run["run_id"], "release", evidence=GOOD_EVIDENCE)
         assert done["status"] == "finished"
         await save(temporal_client, run["run_id"], "gates/payment_evidence")
+
+        # A waiver after one officer's partial answer.
+        run = await as_["ada"].start(WaivablePayment, PAYMENT, run_id="replay-payment_waiver")
+        await as_["cal"].decide(run["run_id"], "checked")
+        await as_["olga"].decide(run["run_id"], "release")
+        done = await as_["fran"].waive(run["run_id"], "release", "The second officer is away.")
+        assert done["status"] == "finished"
+        await save(temporal_client, run["run_id"], "gates/payment_waiver")
 
 
 @pytest.mark.parametrize("name", SAVED)

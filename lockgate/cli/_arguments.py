@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     decide.add_argument(
         "--evidence", help="the evidence the gate asks for with this choice, as a JSON object"
     )
+    decide.add_argument(
+        "--waive", metavar="REASON", help="waive the gate (as the role it may be waived by)"
+    )
 
     resume = commands.add_parser("resume", parents=[common, signed], help="resume a parked run")
     resume.add_argument("run")
@@ -134,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     sign_decide.add_argument("choice")
     sign_decide.add_argument(
         "--evidence", help="the evidence the gate asks for with this choice, as a JSON object"
+    )
+    sign_decide.add_argument(
+        "--waive", metavar="REASON", help="waive the gate (as the role it may be waived by)"
     )
     sign_resume = sign_commands.add_parser("resume", parents=[common, signed])
     sign_resume.add_argument("run")

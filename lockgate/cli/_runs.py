@@ -90,6 +90,8 @@ def gate_rules(gate: GateView) -> list[str]:
             f"{policy['name']}: needs {policy['approvals']} matching answers{panel}{veto}; "
             f"{len(answers)} so far" + (f" ({given})" if given else "")
         )
+    if gate.get("waivable_by"):
+        lines.append(f"a(n) {gate['waivable_by']} may waive it (--waive REASON)")
     for option, needs in (gate.get("evidence") or {}).items():
         required = ", ".join(needs.get("required") or []) or "an object"
         lines.append(
@@ -128,7 +130,9 @@ async def decide_gate(arguments: argparse.Namespace) -> int:
         )
     client = GraphClient(await connect(arguments), arguments.task_queue, decider)
     evidence = evidence_argument(arguments.evidence)
-    result = await client.decide(arguments.run, arguments.choice, evidence=evidence)
+    result = await client.decide(
+        arguments.run, arguments.choice, evidence=evidence, waiver=arguments.waive
+    )
     if not arguments.json and not is_refused(result):
         print(_describe_run(result))
     return report_result(result, arguments)

@@ -34,7 +34,10 @@ async def print_signed_answer(arguments: argparse.Namespace) -> int:
     runs = GraphClient(await connect(arguments), arguments.task_queue, answerer)
     if arguments.what == "decide":
         proof = await runs.sign_decide(
-            arguments.run, arguments.choice, evidence=evidence_argument(arguments.evidence)
+            arguments.run,
+            arguments.choice,
+            evidence=evidence_argument(arguments.evidence),
+            waiver=arguments.waive,
         )
     else:
         proof = await runs.sign_resume(arguments.run)

@@ -56,13 +56,15 @@ def decide_binding(
     choice: str,
     subject: str,
     evidence: Mapping[str, Any] | None = None,
+    waiver: str | None = None,
 ) -> dict[str, Any]:
     """Answering gate opening ``gate`` (``editor_call#2``) of ``run`` with ``choice``.
 
     ``execution`` is the run's first run id (the same across continue-as-new and resets, new for
     a new execution under the same workflow id); ``subject`` is :func:`gate_subject` of what the
     approver was shown; ``evidence``, when the gate asks for it, is signed with the answer (an
-    answer without evidence names no ``evidence`` key at all).
+    answer without evidence names no ``evidence`` key at all). ``waiver`` is the reason of a
+    waiver: the answer waives the gate's rules, as a holder of the role it may be waived by.
     """
     binding: dict[str, Any] = {
         "kind": "decide",
@@ -75,6 +77,8 @@ def decide_binding(
     }
     if evidence is not None:
         binding["evidence"] = dict(evidence)
+    if waiver is not None:
+        binding["waiver"] = waiver
     return binding
 
 
@@ -103,6 +107,7 @@ def answer_binding(
     choice: str,
     execution: str | None = None,
     evidence: Mapping[str, Any] | None = None,
+    waiver: str | None = None,
 ) -> dict[str, Any]:
     """The :func:`decide_binding` of answering ``choice`` to a gate as a run reports it.
 
@@ -113,6 +118,7 @@ def answer_binding(
         execution: The execution as the server reports it (a client should pass it: a worker
             may say anything); defaults to the gate's own.
         evidence: The evidence the gate asks for with ``choice``, if it asks for any.
+        waiver: The reason, when this answer waives the gate.
 
     The subject is computed here from the target and options as shown, never taken from what the
     run says its digest is: a proof approves exactly what its signer was shown.
@@ -126,4 +132,5 @@ def answer_binding(
         choice,
         subject,
         evidence,
+        waiver,
     )

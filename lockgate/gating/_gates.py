@@ -71,6 +71,7 @@ class OpenGate:
             counts once.
         evidence: For each option that requires evidence, what it requires (its model's name,
             fields and required fields; see :func:`evidence_shown`).
+        waivable_by: The role that may waive it (decide it alone, with a reason), or None.
     """
 
     graph: str
@@ -87,6 +88,7 @@ class OpenGate:
     policy: GatePolicy = SINGLE_POLICY
     answers: tuple[GateAnswer, ...] = ()
     evidence: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    waivable_by: str | None = None
 
     def answered_by(self, principal: str | None) -> GateAnswer | None:
         """The answer ``principal`` already gave at this opening, if any."""
@@ -121,6 +123,8 @@ class OpenGate:
             shown["answers"] = [answer.to_dict() for answer in self.answers]
         if self.evidence:
             shown["evidence"] = {option: dict(needs) for option, needs in self.evidence.items()}
+        if self.waivable_by is not None:
+            shown["waivable_by"] = self.waivable_by
         return shown
 
     @classmethod
@@ -143,6 +147,9 @@ class OpenGate:
             evidence={
                 str(option): dict(needs) for option, needs in (value.get("evidence") or {}).items()
             },
+            waivable_by=(
+                str(value["waivable_by"]) if value.get("waivable_by") is not None else None
+            ),
         )
 
 

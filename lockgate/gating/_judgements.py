@@ -7,6 +7,7 @@ Judgements return sentences, never scopes: a refusal names what was missing, not
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,7 @@ class Judgement:
     leads_to: str | None = None
     operation: str | None = None
     evidence: Any = None
+    waiver: str | None = None
 
     @classmethod
     def refuse(cls, code: ErrorCode, reason: str, **facts: Any) -> Judgement:
@@ -77,6 +79,7 @@ class Judgement:
             "leads_to": self.leads_to,
             "operation": self.operation,
             **({"evidence": self.evidence} if self.evidence is not None else {}),
+            **({"waiver": self.waiver} if self.waiver is not None else {}),
         }
 
     @classmethod
@@ -93,6 +96,7 @@ class Judgement:
             value.get("leads_to"),
             value.get("operation"),
             value.get("evidence"),
+            value.get("waiver"),
         )
 
 
@@ -147,6 +151,10 @@ def judge_answer(
     the gate's role (``FORBIDDEN``), may run the first node the answer leads to
     (``FORBIDDEN``), and signed the evidence the gate asks for with that option, valid by its
     model (``INVALID_EVIDENCE``, naming each field that failed).
+
+    A waiver (an answer naming a ``waiver`` reason) is judged the same way, except that the gate
+    must be waivable (``NOT_WAIVABLE``), the reason given (``VALIDATION_ERROR``), the role held
+    is the one the gate may be waived by, and no evidence is asked: it decides the gate alone.
 
     Args:
         authority: The worker's Directory and verifier.
@@ -213,6 +221,11 @@ def judge_answer(
             f"{', '.join(gate.options)}).",
             actor=actor,
         )
+    waiver = act.get("waiver")
+    if waiver is not None:
+        refused = _not_a_waiver(waiver, gate, act.get("evidence"))
+        if refused is not None:
+            return dataclasses.replace(refused, actor=actor, choice=chosen.option)
     conflict = _four_eyes(actor, gate)
     if conflict is not None:
         return Judgement.refuse(
@@ -223,11 +236,14 @@ def judge_answer(
         return Judgement.refuse(
             ErrorCode.ALREADY_ANSWERED, counted + ".", actor=actor, choice=chosen.option
         )
-    if gate.role not in authority.roles_of(actor):
+    role = gate.role if waiver is None else gate.waivable_by
+    if role not in authority.roles_of(actor):
+        asks = "asks for" if waiver is None else "may be waived by"
         return Judgement.refuse(
             ErrorCode.FORBIDDEN,
-            f"{actor.actor} does not hold the role '{gate.role}' that gate '{gate.gate}' asks "
-            "for, so the answer was not recorded. The gate is still waiting.",
+            f"{actor.actor} does not hold the role '{role}' that gate '{gate.gate}' {asks}, so "
+            f"the {'answer' if waiver is None else 'waiver'} was not recorded. The gate is still "
+            "waiting.",
             actor=actor,
             choice=chosen.option,
         )
@@ -242,6 +258,8 @@ def judge_answer(
             leads_to=chosen.leads_to,
             operation=chosen.operation,
         )
+    if waiver is not None:
+        return Judgement(True, actor=actor, choice=chosen.option, waiver=waiver)
     models = evidence_models or {}
     if chosen.option in gate.evidence and chosen.option not in models:
         return Judgement.refuse(
@@ -266,6 +284,32 @@ def _four_eyes(actor: Actor, gate: OpenGate) -> str | None:
         return OWN_GATE.format(actor=actor.actor)
     if actor.principal is not None and actor.principal in gate.makers:
         return MADE_THE_WORK.format(actor=actor.actor)
+    return None
+
+
+MAX_WAIVER_REASON_CHARS = 2000
+"""The longest reason a waiver may give."""
+
+
+def _not_a_waiver(waiver: object, gate: OpenGate, evidence: object) -> Judgement | None:
+    """Why an answer that says it waives ``gate`` cannot: the gate is not waivable, or the
+    waiver gives no reason (or evidence, which a waiver replaces by its reason)."""
+    if gate.waivable_by is None:
+        return Judgement.refuse(
+            ErrorCode.NOT_WAIVABLE,
+            f"Gate '{gate.gate}' is not waivable: only its approvers' answers decide it.",
+        )
+    if not isinstance(waiver, str) or not waiver.strip() or len(waiver) > MAX_WAIVER_REASON_CHARS:
+        return Judgement.refuse(
+            ErrorCode.VALIDATION_ERROR,
+            f"A waiver of gate '{gate.gate}' gives its reason, as text of 1 to "
+            f"{MAX_WAIVER_REASON_CHARS} characters; this one gives none.",
+        )
+    if evidence is not None:
+        return Judgement.refuse(
+            ErrorCode.INVALID_EVIDENCE,
+            "A waiver carries its reason, not evidence; sign it without evidence.",
+        )
     return None
 
 

@@ -37,6 +37,7 @@ class ErrorCode(str, enum.Enum):
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
     ALREADY_ANSWERED = "ALREADY_ANSWERED"
     INVALID_EVIDENCE = "INVALID_EVIDENCE"
+    NOT_WAIVABLE = "NOT_WAIVABLE"
 
     def __str__(self) -> str:
         return self.value

@@ -236,18 +236,24 @@ class GraphClient:
             pause = min(pause * 1.5, _LONGEST_PAUSE)
 
     async def decide(
-        self, run_id: str, choice: str, *, evidence: Mapping[str, Any] | None = None
+        self,
+        run_id: str,
+        choice: str,
+        *,
+        evidence: Mapping[str, Any] | None = None,
+        waiver: str | None = None,
     ) -> RunView:
         """Answers the gate open on ``run_id`` with ``choice``, as the signer.
 
         The answer names the gate the run's worker reports, the execution the server reports,
         and a digest of what the gate shows (its target and options); it is refused if any of
         them has changed by the time it arrives. ``evidence`` is what the gate asks for with
-        ``choice`` (see the gate's ``evidence``), signed with the answer. Returns the run once
-        it settles again, or the refusal (nothing written).
+        ``choice`` (see the gate's ``evidence``), signed with the answer. ``waiver`` is the
+        reason when the signer waives the gate (see :meth:`waive`). Returns the run once it
+        settles again, or the refusal (nothing written).
         """
         signed = (
-            await self.sign_decide(run_id, choice, evidence=evidence)
+            await self.sign_decide(run_id, choice, evidence=evidence, waiver=waiver)
             if self.signer is not None
             else None
         )
@@ -271,8 +277,21 @@ class GraphClient:
             run_id,
         )
 
+    async def waive(self, run_id: str, choice: str, reason: str) -> RunView:
+        """Waives the gate open on ``run_id``, taking ``choice``, for ``reason``, as the signer.
+
+        Only a gate declared ``waivable_by`` a role the signer holds may be waived; the waiver
+        decides it alone, whatever its policy and evidence, and is a trail row of its own.
+        """
+        return await self.decide(run_id, choice, waiver=reason)
+
     async def sign_decide(
-        self, run_id: str, choice: str, *, evidence: Mapping[str, Any] | None = None
+        self,
+        run_id: str,
+        choice: str,
+        *,
+        evidence: Mapping[str, Any] | None = None,
+        waiver: str | None = None,
     ) -> dict[str, Any]:
         """The signed answer to paste into the Temporal UI's or CLI's ``decide``, or a refusal.
 
@@ -303,7 +322,9 @@ class GraphClient:
                 run_id=run_id,
             )
         return self._signer().sign(
-            answer_binding(gate, choice, execution=found["execution"], evidence=evidence)
+            answer_binding(
+                gate, choice, execution=found["execution"], evidence=evidence, waiver=waiver
+            )
         )
 
     async def sign_resume(self, run_id: str) -> dict[str, Any]:

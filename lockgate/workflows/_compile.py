@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from lockgate.activities import ToolDefinition, definition_of, is_tool
 from lockgate.gating import to_jsonable
-from lockgate.workflows._compile_asks import ask_evidence, ask_policy
+from lockgate.workflows._compile_asks import ask_evidence, ask_policy, ask_waiver
 from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
 from lockgate.workflows._declare import (
     Appends,
@@ -350,6 +350,7 @@ class _Compiler:
             policy=ask_policy(self.where, ask),
             evidence=evidence,
             evidence_into=evidence_into,
+            waivable_by=ask_waiver(self.where, ask),
         )
 
     def target(self, candidate: object, role: str) -> str:

@@ -15,7 +15,7 @@ from lockgate.gating import Directory, GatePolicy
 from lockgate.workflows._compiled import CompiledGraph
 from lockgate.workflows._declare import ApprovalPolicy, Ask, GraphDeclarationError
 
-__all__ = ["ask_evidence", "ask_policy", "check_staffing"]
+__all__ = ["ask_evidence", "ask_policy", "ask_waiver", "check_staffing"]
 
 
 def _fail(graph: str, sentence: str) -> GraphDeclarationError:
@@ -129,9 +129,29 @@ def _evidence_model(graph: str, where: str, model: object) -> type[BaseModel]:
     return model
 
 
+def ask_waiver(graph: str, ask: Ask) -> str | None:
+    """The role that may waive the gate, refused where it names nobody or the approvers' own."""
+    role = ask.waivable_by
+    if role is None:
+        return None
+    where = f": Ask({ask.options.__name__})"
+    if not isinstance(role, str) or not role.strip():
+        raise _fail(
+            graph, f"{where} declares waivable_by={role!r}; name the role that may waive it."
+        )
+    if role == ask.of:
+        raise _fail(
+            graph,
+            f"{where} may be waived by '{role}', the role that answers it: a waiver is a higher "
+            "role's, or its approvers could skip its policy alone. Name another role.",
+        )
+    return role
+
+
 def check_staffing(graph: CompiledGraph, directory: Directory) -> None:
     """Refuses a graph whose gates its Directory cannot staff, as far as a worker can see at its
-    start: a policy needing more distinct approvers than hold the gate's role.
+    start: a policy needing more distinct approvers than hold the gate's role, a waiver by a
+    role nobody holds.
 
     A Directory with nobody in it (a replayer, a worker that judges nothing) is not looked at:
     it says nothing about who will answer. Single-approval gates are not looked at either: who
@@ -144,6 +164,14 @@ def check_staffing(graph: CompiledGraph, directory: Directory) -> None:
     if not principals:
         return
     for ask in graph.asks.values():
+        if ask.waivable_by is not None and not any(
+            ask.waivable_by in directory.roles_of(who) for who in principals
+        ):
+            raise GraphDeclarationError(
+                f"Graph '{graph.name}': its gate '{ask.state}' may be waived by the role "
+                f"'{ask.waivable_by}', which nobody in the Directory holds. Give someone the "
+                "role, or drop waivable_by."
+            )
         if ask.policy.single:
             continue
         holders = [who for who in principals if ask.role in directory.roles_of(who)]

@@ -77,6 +77,8 @@ class CompiledAsk:
     """The evidence model each option that needs one requires."""
     evidence_into: str | None = None
     """The channel the evidence of the answers that decided the gate is written to."""
+    waivable_by: str | None = None
+    """The role whose holder may waive the gate, with a reason; None: it is not waivable."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,6 +148,10 @@ class Ask:
     recorded in the trail, and the evidence of the answers that decided the gate is written to
     the channel ``evidence_into`` (a list of ``{by, answer, evidence}``), where the node the
     answer leads to reads it.
+
+    ``waivable_by`` names a higher role whose holder may waive the gate: decide it alone,
+    whatever its policy and evidence, giving a reason (a trail row of its own, ``waived``). A
+    gate without it refuses waivers (``NOT_WAIVABLE``).
     """
 
     options: type[enum.Enum]
@@ -156,6 +160,7 @@ class Ask:
     policy: ApprovalPolicy = SINGLE
     evidence: type[BaseModel] | Mapping[enum.Enum, type[BaseModel]] | None = None
     evidence_into: str | None = None
+    waivable_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,7 +81,9 @@ class GraphAnswers(GraphSignals):
             gate=gate.gate,
             answer=choice,
         )
-        self._answer = GivenAnswer(choice, actor, proof.authorizes.get("evidence"))
+        self._answer = GivenAnswer(
+            choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
+        )
         return await self._after_settling(self._settles)
 
     @decide.validator

@@ -49,7 +49,14 @@ class GraphGates(GraphWaiting):
             }
             if given.evidence is not None:
                 row["evidence"] = given.evidence
-            decided = self._count_answer(row, given)
+            if given.waiver is not None:
+                # A waiver decides alone, whatever the policy: a row of its own, with its reason.
+                row |= {
+                    "operation": f"waive:{ask.waivable_by}",
+                    "outcome": "waived",
+                    "why": given.waiver,
+                }
+            decided = given.choice if given.waiver is not None else self._count_answer(row, given)
             self._trail.append(row)
             if decided is not None:
                 break
@@ -129,6 +136,7 @@ class GraphGates(GraphWaiting):
             makers=tuple(self._makers),
             policy=ask.policy,
             evidence={option: evidence_shown(model) for option, model in ask.evidence.items()},
+            waivable_by=ask.waivable_by,
         )
         self._status = "waiting"
         self._upsert_search_attributes()

@@ -111,7 +111,9 @@ class GraphSignals(GraphState):
             if judged.accepted and judged.actor is not None and accepted is None:
                 if judged.actor.authorization:
                     self._spent.append(judged.actor.authorization)
-                accepted = Accepted(entry.name, judged.actor, judged.choice, judged.evidence)
+                accepted = Accepted(
+                    entry.name, judged.actor, judged.choice, judged.evidence, judged.waiver
+                )
             else:
                 self._record_refused_signal(entry.name, judged)
         return accepted

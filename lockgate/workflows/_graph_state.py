@@ -53,15 +53,18 @@ class Accepted:
     actor: Actor
     choice: str | None
     evidence: Any = None
+    waiver: str | None = None
 
 
 @dataclass(frozen=True)
 class GivenAnswer:
-    """An accepted answer the run has not counted yet: the option, who, and what evidence."""
+    """An accepted answer the run has not counted yet: the option, who, what evidence, and
+    the reason when it waives the gate."""
 
     choice: str
     actor: Actor
     evidence: Any = None
+    waiver: str | None = None
 
 
 def invalid(sentence: str) -> PayloadProblem:
@@ -149,7 +152,7 @@ class GraphState:
         gate = self._gate
         if gate is None or self._answer is None:
             return gate
-        if gate.policy.single:
+        if gate.policy.single or self._answer.waiver is not None:
             return None
         given = self._answer
         answers = (
@@ -323,7 +326,9 @@ class GraphState:
         unless an update got in while the signal was judged (it was promised, so it stands)."""
         if accepted.kind == "decide" and accepted.choice and self._gate is not None:
             if self._answer is None:
-                self._answer = GivenAnswer(accepted.choice, accepted.actor, accepted.evidence)
+                self._answer = GivenAnswer(
+                    accepted.choice, accepted.actor, accepted.evidence, accepted.waiver
+                )
                 return
         elif accepted.kind == "resume" and self._parked is not None and self._resumer is None:
             self._resumer = accepted.actor
