@@ -26,6 +26,7 @@ __all__ = [
     "AnswerView",
     "Budget",
     "ChoiceView",
+    "DeadlineView",
     "ErrorDetail",
     "EvidenceView",
     "GateView",
@@ -96,6 +97,15 @@ class AnswerView(_AnswerViewRequired, total=False):
     evidence: dict[str, Any]
 
 
+class DeadlineView(TypedDict):
+    """How long a gate waits (``seconds`` from its opening), and what then happens: it
+    ``escalate_to`` a role, or it ``take`` s an option (the other is None)."""
+
+    seconds: float
+    escalate_to: str | None
+    take: str | None
+
+
 class EvidenceView(TypedDict):
     """What evidence an option of a gate needs: its ``model``'s name, its ``fields`` (each with
     its description) and which are ``required``."""
@@ -127,7 +137,9 @@ class GateView(_GateViewRequired, total=False):
     A proof answering it names ``graph``, ``run_id``, ``execution``, ``gate`` and ``subject``.
     A gate that needs several approvers also has its ``policy`` and the ``answers`` so far;
     one that asks for evidence has, per option that needs it, its ``evidence``; one that may be
-    waived names the role that may, ``waivable_by``.
+    waived names the role that may, ``waivable_by``; one with a deadline has its ``deadline``
+    and when it passes, ``due_at``; one opened by an escalation names the role it asked
+    before, ``escalated_from``.
     """
 
     options: list[str]
@@ -136,6 +148,9 @@ class GateView(_GateViewRequired, total=False):
     answers: list[AnswerView]
     evidence: dict[str, EvidenceView]
     waivable_by: str
+    deadline: DeadlineView
+    due_at: str | None
+    escalated_from: str
 
 
 class ParkedView(TypedDict):
@@ -165,8 +180,9 @@ class _TrailRowRequired(TypedDict):
 
 class TrailRow(_TrailRowRequired, total=False):
     """One step of a run: a node that ``ran``, a gate ``answered`` or ``waived`` (its reason in
-    ``why``), a park ``resumed``, a node ``parked``, or a signal ``refused`` (with its ``code``
-    and ``why``).
+    ``why``), a deadline that ``escalated`` a gate or ``timed_out`` taking an option (by
+    ``unverified:deadline``, never a person), a park ``resumed``, a node ``parked``, or a signal
+    ``refused`` (with its ``code`` and ``why``).
 
     An answer at a gate of several approvers also has the answers ``counts`` per option so far,
     the ``needed`` matching answers, ``why`` it stands as it does, and, once the gate is

@@ -7,6 +7,8 @@ check drives what follows, so they are a maker of the work the officers review.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import timedelta
 from enum import Enum
 from typing import Annotated, Any
 
@@ -14,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from lockgate import Dual, Quorum, tool
 from lockgate.testing import Identities
-from lockgate.workflows import DUAL, Ask, Edge, Route, Target, graph
+from lockgate.workflows import DUAL, Ask, Deadline, Edge, Route, Target, graph
 
 PAYMENT = {"payee": "Acme Ltd", "amount": 25_000}
 
@@ -106,7 +108,15 @@ QuorumVetoPayment = payment_graph(
 WaivablePayment = payment_graph("pay:waivable", DUAL, waivable_by="finance_lead")
 POLICY_GRAPHS = [DualPayment, DualRejectingPayment, PanelPayment, QuorumVetoPayment]
 WAIVER_GRAPHS = [DualPayment, WaivablePayment]
-POLICY_TOOLS = [prepare, draft, send, cancel]
+TWO_DAYS = timedelta(hours=48)
+EscalatingPayment = payment_graph(
+    "pay:escalating", DUAL, deadline=Deadline(TWO_DAYS, escalate_to="finance_lead")
+)
+LapsingPayment = payment_graph(
+    "pay:lapsing", DUAL, deadline=Deadline(TWO_DAYS, take=Release.REJECT)
+)
+DEADLINE_GRAPHS = [EscalatingPayment, LapsingPayment]
+POLICY_TOOLS: list[Callable[..., Any]] = [prepare, draft, send, cancel]
 GOOD_EVIDENCE = {"invoice_number": "INV-1042", "reason": "Goods received in full"}
 
 

@@ -4,6 +4,7 @@ declare: approval policies that could never decide or say nothing of a disagreem
 from __future__ import annotations
 
 import enum
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from pydantic import Field
 
 from lockgate import GraphDeclarationError, LockgatePlugin, Quorum, WorkerSecret, compile_graph
 from lockgate.testing import Identities
-from lockgate.workflows import DUAL, ApprovalPolicy, Ask, Dual, Edge, Route, graph
+from lockgate.workflows import DUAL, ApprovalPolicy, Ask, Deadline, Dual, Edge, Route, graph
 from tests.gate_graphs import (
     Checked,
     DualPayment,
@@ -152,4 +153,62 @@ def test_a_worker_refuses_a_waiver_by_a_role_nobody_holds() -> None:
         )
     assert "may be waived by the role 'finance_lead', which nobody in the Directory holds" in (
         str(refused.value)
+    )
+
+
+def deadline_refusal(deadline: object) -> str:
+    with pytest.raises(GraphDeclarationError) as refused:
+        compile_graph(payment_graph("pay:doubtful-deadline", DUAL, deadline=deadline))
+    return str(refused.value)
+
+
+def test_a_deadline_that_says_both_or_neither_of_what_then_happens_is_refused() -> None:
+    assert "says neither what then happens" in deadline_refusal(Deadline(timedelta(hours=1)))
+    assert "says both what then happens" in deadline_refusal(
+        Deadline(timedelta(hours=1), escalate_to="finance_lead", take=Release.REJECT)
+    )
+
+
+def test_a_deadline_that_is_no_wait_is_refused() -> None:
+    assert "give a positive timedelta" in deadline_refusal(
+        Deadline(timedelta(0), escalate_to="finance_lead")
+    )
+
+
+def test_a_deadline_taking_an_option_the_gate_does_not_offer_is_refused() -> None:
+    refused = deadline_refusal(Deadline(timedelta(hours=1), take=Checked.CHECKED))
+    assert "takes <Checked.CHECKED: 'checked'>, which is not an option of Release" in refused
+
+
+def test_a_deadline_taking_an_option_whose_node_needs_a_scope_is_refused() -> None:
+    refused = deadline_refusal(Deadline(timedelta(hours=1), take=Release.RELEASE))
+    assert refused == (
+        "Graph Pay_Doubtful-Deadline: Ask(Release)'s deadline takes 'release', which leads to "
+        "the node 'send' (pay:send), and that needs the scope payment:send: an option taken by "
+        "a deadline runs as nobody. Take an option whose node needs nothing, or escalate to a "
+        "role."
+    )
+
+
+def test_a_deadline_escalating_to_the_role_it_already_asks_is_refused() -> None:
+    refused = deadline_refusal(Deadline(timedelta(hours=1), escalate_to="officer"))
+    assert "escalates at its deadline to 'officer', the role it already asks" in refused
+
+
+def test_a_worker_refuses_an_escalation_to_a_role_nobody_holds() -> None:
+    officers = Identities({"olga": {"roles": ["officer"]}, "otto": {"roles": ["officer"]}})
+    with pytest.raises(GraphDeclarationError) as refused:
+        LockgatePlugin(
+            graphs=[
+                payment_graph(
+                    "pay:nobody-above",
+                    DUAL,
+                    deadline=Deadline(timedelta(hours=1), escalate_to="finance_lead"),
+                )
+            ],
+            directory=officers.directory,
+            secret=officers.secret,
+        )
+    assert "escalates at its deadline to the role 'finance_lead', which nobody" in str(
+        refused.value
     )

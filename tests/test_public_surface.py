@@ -20,6 +20,7 @@ PUBLIC_NAMES = [
     "Authority",
     "Because",
     "ChannelPolicy",
+    "Deadline",
     "Directory",
     "Dual",
     "Edge",

@@ -1,8 +1,9 @@
 """Saved histories of runs through the gate rules replay on today's code, with no server.
 
 One history per rule, under ``tests/histories/gates/``: a dual gate answered by two officers
-(after the same officer was refused by signal); evidence given with two releases; a waiver.
-Regenerate them after a deliberate change to the interpreter::
+(after the same officer was refused by signal); evidence given with two releases; a waiver; a
+deadline that escalates after a partial approval, and one that takes its option. Regenerate
+them after a deliberate change to the interpreter::
 
     LOCKGATE_REGENERATE_HISTORIES=1 .venv/bin/pytest tests/test_replay_gates.py
 """
@@ -11,26 +12,38 @@ from __future__ import annotations
 
 import pytest
 from temporalio.client import Client
-from temporalio.worker import Replayer
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer, Worker
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.testing import WorkerFactory
 from tests.gate_graphs import (
+    DEADLINE_GRAPHS,
     EVIDENCE_GRAPHS,
     GOOD_EVIDENCE,
     PAYMENT,
     POLICY_GRAPHS,
+    POLICY_TOOLS,
+    TWO_DAYS,
     DualPayment,
+    EscalatingPayment,
     EvidencedPayment,
+    LapsingPayment,
     WaivablePayment,
     payment_people,
 )
 from tests.graphs_for_tests import eventually
-from tests.support import SECRET
+from tests.support import SECRET, gate_of
 from tests.test_replay import HISTORIES, REGENERATE, save, saved_history
 
-GRAPHS: list[type] = [*POLICY_GRAPHS, *EVIDENCE_GRAPHS, WaivablePayment]
-SAVED = ["payment_dual", "payment_evidence", "payment_waiver"]
+GRAPHS: list[type] = [*POLICY_GRAPHS, *EVIDENCE_GRAPHS, WaivablePayment, *DEADLINE_GRAPHS]
+SAVED = [
+    "payment_dual",
+    "payment_evidence",
+    "payment_waiver",
+    "payment_escalated",
+    "payment_lapsed",
+]
 """Under ``tests/histories/gates/``, each recorded under the workflow id ``replay-<name>``."""
 
 
@@ -73,6 +86,43 @@ async def test_record_the_saved_gate_histories(
         done = await as_["fran"].waive(run["run_id"], "release", "The second officer is away.")
         assert done["status"] == "finished"
         await save(temporal_client, run["run_id"], "gates/payment_waiver")
+
+
+@pytest.mark.skipif(not REGENERATE, reason="set LOCKGATE_REGENERATE_HISTORIES=1 to re-record")
+async def test_record_the_saved_deadline_histories(
+    time_skipping_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    people = payment_people()
+    client = time_skipping_env.client
+    as_ = {
+        who: GraphClient(client, task_queue, signer=people.signer(who))
+        for who in ("ada", "cal", "olga", "fran")
+    }
+    plugin = LockgatePlugin(POLICY_TOOLS, GRAPHS, people.directory, secret=SECRET)
+    async with Worker(client, task_queue=task_queue, plugins=[plugin]):
+        # A partial approval, then the deadline escalates and the finance lead decides alone.
+        with time_skipping_env.with_time_skipping_disabled():
+            run = await as_["ada"].start(
+                EscalatingPayment, PAYMENT, run_id="replay-payment_escalated"
+            )
+        await as_["cal"].decide(run["run_id"], "checked")
+        await as_["olga"].decide(run["run_id"], "release")
+        handle = client.get_workflow_handle(run["run_id"])
+        assert await time_skipping_env.fast_forward(handle, TWO_DAYS)
+        await eventually(
+            lambda: as_["ada"].show(run["run_id"]),
+            lambda shown: (
+                shown.get("awaiting") is not None and gate_of(shown)["role"] == "finance_lead"
+            ),
+            what="the escalated gate",
+        )
+        assert (await as_["fran"].decide(run["run_id"], "release"))["status"] == "finished"
+        await save(client, run["run_id"], "gates/payment_escalated")
+
+        # The deadline takes its declared option, as the system.
+        run = await as_["ada"].start(LapsingPayment, PAYMENT, run_id="replay-payment_lapsed")
+        await as_["cal"].decide(run["run_id"], "checked")
+        await save(client, run["run_id"], "gates/payment_lapsed")
 
 
 @pytest.mark.parametrize("name", SAVED)

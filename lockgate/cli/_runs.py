@@ -90,6 +90,16 @@ def gate_rules(gate: GateView) -> list[str]:
             f"{policy['name']}: needs {policy['approvals']} matching answers{panel}{veto}; "
             f"{len(answers)} so far" + (f" ({given})" if given else "")
         )
+    deadline = gate.get("deadline")
+    if deadline is not None:
+        then = (
+            f"escalates to {deadline['escalate_to']}"
+            if deadline["escalate_to"]
+            else f"takes '{deadline['take']}'"
+        )
+        lines.append(f"deadline {gate.get('due_at')}: then it {then}")
+    if gate.get("escalated_from"):
+        lines.append(f"escalated from {gate['escalated_from']} when its deadline passed")
     if gate.get("waivable_by"):
         lines.append(f"a(n) {gate['waivable_by']} may waive it (--waive REASON)")
     for option, needs in (gate.get("evidence") or {}).items():

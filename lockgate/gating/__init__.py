@@ -73,8 +73,17 @@ from lockgate.gating._limits import (
     shorten,
 )
 from lockgate.gating._nonces import InMemoryNonceLedger, NonceLedger
-from lockgate.gating._policies import SINGLE_POLICY, GateAnswer, GatePolicy, PolicyOutcome, tally
+from lockgate.gating._policies import (
+    SINGLE_POLICY,
+    GateAnswer,
+    GateDeadline,
+    GatePolicy,
+    PolicyOutcome,
+    describe_duration,
+    tally,
+)
 from lockgate.gating._policy import (
+    DEADLINE_CHANNEL,
     DEFAULT_CHANNEL_POLICIES,
     FAIL_CLOSED_POLICY,
     PRIVATE_HOLDINGS,
@@ -109,6 +118,7 @@ from lockgate.gating._verifier import Verifier
 
 __all__ = [
     "AUDIT_LOGGER_NAME",
+    "DEADLINE_CHANNEL",
     "DEFAULT_CHANNEL_POLICIES",
     "DEFAULT_CONFIRMATION_TTL_SECONDS",
     "DEFAULT_MAX_TOKENS",
@@ -145,6 +155,7 @@ __all__ = [
     "ErrorCode",
     "GateAnswer",
     "GateChoice",
+    "GateDeadline",
     "GatePolicy",
     "GovernedTool",
     "IdentityError",
@@ -183,6 +194,7 @@ __all__ = [
     "canonical_json",
     "confirm_binding",
     "decide_binding",
+    "describe_duration",
     "digest",
     "directory_entry_toml",
     "evidence_problem",

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate.gating._policies import SINGLE_POLICY, GateAnswer, GatePolicy
+from lockgate.gating._policies import SINGLE_POLICY, GateAnswer, GateDeadline, GatePolicy
 
 __all__ = [
     "GateChoice",
@@ -72,6 +72,9 @@ class OpenGate:
         evidence: For each option that requires evidence, what it requires (its model's name,
             fields and required fields; see :func:`evidence_shown`).
         waivable_by: The role that may waive it (decide it alone, with a reason), or None.
+        deadline: How long it waits and what then happens, or None.
+        due_at: When its deadline passes (ISO 8601, the run's clock), or None.
+        escalated_from: The role it asked before its deadline escalated it, or None.
     """
 
     graph: str
@@ -89,6 +92,9 @@ class OpenGate:
     answers: tuple[GateAnswer, ...] = ()
     evidence: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     waivable_by: str | None = None
+    deadline: GateDeadline | None = None
+    due_at: str | None = None
+    escalated_from: str | None = None
 
     def answered_by(self, principal: str | None) -> GateAnswer | None:
         """The answer ``principal`` already gave at this opening, if any."""
@@ -125,6 +131,11 @@ class OpenGate:
             shown["evidence"] = {option: dict(needs) for option, needs in self.evidence.items()}
         if self.waivable_by is not None:
             shown["waivable_by"] = self.waivable_by
+        if self.deadline is not None:
+            shown["deadline"] = self.deadline.to_dict()
+            shown["due_at"] = self.due_at
+        if self.escalated_from is not None:
+            shown["escalated_from"] = self.escalated_from
         return shown
 
     @classmethod
@@ -147,9 +158,10 @@ class OpenGate:
             evidence={
                 str(option): dict(needs) for option, needs in (value.get("evidence") or {}).items()
             },
-            waivable_by=(
-                str(value["waivable_by"]) if value.get("waivable_by") is not None else None
-            ),
+            waivable_by=_text(value.get("waivable_by")),
+            deadline=GateDeadline.from_dict(value.get("deadline")),
+            due_at=_text(value.get("due_at")),
+            escalated_from=_text(value.get("escalated_from")),
         )
 
 
@@ -186,3 +198,7 @@ class ParkedNode:
             needs=tuple(str(need) for need in value.get("needs") or ()),
             parking=int(value.get("parking") or 1),
         )
+
+
+def _text(value: object) -> str | None:
+    return str(value) if value is not None else None

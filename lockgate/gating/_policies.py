@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "SINGLE_POLICY",
     "GateAnswer",
+    "GateDeadline",
     "GatePolicy",
     "PolicyOutcome",
     "tally",
@@ -73,6 +74,52 @@ class GatePolicy:
 
 SINGLE_POLICY = GatePolicy()
 """One verified approver of the role decides."""
+
+
+@dataclass(frozen=True, slots=True)
+class GateDeadline:
+    """How long a gate waits, and what then happens: it escalates to another role (a new
+    opening asks that role alone), or it takes a declared option as the system.
+
+    Attributes:
+        seconds: How long it waits from its opening.
+        escalate_to: The role a new opening asks, or None.
+        take: The option taken, or None.
+    """
+
+    seconds: float
+    escalate_to: str | None = None
+    take: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON data."""
+        return {"seconds": self.seconds, "escalate_to": self.escalate_to, "take": self.take}
+
+    @classmethod
+    def from_dict(cls, value: Mapping[str, Any] | None) -> GateDeadline | None:
+        """Reads :meth:`to_dict` output; nothing is no deadline."""
+        if not value:
+            return None
+        escalate_to, take = value.get("escalate_to"), value.get("take")
+        return cls(
+            float(value["seconds"]),
+            str(escalate_to) if escalate_to is not None else None,
+            str(take) if take is not None else None,
+        )
+
+    def described(self) -> str:
+        """``48 hours`` and the like."""
+        return describe_duration(self.seconds)
+
+
+def describe_duration(seconds: float) -> str:
+    """A duration in the largest whole unit it fills: ``48 hours``, ``3 days``, ``90 seconds``."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            count = int(seconds // size)
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    count_seconds = int(seconds) if float(seconds).is_integer() else seconds
+    return f"{count_seconds} second{'s' if count_seconds != 1 else ''}"
 
 
 @dataclass(frozen=True, slots=True)

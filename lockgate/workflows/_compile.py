@@ -18,7 +18,13 @@ from pydantic import BaseModel
 
 from lockgate.activities import ToolDefinition, definition_of, is_tool
 from lockgate.gating import to_jsonable
-from lockgate.workflows._compile_asks import ask_evidence, ask_policy, ask_waiver
+from lockgate.workflows._compile_asks import (
+    ask_deadline,
+    ask_evidence,
+    ask_policy,
+    ask_waiver,
+    check_deadline_takes,
+)
 from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
 from lockgate.workflows._declare import (
     Appends,
@@ -290,6 +296,7 @@ class _Compiler:
                     "route every option."
                 )
         self._no_ungated_cycle(edges, routes, asks)
+        check_deadline_takes(self.where, asks, routes, nodes)
         used = {start} | {t.to for t in edges.values()}
         used |= {t.to for table in routes.values() for t in table.values()}
         used |= {t.then_ask for table in routes.values() for t in table.values() if t.then_ask}
@@ -351,6 +358,7 @@ class _Compiler:
             evidence=evidence,
             evidence_into=evidence_into,
             waivable_by=ask_waiver(self.where, ask),
+            deadline=ask_deadline(self.where, ask),
         )
 
     def target(self, candidate: object, role: str) -> str:

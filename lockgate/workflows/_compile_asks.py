@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from datetime import timedelta
 
 from pydantic import BaseModel
 
-from lockgate.gating import Directory, GatePolicy
-from lockgate.workflows._compiled import CompiledGraph
-from lockgate.workflows._declare import ApprovalPolicy, Ask, GraphDeclarationError
+from lockgate.gating import Directory, GateDeadline, GatePolicy, needed_phrase
+from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
+from lockgate.workflows._declare import ApprovalPolicy, Ask, Deadline, GraphDeclarationError
 
-__all__ = ["ask_evidence", "ask_policy", "ask_waiver", "check_staffing"]
+__all__ = [
+    "ask_deadline",
+    "ask_evidence",
+    "ask_policy",
+    "ask_waiver",
+    "check_deadline_takes",
+    "check_staffing",
+]
 
 
 def _fail(graph: str, sentence: str) -> GraphDeclarationError:
@@ -148,10 +156,77 @@ def ask_waiver(graph: str, ask: Ask) -> str | None:
     return role
 
 
+def ask_deadline(graph: str, ask: Ask) -> GateDeadline | None:
+    """How long the gate waits and what then happens; refused where it is not a wait, says
+    both or neither of what happens, takes an option that does not exist, or escalates to the
+    role that already answers."""
+    declared = ask.deadline
+    if declared is None:
+        return None
+    where = f": Ask({ask.options.__name__})"
+    if not isinstance(declared, Deadline):
+        raise _fail(graph, f"{where} declares deadline={declared!r}; use Deadline(after, ...).")
+    after = declared.after
+    if not isinstance(after, timedelta) or after <= timedelta(0):
+        raise _fail(
+            graph,
+            f"{where} declares a deadline after {after!r}; give a positive timedelta.",
+        )
+    escalate_to, take = declared.escalate_to, declared.take
+    if (escalate_to is None) == (take is None):
+        raise _fail(
+            graph,
+            f"{where} declares a deadline that says {'both' if escalate_to else 'neither'} what "
+            "then happens: give exactly one of escalate_to='<role>' or take=<an option>.",
+        )
+    if take is not None and not (isinstance(take, enum.Enum) and type(take) is ask.options):
+        raise _fail(
+            graph,
+            f"{where} declares a deadline that takes {take!r}, which is not an option of "
+            f"{ask.options.__name__}.",
+        )
+    if escalate_to is not None and (not isinstance(escalate_to, str) or not escalate_to.strip()):
+        raise _fail(
+            graph, f"{where} declares a deadline escalating to {escalate_to!r}; name a role."
+        )
+    if escalate_to == ask.of:
+        raise _fail(
+            graph,
+            f"{where} escalates at its deadline to '{escalate_to}', the role it already asks: "
+            "escalate to another role, or take an option.",
+        )
+    return GateDeadline(
+        after.total_seconds(), escalate_to, str(take.value) if take is not None else None
+    )
+
+
+def check_deadline_takes(
+    graph: str,
+    asks: Mapping[str, CompiledAsk],
+    routes: Mapping[str, Mapping[str, Transition]],
+    nodes: Mapping[str, CompiledNode],
+) -> None:
+    """Refuses a deadline that takes an option leading to a node that needs scopes: the option
+    is taken as the deadline's, which holds nothing, so the run would park there at once."""
+    for ask in asks.values():
+        take = ask.deadline.take if ask.deadline is not None else None
+        if take is None:
+            continue
+        node = nodes.get(routes[ask.state][take].to)
+        if node is not None and node.needs:
+            raise _fail(
+                graph,
+                f": Ask({ask.options_enum.__name__})'s deadline takes '{take}', which leads to "
+                f"the node '{node.state}' ({node.tool}), and that needs "
+                f"{needed_phrase(node.needs)}: an option taken by a deadline runs as nobody. "
+                "Take an option whose node needs nothing, or escalate to a role.",
+            )
+
+
 def check_staffing(graph: CompiledGraph, directory: Directory) -> None:
     """Refuses a graph whose gates its Directory cannot staff, as far as a worker can see at its
     start: a policy needing more distinct approvers than hold the gate's role, a waiver by a
-    role nobody holds.
+    role nobody holds, an escalation to a role nobody holds.
 
     A Directory with nobody in it (a replayer, a worker that judges nothing) is not looked at:
     it says nothing about who will answer. Single-approval gates are not looked at either: who
@@ -171,6 +246,15 @@ def check_staffing(graph: CompiledGraph, directory: Directory) -> None:
                 f"Graph '{graph.name}': its gate '{ask.state}' may be waived by the role "
                 f"'{ask.waivable_by}', which nobody in the Directory holds. Give someone the "
                 "role, or drop waivable_by."
+            )
+        escalate_to = ask.deadline.escalate_to if ask.deadline is not None else None
+        if escalate_to is not None and not any(
+            escalate_to in directory.roles_of(who) for who in principals
+        ):
+            raise GraphDeclarationError(
+                f"Graph '{graph.name}': its gate '{ask.state}' escalates at its deadline to the "
+                f"role '{escalate_to}', which nobody in the Directory holds. Give someone the "
+                "role, or escalate to another."
             )
         if ask.policy.single:
             continue

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from lockgate.activities import ToolDefinition
-from lockgate.gating import SINGLE_POLICY, GatePolicy
+from lockgate.gating import SINGLE_POLICY, GateDeadline, GatePolicy
 
 __all__ = [
     "CompiledAsk",
@@ -79,6 +79,8 @@ class CompiledAsk:
     """The channel the evidence of the answers that decided the gate is written to."""
     waivable_by: str | None = None
     """The role whose holder may waive the gate, with a reason; None: it is not waivable."""
+    deadline: GateDeadline | None = None
+    """How long the gate waits, and what then happens."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -16,6 +17,7 @@ __all__ = [
     "ApprovalPolicy",
     "Ask",
     "Because",
+    "Deadline",
     "Dual",
     "Edge",
     "GraphDeclarationError",
@@ -136,6 +138,26 @@ def Quorum(
 
 
 @dataclass(frozen=True, slots=True)
+class Deadline:
+    """How long a gate waits for its decision, and what then happens: exactly one of
+    ``escalate_to`` (a new opening of the gate asks that role, alone) or ``take`` (the gate takes
+    that option, recorded as the deadline's, never as a person's).
+
+    The wait is a durable Temporal timer: it survives worker and server restarts, and a run
+    that moves to a new history keeps its due time.
+
+    Example::
+
+        Ask(Release, of="officer", policy=DUAL,
+            deadline=Deadline(timedelta(hours=48), escalate_to="finance_lead"))
+    """
+
+    after: timedelta
+    escalate_to: str | None = None
+    take: enum.Enum | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Ask:
     """A human gate: its options are the cases of ``options``; ``of`` is the approver's role.
 
@@ -152,6 +174,8 @@ class Ask:
     ``waivable_by`` names a higher role whose holder may waive the gate: decide it alone,
     whatever its policy and evidence, giving a reason (a trail row of its own, ``waived``). A
     gate without it refuses waivers (``NOT_WAIVABLE``).
+
+    ``deadline`` (a :class:`Deadline`) says how long the gate waits and what then happens.
     """
 
     options: type[enum.Enum]
@@ -161,6 +185,7 @@ class Ask:
     evidence: type[BaseModel] | Mapping[enum.Enum, type[BaseModel]] | None = None
     evidence_into: str | None = None
     waivable_by: str | None = None
+    deadline: Deadline | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ nowhere else; what it shows holds nothing of what anyone holds.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -107,6 +108,8 @@ class GraphState:
     _answer: GivenAnswer | None
     _resumer: Actor | None
     _waiting_settles: int
+    _deadline_timer: asyncio.Future[None] | None  # the open gate's deadline, while it runs
+    _deadline_passed: bool
     _releasing: bool
     _refused_signals_kept: int
     _refused_signals_dropped: int
@@ -239,6 +242,8 @@ class GraphState:
         if self._status == "waiting" and self._gate is not None:
             options = ", ".join(f"`{option}`" for option in self._gate.options)
             policy = self._gate.policy
+            if self._gate.due_at is not None:
+                options += f" Its deadline passes at {self._gate.due_at}."
             if not policy.single:
                 options += (
                     f" It needs {policy.approvals} matching answers ({policy.name}); "

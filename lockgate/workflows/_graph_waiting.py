@@ -52,7 +52,10 @@ class GraphWaiting(GraphAnswers):
 
         await workflow.wait_condition(
             lambda: (
-                answered() or bool(self._inbox) or workflow.info().is_continue_as_new_suggested()
+                answered()
+                or bool(self._inbox)
+                or self._deadline_passed
+                or workflow.info().is_continue_as_new_suggested()
             )
         )
         if answered():

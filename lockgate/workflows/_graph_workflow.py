@@ -74,6 +74,8 @@ class GraphRun(GraphGates):
         self._answer = None
         self._resumer = None
         self._waiting_settles = 0
+        self._deadline_timer = None
+        self._deadline_passed = False
         self._releasing = False
         self._refused_signals_kept = 0
         self._carry = "none"  # "pending" until a carried state's seal is opened, then "open"
