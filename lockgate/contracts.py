@@ -33,6 +33,7 @@ __all__ = [
     "ParkedView",
     "PendingGate",
     "PolicyView",
+    "RunRef",
     "RunView",
     "ToolCallResult",
     "TrailRow",
@@ -97,6 +98,17 @@ class AnswerView(_AnswerViewRequired, total=False):
     evidence: dict[str, Any]
 
 
+class RunRef(TypedDict, total=False):
+    """Another run, named: a sub-graph's ``parent``, or the ``child`` a run waits for or ran
+    (with its ``status`` and ``outcome`` once it ended)."""
+
+    graph: str
+    run_id: str
+    execution: str
+    status: str | None
+    outcome: Any
+
+
 class DeadlineView(TypedDict):
     """How long a gate waits (``seconds`` from its opening), and what then happens: it
     ``escalate_to`` a role, or it ``take`` s an option (the other is None)."""
@@ -139,7 +151,7 @@ class GateView(_GateViewRequired, total=False):
     one that asks for evidence has, per option that needs it, its ``evidence``; one that may be
     waived names the role that may, ``waivable_by``; one with a deadline has its ``deadline``
     and when it passes, ``due_at``; one opened by an escalation names the role it asked
-    before, ``escalated_from``.
+    before, ``escalated_from``; a sub-graph's gate names its ``parent`` run.
     """
 
     options: list[str]
@@ -151,6 +163,7 @@ class GateView(_GateViewRequired, total=False):
     deadline: DeadlineView
     due_at: str | None
     escalated_from: str
+    parent: RunRef
 
 
 class ParkedView(TypedDict):
@@ -182,7 +195,8 @@ class TrailRow(_TrailRowRequired, total=False):
     """One step of a run: a node that ``ran``, a gate ``answered`` or ``waived`` (its reason in
     ``why``), a deadline that ``escalated`` a gate or ``timed_out`` taking an option (by
     ``unverified:deadline``, never a person), a park ``resumed``, a node ``parked``, or a signal
-    ``refused`` (with its ``code`` and ``why``).
+    ``refused`` (with its ``code`` and ``why``). A sub-graph node that ran names its ``child``
+    run.
 
     An answer at a gate of several approvers also has the answers ``counts`` per option so far,
     the ``needed`` matching answers, ``why`` it stands as it does, and, once the gate is
@@ -197,6 +211,7 @@ class TrailRow(_TrailRowRequired, total=False):
     needed: int
     decided: str
     evidence: dict[str, Any]
+    child: RunRef
 
 
 class _RunViewRequired(TypedDict):
@@ -230,6 +245,8 @@ class RunView(_RunViewRequired, total=False):
     refused_signals_not_kept: int
     ignored_inputs: list[str]
     note: str
+    parent: RunRef
+    child: RunRef
 
 
 class ViewerView(TypedDict):

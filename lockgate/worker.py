@@ -152,7 +152,7 @@ class LockgatePlugin(SimplePlugin):
         self.graphs = GraphRegistry(graphs)
         for compiled in self.graphs:
             for node in compiled.nodes.values():
-                if node.tool not in self.registry:
+                if node.definition is not None and node.tool not in self.registry:
                     self.registry.register(node.definition)
         # A Directory loaded here from a path is the plugin's to stop watching.
         self._owns_directory = authority is None and not isinstance(directory, Directory)

@@ -35,6 +35,7 @@ PUBLIC_NAMES = [
     "Retry",
     "Route",
     "Signer",
+    "Subgraph",
     "Target",
     "ToolClient",
     "ToolContext",

@@ -36,6 +36,8 @@ from lockgate.activities._activity_inputs import (
     tool_activity_name,
 )
 from lockgate.activities._events import ToolFailure
+from lockgate.activities._handover import open_handover
+from lockgate.activities._handover import start_refused as _start_refused
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._registry import ToolRegistry
 from lockgate.activities._sealed_calls import current_seal, tool_activity_binding
@@ -98,16 +100,6 @@ def _binding_or_refusal(
         return ToolResult.error(
             ErrorCode.VALIDATION_ERROR, _NOT_JSON.format(what=f"The arguments of '{tool}'")
         )
-
-
-def _start_refused(code: ErrorCode, reason: str) -> dict[str, Any]:
-    return {
-        "channels": None,
-        "ignored_inputs": [],
-        "actor": None,
-        "code": code.value,
-        "reason": reason,
-    }
 
 
 def _only_local(info: activity.Info) -> None:
@@ -361,6 +353,8 @@ class ToolActivities:
             "code": None,
             "reason": None,
         }
+        if start.handed is not None:
+            return open_handover(self.authority, start, opened_start)
         if start.proof is None:
             return opened_start
         try:

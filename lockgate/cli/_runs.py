@@ -32,6 +32,12 @@ def _describe_run(shown: RunView) -> str:
     requester = shown.get("requester")
     if requester:
         lines.append(f"requester: {requester['actor']}")
+    parent = shown.get("parent")
+    if parent:
+        lines.append(f"sub-graph of {parent.get('graph')} run {parent.get('run_id')}")
+    child = shown.get("child")
+    if child:
+        lines.append(f"waiting for its sub-graph {child.get('graph')} run {child.get('run_id')}")
     gate = shown.get("awaiting")
     if gate:
         lines.append(
@@ -56,6 +62,9 @@ def _describe_run(shown: RunView) -> str:
         for row in trail:
             by = row["by"]["actor"] if row.get("by") else "?"
             extra = f" → {row['answer']}" if row.get("answer") else ""
+            ran_child = row.get("child")
+            if ran_child:
+                extra += f" (run {ran_child.get('run_id')}: {ran_child.get('outcome')})"
             lines.append(
                 f"  {row['outcome']:>8}  {row['node']} ({row['operation']}) by {by}{extra}"
             )
@@ -90,6 +99,9 @@ def gate_rules(gate: GateView) -> list[str]:
             f"{policy['name']}: needs {policy['approvals']} matching answers{panel}{veto}; "
             f"{len(answers)} so far" + (f" ({given})" if given else "")
         )
+    parent = gate.get("parent")
+    if parent:
+        lines.append(f"in a sub-graph of {parent.get('graph')} run {parent.get('run_id')}")
     deadline = gate.get("deadline")
     if deadline is not None:
         then = (

@@ -75,6 +75,7 @@ class OpenGate:
         deadline: How long it waits and what then happens, or None.
         due_at: When its deadline passes (ISO 8601, the run's clock), or None.
         escalated_from: The role it asked before its deadline escalated it, or None.
+        parent: The parent run (``{graph, run_id, execution}``) of a sub-graph's gate, or None.
     """
 
     graph: str
@@ -95,6 +96,7 @@ class OpenGate:
     deadline: GateDeadline | None = None
     due_at: str | None = None
     escalated_from: str | None = None
+    parent: Mapping[str, Any] | None = None
 
     def answered_by(self, principal: str | None) -> GateAnswer | None:
         """The answer ``principal`` already gave at this opening, if any."""
@@ -136,6 +138,8 @@ class OpenGate:
             shown["due_at"] = self.due_at
         if self.escalated_from is not None:
             shown["escalated_from"] = self.escalated_from
+        if self.parent is not None:
+            shown["parent"] = dict(self.parent)
         return shown
 
     @classmethod
@@ -162,6 +166,7 @@ class OpenGate:
             deadline=GateDeadline.from_dict(value.get("deadline")),
             due_at=_text(value.get("due_at")),
             escalated_from=_text(value.get("escalated_from")),
+            parent=dict(value["parent"]) if isinstance(value.get("parent"), Mapping) else None,
         )
 
 

@@ -18,6 +18,7 @@ from lockgate.workflows._declare import (
     GraphDeclarationError,
     Quorum,
     Route,
+    Subgraph,
     Target,
     graph,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "ShowInput",
     "SpentProofWorkflow",
     "StartGraphInput",
+    "Subgraph",
     "Target",
     "ToolCallWorkflow",
     "ToolClient",

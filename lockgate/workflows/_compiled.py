@@ -50,17 +50,21 @@ class CompiledNode:
         route_cases: Its members' values, each to its case: the workflow looks a decision up
             here and never calls the enum (user code) itself.
         needs: Scopes it needs (alternatives); empty: anyone may run it.
+        subgraph: For a node that runs another graph as a child workflow, that graph (then
+            ``definition`` is None, ``tool`` is the child graph's name, ``reads`` and
+            ``writes`` the channels both graphs declare, ``decides_on`` its outcome channel).
     """
 
     state: str
     tool: str
-    definition: ToolDefinition
+    definition: ToolDefinition | None
     reads: tuple[str, ...]
     writes: tuple[str, ...]
     decides_on: str | None
     route_enum: type[enum.Enum] | None
     route_cases: Mapping[Any, str]
     needs: tuple[str, ...]
+    subgraph: CompiledGraph | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +110,16 @@ class CompiledGraph:
     terminals: frozenset[str]
     budgets: Mapping[str, int] = field(default_factory=dict)
     allow_unsigned_start: bool = False
+    nesting: int = 0
+    """How many levels of sub-graphs run below this graph (0: it runs none)."""
+
+    def subgraphs(self) -> list[CompiledGraph]:
+        """Every graph this one runs as a child, at any depth."""
+        found: list[CompiledGraph] = []
+        for node in self.nodes.values():
+            if node.subgraph is not None:
+                found += [node.subgraph, *node.subgraph.subgraphs()]
+        return found
 
     @property
     def needs_signed_start(self) -> bool:

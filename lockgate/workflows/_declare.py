@@ -24,6 +24,7 @@ __all__ = [
     "GraphSpec",
     "Quorum",
     "Route",
+    "Subgraph",
     "Target",
     "graph",
     "graph_spec",
@@ -32,9 +33,6 @@ __all__ = [
 _Class = TypeVar("_Class", bound=type)
 
 _SPEC_ATTRIBUTE = "__lockgate_graph__"
-
-Node = Callable[..., Any]
-"""A node is a ``@tool`` function."""
 
 
 class GraphDeclarationError(TypeError):
@@ -186,6 +184,32 @@ class Ask:
     evidence_into: str | None = None
     waivable_by: str | None = None
     deadline: Deadline | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Subgraph:
+    """A node that runs another declared graph as a child workflow, and waits for it.
+
+    The child starts with the parent's channels it also declares, driven (and requested) by
+    whoever drives the parent there: authority passes down, never up. Its gates appear in
+    ``pending`` naming the parent. When it ends, its channels that the parent also declares
+    land in the parent, and the enum in its ``outcome`` channel picks the parent's
+    :class:`Route`. Cancelling the parent cancels the child. A graph may not include itself,
+    and sub-graphs nest at most ten deep.
+
+    Example::
+
+        execute = Subgraph(PaymentExecute, outcome="outcome")
+        @graph(..., routes=[Route(Release.RELEASE, to=execute),
+                            Route(Outcome.SENT, to=notify), Route(Outcome.BOUNCED, to=chase)])
+    """
+
+    graph: type
+    outcome: str | None = None
+
+
+Node = Callable[..., Any] | Subgraph
+"""A node is a ``@tool`` function, or a :class:`Subgraph`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -236,6 +236,7 @@ class GraphGates(GraphWaiting):
                 else None
             ),
             escalated_from=escalated_from.role if escalated_from is not None else None,
+            parent=self._parent,
         )
         self._status = "waiting"
         self._upsert_search_attributes()

@@ -42,6 +42,10 @@ class GraphRegistry:
                 "new shape."
             )
         versions[compiled.version] = compiled
+        for child in compiled.subgraphs():
+            # A sub-graph runs on the worker that runs its parent.
+            if child.version not in self._graphs.get(child.name, {}):
+                self.add(child)
         return compiled
 
     def names(self) -> list[str]:

@@ -110,6 +110,10 @@ class GraphState:
     _waiting_settles: int
     _deadline_timer: asyncio.Future[None] | None  # the open gate's deadline, while it runs
     _deadline_passed: bool
+    # Sub-graphs.
+    _depth: int  # how deep this run nests under parents (0: it has none)
+    _parent: dict[str, Any] | None  # the parent that started this run, once its seal opened
+    _child: dict[str, Any] | None  # the sub-graph run this run waits for, if any
     _releasing: bool
     _refused_signals_kept: int
     _refused_signals_dropped: int
@@ -207,6 +211,10 @@ class GraphState:
             "trail_total": total,
             "settles": self._settles,
         }
+        if self._parent is not None:
+            shown["parent"] = dict(self._parent)
+        if self._child is not None:
+            shown["child"] = dict(self._child)
         if self._refused_signals_dropped:
             shown["refused_signals_not_kept"] = self._refused_signals_dropped
         if self._dropped_inputs:
@@ -358,6 +366,8 @@ class GraphState:
             makers=self._makers,
             refused_signals_dropped=self._refused_signals_dropped,
             inbox=[dataclasses.asdict(entry) for entry in self._inbox],
+            depth=self._depth,
+            parent=self._parent,
         ).to_dict()
 
     def _restore(self, carried: CarriedState) -> None:
@@ -382,3 +392,5 @@ class GraphState:
             1 for row in carried.trail if str(row.get("operation", "")).startswith("signal:")
         )
         self._inbox = [SignalEntry(**entry) for entry in carried.inbox]
+        self._depth = carried.depth
+        self._parent = carried.parent

@@ -38,11 +38,11 @@ from lockgate.gating import (
 )
 from lockgate.workflows import _generated
 from lockgate.workflows._activity_options import execute_tool, local, runs_local
-from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal
+from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal, handover_seal
 from lockgate.workflows._carry import CarriedState, CarriedStateError
 from lockgate.workflows._compiled import CompiledGraph, CompiledNode
 from lockgate.workflows._failures import UnreadableStart, refused_run
-from lockgate.workflows._graph_gates import GraphGates
+from lockgate.workflows._graph_children import GraphChildren
 from lockgate.workflows._graph_inputs import (
     StartGraphInput,
     channel_ok,
@@ -60,7 +60,11 @@ def _first_sentence_error(error: BaseException) -> str:
     return str(getattr(cause, "message", None) or cause or error)
 
 
-class GraphRun(GraphGates):
+_PARKED = object()
+"""What running a node returns once it parked the run instead."""
+
+
+class GraphRun(GraphChildren):
     """The interpreter every graph's workflow class inherits; see :func:`graph_workflow`."""
 
     def _setup(self, starts: Sequence[Any]) -> None:
@@ -76,6 +80,9 @@ class GraphRun(GraphGates):
         self._waiting_settles = 0
         self._deadline_timer = None
         self._deadline_passed = False
+        self._child = None
+        self._depth = 0
+        self._parent = None
         self._releasing = False
         self._refused_signals_kept = 0
         self._carry = "none"  # "pending" until a carried state's seal is opened, then "open"
@@ -92,6 +99,13 @@ class GraphRun(GraphGates):
         )
         if problem is None and start.carried is not None:
             problem = self._take_carried(start.carried)
+        elif problem is None and start.handed is not None:
+            if workflow.info().parent is None:
+                problem = PayloadProblem(
+                    ErrorCode.UNAUTHORIZED.value,
+                    "'handed' is lockgate's own, handed by a parent run to the sub-graph it "
+                    "starts: leave it out.",
+                )
         elif problem is None and start.proof is None and self._graph.needs_signed_start:
             problem = PayloadProblem(
                 ErrorCode.UNAUTHORIZED.value,
@@ -211,6 +225,7 @@ class GraphRun(GraphGates):
                     execution=self._execution,
                     inputs=self._start.inputs,
                     proof=self._start.proof,
+                    **self._handed_over(),
                 ),
                 result_type=dict,
             )
@@ -228,47 +243,50 @@ class GraphRun(GraphGates):
         if opened.get("actor") is not None:
             self._requester = Actor.from_dict(opened["actor"])
             self._driver = self._requester
+        if opened.get("parent") is not None:
+            self._parent = dict(opened["parent"])
+            self._depth = int(opened.get("depth") or 1)
+
+    def _handed_over(self) -> dict[str, Any]:
+        """What a sub-graph run's start activity needs to open its handover: what it was handed,
+        the seal on it, and its parent as the server names it (nothing for any other run)."""
+        parent = workflow.info().parent
+        if self._start.handed is None or parent is None:
+            return {}
+        return {
+            "handed": self._start.handed,
+            "seal": handover_seal(workflow.info().headers),
+            "parent_id": parent.workflow_id,
+            "parent_run": parent.run_id,
+        }
 
     async def _run_node(self, state: str) -> None:
         node = self._graph.nodes[state]
         visit = self._visits.get(state, 0) + 1
         self._visits[state] = visit
-        step = f"{self._run_id}:{state}:{visit}"
-        call = ToolActivityInput(
-            arguments={name: self._channels.get(name) for name in node.reads},
-            actor=self._driver.to_dict(),
-            request_id=step,
-            # The execution keeps a new execution under this id from passing for this one; a
-            # reset keeps it, so a step re-run after a reset has the key its first run had.
-            idempotency_key=f"{self._run_id}/{self._execution}:{state}:{visit}",
-            confirmed=True,
-            node=state,
-        )
-        definition = node.definition
-        try:
-            result = await execute_tool(
-                node.tool,
-                call,
-                local=runs_local(definition),
-                timeout_seconds=definition.timeout,
-                heartbeat_seconds=definition.heartbeat_seconds,
-                retry=definition.retry,
-                summary=f"{node.tool} as {self._driver.actor}",
-            )
-        except ActivityError as error:
-            await self._park_after_error(node, error)
-            return
-        if not result.get("success"):
-            problem = (result.get("error") or {}).get("message") or "it reported a failure"
-            await self._park(node, "failed", f"it ran and reported: {problem}", ())
-            return
-        data = result.get("data")
+        ran: dict[str, Any] = {}
+        data: Any
+        if node.subgraph is not None:
+            data, problem, ran["child"] = await self._run_child(node, visit)
+            if problem is not None:
+                await self._park(node, "failed", problem, ())
+                return
+        else:
+            data = await self._run_tool(node, visit)
+            if data is _PARKED:
+                return
         problem = self._write(node, data)
         if problem is not None:
             await self._park(node, "failed", problem, ())
             return
         self._trail.append(
-            {"node": state, "operation": node.tool, "outcome": "ran", "by": self._driver.to_dict()}
+            {
+                "node": state,
+                "operation": node.tool,
+                "outcome": "ran",
+                "by": self._driver.to_dict(),
+                **ran,
+            }
         )
         maker = self._driver.principal
         if self._driver.verified and maker is not None and maker not in self._makers:
@@ -290,6 +308,41 @@ class GraphRun(GraphGates):
             self._state = self._graph.edges[state].to
         else:
             self._state = END
+
+    async def _run_tool(self, node: CompiledNode, visit: int) -> Any:
+        """Runs a tool node's activity: its result's data, or ``_PARKED`` once it parked."""
+        state = node.state
+        step = f"{self._run_id}:{state}:{visit}"
+        call = ToolActivityInput(
+            arguments={name: self._channels.get(name) for name in node.reads},
+            actor=self._driver.to_dict(),
+            request_id=step,
+            # The execution keeps a new execution under this id from passing for this one; a
+            # reset keeps it, so a step re-run after a reset has the key its first run had.
+            idempotency_key=f"{self._run_id}/{self._execution}:{state}:{visit}",
+            confirmed=True,
+            node=state,
+        )
+        definition = node.definition
+        assert definition is not None
+        try:
+            result = await execute_tool(
+                node.tool,
+                call,
+                local=runs_local(definition),
+                timeout_seconds=definition.timeout,
+                heartbeat_seconds=definition.heartbeat_seconds,
+                retry=definition.retry,
+                summary=f"{node.tool} as {self._driver.actor}",
+            )
+        except ActivityError as error:
+            await self._park_after_error(node, error)
+            return _PARKED
+        if not result.get("success"):
+            problem = (result.get("error") or {}).get("message") or "it reported a failure"
+            await self._park(node, "failed", f"it ran and reported: {problem}", ())
+            return _PARKED
+        return result.get("data")
 
     def _write(self, node: CompiledNode, data: Any) -> str | None:
         graph = self._graph
