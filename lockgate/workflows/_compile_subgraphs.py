@@ -87,7 +87,9 @@ def compile_subgraph(
         decides_on=None,
         route_enum=None,
         route_cases=MappingProxyType({}),
-        needs=(),
+        # Whoever drives the parent here drives the child: what its first node needs, so a
+        # gate's answer that leads here is judged for it (later nodes judge themselves).
+        needs=child.nodes[child.start].needs if child.start in child.nodes else (),
         subgraph=child,
     )
     return node, enums
