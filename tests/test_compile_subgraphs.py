@@ -111,6 +111,19 @@ def test_an_outcome_not_typed_by_one_enum_is_refused() -> None:
     assert "that channel is not typed by one enum" in str(refused.value)
 
 
+def test_a_sub_graph_needing_a_channel_its_parent_lacks_is_refused() -> None:
+    class Nameless(BaseModel):
+        amount: int
+
+    @graph("test:nameless", start=Subgraph(PaymentExecute))
+    class NamelessRelease(Nameless):
+        pass
+
+    with pytest.raises(GraphDeclarationError) as refused:
+        compile_graph(NamelessRelease)
+    assert "Subgraph(PaymentExecute) needs the channel(s) payee to start" in str(refused.value)
+
+
 def test_a_sub_graph_that_is_no_graph_is_refused() -> None:
     @graph("test:not-a-graph", start=Subgraph(Payee))
     class NotAGraph(Payee):

@@ -61,6 +61,13 @@ def compile_subgraph(
             f"sub-graphs nest at most {MAX_NESTING} levels."
         )
     shared = tuple(name for name in child.channels if name in parent.model_fields)
+    missing = [name for name in child.required if name not in parent.model_fields]
+    if missing:
+        raise GraphDeclarationError(
+            f"{where}: Subgraph({child_class.__name__}) needs the channel(s) "
+            f"{', '.join(missing)} to start, which this graph does not declare: a child starts "
+            "with the channels both graphs declare. Declare them here."
+        )
     enums: dict[type[enum.Enum], list[str]] = {}
     if declared.outcome is not None:
         field = child.model.model_fields.get(declared.outcome)
