@@ -23,12 +23,17 @@ from typing import Any, TypedDict
 
 __all__ = [
     "ActorView",
+    "AnswerView",
     "Budget",
     "ChoiceView",
+    "DeadlineView",
     "ErrorDetail",
+    "EvidenceView",
     "GateView",
     "ParkedView",
     "PendingGate",
+    "PolicyView",
+    "RunRef",
     "RunView",
     "ToolCallResult",
     "TrailRow",
@@ -70,6 +75,58 @@ class ChoiceView(_ChoiceViewRequired, total=False):
     why_not: str | None
 
 
+class PolicyView(TypedDict):
+    """How a gate is decided: ``approvals`` (m) distinct approvers giving the same answer, of a
+    ``panel`` (n, or None: anyone of the role); ``rejection`` is the option that says no, and
+    with ``any_rejection_rejects`` one approver taking it decides alone."""
+
+    name: str
+    approvals: int
+    panel: int | None
+    rejection: str | None
+    any_rejection_rejects: bool
+
+
+class _AnswerViewRequired(TypedDict):
+    principal: str
+    option: str
+
+
+class AnswerView(_AnswerViewRequired, total=False):
+    """One approver's answer counted so far at a gate that needs several."""
+
+    evidence: dict[str, Any]
+
+
+class RunRef(TypedDict, total=False):
+    """Another run, named: a sub-graph's ``parent``, or the ``child`` a run waits for or ran
+    (with its ``status`` and ``outcome`` once it ended)."""
+
+    graph: str
+    run_id: str
+    execution: str
+    status: str | None
+    outcome: Any
+
+
+class DeadlineView(TypedDict):
+    """How long a gate waits (``seconds`` from its opening), and what then happens: it
+    ``escalate_to`` a role, or it ``take`` s an option (the other is None)."""
+
+    seconds: float
+    escalate_to: str | None
+    take: str | None
+
+
+class EvidenceView(TypedDict):
+    """What evidence an option of a gate needs: its ``model``'s name, its ``fields`` (each with
+    its description) and which are ``required``."""
+
+    model: str
+    fields: dict[str, str]
+    required: list[str]
+
+
 class _GateViewRequired(TypedDict):
     graph: str
     run_id: str
@@ -90,10 +147,23 @@ class GateView(_GateViewRequired, total=False):
 
     ``requester`` opened it and ``makers`` drove the work it reviews; none of them may answer.
     A proof answering it names ``graph``, ``run_id``, ``execution``, ``gate`` and ``subject``.
+    A gate that needs several approvers also has its ``policy`` and the ``answers`` so far;
+    one that asks for evidence has, per option that needs it, its ``evidence``; one that may be
+    waived names the role that may, ``waivable_by``; one with a deadline has its ``deadline``
+    and when it passes, ``due_at``; one opened by an escalation names the role it asked
+    before, ``escalated_from``; a sub-graph's gate names its ``parent`` run.
     """
 
     options: list[str]
     target: dict[str, Any] | None
+    policy: PolicyView
+    answers: list[AnswerView]
+    evidence: dict[str, EvidenceView]
+    waivable_by: str
+    deadline: DeadlineView
+    due_at: str | None
+    escalated_from: str
+    parent: RunRef
 
 
 class ParkedView(TypedDict):
@@ -122,13 +192,26 @@ class _TrailRowRequired(TypedDict):
 
 
 class TrailRow(_TrailRowRequired, total=False):
-    """One step of a run: a node that ``ran``, a gate ``answered``, a park ``resumed``, a node
-    ``parked``, or a signal ``refused`` (with its ``code`` and ``why``)."""
+    """One step of a run: a node that ``ran``, a gate ``answered`` or ``waived`` (its reason in
+    ``why``), a deadline that ``escalated`` a gate or ``timed_out`` taking an option (by
+    ``unverified:deadline``, never a person), a park ``resumed``, a node ``parked``, or a signal
+    ``refused`` (with its ``code`` and ``why``). A sub-graph node that ran names its ``child``
+    run.
+
+    An answer at a gate of several approvers also has the answers ``counts`` per option so far,
+    the ``needed`` matching answers, ``why`` it stands as it does, and, once the gate is
+    decided, the option ``decided``. An answer given with evidence carries its ``evidence``.
+    """
 
     answer: str | None
     needs: list[str]
     code: str
     why: str
+    counts: dict[str, int]
+    needed: int
+    decided: str
+    evidence: dict[str, Any]
+    child: RunRef
 
 
 class _RunViewRequired(TypedDict):
@@ -162,6 +245,8 @@ class RunView(_RunViewRequired, total=False):
     refused_signals_not_kept: int
     ignored_inputs: list[str]
     note: str
+    parent: RunRef
+    child: RunRef
 
 
 class ViewerView(TypedDict):

@@ -54,6 +54,7 @@ from lockgate.namespace import SearchAttributesMissingError, check_search_attrib
 from lockgate.workflows._authority_context import AuthorityInterceptor
 from lockgate.workflows._catalogue import catalogue_workflow
 from lockgate.workflows._client_support import DEFAULT_TASK_QUEUE
+from lockgate.workflows._compile_asks import check_staffing
 from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
 from lockgate.workflows._notify import GateNotifier, NotifyWorkflow
@@ -167,7 +168,7 @@ class LockgatePlugin(SimplePlugin):
         self.graphs = GraphRegistry(graphs)
         for compiled in self.graphs:
             for node in compiled.nodes.values():
-                if node.tool not in self.registry:
+                if node.definition is not None and node.tool not in self.registry:
                     self.registry.register(node.definition)
         # A Directory loaded here from a path is the plugin's to stop watching.
         self._owns_directory = authority is None and not isinstance(directory, Directory)
@@ -183,9 +184,15 @@ class LockgatePlugin(SimplePlugin):
         elif authority.secret is None:
             raise WorkerSecretError(_NO_SECRET)
         self.authority = authority
+        for compiled in self.graphs:
+            check_staffing(compiled, authority.directory)
         self.check_search_attributes = check_search_attributes
         self.tool_activities = ToolActivities(
-            self.registry, self.authority, self.graphs.catalogue, self.graphs.model
+            self.registry,
+            self.authority,
+            self.graphs.catalogue,
+            self.graphs.model,
+            self.graphs.evidence,
         )
         self.notifications = notifications
         self.notification_activities = NotificationActivities(notifications, self.authority)

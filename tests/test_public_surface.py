@@ -14,12 +14,15 @@ from lockgate import ErrorCode
 PUBLIC_NAMES = [
     "Actor",
     "Appends",
+    "ApprovalPolicy",
     "Ask",
     "AuditLogger",
     "Authority",
     "Because",
     "ChannelPolicy",
+    "Deadline",
     "Directory",
+    "Dual",
     "Edge",
     "ErrorCode",
     "GraphClient",
@@ -28,9 +31,11 @@ PUBLIC_NAMES = [
     "LockgatePlugin",
     "Param",
     "PolicyGate",
+    "Quorum",
     "Retry",
     "Route",
     "Signer",
+    "Subgraph",
     "Target",
     "ToolClient",
     "ToolContext",
@@ -61,6 +66,9 @@ ERROR_CODES = [
     "NOTHING_TO_RESUME",
     "PAYLOAD_TOO_LARGE",
     "CONFIRMATION_DECLINED",
+    "ALREADY_ANSWERED",
+    "INVALID_EVIDENCE",
+    "NOT_WAIVABLE",
 ]
 
 
@@ -91,6 +99,7 @@ def _private_modules() -> list[str]:
     for package in (
         "lockgate.activities",
         "lockgate.gating",
+        "lockgate.inbox",
         "lockgate.serving",
         "lockgate.workflows",
     ):
@@ -113,7 +122,13 @@ def test_every_private_module_declares_its_own_all_of_names_it_defines(module_na
 
 @pytest.mark.parametrize(
     "package_name",
-    ["lockgate.activities", "lockgate.gating", "lockgate.serving", "lockgate.workflows"],
+    [
+        "lockgate.activities",
+        "lockgate.gating",
+        "lockgate.inbox",
+        "lockgate.serving",
+        "lockgate.workflows",
+    ],
 )
 def test_every_name_a_subpackage_exports_exists(package_name: str) -> None:
     package = importlib.import_module(package_name)

@@ -114,3 +114,22 @@ async def test_the_testing_example_runs_with_the_fixtures_it_names(
     exec(compile(example, "README.md", "exec"), namespace)
 
     await namespace["test_publishing_needs_the_scope"](lockgate_worker, temporal_client, task_queue)
+
+
+def test_the_gate_rules_example_is_the_declaration_in_examples_payment_release() -> None:
+    example = _block_containing("python", "policy=DUAL")
+    source = (REPOSITORY / "lockgate" / "examples" / "payment_release.py").read_text()
+
+    assert example.strip() in source
+
+
+async def test_the_gate_rules_example_runs_with_the_fixtures_it_names(
+    lockgate_worker: Any, temporal_client: Client, task_queue: str
+) -> None:
+    example = _block_containing("python", "async def test_two_officers_release_a_large_payment")
+    namespace: dict[str, Any] = {"__name__": "readme_gates"}
+    exec(compile(example, "README.md", "exec"), namespace)
+
+    await namespace["test_two_officers_release_a_large_payment"](
+        lockgate_worker, temporal_client, task_queue
+    )

@@ -53,9 +53,10 @@ def run_id_of(name: str) -> str:
     return f"replay-{name}"
 
 
-def saved_history(name: str) -> WorkflowHistory:
+def saved_history(name: str, run_id: str | None = None) -> WorkflowHistory:
     # The history from before local tools was recorded as essay_review's, under its id.
-    run_id = run_id_of("essay_review" if name == BEFORE_LOCAL_TOOLS else name)
+    if run_id is None:
+        run_id = run_id_of("essay_review" if name == BEFORE_LOCAL_TOOLS else name)
     return WorkflowHistory.from_json(run_id, (HISTORIES / f"{name}.json").read_text())
 
 

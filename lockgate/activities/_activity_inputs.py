@@ -30,6 +30,7 @@ __all__ = [
     "ToolActivityInput",
     "VerifyCarriedInput",
     "carry_binding",
+    "handover_binding",
     "tool_activity_name",
 ]
 
@@ -95,6 +96,11 @@ class OpenStartInput:
         execution: Its first run id.
         inputs: The starting channel values as sent.
         proof: The start proof, or None for an unsigned start.
+        handed: What a parent run handed this sub-graph run (its driver, depth and parent),
+            believed only if ``seal`` opens for exactly the parent run the server names.
+        seal: The seal on ``handed``, from the start's headers.
+        parent_id: The parent's workflow id, as the server names it.
+        parent_run: The parent's run id, as the server names it.
     """
 
     graph: str
@@ -103,6 +109,10 @@ class OpenStartInput:
     execution: str
     inputs: dict[str, Any]
     proof: Any = None
+    handed: Any = None
+    seal: str | None = None
+    parent_id: str | None = None
+    parent_run: str | None = None
 
 
 @dataclass
@@ -137,6 +147,16 @@ def carry_binding(
     }
 
 
+def handover_binding(child: str, parent_id: str, parent_run: str, handed: Any) -> dict[str, Any]:
+    """What a sub-graph's seal vouches for: this handover, from this parent run, to this child."""
+    return {
+        "child": child,
+        "parent": parent_id,
+        "parent_run": parent_run,
+        "handed": fingerprint(handed),
+    }
+
+
 @dataclass
 class SignalEntry:
     """One signal waiting to be judged: its name, its value, or why it was refused unread."""
@@ -159,6 +179,8 @@ class JudgeSignalsInput:
     gate: dict[str, Any] | None = None
     parked: dict[str, Any] | None = None
     spent_nonces: list[str] = field(default_factory=list)
+    version: int | None = None
+    """The run's graph version: whose evidence models judge the answers."""
 
 
 @dataclass

@@ -36,6 +36,8 @@ from lockgate.activities._activity_inputs import (
     tool_activity_name,
 )
 from lockgate.activities._events import ToolFailure
+from lockgate.activities._handover import open_handover
+from lockgate.activities._handover import start_refused as _start_refused
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._registry import ToolRegistry
 from lockgate.activities._sealed_calls import current_seal, tool_activity_binding
@@ -100,16 +102,6 @@ def _binding_or_refusal(
         )
 
 
-def _start_refused(code: ErrorCode, reason: str) -> dict[str, Any]:
-    return {
-        "channels": None,
-        "ignored_inputs": [],
-        "actor": None,
-        "code": code.value,
-        "reason": reason,
-    }
-
-
 def _only_local(info: activity.Info) -> None:
     """Refuses one of lockgate's own checks scheduled as a regular activity.
 
@@ -161,6 +153,8 @@ class ToolActivities:
         authority: The worker's Directory, verifier, ledger, secret and audit log.
         catalogue: Lists the graphs the worker serves, for :meth:`describe`.
         models: The channel model of a graph's version, for opening a run's start.
+        evidence: The evidence models of a gate (by graph, version and gate state), for judging
+            signalled answers.
     """
 
     def __init__(
@@ -169,11 +163,13 @@ class ToolActivities:
         authority: Authority,
         catalogue: Callable[[], list[dict[str, Any]]] | None = None,
         models: Callable[[str, int], type[BaseModel] | None] | None = None,
+        evidence: Callable[[str, int | None, str], Mapping[str, type[BaseModel]]] | None = None,
     ) -> None:
         self.registry = registry
         self.authority = authority
         self._catalogue = catalogue
         self._models = models
+        self._evidence = evidence
 
     def activities(self) -> list[Callable[..., Any]]:
         """One activity per tool, plus lockgate's own: open a start, open a carried state, judge
@@ -357,6 +353,8 @@ class ToolActivities:
             "code": None,
             "reason": None,
         }
+        if start.handed is not None:
+            return open_handover(self.authority, start, opened_start)
         if start.proof is None:
             return opened_start
         try:
@@ -475,6 +473,11 @@ class ToolActivities:
         if entry.problem is not None:
             return Judgement.refuse(ErrorCode(entry.problem["code"]), entry.problem["sentence"])
         if entry.name == "decide":
+            evidence = (
+                self._evidence(batch.graph, batch.version, gate.ask)
+                if gate is not None and self._evidence is not None
+                else None
+            )
             return judge_answer(
                 self.authority,
                 entry.value,
@@ -482,6 +485,7 @@ class ToolActivities:
                 run=batch.run,
                 gate=gate,
                 spent_nonces=spent,
+                evidence_models=evidence,
             )
         if entry.name == "resume":
             return judge_resume(

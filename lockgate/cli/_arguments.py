@@ -157,6 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
     decide = commands.add_parser("decide", parents=[common, signed], help="answer a gate")
     decide.add_argument("run")
     decide.add_argument("choice")
+    decide.add_argument(
+        "--evidence", help="the evidence the gate asks for with this choice, as a JSON object"
+    )
+    decide.add_argument(
+        "--waive", metavar="REASON", help="waive the gate (as the role it may be waived by)"
+    )
 
     resume = commands.add_parser("resume", parents=[common, signed], help="resume a parked run")
     resume.add_argument("run")
@@ -172,6 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
     sign_decide = sign_commands.add_parser("decide", parents=[common, signed])
     sign_decide.add_argument("run")
     sign_decide.add_argument("choice")
+    sign_decide.add_argument(
+        "--evidence", help="the evidence the gate asks for with this choice, as a JSON object"
+    )
+    sign_decide.add_argument(
+        "--waive", metavar="REASON", help="waive the gate (as the role it may be waived by)"
+    )
     sign_resume = sign_commands.add_parser("resume", parents=[common, signed])
     sign_resume.add_argument("run")
     sign_start = sign_commands.add_parser("start", parents=[common, signed])

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from lockgate.cli._arguments import json_argument
 from lockgate.cli._output import CommandError, is_refused, print_json, report_result
 from lockgate.cli._settings import connect, local_directory, signer
-from lockgate.contracts import RunView
+from lockgate.contracts import GateView, RunView
 from lockgate.workflows import GraphClient
 
 __all__ = [
     "decide_gate",
+    "evidence_argument",
+    "gate_rules",
     "list_pending_gates",
     "list_runs",
     "resume_run",
@@ -29,6 +32,12 @@ def _describe_run(shown: RunView) -> str:
     requester = shown.get("requester")
     if requester:
         lines.append(f"requester: {requester['actor']}")
+    parent = shown.get("parent")
+    if parent:
+        lines.append(f"sub-graph of {parent.get('graph')} run {parent.get('run_id')}")
+    child = shown.get("child")
+    if child:
+        lines.append(f"waiting for its sub-graph {child.get('graph')} run {child.get('run_id')}")
     gate = shown.get("awaiting")
     if gate:
         lines.append(
@@ -37,6 +46,7 @@ def _describe_run(shown: RunView) -> str:
         for choice in gate["choices"]:
             needs = f" (needs {', '.join(choice['needs'])})" if choice["needs"] else ""
             lines.append(f"  - {choice['option']} → {choice['leads_to'] or '(a gate)'}{needs}")
+        lines += [f"  {line}" for line in gate_rules(gate)]
     parked = shown.get("parked")
     if parked:
         lines.append(f"parked at node {parked['node']} ({parked['operation']})")
@@ -52,6 +62,9 @@ def _describe_run(shown: RunView) -> str:
         for row in trail:
             by = row["by"]["actor"] if row.get("by") else "?"
             extra = f" → {row['answer']}" if row.get("answer") else ""
+            ran_child = row.get("child")
+            if ran_child:
+                extra += f" (run {ran_child.get('run_id')}: {ran_child.get('outcome')})"
             lines.append(
                 f"  {row['outcome']:>8}  {row['node']} ({row['operation']}) by {by}{extra}"
             )
@@ -61,6 +74,52 @@ def _describe_run(shown: RunView) -> str:
     if channels:
         lines.append("channels: " + json.dumps(channels, ensure_ascii=False))
     return "\n".join(lines)
+
+
+def evidence_argument(text: str | None) -> dict[str, Any] | None:
+    """``--evidence``: a JSON object, or nothing."""
+    if text is None:
+        return None
+    evidence = json_argument(text, "--evidence")
+    if not isinstance(evidence, dict):
+        raise CommandError("--evidence must be a JSON object of the fields the gate asks for.")
+    return evidence
+
+
+def gate_rules(gate: GateView) -> list[str]:
+    """What a gate's rules say beyond its options: its approval policy and the answers so far."""
+    lines: list[str] = []
+    policy = gate.get("policy")
+    if policy is not None:
+        answers = gate.get("answers", [])
+        given = ", ".join(f"{answer['principal']} → {answer['option']}" for answer in answers)
+        panel = f" of a panel of {policy['panel']}" if policy["panel"] else ""
+        veto = f"; any '{policy['rejection']}' rejects" if policy["any_rejection_rejects"] else ""
+        lines.append(
+            f"{policy['name']}: needs {policy['approvals']} matching answers{panel}{veto}; "
+            f"{len(answers)} so far" + (f" ({given})" if given else "")
+        )
+    parent = gate.get("parent")
+    if parent:
+        lines.append(f"in a sub-graph of {parent.get('graph')} run {parent.get('run_id')}")
+    deadline = gate.get("deadline")
+    if deadline is not None:
+        then = (
+            f"escalates to {deadline['escalate_to']}"
+            if deadline["escalate_to"]
+            else f"takes '{deadline['take']}'"
+        )
+        lines.append(f"deadline {gate.get('due_at')}: then it {then}")
+    if gate.get("escalated_from"):
+        lines.append(f"escalated from {gate['escalated_from']} when its deadline passed")
+    if gate.get("waivable_by"):
+        lines.append(f"a(n) {gate['waivable_by']} may waive it (--waive REASON)")
+    for option, needs in (gate.get("evidence") or {}).items():
+        required = ", ".join(needs.get("required") or []) or "an object"
+        lines.append(
+            f"'{option}' needs evidence {needs.get('model')}: {required} (--evidence '{{...}}')"
+        )
+    return lines
 
 
 async def start_run(arguments: argparse.Namespace) -> int:
@@ -92,7 +151,10 @@ async def decide_gate(arguments: argparse.Namespace) -> int:
             "that principal's key in --keys-dir."
         )
     client = GraphClient(await connect(arguments), arguments.task_queue, decider)
-    result = await client.decide(arguments.run, arguments.choice)
+    evidence = evidence_argument(arguments.evidence)
+    result = await client.decide(
+        arguments.run, arguments.choice, evidence=evidence, waiver=arguments.waive
+    )
     if not arguments.json and not is_refused(result):
         print(_describe_run(result))
     return report_result(result, arguments)
@@ -143,6 +205,8 @@ async def list_pending_gates(arguments: argparse.Namespace) -> int:
         named = ", ".join(f"{key}={value!r}" for key, value in target.items())
         print(f"{row['run_id']}  {row['graph']}  gate {row['gate']}  for {row['role']}  {named}")
         print(f"  opened by {row['requester']}: {row['because']}")
+        for line in gate_rules(row):
+            print(f"  {line}")
         for choice in row["choices"]:
             needs = f" needs {', '.join(choice['needs'])}" if choice["needs"] else ""
             verdict = ""

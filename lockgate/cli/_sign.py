@@ -9,6 +9,7 @@ import textwrap
 
 from lockgate.cli._arguments import json_argument
 from lockgate.cli._output import CommandError, print_json, report_result
+from lockgate.cli._runs import evidence_argument
 from lockgate.cli._settings import connect, signer
 from lockgate.gating import start_binding
 from lockgate.workflows import GraphClient
@@ -32,7 +33,12 @@ async def print_signed_answer(arguments: argparse.Namespace) -> int:
         return 0
     runs = GraphClient(await connect(arguments), arguments.task_queue, answerer)
     if arguments.what == "decide":
-        proof = await runs.sign_decide(arguments.run, arguments.choice)
+        proof = await runs.sign_decide(
+            arguments.run,
+            arguments.choice,
+            evidence=evidence_argument(arguments.evidence),
+            waiver=arguments.waive,
+        )
     else:
         proof = await runs.sign_resume(arguments.run)
     if proof.get("ok") is False:

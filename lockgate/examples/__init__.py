@@ -5,6 +5,10 @@
 - ``memo:clearance`` (:mod:`.memo_clearance`): prepare, check, release; an officer's signoff when
   it stays dirty.
 - ``post:publish`` (:mod:`.publish_post`): draft, an editor's review, publish.
+
+Not served by ``lockgate dev`` (its demo people hold no officer or finance lead to staff it):
+``payment:release`` (:mod:`.payment_release`): two officers with evidence above a threshold, a
+finance lead after 48 hours, the transfer a sub-graph (``payment:execute``).
 """
 
 from lockgate.examples import essay_review, memo_clearance, publish_post

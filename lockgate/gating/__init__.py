@@ -38,6 +38,7 @@ from lockgate.gating._confirm import (
 )
 from lockgate.gating._context import Mode, ToolContext, local_shell_context, new_request_id
 from lockgate.gating._directory import Directory, DirectoryEntry
+from lockgate.gating._evidence import evidence_problem, evidence_shown
 from lockgate.gating._gates import GateChoice, OpenGate, ParkedNode
 from lockgate.gating._identity_errors import IdentityError, ProofRefused, RefusalReason
 from lockgate.gating._judgements import (
@@ -65,6 +66,7 @@ from lockgate.gating._limits import (
     MAX_REFUSED_SIGNALS_KEPT,
     MAX_SHOWN_ANSWER_CHARS,
     MAX_START_BYTES,
+    MAX_SUBGRAPH_DEPTH,
     MAX_WAITING_SETTLES,
     TRAIL_PAGE,
     PayloadProblem,
@@ -86,7 +88,17 @@ from lockgate.gating._passkeys import (
     passkey_challenge,
     verify_passkey_assertion,
 )
+from lockgate.gating._policies import (
+    SINGLE_POLICY,
+    GateAnswer,
+    GateDeadline,
+    GatePolicy,
+    PolicyOutcome,
+    describe_duration,
+    tally,
+)
 from lockgate.gating._policy import (
+    DEADLINE_CHANNEL,
     DEFAULT_CHANNEL_POLICIES,
     FAIL_CLOSED_POLICY,
     PRIVATE_HOLDINGS,
@@ -121,6 +133,7 @@ from lockgate.gating._verifier import Verifier
 
 __all__ = [
     "AUDIT_LOGGER_NAME",
+    "DEADLINE_CHANNEL",
     "DEFAULT_CHANNEL_POLICIES",
     "DEFAULT_CONFIRMATION_TTL_SECONDS",
     "DEFAULT_MAX_TOKENS",
@@ -133,11 +146,13 @@ __all__ = [
     "MAX_REFUSED_SIGNALS_KEPT",
     "MAX_SHOWN_ANSWER_CHARS",
     "MAX_START_BYTES",
+    "MAX_SUBGRAPH_DEPTH",
     "MAX_WAITING_SETTLES",
     "MUTATING_COST",
     "OWN_GATE",
     "PRIVATE_HOLDINGS",
     "REDACTED",
+    "SINGLE_POLICY",
     "TRAIL_PAGE",
     "WORKER_SECRET_ENV",
     "WORKER_SECRET_FILE_ENV",
@@ -154,8 +169,11 @@ __all__ = [
     "Directory",
     "DirectoryEntry",
     "ErrorCode",
+    "GateAnswer",
     "GateChoice",
+    "GateDeadline",
     "GateEvent",
+    "GatePolicy",
     "GovernedTool",
     "IdentityError",
     "InMemoryNonceLedger",
@@ -171,6 +189,7 @@ __all__ = [
     "PayloadProblem",
     "PolicyDecision",
     "PolicyGate",
+    "PolicyOutcome",
     "PolicyRule",
     "PolicyRuleProvider",
     "Proof",
@@ -197,8 +216,11 @@ __all__ = [
     "check_principal_name",
     "confirm_binding",
     "decide_binding",
+    "describe_duration",
     "digest",
     "directory_entry_toml",
+    "evidence_problem",
+    "evidence_shown",
     "fingerprint",
     "format_scopes",
     "gate_subject",
@@ -222,6 +244,7 @@ __all__ = [
     "shorten",
     "signature_of",
     "start_binding",
+    "tally",
     "to_jsonable",
     "toml_key",
     "tool_binding",

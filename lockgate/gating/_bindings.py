@@ -49,15 +49,24 @@ def gate_subject(target: Mapping[str, Any] | None, choices: Sequence[Mapping[str
 
 
 def decide_binding(
-    graph: str, run: str, execution: str, gate: str, choice: str, subject: str
+    graph: str,
+    run: str,
+    execution: str,
+    gate: str,
+    choice: str,
+    subject: str,
+    evidence: Mapping[str, Any] | None = None,
+    waiver: str | None = None,
 ) -> dict[str, Any]:
     """Answering gate opening ``gate`` (``editor_call#2``) of ``run`` with ``choice``.
 
     ``execution`` is the run's first run id (the same across continue-as-new and resets, new for
     a new execution under the same workflow id); ``subject`` is :func:`gate_subject` of what the
-    approver was shown.
+    approver was shown; ``evidence``, when the gate asks for it, is signed with the answer (an
+    answer without evidence names no ``evidence`` key at all). ``waiver`` is the reason of a
+    waiver: the answer waives the gate's rules, as a holder of the role it may be waived by.
     """
-    return {
+    binding: dict[str, Any] = {
         "kind": "decide",
         "graph": graph,
         "run": run,
@@ -66,6 +75,11 @@ def decide_binding(
         "choice": choice,
         "subject": subject,
     }
+    if evidence is not None:
+        binding["evidence"] = dict(evidence)
+    if waiver is not None:
+        binding["waiver"] = waiver
+    return binding
 
 
 def resume_binding(graph: str, run: str, execution: str, node: str | None) -> dict[str, Any]:
@@ -89,7 +103,11 @@ def confirm_binding(request: str, token: str) -> dict[str, Any]:
 
 
 def answer_binding(
-    gate: Mapping[str, Any], choice: str, execution: str | None = None
+    gate: Mapping[str, Any],
+    choice: str,
+    execution: str | None = None,
+    evidence: Mapping[str, Any] | None = None,
+    waiver: str | None = None,
 ) -> dict[str, Any]:
     """The :func:`decide_binding` of answering ``choice`` to a gate as a run reports it.
 
@@ -99,6 +117,8 @@ def answer_binding(
         choice: The option chosen.
         execution: The execution as the server reports it (a client should pass it: a worker
             may say anything); defaults to the gate's own.
+        evidence: The evidence the gate asks for with ``choice``, if it asks for any.
+        waiver: The reason, when this answer waives the gate.
 
     The subject is computed here from the target and options as shown, never taken from what the
     run says its digest is: a proof approves exactly what its signer was shown.
@@ -111,4 +131,6 @@ def answer_binding(
         str(gate["gate"]),
         choice,
         subject,
+        evidence,
+        waiver,
     )

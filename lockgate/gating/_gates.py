@@ -7,8 +7,10 @@ JSON data (the memo, ``pending``, activity results) through ``to_dict`` and ``fr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from lockgate.gating._policies import SINGLE_POLICY, GateAnswer, GateDeadline, GatePolicy
 
 __all__ = [
     "GateChoice",
@@ -64,6 +66,16 @@ class OpenGate:
             a proof answers what its signer was shown, nothing else.
         makers: The verified principals who drove the work this gate reviews: the nodes run
             since the run started or the previous gate was answered. None of them may approve it.
+        policy: How many distinct approvers it needs, and what their answers decide.
+        answers: The answers counted so far at a gate that needs more than one; each approver
+            counts once.
+        evidence: For each option that requires evidence, what it requires (its model's name,
+            fields and required fields; see :func:`evidence_shown`).
+        waivable_by: The role that may waive it (decide it alone, with a reason), or None.
+        deadline: How long it waits and what then happens, or None.
+        due_at: When its deadline passes (ISO 8601, the run's clock), or None.
+        escalated_from: The role it asked before its deadline escalated it, or None.
+        parent: The parent run (``{graph, run_id, execution}``) of a sub-graph's gate, or None.
     """
 
     graph: str
@@ -77,6 +89,18 @@ class OpenGate:
     execution: str = ""
     subject: str = ""
     makers: tuple[str, ...] = ()
+    policy: GatePolicy = SINGLE_POLICY
+    answers: tuple[GateAnswer, ...] = ()
+    evidence: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    waivable_by: str | None = None
+    deadline: GateDeadline | None = None
+    due_at: str | None = None
+    escalated_from: str | None = None
+    parent: Mapping[str, Any] | None = None
+
+    def answered_by(self, principal: str | None) -> GateAnswer | None:
+        """The answer ``principal`` already gave at this opening, if any."""
+        return next((answer for answer in self.answers if answer.principal == principal), None)
 
     def choice(self, option: str) -> GateChoice | None:
         """The choice named ``option``."""
@@ -88,8 +112,8 @@ class OpenGate:
         return [choice.option for choice in self.choices]
 
     def to_dict(self) -> dict[str, Any]:
-        """As JSON data."""
-        return {
+        """As JSON data; a single-approval gate's has exactly the keys it had before policies."""
+        shown: dict[str, Any] = {
             "graph": self.graph,
             "run_id": self.run,
             "gate": self.gate,
@@ -102,6 +126,21 @@ class OpenGate:
             "subject": self.subject,
             "makers": list(self.makers),
         }
+        if not self.policy.single:
+            shown["policy"] = self.policy.to_dict()
+            shown["answers"] = [answer.to_dict() for answer in self.answers]
+        if self.evidence:
+            shown["evidence"] = {option: dict(needs) for option, needs in self.evidence.items()}
+        if self.waivable_by is not None:
+            shown["waivable_by"] = self.waivable_by
+        if self.deadline is not None:
+            shown["deadline"] = self.deadline.to_dict()
+            shown["due_at"] = self.due_at
+        if self.escalated_from is not None:
+            shown["escalated_from"] = self.escalated_from
+        if self.parent is not None:
+            shown["parent"] = dict(self.parent)
+        return shown
 
     @classmethod
     def from_dict(cls, value: Mapping[str, Any]) -> OpenGate:
@@ -118,6 +157,16 @@ class OpenGate:
             execution=str(value.get("execution") or ""),
             subject=str(value.get("subject") or ""),
             makers=tuple(str(maker) for maker in value.get("makers") or ()),
+            policy=GatePolicy.from_dict(value.get("policy")),
+            answers=tuple(GateAnswer.from_dict(answer) for answer in value.get("answers") or ()),
+            evidence={
+                str(option): dict(needs) for option, needs in (value.get("evidence") or {}).items()
+            },
+            waivable_by=_text(value.get("waivable_by")),
+            deadline=GateDeadline.from_dict(value.get("deadline")),
+            due_at=_text(value.get("due_at")),
+            escalated_from=_text(value.get("escalated_from")),
+            parent=dict(value["parent"]) if isinstance(value.get("parent"), Mapping) else None,
         )
 
 
@@ -154,3 +203,7 @@ class ParkedNode:
             needs=tuple(str(need) for need in value.get("needs") or ()),
             parking=int(value.get("parking") or 1),
         )
+
+
+def _text(value: object) -> str | None:
+    return str(value) if value is not None else None

@@ -7,12 +7,16 @@ Judgements return sentences, never scopes: a refusal names what was missing, not
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from lockgate.gating._actors import Actor
 from lockgate.gating._authority import Authority, answer_refusal_sentence, why_node_refuses
+from lockgate.gating._evidence import evidence_problem
 from lockgate.gating._gates import OpenGate, ParkedNode
 from lockgate.gating._identity_errors import ProofRefused
 from lockgate.gating._limits import shorten
@@ -55,6 +59,8 @@ class Judgement:
     needs: tuple[str, ...] = ()
     leads_to: str | None = None
     operation: str | None = None
+    evidence: Any = None
+    waiver: str | None = None
 
     @classmethod
     def refuse(cls, code: ErrorCode, reason: str, **facts: Any) -> Judgement:
@@ -72,6 +78,8 @@ class Judgement:
             "needs": list(self.needs),
             "leads_to": self.leads_to,
             "operation": self.operation,
+            **({"evidence": self.evidence} if self.evidence is not None else {}),
+            **({"waiver": self.waiver} if self.waiver is not None else {}),
         }
 
     @classmethod
@@ -87,6 +95,8 @@ class Judgement:
             tuple(value.get("needs") or ()),
             value.get("leads_to"),
             value.get("operation"),
+            value.get("evidence"),
+            value.get("waiver"),
         )
 
 
@@ -128,6 +138,7 @@ def judge_answer(
     run: str,
     gate: OpenGate | None,
     spent_nonces: Collection[str] = (),
+    evidence_models: Mapping[str, type[BaseModel]] | None = None,
 ) -> Judgement:
     """Judges an answer to a gate, before anything about it is written.
 
@@ -135,8 +146,15 @@ def judge_answer(
     proof names this graph (``NOT_FOUND``), the run waits for an answer (``GATE_NOT_PENDING``) in
     the execution, at the gate opening and showing the subject the proof names
     (``GATE_NOT_PENDING``), the option is offered (``INVALID_DECISION``), the approver neither
-    opened the gate nor drove the work it reviews (``SELF_APPROVAL_FORBIDDEN``), holds the gate's
-    role (``FORBIDDEN``), and may run the first node the answer leads to (``FORBIDDEN``).
+    opened the gate nor drove the work it reviews (``SELF_APPROVAL_FORBIDDEN``), has not already
+    answered this opening of a gate that needs several approvers (``ALREADY_ANSWERED``), holds
+    the gate's role (``FORBIDDEN``), may run the first node the answer leads to
+    (``FORBIDDEN``), and signed the evidence the gate asks for with that option, valid by its
+    model (``INVALID_EVIDENCE``, naming each field that failed).
+
+    A waiver (an answer naming a ``waiver`` reason) is judged the same way, except that the gate
+    must be waivable (``NOT_WAIVABLE``), the reason given (``VALIDATION_ERROR``), the role held
+    is the one the gate may be waived by, and no evidence is asked: it decides the gate alone.
 
     Args:
         authority: The worker's Directory and verifier.
@@ -146,6 +164,9 @@ def judge_answer(
         run: The run being answered.
         gate: The gate waiting, or None.
         spent_nonces: Nonces this run already accepted.
+        evidence_models: The evidence model each option of ``gate`` requires; an option the
+            gate says requires evidence but that has no model here is refused (unchecked
+            evidence is never accepted).
     """
     proof = _verify(authority, value, "decide", run, spent_nonces)
     if isinstance(proof, ProofRefused):
@@ -200,16 +221,29 @@ def judge_answer(
             f"{', '.join(gate.options)}).",
             actor=actor,
         )
+    waiver = act.get("waiver")
+    if waiver is not None:
+        refused = _not_a_waiver(waiver, gate, act.get("evidence"))
+        if refused is not None:
+            return dataclasses.replace(refused, actor=actor, choice=chosen.option)
     conflict = _four_eyes(actor, gate)
     if conflict is not None:
         return Judgement.refuse(
             ErrorCode.SELF_APPROVAL_FORBIDDEN, conflict + ".", actor=actor, choice=chosen.option
         )
-    if gate.role not in authority.roles_of(actor):
+    counted = _counted_already(actor, gate)
+    if counted is not None:
+        return Judgement.refuse(
+            ErrorCode.ALREADY_ANSWERED, counted + ".", actor=actor, choice=chosen.option
+        )
+    role = gate.role if waiver is None else gate.waivable_by
+    if role not in authority.roles_of(actor):
+        asks = "asks for" if waiver is None else "may be waived by"
         return Judgement.refuse(
             ErrorCode.FORBIDDEN,
-            f"{actor.actor} does not hold the role '{gate.role}' that gate '{gate.gate}' asks "
-            "for, so the answer was not recorded. The gate is still waiting.",
+            f"{actor.actor} does not hold the role '{role}' that gate '{gate.gate}' {asks}, so "
+            f"the {'answer' if waiver is None else 'waiver'} was not recorded. The gate is still "
+            "waiting.",
             actor=actor,
             choice=chosen.option,
         )
@@ -224,7 +258,24 @@ def judge_answer(
             leads_to=chosen.leads_to,
             operation=chosen.operation,
         )
-    return Judgement(True, actor=actor, choice=chosen.option)
+    if waiver is not None:
+        return Judgement(True, actor=actor, choice=chosen.option, waiver=waiver)
+    models = evidence_models or {}
+    if chosen.option in gate.evidence and chosen.option not in models:
+        return Judgement.refuse(
+            ErrorCode.INTERNAL_ERROR,
+            f"Gate '{gate.gate}' asks for evidence with '{chosen.option}', and this worker has no "
+            "model to check it by, so the answer was not recorded.",
+            actor=actor,
+            choice=chosen.option,
+        )
+    evidence = act.get("evidence")
+    problem = evidence_problem(models, chosen.option, evidence)
+    if problem is not None:
+        return Judgement.refuse(
+            ErrorCode.INVALID_EVIDENCE, problem, actor=actor, choice=chosen.option
+        )
+    return Judgement(True, actor=actor, choice=chosen.option, evidence=evidence)
 
 
 def _four_eyes(actor: Actor, gate: OpenGate) -> str | None:
@@ -234,6 +285,44 @@ def _four_eyes(actor: Actor, gate: OpenGate) -> str | None:
     if actor.principal is not None and actor.principal in gate.makers:
         return MADE_THE_WORK.format(actor=actor.actor)
     return None
+
+
+MAX_WAIVER_REASON_CHARS = 2000
+"""The longest reason a waiver may give."""
+
+
+def _not_a_waiver(waiver: object, gate: OpenGate, evidence: object) -> Judgement | None:
+    """Why an answer that says it waives ``gate`` cannot: the gate is not waivable, or the
+    waiver gives no reason (or evidence, which a waiver replaces by its reason)."""
+    if gate.waivable_by is None:
+        return Judgement.refuse(
+            ErrorCode.NOT_WAIVABLE,
+            f"Gate '{gate.gate}' is not waivable: only its approvers' answers decide it.",
+        )
+    if not isinstance(waiver, str) or not waiver.strip() or len(waiver) > MAX_WAIVER_REASON_CHARS:
+        return Judgement.refuse(
+            ErrorCode.VALIDATION_ERROR,
+            f"A waiver of gate '{gate.gate}' gives its reason, as text of 1 to "
+            f"{MAX_WAIVER_REASON_CHARS} characters; this one gives none.",
+        )
+    if evidence is not None:
+        return Judgement.refuse(
+            ErrorCode.INVALID_EVIDENCE,
+            "A waiver carries its reason, not evidence; sign it without evidence.",
+        )
+    return None
+
+
+def _counted_already(actor: Actor, gate: OpenGate) -> str | None:
+    """Why ``actor``'s answer cannot count at ``gate``: they already answered this opening."""
+    earlier = gate.answered_by(actor.principal) if actor.principal is not None else None
+    if earlier is None:
+        return None
+    return (
+        f"{actor.actor} already answered '{earlier.option}' at gate '{gate.gate}', and each "
+        f"approver counts once: its {gate.policy.name} policy needs {gate.policy.approvals} "
+        "different people"
+    )
 
 
 def judge_resume(
@@ -353,6 +442,10 @@ def judge_viewer(
         if conflict is not None:
             because = "requester" if viewer.actor == gate.requester else "maker"
             verdicts.append(ViewerChoice(choice.option, False, because, conflict))
+            continue
+        counted = _counted_already(viewer, gate)
+        if counted is not None:
+            verdicts.append(ViewerChoice(choice.option, False, "answered", counted))
             continue
         if gate.role not in roles:
             verdicts.append(

@@ -21,6 +21,7 @@ __all__ = [
     "MAX_REFUSED_SIGNALS_KEPT",
     "MAX_SHOWN_ANSWER_CHARS",
     "MAX_START_BYTES",
+    "MAX_SUBGRAPH_DEPTH",
     "MAX_WAITING_SETTLES",
     "TRAIL_PAGE",
     "PayloadProblem",
@@ -33,6 +34,9 @@ MAX_ANSWER_BYTES = 16 * 1024
 
 MAX_START_BYTES = 256 * 1024
 """A graph run's start input (its channels, a proof)."""
+
+MAX_SUBGRAPH_DEPTH = 10
+"""How deep sub-graphs nest: a run may start a child that starts a child... ten levels."""
 
 MAX_DEPTH = 32
 """How deeply any caller's JSON may nest."""

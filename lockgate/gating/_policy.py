@@ -11,6 +11,7 @@ from typing import Any, Literal, Protocol
 from lockgate.gating._context import ToolContext
 
 __all__ = [
+    "DEADLINE_CHANNEL",
     "DEFAULT_CHANNEL_POLICIES",
     "FAIL_CLOSED_POLICY",
     "PRIVATE_HOLDINGS",
@@ -66,6 +67,9 @@ class ChannelPolicy:
     signature_is_consent: bool = True
 
 
+DEADLINE_CHANNEL = "(deadline)"
+"""The channel of a gate's deadline when it takes an option: the system's, which nobody sends."""
+
 DEFAULT_CHANNEL_POLICIES: Mapping[str, ChannelPolicy] = {
     "cli": ChannelPolicy(confirmation_requires_signature=True),
     "tui": ChannelPolicy(confirmation_requires_signature=True),
@@ -79,6 +83,9 @@ DEFAULT_CHANNEL_POLICIES: Mapping[str, ChannelPolicy] = {
     # Unsigned callers reaching a worker through Temporal (the `temporal` CLI, the UI, a client
     # with no signer). They hold nothing, so only tools that need no scope run for them.
     "temporal": ChannelPolicy(),
+    # A gate's deadline taking its declared option (the system, never a person). No caller can
+    # name this channel (a start's channel is letters, digits and ._@:-), and it holds nothing.
+    DEADLINE_CHANNEL: ChannelPolicy(),
 }
 """The built-in channels. Any other channel is governed by :data:`FAIL_CLOSED_POLICY`."""
 

@@ -28,6 +28,7 @@ from temporalio.worker import (
     HandleQueryInput,
     HandleUpdateInput,
     StartActivityInput,
+    StartChildWorkflowInput,
     StartLocalActivityInput,
     WorkflowInboundInterceptor,
     WorkflowInterceptorClassInput,
@@ -35,20 +36,29 @@ from temporalio.worker import (
 )
 
 from lockgate.activities import SEAL_HEADER, SealReader, ToolActivityInput, tool_activity_binding
-from lockgate.activities._activity_inputs import JudgeSignalsInput, carry_binding
+from lockgate.activities._activity_inputs import (
+    JudgeSignalsInput,
+    carry_binding,
+    handover_binding,
+)
 from lockgate.activities._sealed_calls import header_text
 from lockgate.gating import Authority
 
 __all__ = [
     "CARRY_SEAL_HEADER",
+    "HANDOVER_SEAL_HEADER",
     "LOCKGATE_WORKFLOW",
     "AuthorityInterceptor",
     "carry_seal",
     "current_authority",
+    "handover_seal",
 ]
 
 CARRY_SEAL_HEADER = "lockgate-carry-seal"
 """The start header that carries the seal on a continued run's carried state."""
+
+HANDOVER_SEAL_HEADER = "lockgate-handover-seal"
+"""The start header that carries the seal on what a parent run hands its sub-graph."""
 
 LOCKGATE_WORKFLOW = "__lockgate_workflow__"
 """The class attribute marking lockgate's own workflows, whose handovers are sealed."""
@@ -66,6 +76,11 @@ def current_authority() -> Authority | None:
 def carry_seal(headers: Mapping[str, Payload]) -> str | None:
     """The seal on this run's carried state, from its start headers."""
     return header_text(headers, CARRY_SEAL_HEADER, workflow.payload_converter())
+
+
+def handover_seal(headers: Mapping[str, Payload]) -> str | None:
+    """The seal on what this sub-graph run's parent handed it, from its start headers."""
+    return header_text(headers, HANDOVER_SEAL_HEADER, workflow.payload_converter())
 
 
 def _is_lockgate_workflow() -> bool:
@@ -121,6 +136,18 @@ class _SealingOutbound(WorkflowOutboundInterceptor):
             binding = tool_activity_binding(info.workflow_id, info.run_id, input.activity, call)
             seal = self.authority.sealer.seal("tool-activity", binding)
             input.headers = {**input.headers, SEAL_HEADER: self._payload(seal)}
+
+    def start_child_workflow(self, input: StartChildWorkflowInput) -> Any:
+        # A sub-graph believes who its parent handed it only under this seal, bound to the
+        # parent run the server will name to the child and to the child's workflow id.
+        start = input.args[0] if len(input.args) == 1 else None
+        handed = getattr(start, "handed", None)
+        if handed is not None and self._sealing():
+            info = workflow.info()
+            binding = handover_binding(input.id, info.workflow_id, info.run_id, handed)
+            seal = self.authority.sealer.seal("handover", binding)
+            input.headers = {**input.headers, HANDOVER_SEAL_HEADER: self._payload(seal)}
+        return self.next.start_child_workflow(input)
 
     def continue_as_new(self, input: ContinueAsNewInput) -> NoReturn:
         start = input.args[0] if len(input.args) == 1 else None

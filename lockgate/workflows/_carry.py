@@ -49,6 +49,10 @@ class CarriedState:
     refused_signals_dropped: int = 0
     inbox: list[dict[str, Any]] = field(default_factory=list)
     """Signals the run received and had not judged yet: the next run judges them first."""
+    depth: int = 0
+    """How deep the run nests under parent runs (a sub-graph's), 0 for none."""
+    parent: dict[str, Any] | None = None
+    """The parent run that started this one as a sub-graph, if any."""
 
     def to_dict(self) -> dict[str, Any]:
         """As the JSON object the next run's start input carries."""
@@ -81,6 +85,7 @@ class CarriedState:
             "makers": self.makers,
             "refused_signals_dropped": self.refused_signals_dropped,
             "inbox": self.inbox,
+            **({"depth": self.depth, "parent": self.parent} if self.parent is not None else {}),
         }
 
     @classmethod
@@ -115,6 +120,8 @@ class CarriedState:
                 makers=[str(name) for name in value.get("makers", [])],
                 refused_signals_dropped=int(value.get("refused_signals_dropped", 0)),
                 inbox=[_signal_entry(entry) for entry in value.get("inbox", [])],
+                depth=int(value.get("depth", 0)),
+                parent=dict(value["parent"]) if value.get("parent") is not None else None,
             )
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
             raise CarriedStateError(f"it cannot be read ({type(error).__name__})") from None

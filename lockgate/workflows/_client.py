@@ -15,13 +15,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Mapping
-from datetime import timedelta
 from typing import Any, cast
 
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
-    WorkflowFailureError,
     WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
@@ -34,35 +32,29 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from lockgate.contracts import PendingGate, RunView
+from lockgate.contracts import RunView
 from lockgate.gating import (
-    Actor,
     Authority,
     Directory,
     ErrorCode,
-    OpenGate,
     Signer,
     answer_binding,
-    judge_viewer,
     resume_binding,
     start_binding,
 )
-from lockgate.workflows._catalogue import describe_worker
 from lockgate.workflows._client_support import (
     DEFAULT_TASK_QUEUE,
     describe_run,
+    graph_name,
     plain_refusal,
-    quote_literal,
     refusal,
     status_name,
     summary_of,
     update_refusal,
 )
-from lockgate.workflows._declare import graph_spec
-from lockgate.workflows._failures import outcome_of
+from lockgate.workflows._client_views import QUERY_TIMEOUT, RunViews
 from lockgate.workflows._graph_inputs import StartGraphInput
 from lockgate.workflows._search_attributes import (
-    LOCKGATE_AWAITING,
     LOCKGATE_GRAPH,
     LOCKGATE_STATE,
 )
@@ -70,24 +62,12 @@ from lockgate.workflows._search_attributes import (
 __all__ = ["GraphClient"]
 
 
-_QUERY_TIMEOUT = timedelta(seconds=10)
-"""How long a client waits for a run's worker to say what the run waits for."""
-
 _FIRST_PAUSE = 0.005
 _LONGEST_PAUSE = 0.05
 """Seconds between two ``show`` queries while a client waits for a run to settle."""
 
 
-def _graph_name(graph: str | type) -> str:
-    if isinstance(graph, str):
-        return graph
-    spec = graph_spec(graph)
-    if spec is None:
-        raise TypeError(f"{graph!r} is not a @graph class")
-    return spec.name
-
-
-class GraphClient:
+class GraphClient(RunViews):
     """Starts and drives graph runs on a task queue.
 
     Args:
@@ -136,7 +116,7 @@ class GraphClient:
         The run's id is ``<graph>-<12 hex>`` unless given. Inputs that are not channels of the
         graph are dropped by the run (listed in ``ignored_inputs``).
         """
-        name = _graph_name(graph)
+        name = graph_name(graph)
         run_id = run_id or f"{name}-{uuid.uuid4().hex[:12]}"
         inputs = dict(inputs)
         proof = None
@@ -227,23 +207,34 @@ class GraphClient:
         handle = self.client.get_workflow_handle(run_id)
         pause = _FIRST_PAUSE
         while True:
-            shown: RunView = await handle.query(
-                "show", result_type=dict, rpc_timeout=_QUERY_TIMEOUT
-            )
+            shown: RunView = await handle.query("show", result_type=dict, rpc_timeout=QUERY_TIMEOUT)
             if int(shown.get("settles", 0)) > after:
                 return shown
             await asyncio.sleep(pause)
             pause = min(pause * 1.5, _LONGEST_PAUSE)
 
-    async def decide(self, run_id: str, choice: str) -> RunView:
+    async def decide(
+        self,
+        run_id: str,
+        choice: str,
+        *,
+        evidence: Mapping[str, Any] | None = None,
+        waiver: str | None = None,
+    ) -> RunView:
         """Answers the gate open on ``run_id`` with ``choice``, as the signer.
 
         The answer names the gate the run's worker reports, the execution the server reports,
         and a digest of what the gate shows (its target and options); it is refused if any of
-        them has changed by the time it arrives. Returns the run once it settles again, or the
-        refusal (nothing written).
+        them has changed by the time it arrives. ``evidence`` is what the gate asks for with
+        ``choice`` (see the gate's ``evidence``), signed with the answer. ``waiver`` is the
+        reason when the signer waives the gate (see :meth:`waive`). Returns the run once it
+        settles again, or the refusal (nothing written).
         """
-        signed = await self.sign_decide(run_id, choice) if self.signer is not None else None
+        signed = (
+            await self.sign_decide(run_id, choice, evidence=evidence, waiver=waiver)
+            if self.signer is not None
+            else None
+        )
         if signed is not None and "error" in signed:
             return cast(RunView, signed)  # a refusal: nothing was signed
         answer = signed if signed is not None else {"choice": choice}
@@ -299,18 +290,40 @@ class GraphClient:
             run_id,
         )
 
-    async def sign_decide(self, run_id: str, choice: str) -> dict[str, Any]:
+    async def waive(self, run_id: str, choice: str, reason: str) -> RunView:
+        """Waives the gate open on ``run_id``, taking ``choice``, for ``reason``, as the signer.
+
+        Only a gate declared ``waivable_by`` a role the signer holds may be waived; the waiver
+        decides it alone, whatever its policy and evidence, and is a trail row of its own.
+        """
+        return await self.decide(run_id, choice, waiver=reason)
+
+    async def sign_decide(
+        self,
+        run_id: str,
+        choice: str,
+        *,
+        evidence: Mapping[str, Any] | None = None,
+        waiver: str | None = None,
+    ) -> dict[str, Any]:
         """The signed answer to paste into the Temporal UI's or CLI's ``decide``, or a refusal.
 
         It answers the gate open now, in this execution, as it shows now, and is good for the
         worker's proof window, once.
         """
-        binding = await self.decide_binding(run_id, choice)
+        binding = await self.decide_binding(run_id, choice, evidence=evidence, waiver=waiver)
         if "error" in binding:
             return binding
         return self._signer().sign(binding)
 
-    async def decide_binding(self, run_id: str, choice: str) -> dict[str, Any]:
+    async def decide_binding(
+        self,
+        run_id: str,
+        choice: str,
+        *,
+        evidence: Mapping[str, Any] | None = None,
+        waiver: str | None = None,
+    ) -> dict[str, Any]:
         """What an answer of ``choice`` to the gate open on ``run_id`` authorizes, for a proof
         signed elsewhere (a passkey in the inbox), or a refusal. Signs nothing."""
         found = await self._awaiting(run_id)
@@ -336,7 +349,9 @@ class GraphClient:
                 f"{', '.join(map(str, gate.get('options', [])))}).",
                 run_id=run_id,
             )
-        return answer_binding(gate, choice, execution=found["execution"])
+        return answer_binding(
+            gate, choice, execution=found["execution"], evidence=evidence, waiver=waiver
+        )
 
     async def sign_resume(self, run_id: str) -> dict[str, Any]:
         """The signed resume to paste into the Temporal UI's or CLI's ``resume``, or a refusal."""
@@ -377,7 +392,7 @@ class GraphClient:
         handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
         # Asked at once, believed only once the server's description says the run is ours.
         asking = asyncio.ensure_future(
-            handle.query("awaiting", result_type=dict, rpc_timeout=_QUERY_TIMEOUT)
+            handle.query("awaiting", result_type=dict, rpc_timeout=QUERY_TIMEOUT)
         )
         try:
             return await self._judge_awaiting(run_id, handle, asking)
@@ -435,148 +450,3 @@ class GraphClient:
             "parked": reported.get("parked"),
             "closed": None,
         }
-
-    async def show(
-        self, run_id: str, *, trail_from: int | None = None, trail_limit: int | None = None
-    ) -> RunView:
-        """The run: status, state, channels, trail, open gate, budgets (a finished run's result).
-
-        A running run shows a page of its trail (the newest rows unless ``trail_from``;
-        ``trail_total`` says how many there are); a finished run's result has all of it.
-        """
-        handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
-        description = await describe_run(handle)
-        if isinstance(description, dict):
-            return description
-        if description.status != WorkflowExecutionStatus.RUNNING:
-            try:
-                result: RunView = await self.client.get_workflow_handle(
-                    run_id, result_type=dict
-                ).result()
-                return result
-            except WorkflowFailureError as error:
-                outcome = outcome_of(error)  # a refused run: what it would have returned
-                if outcome is not None:
-                    return cast(RunView, outcome)
-                return refusal(
-                    ErrorCode.INTERNAL_ERROR,
-                    f"Run '{run_id}' ended {status_name(description.status)}: {error}",
-                    run_id=run_id,
-                )
-            except Exception as error:  # the run failed or was terminated: say how
-                return refusal(
-                    ErrorCode.INTERNAL_ERROR,
-                    f"Run '{run_id}' ended {status_name(description.status)}: {error}",
-                    run_id=run_id,
-                )
-        page: dict[str, Any] = {}
-        if trail_from is not None:
-            page["trail_from"] = trail_from
-        if trail_limit is not None:
-            page["trail_limit"] = trail_limit
-        try:
-            shown: RunView = await handle.query(
-                "show", page or None, result_type=dict, rpc_timeout=_QUERY_TIMEOUT
-            )
-        except (WorkflowQueryFailedError, RPCError) as error:
-            # A run whose task is failing (or with no worker) cannot answer; say so plainly.
-            return refusal(
-                ErrorCode.INTERNAL_ERROR,
-                f"Run '{run_id}' did not answer `show` ({error}); is a lockgate worker serving "
-                f"'{description.task_queue}', and is the run's task failing? The Temporal UI "
-                "shows its history.",
-                run_id=run_id,
-            )
-        return shown
-
-    async def pending(self, of: str | None = None, viewer: str | None = None) -> list[PendingGate]:
-        """Open gates across runs, read from search attributes and memo (no worker needed).
-
-        Args:
-            of: Only gates asking this role.
-            viewer: A principal: each option says whether they ``may`` take it and ``why_not``
-                (judged against the client's Directory). Defaults to the signer.
-
-        Returns:
-            One row per open gate, each option with ``leads_to`` and ``needs``.
-        """
-        # Only runs on this client's task queue: anyone may start a workflow of their own named
-        # like a graph, with lockgate's memo and search attributes, but not on these workers.
-        query = (
-            f"{LOCKGATE_STATE.name} = 'waiting' AND ExecutionStatus = 'Running' "
-            f"AND TaskQueue = {quote_literal(self.task_queue)}"
-        )
-        if of is not None:
-            query += f" AND {LOCKGATE_AWAITING.name} = {quote_literal(of)}"
-        viewer = viewer if viewer is not None else (self.signer.principal if self.signer else None)
-        authority = self._viewer_judge
-        rows: list[PendingGate] = []
-        async for execution in self.client.list_workflows(query):
-            memo = await execution.memo()
-            gate_memo = memo.get("lockgate_gate")
-            if not isinstance(gate_memo, dict):
-                continue
-            try:
-                gate = OpenGate.from_dict(gate_memo)
-            except (KeyError, TypeError, ValueError):
-                continue
-            if gate.graph != execution.workflow_type or gate.run != execution.id:
-                continue
-            if not await self._names_its_execution(execution.id, execution.run_id, gate):
-                continue
-            row = cast(PendingGate, gate.to_dict())
-            row["options"] = gate.options
-            row["target"] = gate_memo.get("target")
-            row["opened_at"] = gate_memo.get("opened_at")
-            if viewer is not None and authority is not None:
-                actor = Actor(viewer, True, "cli", viewer, "viewing")
-                summary, verdicts = judge_viewer(authority, actor, gate)
-                row["viewer"] = {
-                    "principal": viewer,
-                    "is_requester": summary["is_requester"],
-                    "made_the_work": summary["made_the_work"],
-                    "verified": summary["verified"],
-                }
-                for shown, verdict in zip(row["choices"], verdicts, strict=True):
-                    shown["may"] = verdict.may
-                    shown["because"] = verdict.because
-                    shown["why_not"] = verdict.why_not
-            rows.append(row)
-        return rows
-
-    async def _names_its_execution(self, run_id: str, current_run: str, gate: OpenGate) -> bool:
-        """Whether a gate memo names its run's execution: only the run's worker can write that
-        (a starter's memo is written before the server picks the run id)."""
-        if gate.execution == current_run:
-            return True
-        # A run continued as new: its execution is its chain's first run id.
-        described = await self.client.get_workflow_handle(run_id, run_id=current_run).describe()
-        return gate.execution == described.raw_description.workflow_execution_info.first_run_id
-
-    async def list(self, graph: str | type | None = None) -> list[dict[str, Any]]:
-        """Every lockgate run (of ``graph``), newest visibility first as the server returns them."""
-        query = (
-            f"{LOCKGATE_GRAPH.name} = {quote_literal(_graph_name(graph))}"
-            if graph is not None
-            else f"{LOCKGATE_GRAPH.name} IS NOT NULL"
-        )
-        rows = []
-        async for execution in self.client.list_workflows(query):
-            attributes = execution.typed_search_attributes
-            rows.append(
-                {
-                    "run_id": execution.id,
-                    "graph": attributes.get(LOCKGATE_GRAPH),
-                    "status": attributes.get(LOCKGATE_STATE),
-                    "awaiting": attributes.get(LOCKGATE_AWAITING),
-                    "started_at": execution.start_time.isoformat()
-                    if execution.start_time
-                    else None,
-                    "execution": execution.status.name.lower() if execution.status else None,
-                }
-            )
-        return rows
-
-    async def catalogue(self) -> dict[str, Any]:
-        """The tools and graphs the workers on this task queue serve (a query; no run per call)."""
-        return await describe_worker(self.client, self.task_queue)

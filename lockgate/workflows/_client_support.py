@@ -18,10 +18,12 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from lockgate.contracts import RunView, ToolCallResult
 from lockgate.gating import ErrorCode, ToolResult
+from lockgate.workflows._declare import graph_spec
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
     "describe_run",
+    "graph_name",
     "plain_refusal",
     "quote_literal",
     "refusal",
@@ -103,3 +105,13 @@ def summary_of(inputs: Mapping[str, Any]) -> str:
         if isinstance(value, str) and value:
             return value[:80]
     return "run"
+
+
+def graph_name(graph: str | type) -> str:
+    """A graph's name, given it or its ``@graph`` class."""
+    if isinstance(graph, str):
+        return graph
+    spec = graph_spec(graph)
+    if spec is None:
+        raise TypeError(f"{graph!r} is not a @graph class")
+    return spec.name

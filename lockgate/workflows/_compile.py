@@ -18,6 +18,14 @@ from pydantic import BaseModel
 
 from lockgate.activities import ToolDefinition, definition_of, is_tool
 from lockgate.gating import to_jsonable
+from lockgate.workflows._compile_asks import (
+    ask_deadline,
+    ask_evidence,
+    ask_policy,
+    ask_waiver,
+    check_deadline_takes,
+)
+from lockgate.workflows._compile_subgraphs import check_outcomes_routed, compile_subgraph
 from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
 from lockgate.workflows._declare import (
     Appends,
@@ -26,6 +34,7 @@ from lockgate.workflows._declare import (
     GraphDeclarationError,
     GraphSpec,
     Node,
+    Subgraph,
     Target,
     graph_spec,
 )
@@ -130,6 +139,8 @@ class _Compiler:
 
     def node(self, candidate: object, role: str = "node") -> str:
         """The state of a node, compiling it on first sight."""
+        if isinstance(candidate, Subgraph):
+            return self._subgraph(candidate)
         if not callable(candidate) or not is_tool(candidate):
             raise self.fail(
                 f": {role} {_label(candidate)} is not a usable tool: decorate it with "
@@ -140,7 +151,9 @@ class _Compiler:
         definition = definition_of(candidate)
         state = definition.name.rsplit(":", 1)[-1]
         other = self.node_states.get(state)
-        if other is not None and other.definition.handler is not definition.handler:
+        if other is not None and (
+            other.definition is None or other.definition.handler is not definition.handler
+        ):
             raise self.fail(
                 f": two nodes compile to the same state '{state}' ({other.tool} and "
                 f"{definition.name}). Tool names must differ after the last colon."
@@ -174,6 +187,20 @@ class _Compiler:
         self.state_of_node[candidate] = state
         self._enums_of[state] = decides_candidates
         return state
+
+    def _subgraph(self, declared: Subgraph) -> str:
+        if declared in self.state_of_node:
+            return self.state_of_node[declared]
+        node, enums = compile_subgraph(self.where, declared, self.model, _COMPILING, _compile_class)
+        if node.state in self.node_states:
+            raise self.fail(
+                f": two nodes compile to the same state '{node.state}' "
+                f"({self.node_states[node.state].tool} and {node.tool})."
+            )
+        self.node_states[node.state] = node
+        self.state_of_node[declared] = node.state
+        self._enums_of[node.state] = enums
+        return node.state
 
     def _outputs(
         self, state: str, definition: ToolDefinition
@@ -289,6 +316,8 @@ class _Compiler:
                     "route every option."
                 )
         self._no_ungated_cycle(edges, routes, asks)
+        check_deadline_takes(self.where, asks, routes, nodes)
+        check_outcomes_routed(self.where, nodes, self._enums_of, routes)
         used = {start} | {t.to for t in edges.values()}
         used |= {t.to for table in routes.values() for t in table.values()}
         used |= {t.then_ask for table in routes.values() for t in table.values() if t.then_ask}
@@ -326,6 +355,10 @@ class _Compiler:
             terminals=terminals,
             budgets=budgets,
             allow_unsigned_start=spec.allow_unsigned_start,
+            nesting=max(
+                (node.subgraph.nesting + 1 for node in nodes.values() if node.subgraph),
+                default=0,
+            ),
         )
 
     def _ask(self, ask: Ask) -> None:
@@ -339,12 +372,18 @@ class _Compiler:
                 f": Ask({options.__name__}) names no role (of=...): say who answers it."
             )
         state = _snake(options.__name__)
+        evidence, evidence_into = ask_evidence(self.where, ask, self.model.model_fields)
         self.asks[options] = CompiledAsk(
             state=state,
             options_enum=options,
             role=ask.of,
             because=ask.because,
             options=tuple(_case_code(case) for case in options),
+            policy=ask_policy(self.where, ask),
+            evidence=evidence,
+            evidence_into=evidence_into,
+            waivable_by=ask_waiver(self.where, ask),
+            deadline=ask_deadline(self.where, ask),
         )
 
     def target(self, candidate: object, role: str) -> str:
@@ -445,6 +484,7 @@ class _Compiler:
                     {member.value: str(member.value) for member in enum_type}
                 ),
                 needs=node.needs,
+                subgraph=node.subgraph,
             )
         return nodes
 
@@ -534,4 +574,22 @@ def compile_graph(cls: type | str) -> CompiledGraph:
             f"Class {_label(resolved)} is not a declared graph: add @graph(name, description, "
             "start=...)."
         )
-    return _Compiler(resolved, spec).compile()
+    return _compile_class(resolved)
+
+
+_COMPILING: list[type] = []
+"""The graph classes being compiled, outermost first: a sub-graph among them includes itself."""
+
+
+def _compile_class(cls: type) -> CompiledGraph:
+    spec = graph_spec(cls)
+    if spec is None:
+        raise GraphDeclarationError(
+            f"Class {_label(cls)} is not a declared graph: add @graph(name, description, "
+            "start=...)."
+        )
+    _COMPILING.append(cls)
+    try:
+        return _Compiler(cls, spec).compile()
+    finally:
+        _COMPILING.pop()

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from lockgate.activities import ToolDefinition
+from lockgate.gating import SINGLE_POLICY, GateDeadline, GatePolicy
 
 __all__ = [
     "CompiledAsk",
@@ -49,28 +50,41 @@ class CompiledNode:
         route_cases: Its members' values, each to its case: the workflow looks a decision up
             here and never calls the enum (user code) itself.
         needs: Scopes it needs (alternatives); empty: anyone may run it.
+        subgraph: For a node that runs another graph as a child workflow, that graph (then
+            ``definition`` is None, ``tool`` is the child graph's name, ``reads`` and
+            ``writes`` the channels both graphs declare, ``decides_on`` its outcome channel).
     """
 
     state: str
     tool: str
-    definition: ToolDefinition
+    definition: ToolDefinition | None
     reads: tuple[str, ...]
     writes: tuple[str, ...]
     decides_on: str | None
     route_enum: type[enum.Enum] | None
     route_cases: Mapping[Any, str]
     needs: tuple[str, ...]
+    subgraph: CompiledGraph | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class CompiledAsk:
-    """A gate: its state code, options, the role it asks for and why."""
+    """A gate: its state code, options, the role it asks for, why, and its approval policy."""
 
     state: str
     options_enum: type[enum.Enum]
     role: str
     because: str
     options: tuple[str, ...]
+    policy: GatePolicy = SINGLE_POLICY
+    evidence: Mapping[str, type[BaseModel]] = field(default_factory=dict)
+    """The evidence model each option that needs one requires."""
+    evidence_into: str | None = None
+    """The channel the evidence of the answers that decided the gate is written to."""
+    waivable_by: str | None = None
+    """The role whose holder may waive the gate, with a reason; None: it is not waivable."""
+    deadline: GateDeadline | None = None
+    """How long the gate waits, and what then happens."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +110,16 @@ class CompiledGraph:
     terminals: frozenset[str]
     budgets: Mapping[str, int] = field(default_factory=dict)
     allow_unsigned_start: bool = False
+    nesting: int = 0
+    """How many levels of sub-graphs run below this graph (0: it runs none)."""
+
+    def subgraphs(self) -> list[CompiledGraph]:
+        """Every graph this one runs as a child, at any depth."""
+        found: list[CompiledGraph] = []
+        for node in self.nodes.values():
+            if node.subgraph is not None:
+                found += [node.subgraph, *node.subgraph.subgraphs()]
+        return found
 
     @property
     def needs_signed_start(self) -> bool:
@@ -129,5 +153,10 @@ class CompiledGraph:
             "target": self.target,
             "nodes": {state: node.tool for state, node in self.nodes.items()},
             "asks": {state: ask.role for state, ask in self.asks.items()},
+            "policies": {
+                state: ask.policy.to_dict()
+                for state, ask in self.asks.items()
+                if not ask.policy.single
+            },
             "needs_signed_start": self.needs_signed_start,
         }

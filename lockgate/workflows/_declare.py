@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 __all__ = [
+    "DUAL",
+    "SINGLE",
     "Appends",
+    "ApprovalPolicy",
     "Ask",
     "Because",
+    "Deadline",
+    "Dual",
     "Edge",
     "GraphDeclarationError",
     "GraphSpec",
+    "Quorum",
     "Route",
+    "Subgraph",
     "Target",
     "graph",
     "graph_spec",
@@ -23,9 +33,6 @@ __all__ = [
 _Class = TypeVar("_Class", bound=type)
 
 _SPEC_ATTRIBUTE = "__lockgate_graph__"
-
-Node = Callable[..., Any]
-"""A node is a ``@tool`` function."""
 
 
 class GraphDeclarationError(TypeError):
@@ -65,16 +72,144 @@ class Route:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalPolicy:
+    """How many distinct approvers a gate needs, and what their answers decide.
+
+    Use :data:`SINGLE`, :data:`DUAL`, :func:`Dual` or :func:`Quorum` rather than this class.
+    Every approver is judged by every rule a single answer is (verified, neither the requester
+    nor a maker of the work, holds the role, may run what the answer leads to), and counts once.
+
+    Attributes:
+        name: ``single``, ``dual`` or ``quorum``.
+        approvals: How many distinct approvers must give the same answer (m).
+        panel: At most how many distinct approvers answer (n); None: anyone of the role, until
+            one answer has ``approvals``.
+        rejection: The option that says no (an enum case of the gate's options).
+        any_rejection_rejects: One approver answering ``rejection`` decides the gate alone.
+    """
+
+    name: str = "single"
+    approvals: int = 1
+    panel: int | None = None
+    rejection: enum.Enum | None = None
+    any_rejection_rejects: bool = False
+
+
+SINGLE = ApprovalPolicy()
+"""One verified approver of the role decides (the default)."""
+
+
+def Dual(
+    rejection: enum.Enum | None = None, *, any_rejection_rejects: bool = False
+) -> ApprovalPolicy:
+    """Two different verified approvers must give the same answer.
+
+    Args:
+        rejection: The option that says no.
+        any_rejection_rejects: One approver answering ``rejection`` decides the gate alone.
+    """
+    return ApprovalPolicy("dual", 2, None, rejection, any_rejection_rejects)
+
+
+DUAL = Dual()
+"""Two different verified approvers must give the same answer; a disagreement waits for a
+third who agrees with one of them."""
+
+
+def Quorum(
+    approvals: int,
+    of_n: int | None = None,
+    *,
+    rejection: enum.Enum | None = None,
+    any_rejection_rejects: bool = False,
+) -> ApprovalPolicy:
+    """``approvals`` (m) distinct approvers of the role must give the same answer.
+
+    Args:
+        approvals: m, the matching answers that decide.
+        of_n: n, the panel: at most this many distinct approvers answer. Once their answers can
+            no longer reach m for any option, ``rejection`` is taken (so a panel needs one).
+        rejection: The option that says no.
+        any_rejection_rejects: One approver answering ``rejection`` decides the gate alone.
+    """
+    return ApprovalPolicy("quorum", approvals, of_n, rejection, any_rejection_rejects)
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """How long a gate waits for its decision, and what then happens: exactly one of
+    ``escalate_to`` (a new opening of the gate asks that role, alone) or ``take`` (the gate takes
+    that option, recorded as the deadline's, never as a person's).
+
+    The wait is a durable Temporal timer: it survives worker and server restarts, and a run
+    that moves to a new history keeps its due time.
+
+    Example::
+
+        Ask(Release, of="officer", policy=DUAL,
+            deadline=Deadline(timedelta(hours=48), escalate_to="finance_lead"))
+    """
+
+    after: timedelta
+    escalate_to: str | None = None
+    take: enum.Enum | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Ask:
     """A human gate: its options are the cases of ``options``; ``of`` is the approver's role.
 
     An answer is accepted only from a verified approver who holds ``of``, is not who opened the
-    gate, and may run the first node the answer leads to.
+    gate nor drove the work it reviews, and may run the first node the answer leads to.
+    ``policy`` says how many such approvers the gate needs (:data:`SINGLE` by default).
+
+    ``evidence`` is a pydantic model every answer must carry, signed with it (or a mapping from
+    the options that need one to their model); it is validated before the answer is accepted,
+    recorded in the trail, and the evidence of the answers that decided the gate is written to
+    the channel ``evidence_into`` (a list of ``{by, answer, evidence}``), where the node the
+    answer leads to reads it.
+
+    ``waivable_by`` names a higher role whose holder may waive the gate: decide it alone,
+    whatever its policy and evidence, giving a reason (a trail row of its own, ``waived``). A
+    gate without it refuses waivers (``NOT_WAIVABLE``).
+
+    ``deadline`` (a :class:`Deadline`) says how long the gate waits and what then happens.
     """
 
     options: type[enum.Enum]
     of: str
     because: str = ""
+    policy: ApprovalPolicy = SINGLE
+    evidence: type[BaseModel] | Mapping[enum.Enum, type[BaseModel]] | None = None
+    evidence_into: str | None = None
+    waivable_by: str | None = None
+    deadline: Deadline | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Subgraph:
+    """A node that runs another declared graph as a child workflow, and waits for it.
+
+    The child starts with the parent's channels it also declares, driven (and requested) by
+    whoever drives the parent there: authority passes down, never up. Its gates appear in
+    ``pending`` naming the parent. When it ends, its channels that the parent also declares
+    land in the parent, and the enum in its ``outcome`` channel picks the parent's
+    :class:`Route`. Cancelling the parent cancels the child. A graph may not include itself,
+    and sub-graphs nest at most ten deep.
+
+    Example::
+
+        execute = Subgraph(PaymentExecute, outcome="outcome")
+        @graph(..., routes=[Route(Release.RELEASE, to=execute),
+                            Route(Outcome.SENT, to=notify), Route(Outcome.BOUNCED, to=chase)])
+    """
+
+    graph: type
+    outcome: str | None = None
+
+
+Node = Callable[..., Any] | Subgraph
+"""A node is a ``@tool`` function, or a :class:`Subgraph`."""
 
 
 @dataclass(frozen=True, slots=True)

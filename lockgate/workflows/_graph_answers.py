@@ -9,8 +9,10 @@ is a code and a sentence, audited once, with no stack trace. Queries write nothi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
+from pydantic import BaseModel
 from temporalio import workflow
 
 from lockgate.activities import Refusal
@@ -31,7 +33,7 @@ from lockgate.gating import (
 from lockgate.workflows._authority_context import carry_seal, current_authority
 from lockgate.workflows._graph_inputs import one_answer, settle_input, show_input
 from lockgate.workflows._graph_signals import GraphSignals
-from lockgate.workflows._graph_state import invalid
+from lockgate.workflows._graph_state import GivenAnswer, invalid
 
 __all__ = ["GraphAnswers"]
 
@@ -52,6 +54,10 @@ class GraphAnswers(GraphSignals):
         await workflow.wait_condition(lambda: self._carry != "pending")
         proof = Proof.parse(args[0])
         choice = str(proof.authorizes["choice"])
+        actor = Actor.of_proof(proof)
+        while self._gate is not None and not self._gate.policy.single and self._answer is not None:
+            # Several approvers: one accepted before this one is counted first.
+            await workflow.wait_condition(lambda: self._answer is None)
         gate = self._gate
         if gate is None or self._answer is not None or proof.authorizes.get("gate") != gate.gate:
             # Another answer got in first, after this one was validated in the same task.
@@ -59,7 +65,13 @@ class GraphAnswers(GraphSignals):
                 ErrorCode.GATE_NOT_PENDING.value,
                 f"Run '{self._run_id}' is not waiting for a decision.",
             )
-        actor = Actor.of_proof(proof)
+        if gate.answered_by(actor.principal) is not None:
+            # The same approver twice in one task: validated alike, counted once.
+            raise Refusal(
+                ErrorCode.ALREADY_ANSWERED.value,
+                f"{actor.actor} already answered at gate '{gate.gate}', and each approver "
+                "counts once.",
+            )
         _audit(
             "gate.decide",
             True,
@@ -69,7 +81,9 @@ class GraphAnswers(GraphSignals):
             gate=gate.gate,
             answer=choice,
         )
-        self._answer = (choice, actor)
+        self._answer = GivenAnswer(
+            choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
+        )
         return await self._after_settling(self._settles)
 
     @decide.validator
@@ -85,8 +99,9 @@ class GraphAnswers(GraphSignals):
                 answer,
                 graph=self._graph.name,
                 run=self._run_id,
-                gate=self._gate if self._answer is None else None,
+                gate=self._gate_to_judge(),
                 spent_nonces=self._spent,
+                evidence_models=self._evidence_models(),
             )
         )
         if not judgement.accepted:
@@ -154,6 +169,12 @@ class GraphAnswers(GraphSignals):
                 judgement,
                 node=self._parked.node if self._parked else None,
             )
+
+    def _evidence_models(self) -> Mapping[str, type[BaseModel]]:
+        """The evidence models of the gate open now (none when no gate is)."""
+        if self._gate is None or self._gate.ask not in self._graph.asks:
+            return {}
+        return self._graph.asks[self._gate.ask].evidence
 
     def _answerable(self) -> bool:
         return self._gate is not None and self._answer is None and self._carry != "pending"

@@ -37,7 +37,7 @@ __all__ = [
 MAX_CARRIED_BYTES = 1_900_000
 """A continued run's start (its carried state) must still fit Temporal's ~2 MB payload limit."""
 
-_START_KEYS = ("inputs", "proof", "channel", "version", "carried")
+_START_KEYS = ("inputs", "proof", "channel", "version", "carried", "handed")
 
 
 @dataclass
@@ -54,6 +54,9 @@ class StartGraphInput:
             any other is refused (older versions only finish their runs).
         carried: State carried over by continue-as-new: lockgate's own, honoured only under the
             seal of the deployment's workers.
+        handed: What a parent run hands the sub-graph it starts (who drives it, how deep it
+            nests, the parent): lockgate's own, honoured only under the seal of the
+            deployment's workers, for exactly that parent run and this child.
     """
 
     inputs: dict[str, Any] = field(default_factory=dict)
@@ -61,6 +64,7 @@ class StartGraphInput:
     channel: str = "temporal"
     version: int | None = None
     carried: dict[str, Any] | None = None
+    handed: dict[str, Any] | None = None
 
 
 @dataclass
@@ -124,7 +128,10 @@ def parse_start(starts: Sequence[Any]) -> tuple[StartGraphInput, PayloadProblem 
         return StartGraphInput(), _invalid("'version' must be a whole number.")
     if carried is not None and not isinstance(carried, dict):
         return StartGraphInput(), _invalid("'carried' is lockgate's own: leave it out.")
-    return StartGraphInput(inputs, proof, channel or "temporal", version, carried), None
+    handed = raw.get("handed")
+    if handed is not None and (not isinstance(handed, dict) or carried is not None):
+        return StartGraphInput(), _invalid("'handed' is lockgate's own: leave it out.")
+    return StartGraphInput(inputs, proof, channel or "temporal", version, carried, handed), None
 
 
 def one_answer(args: Sequence[Any], update: str) -> tuple[Any, PayloadProblem | None]:

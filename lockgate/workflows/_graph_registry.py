@@ -42,6 +42,10 @@ class GraphRegistry:
                 "new shape."
             )
         versions[compiled.version] = compiled
+        for child in compiled.subgraphs():
+            # A sub-graph runs on the worker that runs its parent.
+            if child.version not in self._graphs.get(child.name, {}):
+                self.add(child)
         return compiled
 
     def names(self) -> list[str]:
@@ -69,6 +73,12 @@ class GraphRegistry:
         """The channel model of ``name`` at ``version``, or None if it is not served here."""
         compiled = self._graphs.get(name, {}).get(version)
         return compiled.model if compiled is not None else None
+
+    def evidence(self, name: str, version: int | None, ask: str) -> dict[str, type[BaseModel]]:
+        """The evidence models of gate ``ask`` of ``name`` at ``version`` (none if not served)."""
+        compiled = self._graphs.get(name, {}).get(version) if version is not None else None
+        found = compiled.asks.get(ask) if compiled is not None else None
+        return dict(found.evidence) if found is not None else {}
 
     def __iter__(self) -> typing.Iterator[CompiledGraph]:
         for name in self.names():

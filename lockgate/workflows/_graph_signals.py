@@ -72,7 +72,11 @@ class GraphSignals(GraphState):
 
     async def _judge_inbox(self) -> Accepted | None:
         """Judges the signals waiting (in batches, in arrival order) and records the refused."""
-        entries, self._inbox = self._inbox[:_JUDGED_AT_ONCE], self._inbox[_JUDGED_AT_ONCE:]
+        # At a gate of several approvers each signal is judged against the answers counted
+        # before it, so one at a time; a single gate closes on the first accepted.
+        several = self._gate is not None and not self._gate.policy.single
+        at_once = 1 if several else _JUDGED_AT_ONCE
+        entries, self._inbox = self._inbox[:at_once], self._inbox[at_once:]
         batch = JudgeSignalsInput(
             entries=entries,
             graph=self._graph.name,
@@ -82,6 +86,7 @@ class GraphSignals(GraphState):
             gate=self._gate.to_dict() if self._gate and self._answer is None else None,
             parked=self._parked.to_dict() if self._parked and self._resumer is None else None,
             spent_nonces=list(self._spent),
+            version=self._graph.version,
         )
         try:
             # A regular activity, not a local one: replay hands a local activity its recorded
@@ -106,7 +111,9 @@ class GraphSignals(GraphState):
             if judged.accepted and judged.actor is not None and accepted is None:
                 if judged.actor.authorization:
                     self._spent.append(judged.actor.authorization)
-                accepted = Accepted(entry.name, judged.actor, judged.choice)
+                accepted = Accepted(
+                    entry.name, judged.actor, judged.choice, judged.evidence, judged.waiver
+                )
             else:
                 self._record_refused_signal(entry.name, judged)
         return accepted

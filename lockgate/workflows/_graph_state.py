@@ -7,6 +7,7 @@ nowhere else; what it shows holds nothing of what anyone holds.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -20,11 +21,13 @@ from lockgate.gating import (
     TRAIL_PAGE,
     Actor,
     ErrorCode,
+    GateAnswer,
     Judgement,
     OpenGate,
     ParkedNode,
     PayloadProblem,
     shorten,
+    tally,
 )
 from lockgate.workflows._carry import CarriedState
 from lockgate.workflows._compiled import CompiledGraph
@@ -35,7 +38,7 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_STATE,
 )
 
-__all__ = ["END", "Accepted", "GraphState", "invalid"]
+__all__ = ["END", "Accepted", "GivenAnswer", "GraphState", "invalid"]
 
 END = "__end__"
 """The state of a run that has ended."""
@@ -50,6 +53,19 @@ class Accepted:
     kind: str
     actor: Actor
     choice: str | None
+    evidence: Any = None
+    waiver: str | None = None
+
+
+@dataclass(frozen=True)
+class GivenAnswer:
+    """An accepted answer the run has not counted yet: the option, who, what evidence, and
+    the reason when it waives the gate."""
+
+    choice: str
+    actor: Actor
+    evidence: Any = None
+    waiver: str | None = None
 
 
 def invalid(sentence: str) -> PayloadProblem:
@@ -89,9 +105,15 @@ class GraphState:
     _driver: Actor
     # Callers.
     _inbox: list[SignalEntry]
-    _answer: tuple[str, Actor] | None
+    _answer: GivenAnswer | None
     _resumer: Actor | None
     _waiting_settles: int
+    _deadline_timer: asyncio.Future[None] | None  # the open gate's deadline, while it runs
+    _deadline_passed: bool
+    # Sub-graphs.
+    _depth: int  # how deep this run nests under parents (0: it has none)
+    _parent: dict[str, Any] | None  # the parent that started this run, once its seal opened
+    _child: dict[str, Any] | None  # the sub-graph run this run waits for, if any
     _releasing: bool
     _refused_signals_kept: int
     _refused_signals_dropped: int
@@ -120,13 +142,33 @@ class GraphState:
         target = self._graph.target
         return {target: self._channels.get(target)} if target else None
 
-    def _gate_memo(self) -> dict[str, Any]:
+    def _gate_memo(self, *, keep_opened_at: bool = False) -> dict[str, Any]:
         assert self._gate is not None
         memo = self._gate.to_dict()
         memo["target"] = self._target()
         memo["version"] = self._graph.version
-        memo["opened_at"] = workflow.now().isoformat()
+        written = workflow.memo_value("lockgate_gate", default=None) if keep_opened_at else None
+        opened_at = written.get("opened_at") if isinstance(written, dict) else None
+        memo["opened_at"] = opened_at or workflow.now().isoformat()
         return memo
+
+    def _gate_to_judge(self) -> OpenGate | None:
+        """The gate an answer arriving now would answer: None when none is open or an accepted
+        answer already decides it; with several approvers, their answers so far, the one
+        accepted and not yet counted included."""
+        gate = self._gate
+        if gate is None or self._answer is None:
+            return gate
+        if gate.policy.single or self._answer.waiver is not None:
+            return None
+        given = self._answer
+        answers = (
+            *gate.answers,
+            GateAnswer(given.actor.principal or given.actor.actor, given.choice, given.evidence),
+        )
+        if tally(gate.policy, answers, gate.options).option is not None:
+            return None
+        return dataclasses.replace(gate, answers=answers)
 
     def _gate_view(self) -> dict[str, Any]:
         assert self._gate is not None
@@ -169,6 +211,10 @@ class GraphState:
             "trail_total": total,
             "settles": self._settles,
         }
+        if self._parent is not None:
+            shown["parent"] = dict(self._parent)
+        if self._child is not None:
+            shown["child"] = dict(self._child)
         if self._refused_signals_dropped:
             shown["refused_signals_not_kept"] = self._refused_signals_dropped
         if self._dropped_inputs:
@@ -203,6 +249,14 @@ class GraphState:
         graph = f"**{self._graph.name}** v{self._graph.version}"
         if self._status == "waiting" and self._gate is not None:
             options = ", ".join(f"`{option}`" for option in self._gate.options)
+            policy = self._gate.policy
+            if self._gate.due_at is not None:
+                options += f" Its deadline passes at {self._gate.due_at}."
+            if not policy.single:
+                options += (
+                    f" It needs {policy.approvals} matching answers ({policy.name}); "
+                    f"{len(self._gate.answers)} given so far."
+                )
             return (
                 f"{graph} waits for a(n) **{self._gate.role}** at gate `{self._gate.gate}`: "
                 f"{self._gate.because} Options: {options}. Answer with `lockgate decide "
@@ -285,7 +339,9 @@ class GraphState:
         unless an update got in while the signal was judged (it was promised, so it stands)."""
         if accepted.kind == "decide" and accepted.choice and self._gate is not None:
             if self._answer is None:
-                self._answer = (accepted.choice, accepted.actor)
+                self._answer = GivenAnswer(
+                    accepted.choice, accepted.actor, accepted.evidence, accepted.waiver
+                )
                 return
         elif accepted.kind == "resume" and self._parked is not None and self._resumer is None:
             self._resumer = accepted.actor
@@ -310,6 +366,8 @@ class GraphState:
             makers=self._makers,
             refused_signals_dropped=self._refused_signals_dropped,
             inbox=[dataclasses.asdict(entry) for entry in self._inbox],
+            depth=self._depth,
+            parent=self._parent,
         ).to_dict()
 
     def _restore(self, carried: CarriedState) -> None:
@@ -334,3 +392,5 @@ class GraphState:
             1 for row in carried.trail if str(row.get("operation", "")).startswith("signal:")
         )
         self._inbox = [SignalEntry(**entry) for entry in carried.inbox]
+        self._depth = carried.depth
+        self._parent = carried.parent

@@ -31,21 +31,18 @@ from lockgate.activities._activity_inputs import (
 from lockgate.gating import (
     Actor,
     ErrorCode,
-    GateChoice,
-    OpenGate,
     ParkedNode,
     PayloadProblem,
-    gate_subject,
     node_refusal_sentence,
     shorten,
 )
 from lockgate.workflows import _generated
 from lockgate.workflows._activity_options import execute_tool, local, runs_local
-from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal
+from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal, handover_seal
 from lockgate.workflows._carry import CarriedState, CarriedStateError
 from lockgate.workflows._compiled import CompiledGraph, CompiledNode
 from lockgate.workflows._failures import UnreadableStart, refused_run
-from lockgate.workflows._graph_answers import GraphAnswers
+from lockgate.workflows._graph_children import GraphChildren
 from lockgate.workflows._graph_inputs import (
     StartGraphInput,
     channel_ok,
@@ -63,7 +60,11 @@ def _first_sentence_error(error: BaseException) -> str:
     return str(getattr(cause, "message", None) or cause or error)
 
 
-class GraphRun(GraphAnswers):
+_PARKED = object()
+"""What running a node returns once it parked the run instead."""
+
+
+class GraphRun(GraphChildren):
     """The interpreter every graph's workflow class inherits; see :func:`graph_workflow`."""
 
     def _setup(self, starts: Sequence[Any]) -> None:
@@ -77,6 +78,11 @@ class GraphRun(GraphAnswers):
         self._answer = None
         self._resumer = None
         self._waiting_settles = 0
+        self._deadline_timer = None
+        self._deadline_passed = False
+        self._child = None
+        self._depth = 0
+        self._parent = None
         self._releasing = False
         self._refused_signals_kept = 0
         self._carry = "none"  # "pending" until a carried state's seal is opened, then "open"
@@ -93,6 +99,13 @@ class GraphRun(GraphAnswers):
         )
         if problem is None and start.carried is not None:
             problem = self._take_carried(start.carried)
+        elif problem is None and start.handed is not None:
+            if workflow.info().parent is None:
+                problem = PayloadProblem(
+                    ErrorCode.UNAUTHORIZED.value,
+                    "'handed' is lockgate's own, handed by a parent run to the sub-graph it "
+                    "starts: leave it out.",
+                )
         elif problem is None and start.proof is None and self._graph.needs_signed_start:
             problem = PayloadProblem(
                 ErrorCode.UNAUTHORIZED.value,
@@ -199,59 +212,6 @@ class GraphRun(GraphAnswers):
         code = str(verdict.get("code") or ErrorCode.UNAUTHORIZED.value)
         self._refusal = PayloadProblem(code, str(verdict["reason"]))
 
-    async def _continue_as_new_if_due(self) -> None:
-        """Starts a fresh history when the server suggests it; nothing is lost or run twice.
-
-        Callers of ``settle`` waiting on this history are answered first with the run as it
-        stands, so no stranger can hold the run here. A caller whose answer was accepted is
-        waiting for the run to settle: the run moves on until it does, and continues as new
-        then. Channels, trail, budgets, an open gate (so signed answers stay good) and signals
-        not judged yet are carried, under the worker secret's seal; a flood of signals cannot
-        keep the run from moving on.
-        """
-        if not workflow.info().is_continue_as_new_suggested():
-            return
-        if self._waiting_settles:
-            self._releasing = True
-            await workflow.wait_condition(lambda: self._waiting_settles == 0)
-            self._releasing = False
-        if not workflow.all_handlers_finished():
-            return
-        if self._answer is not None or self._resumer is not None:
-            return
-        self._bound_inbox_to_carry()
-        workflow.continue_as_new(
-            StartGraphInput(version=self._graph.version, carried=self._carried())
-        )
-
-    async def _while_waiting(self) -> None:
-        """One turn of waiting at a gate or a park: continue as new when it is due (signals not
-        judged yet go along), else judge the signals that came. Which answer or resume was
-        accepted, the caller reads from the run's state."""
-
-        def answered() -> bool:
-            return self._answer is not None or self._resumer is not None
-
-        await workflow.wait_condition(
-            lambda: (
-                answered() or bool(self._inbox) or workflow.info().is_continue_as_new_suggested()
-            )
-        )
-        if answered():
-            return
-        if workflow.info().is_continue_as_new_suggested():
-            await self._continue_as_new_if_due()
-            if not self._inbox and not answered():
-                # A caller's handler still runs: move on once it has finished.
-                await workflow.wait_condition(
-                    lambda: answered() or bool(self._inbox) or workflow.all_handlers_finished()
-                )
-                return
-        if self._inbox and not answered():
-            accepted = await self._judge_inbox()
-            if accepted is not None:
-                self._take_signalled(accepted)
-
     async def _open_start(self) -> None:
         """Checks the starting channels and the start proof on the worker (a local activity, so
         the model's validators and default factories run once and replay reads their result)."""
@@ -265,6 +225,7 @@ class GraphRun(GraphAnswers):
                     execution=self._execution,
                     inputs=self._start.inputs,
                     proof=self._start.proof,
+                    **self._handed_over(),
                 ),
                 result_type=dict,
             )
@@ -282,47 +243,50 @@ class GraphRun(GraphAnswers):
         if opened.get("actor") is not None:
             self._requester = Actor.from_dict(opened["actor"])
             self._driver = self._requester
+        if opened.get("parent") is not None:
+            self._parent = dict(opened["parent"])
+            self._depth = int(opened.get("depth") or 1)
+
+    def _handed_over(self) -> dict[str, Any]:
+        """What a sub-graph run's start activity needs to open its handover: what it was handed,
+        the seal on it, and its parent as the server names it (nothing for any other run)."""
+        parent = workflow.info().parent
+        if self._start.handed is None or parent is None:
+            return {}
+        return {
+            "handed": self._start.handed,
+            "seal": handover_seal(workflow.info().headers),
+            "parent_id": parent.workflow_id,
+            "parent_run": parent.run_id,
+        }
 
     async def _run_node(self, state: str) -> None:
         node = self._graph.nodes[state]
         visit = self._visits.get(state, 0) + 1
         self._visits[state] = visit
-        step = f"{self._run_id}:{state}:{visit}"
-        call = ToolActivityInput(
-            arguments={name: self._channels.get(name) for name in node.reads},
-            actor=self._driver.to_dict(),
-            request_id=step,
-            # The execution keeps a new execution under this id from passing for this one; a
-            # reset keeps it, so a step re-run after a reset has the key its first run had.
-            idempotency_key=f"{self._run_id}/{self._execution}:{state}:{visit}",
-            confirmed=True,
-            node=state,
-        )
-        definition = node.definition
-        try:
-            result = await execute_tool(
-                node.tool,
-                call,
-                local=runs_local(definition),
-                timeout_seconds=definition.timeout,
-                heartbeat_seconds=definition.heartbeat_seconds,
-                retry=definition.retry,
-                summary=f"{node.tool} as {self._driver.actor}",
-            )
-        except ActivityError as error:
-            await self._park_after_error(node, error)
-            return
-        if not result.get("success"):
-            problem = (result.get("error") or {}).get("message") or "it reported a failure"
-            await self._park(node, "failed", f"it ran and reported: {problem}", ())
-            return
-        data = result.get("data")
+        ran: dict[str, Any] = {}
+        data: Any
+        if node.subgraph is not None:
+            data, problem, ran["child"] = await self._run_child(node, visit)
+            if problem is not None:
+                await self._park(node, "failed", problem, ())
+                return
+        else:
+            data = await self._run_tool(node, visit)
+            if data is _PARKED:
+                return
         problem = self._write(node, data)
         if problem is not None:
             await self._park(node, "failed", problem, ())
             return
         self._trail.append(
-            {"node": state, "operation": node.tool, "outcome": "ran", "by": self._driver.to_dict()}
+            {
+                "node": state,
+                "operation": node.tool,
+                "outcome": "ran",
+                "by": self._driver.to_dict(),
+                **ran,
+            }
         )
         maker = self._driver.principal
         if self._driver.verified and maker is not None and maker not in self._makers:
@@ -344,6 +308,41 @@ class GraphRun(GraphAnswers):
             self._state = self._graph.edges[state].to
         else:
             self._state = END
+
+    async def _run_tool(self, node: CompiledNode, visit: int) -> Any:
+        """Runs a tool node's activity: its result's data, or ``_PARKED`` once it parked."""
+        state = node.state
+        step = f"{self._run_id}:{state}:{visit}"
+        call = ToolActivityInput(
+            arguments={name: self._channels.get(name) for name in node.reads},
+            actor=self._driver.to_dict(),
+            request_id=step,
+            # The execution keeps a new execution under this id from passing for this one; a
+            # reset keeps it, so a step re-run after a reset has the key its first run had.
+            idempotency_key=f"{self._run_id}/{self._execution}:{state}:{visit}",
+            confirmed=True,
+            node=state,
+        )
+        definition = node.definition
+        assert definition is not None
+        try:
+            result = await execute_tool(
+                node.tool,
+                call,
+                local=runs_local(definition),
+                timeout_seconds=definition.timeout,
+                heartbeat_seconds=definition.heartbeat_seconds,
+                retry=definition.retry,
+                summary=f"{node.tool} as {self._driver.actor}",
+            )
+        except ActivityError as error:
+            await self._park_after_error(node, error)
+            return _PARKED
+        if not result.get("success"):
+            problem = (result.get("error") or {}).get("message") or "it reported a failure"
+            await self._park(node, "failed", f"it ran and reported: {problem}", ())
+            return _PARKED
+        return result.get("data")
 
     def _write(self, node: CompiledNode, data: Any) -> str | None:
         graph = self._graph
@@ -368,15 +367,6 @@ class GraphRun(GraphAnswers):
                         value,
                     ]
         return None
-
-    def _take(self, origin: str, code: str) -> str:
-        transition = self._graph.routes[origin][code]
-        if transition.at_most is not None and transition.then_ask is not None:
-            taken = self._taken.get(code, 0)
-            if taken >= transition.at_most:
-                return transition.then_ask
-            self._taken[code] = taken + 1
-        return transition.to
 
     async def _park_after_error(self, node: CompiledNode, error: ActivityError) -> None:
         cause = error.cause
@@ -426,72 +416,6 @@ class GraphRun(GraphAnswers):
         self._status = "running"
         workflow.upsert_memo({"lockgate_parked": None})
         self._upsert_search_attributes()
-
-    async def _hold_gate(self, state: str) -> None:
-        if self._gate is None or self._gate.ask != state:
-            await self._open_gate(state)
-        ask = self._graph.asks[state]
-        choice, actor = await self._await_answer()
-        self._trail.append(
-            {
-                "node": state,
-                "operation": f"ask:{ask.role}",
-                "outcome": "answered",
-                "by": actor.to_dict(),
-                "answer": choice,
-            }
-        )
-        if actor.authorization:
-            self._spent.append(actor.authorization)
-        self._gate = None
-        self._driver = actor
-        # The next gate reviews the work done from here on: its makers are who drive it.
-        self._makers = []
-        self._status = "running"
-        workflow.upsert_memo({"lockgate_gate": None})
-        self._upsert_search_attributes()
-        self._state = self._take(state, choice)
-
-    async def _open_gate(self, state: str) -> None:
-        graph = self._graph
-        ask = graph.asks[state]
-        self._gate_openings += 1
-        choices = []
-        for option in ask.options:
-            leads_to = graph.routes[state][option].to
-            node = graph.nodes.get(leads_to)
-            choices.append(
-                GateChoice(
-                    option,
-                    leads_to if node is not None else None,
-                    node.tool if node is not None else None,
-                    node.needs if node is not None else (),
-                )
-            )
-        target = self._target()
-        self._gate = OpenGate(
-            graph=graph.name,
-            run=self._run_id,
-            gate=f"{state}#{self._gate_openings}",
-            ask=state,
-            role=ask.role,
-            because=ask.because,
-            requester=self._requester.actor,
-            choices=tuple(choices),
-            execution=self._execution,
-            subject=gate_subject(target, [choice.to_dict() for choice in choices]),
-            makers=tuple(self._makers),
-        )
-        self._status = "waiting"
-        self._upsert_search_attributes()
-        workflow.upsert_memo({"lockgate_gate": self._gate_memo()})
-        self._settled()
-
-    async def _await_answer(self) -> tuple[str, Actor]:
-        while self._answer is None:
-            await self._while_waiting()
-        answer, self._answer = self._answer, None
-        return answer
 
     async def _finish(self) -> dict[str, Any]:
         if self._status != "refused":

@@ -1,0 +1,83 @@
+"""A sub-graph's start: what its parent run handed it, believed only under the worker secret's
+seal for exactly the parent run the server names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lockgate.activities._activity_inputs import OpenStartInput, handover_binding
+from lockgate.gating import (
+    MAX_SUBGRAPH_DEPTH,
+    Actor,
+    Authority,
+    ErrorCode,
+    IdentityError,
+    WorkerSecretError,
+)
+
+__all__ = ["open_handover", "start_refused"]
+
+
+def start_refused(code: ErrorCode, reason: str) -> dict[str, Any]:
+    """A refused start, as the start activity reports it."""
+    return {
+        "channels": None,
+        "ignored_inputs": [],
+        "actor": None,
+        "code": code.value,
+        "reason": reason,
+    }
+
+
+def open_handover(
+    authority: Authority, start: OpenStartInput, opened: dict[str, Any]
+) -> dict[str, Any]:
+    """A sub-graph's start: who its parent handed it (driver, depth, parent), believed only
+    under the worker secret's seal for exactly the parent run the server names."""
+    problem: str | None = None
+    handed = start.handed
+    if start.parent_id is None or start.parent_run is None:
+        problem = "this run was not started by a parent run"
+    elif not isinstance(handed, dict):
+        problem = "it is not an object"
+    else:
+        binding = handover_binding(start.run, start.parent_id, start.parent_run, handed)
+        try:
+            if not authority.sealer.opens(start.seal, "handover", binding):
+                problem = "it carries no seal of this deployment's workers for this handover"
+        except (TypeError, ValueError):
+            problem = "it is not JSON data"
+        except WorkerSecretError as error:
+            problem = str(error)
+    if problem is None:
+        assert isinstance(handed, dict)
+        try:
+            actor = Actor.from_dict(handed["actor"])
+            depth = int(handed["depth"])
+        except (KeyError, TypeError, ValueError, IdentityError):
+            problem = "it does not name a driver and a depth"
+        else:
+            if depth > MAX_SUBGRAPH_DEPTH:
+                return start_refused(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"'{start.graph}' would run {depth} sub-graphs deep; sub-graphs nest at "
+                    f"most {MAX_SUBGRAPH_DEPTH} levels.",
+                )
+            return opened | {
+                "actor": actor.to_dict(),
+                "depth": depth,
+                "parent": handed.get("parent"),
+            }
+    reason = (
+        "'handed' is lockgate's own, handed by a parent run to the sub-graph it starts, and "
+        f"this one was refused: {problem}."
+    )
+    authority.audit.event(
+        "run.handed",
+        accepted=False,
+        actor=None,
+        reason=reason,
+        code=ErrorCode.UNAUTHORIZED.value,
+        run=start.run,
+    )
+    return start_refused(ErrorCode.UNAUTHORIZED, reason)

@@ -1,0 +1,196 @@
+"""What a graph client reads: a run's view, the open gates across runs, the runs, the catalogue.
+
+Reads write nothing to any run's history: ``show`` is a query, ``pending`` and ``list`` are
+visibility queries (memo and search attributes), and ``pending`` believes a gate only where the
+run's own worker wrote it for its execution on this client's task queue.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, cast
+
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+)
+from temporalio.service import RPCError
+
+from lockgate.contracts import PendingGate, RunView
+from lockgate.gating import Actor, Authority, ErrorCode, OpenGate, Signer, judge_viewer
+from lockgate.workflows._catalogue import describe_worker
+from lockgate.workflows._client_support import (
+    describe_run,
+    graph_name,
+    quote_literal,
+    refusal,
+    status_name,
+)
+from lockgate.workflows._failures import outcome_of
+from lockgate.workflows._search_attributes import (
+    LOCKGATE_AWAITING,
+    LOCKGATE_GRAPH,
+    LOCKGATE_STATE,
+)
+
+__all__ = ["QUERY_TIMEOUT", "RunViews"]
+
+QUERY_TIMEOUT = timedelta(seconds=10)
+"""How long a client waits for a run's worker to answer a query."""
+
+
+class RunViews:
+    """The reading half of :class:`~lockgate.workflows.GraphClient`."""
+
+    client: Client
+    task_queue: str
+    signer: Signer | None
+    _viewer_judge: Authority | None
+
+    async def show(
+        self, run_id: str, *, trail_from: int | None = None, trail_limit: int | None = None
+    ) -> RunView:
+        """The run: status, state, channels, trail, open gate, budgets (a finished run's result).
+
+        A running run shows a page of its trail (the newest rows unless ``trail_from``;
+        ``trail_total`` says how many there are); a finished run's result has all of it.
+        """
+        handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
+        description = await describe_run(handle)
+        if isinstance(description, dict):
+            return description
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            try:
+                result: RunView = await self.client.get_workflow_handle(
+                    run_id, result_type=dict
+                ).result()
+                return result
+            except WorkflowFailureError as error:
+                outcome = outcome_of(error)  # a refused run: what it would have returned
+                if outcome is not None:
+                    return cast(RunView, outcome)
+                return refusal(
+                    ErrorCode.INTERNAL_ERROR,
+                    f"Run '{run_id}' ended {status_name(description.status)}: {error}",
+                    run_id=run_id,
+                )
+            except Exception as error:  # the run failed or was terminated: say how
+                return refusal(
+                    ErrorCode.INTERNAL_ERROR,
+                    f"Run '{run_id}' ended {status_name(description.status)}: {error}",
+                    run_id=run_id,
+                )
+        page: dict[str, Any] = {}
+        if trail_from is not None:
+            page["trail_from"] = trail_from
+        if trail_limit is not None:
+            page["trail_limit"] = trail_limit
+        try:
+            shown: RunView = await handle.query(
+                "show", page or None, result_type=dict, rpc_timeout=QUERY_TIMEOUT
+            )
+        except (WorkflowQueryFailedError, RPCError) as error:
+            # A run whose task is failing (or with no worker) cannot answer; say so plainly.
+            return refusal(
+                ErrorCode.INTERNAL_ERROR,
+                f"Run '{run_id}' did not answer `show` ({error}); is a lockgate worker serving "
+                f"'{description.task_queue}', and is the run's task failing? The Temporal UI "
+                "shows its history.",
+                run_id=run_id,
+            )
+        return shown
+
+    async def pending(self, of: str | None = None, viewer: str | None = None) -> list[PendingGate]:
+        """Open gates across runs, read from search attributes and memo (no worker needed).
+
+        Args:
+            of: Only gates asking this role.
+            viewer: A principal: each option says whether they ``may`` take it and ``why_not``
+                (judged against the client's Directory). Defaults to the signer.
+
+        Returns:
+            One row per open gate, each option with ``leads_to`` and ``needs``.
+        """
+        # Only runs on this client's task queue: anyone may start a workflow of their own named
+        # like a graph, with lockgate's memo and search attributes, but not on these workers.
+        query = (
+            f"{LOCKGATE_STATE.name} = 'waiting' AND ExecutionStatus = 'Running' "
+            f"AND TaskQueue = {quote_literal(self.task_queue)}"
+        )
+        if of is not None:
+            query += f" AND {LOCKGATE_AWAITING.name} = {quote_literal(of)}"
+        viewer = viewer if viewer is not None else (self.signer.principal if self.signer else None)
+        authority = self._viewer_judge
+        rows: list[PendingGate] = []
+        async for execution in self.client.list_workflows(query):
+            memo = await execution.memo()
+            gate_memo = memo.get("lockgate_gate")
+            if not isinstance(gate_memo, dict):
+                continue
+            try:
+                gate = OpenGate.from_dict(gate_memo)
+            except (KeyError, TypeError, ValueError):
+                continue
+            if gate.graph != execution.workflow_type or gate.run != execution.id:
+                continue
+            if not await self._names_its_execution(execution.id, execution.run_id, gate):
+                continue
+            row = cast(PendingGate, gate.to_dict())
+            row["options"] = gate.options
+            row["target"] = gate_memo.get("target")
+            row["opened_at"] = gate_memo.get("opened_at")
+            if viewer is not None and authority is not None:
+                actor = Actor(viewer, True, "cli", viewer, "viewing")
+                summary, verdicts = judge_viewer(authority, actor, gate)
+                row["viewer"] = {
+                    "principal": viewer,
+                    "is_requester": summary["is_requester"],
+                    "made_the_work": summary["made_the_work"],
+                    "verified": summary["verified"],
+                }
+                for shown, verdict in zip(row["choices"], verdicts, strict=True):
+                    shown["may"] = verdict.may
+                    shown["because"] = verdict.because
+                    shown["why_not"] = verdict.why_not
+            rows.append(row)
+        return rows
+
+    async def _names_its_execution(self, run_id: str, current_run: str, gate: OpenGate) -> bool:
+        """Whether a gate memo names its run's execution: only the run's worker can write that
+        (a starter's memo is written before the server picks the run id)."""
+        if gate.execution == current_run:
+            return True
+        # A run continued as new: its execution is its chain's first run id.
+        described = await self.client.get_workflow_handle(run_id, run_id=current_run).describe()
+        return gate.execution == described.raw_description.workflow_execution_info.first_run_id
+
+    async def list(self, graph: str | type | None = None) -> list[dict[str, Any]]:
+        """Every lockgate run (of ``graph``), newest visibility first as the server returns them."""
+        query = (
+            f"{LOCKGATE_GRAPH.name} = {quote_literal(graph_name(graph))}"
+            if graph is not None
+            else f"{LOCKGATE_GRAPH.name} IS NOT NULL"
+        )
+        rows = []
+        async for execution in self.client.list_workflows(query):
+            attributes = execution.typed_search_attributes
+            rows.append(
+                {
+                    "run_id": execution.id,
+                    "graph": attributes.get(LOCKGATE_GRAPH),
+                    "status": attributes.get(LOCKGATE_STATE),
+                    "awaiting": attributes.get(LOCKGATE_AWAITING),
+                    "started_at": execution.start_time.isoformat()
+                    if execution.start_time
+                    else None,
+                    "execution": execution.status.name.lower() if execution.status else None,
+                }
+            )
+        return rows
+
+    async def catalogue(self) -> dict[str, Any]:
+        """The tools and graphs the workers on this task queue serve (a query; no run per call)."""
+        return await describe_worker(self.client, self.task_queue)

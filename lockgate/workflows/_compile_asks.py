@@ -1,0 +1,268 @@
+"""Compiling what a gate declares beyond its options: its approval policy; and checking, at a
+worker's start, that its Directory can staff the gates.
+
+Each refusal is a :class:`GraphDeclarationError` naming the graph, the gate and what to declare.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from datetime import timedelta
+
+from pydantic import BaseModel
+
+from lockgate.gating import Directory, GateDeadline, GatePolicy, needed_phrase
+from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
+from lockgate.workflows._declare import ApprovalPolicy, Ask, Deadline, GraphDeclarationError
+
+__all__ = [
+    "ask_deadline",
+    "ask_evidence",
+    "ask_policy",
+    "ask_waiver",
+    "check_deadline_takes",
+    "check_staffing",
+]
+
+
+def _fail(graph: str, sentence: str) -> GraphDeclarationError:
+    return GraphDeclarationError(f"{graph}{sentence}")
+
+
+def ask_policy(graph: str, ask: Ask) -> GatePolicy:
+    """The gate's approval policy, refused where it could never decide or says nothing.
+
+    Args:
+        graph: ``Graph <class name>``, which every refusal starts with.
+        ask: The declared gate.
+    """
+    declared, options = ask.policy, ask.options
+    where = f": Ask({options.__name__}) declares a {getattr(declared, 'name', '?')} policy"
+    if not isinstance(declared, ApprovalPolicy):
+        raise _fail(
+            graph,
+            f": Ask({options.__name__}) declares policy={declared!r}; use SINGLE, DUAL, "
+            "Dual(...) or Quorum(m, of_n, ...).",
+        )
+    m, n = declared.approvals, declared.panel
+    if not isinstance(m, int) or isinstance(m, bool) or m < 1:
+        raise _fail(graph, f"{where} of {m!r} approvals; it needs 1 or more, as a count.")
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < m):
+        raise _fail(
+            graph,
+            f"{where} of {m} of {n!r}: a quorum larger than its panel can never be reached. "
+            f"Declare a panel (of_n) of at least {m}.",
+        )
+    rejection = declared.rejection
+    if rejection is not None and not (
+        isinstance(rejection, enum.Enum) and type(rejection) is options
+    ):
+        raise _fail(
+            graph,
+            f"{where} whose rejection {rejection!r} is not an option of "
+            f"{options.__name__}; name one of its cases.",
+        )
+    if declared.any_rejection_rejects and rejection is None:
+        raise _fail(
+            graph,
+            f"{where} where any rejection rejects, but names no rejection: say which "
+            f"option of {options.__name__} is the no (rejection=...).",
+        )
+    if n is not None and m > 1 and rejection is None:
+        raise _fail(
+            graph,
+            f"{where} of {m} of {n}: its panel can disagree so that no option reaches {m}, "
+            "and nothing says what then happens. Name the option taken then (rejection=...).",
+        )
+    return GatePolicy(
+        name=declared.name,
+        approvals=m,
+        panel=n,
+        rejection=str(rejection.value) if rejection is not None else None,
+        any_rejection_rejects=declared.any_rejection_rejects,
+    )
+
+
+def ask_evidence(
+    graph: str, ask: Ask, channels: Mapping[str, object]
+) -> tuple[dict[str, type[BaseModel]], str | None]:
+    """The evidence model of each option that needs one, and the channel it is written to;
+    refused where an option does not exist, a model is not one, or nobody would receive it."""
+    options, declared, into = ask.options, ask.evidence, ask.evidence_into
+    where = f": Ask({options.__name__})"
+    if declared is None:
+        if into is not None:
+            raise _fail(
+                graph,
+                f"{where} writes evidence into '{into}' but asks for none; declare evidence=.",
+            )
+        return {}, None
+    per_option: dict[str, type[BaseModel]] = {}
+    if isinstance(declared, Mapping):
+        for case, model in declared.items():
+            if not (isinstance(case, enum.Enum) and type(case) is options):
+                raise _fail(
+                    graph,
+                    f"{where} asks for evidence on {case!r}, which is not an option of "
+                    f"{options.__name__}: key evidence= by its cases "
+                    f"({', '.join(member.name for member in options)}).",
+                )
+            per_option[str(case.value)] = _evidence_model(graph, where, model)
+    else:
+        model = _evidence_model(graph, where, declared)
+        per_option = {str(case.value): model for case in options}
+    if into is None:
+        raise _fail(
+            graph,
+            f"{where} asks for evidence and names no channel it goes to: declare "
+            "evidence_into='<channel>', or the node the answer leads to never sees it.",
+        )
+    if into not in channels:
+        raise _fail(
+            graph,
+            f"{where} writes evidence into '{into}', which is not a channel of this graph; "
+            "declare it (a list).",
+        )
+    return per_option, into
+
+
+def _evidence_model(graph: str, where: str, model: object) -> type[BaseModel]:
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise _fail(
+            graph,
+            f"{where} asks for evidence {model!r}, which is not a pydantic model: declare the "
+            "fields an approver must give as a BaseModel.",
+        )
+    return model
+
+
+def ask_waiver(graph: str, ask: Ask) -> str | None:
+    """The role that may waive the gate, refused where it names nobody or the approvers' own."""
+    role = ask.waivable_by
+    if role is None:
+        return None
+    where = f": Ask({ask.options.__name__})"
+    if not isinstance(role, str) or not role.strip():
+        raise _fail(
+            graph, f"{where} declares waivable_by={role!r}; name the role that may waive it."
+        )
+    if role == ask.of:
+        raise _fail(
+            graph,
+            f"{where} may be waived by '{role}', the role that answers it: a waiver is a higher "
+            "role's, or its approvers could skip its policy alone. Name another role.",
+        )
+    return role
+
+
+def ask_deadline(graph: str, ask: Ask) -> GateDeadline | None:
+    """How long the gate waits and what then happens; refused where it is not a wait, says
+    both or neither of what happens, takes an option that does not exist, or escalates to the
+    role that already answers."""
+    declared = ask.deadline
+    if declared is None:
+        return None
+    where = f": Ask({ask.options.__name__})"
+    if not isinstance(declared, Deadline):
+        raise _fail(graph, f"{where} declares deadline={declared!r}; use Deadline(after, ...).")
+    after = declared.after
+    if not isinstance(after, timedelta) or after <= timedelta(0):
+        raise _fail(
+            graph,
+            f"{where} declares a deadline after {after!r}; give a positive timedelta.",
+        )
+    escalate_to, take = declared.escalate_to, declared.take
+    if (escalate_to is None) == (take is None):
+        raise _fail(
+            graph,
+            f"{where} declares a deadline that says {'both' if escalate_to else 'neither'} what "
+            "then happens: give exactly one of escalate_to='<role>' or take=<an option>.",
+        )
+    if take is not None and not (isinstance(take, enum.Enum) and type(take) is ask.options):
+        raise _fail(
+            graph,
+            f"{where} declares a deadline that takes {take!r}, which is not an option of "
+            f"{ask.options.__name__}.",
+        )
+    if escalate_to is not None and (not isinstance(escalate_to, str) or not escalate_to.strip()):
+        raise _fail(
+            graph, f"{where} declares a deadline escalating to {escalate_to!r}; name a role."
+        )
+    if escalate_to == ask.of:
+        raise _fail(
+            graph,
+            f"{where} escalates at its deadline to '{escalate_to}', the role it already asks: "
+            "escalate to another role, or take an option.",
+        )
+    return GateDeadline(
+        after.total_seconds(), escalate_to, str(take.value) if take is not None else None
+    )
+
+
+def check_deadline_takes(
+    graph: str,
+    asks: Mapping[str, CompiledAsk],
+    routes: Mapping[str, Mapping[str, Transition]],
+    nodes: Mapping[str, CompiledNode],
+) -> None:
+    """Refuses a deadline that takes an option leading to a node that needs scopes: the option
+    is taken as the deadline's, which holds nothing, so the run would park there at once."""
+    for ask in asks.values():
+        take = ask.deadline.take if ask.deadline is not None else None
+        if take is None:
+            continue
+        node = nodes.get(routes[ask.state][take].to)
+        if node is not None and node.needs:
+            raise _fail(
+                graph,
+                f": Ask({ask.options_enum.__name__})'s deadline takes '{take}', which leads to "
+                f"the node '{node.state}' ({node.tool}), and that needs "
+                f"{needed_phrase(node.needs)}: an option taken by a deadline runs as nobody. "
+                "Take an option whose node needs nothing, or escalate to a role.",
+            )
+
+
+def check_staffing(graph: CompiledGraph, directory: Directory) -> None:
+    """Refuses a graph whose gates its Directory cannot staff, as far as a worker can see at its
+    start: a policy needing more distinct approvers than hold the gate's role, a waiver by a
+    role nobody holds, an escalation to a role nobody holds.
+
+    A Directory with nobody in it (a replayer, a worker that judges nothing) is not looked at:
+    it says nothing about who will answer. Single-approval gates are not looked at either: who
+    holds a role may change while the worker runs, and one holder may be added at any time.
+
+    Raises:
+        GraphDeclarationError: Naming the graph, the gate, and how many hold the role.
+    """
+    principals = directory.principals()
+    if not principals:
+        return
+    for ask in graph.asks.values():
+        if ask.waivable_by is not None and not any(
+            ask.waivable_by in directory.roles_of(who) for who in principals
+        ):
+            raise GraphDeclarationError(
+                f"Graph '{graph.name}': its gate '{ask.state}' may be waived by the role "
+                f"'{ask.waivable_by}', which nobody in the Directory holds. Give someone the "
+                "role, or drop waivable_by."
+            )
+        escalate_to = ask.deadline.escalate_to if ask.deadline is not None else None
+        if escalate_to is not None and not any(
+            escalate_to in directory.roles_of(who) for who in principals
+        ):
+            raise GraphDeclarationError(
+                f"Graph '{graph.name}': its gate '{ask.state}' escalates at its deadline to the "
+                f"role '{escalate_to}', which nobody in the Directory holds. Give someone the "
+                "role, or escalate to another."
+            )
+        if ask.policy.single:
+            continue
+        holders = [who for who in principals if ask.role in directory.roles_of(who)]
+        if len(holders) < ask.policy.approvals:
+            raise GraphDeclarationError(
+                f"Graph '{graph.name}': its gate '{ask.state}' needs {ask.policy.approvals} "
+                f"distinct approvers of the role '{ask.role}' ({ask.policy.name}), and the "
+                f"Directory lists {len(holders)} who hold it, so the gate could never be decided. "
+                "Give the role to more people, or lower the quorum."
+            )
