@@ -25,6 +25,7 @@ from temporalio.client import Client
 
 from lockgate import GraphClient, LockgatePlugin, WorkerSecret
 from lockgate.examples.essay_review import EssayReview
+from lockgate.examples.payment_release import PaymentRelease
 from lockgate.gating import Directory, RelyingParty
 from lockgate.inbox import inbox_app
 from lockgate.testing import Identities, WorkerFactory
@@ -102,6 +103,9 @@ async def place(
             "ada": {},
             "ed": {"roles": ["editor"], "scopes": ["essay:publish"]},
             "clerk": {"roles": ["editor"]},
+            "rod": {"roles": ["officer"], "scopes": ["payment:send"]},
+            "olga": {"roles": ["officer"], "scopes": ["payment:send"]},
+            "fay": {"roles": ["finance_lead"]},
         }
     )
     directory_file = tmp_path / "directory.toml"
@@ -111,7 +115,7 @@ async def place(
     origin = f"http://localhost:{port}"
     party = RelyingParty.of_origins([origin])
     plugin = LockgatePlugin(
-        graphs=[EssayReview],
+        graphs=[EssayReview, PaymentRelease],
         directory=str(directory_file),
         secret=WorkerSecret.generate("inbox"),
         relying_party=party,
@@ -241,19 +245,63 @@ async def test_clerk_and_ada_are_refused_with_their_sentences_and_a_replay_elsew
     assert still["status"] == "waiting"
 
 
-async def test_an_ed25519_key_imported_into_the_browser_answers_a_gate(
-    browser: Browser, place: Desk
-) -> None:
-    page = await new_page(browser, place.url)
-    await page.fill("#key-principal", "ed")
-    pem = place.people.key("ed").private_bytes(
+async def import_key(page: Page, place: Desk, principal: str) -> None:
+    """``principal``'s key file, imported into the browser on ``page``."""
+    pem = place.people.key(principal).private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
+    await page.fill("#key-principal", principal)
     await page.fill("#key-pem", pem.decode())
     await page.click("#import-key")
     await page.locator("#message.done").wait_for()
+
+
+async def test_two_officers_release_a_payment_each_with_evidence_and_the_page_counts_them(
+    browser: Browser, place: Desk
+) -> None:
+    rod, olga = await new_page(browser, place.url), await new_page(browser, place.url)
+    await import_key(rod, place, "rod")
+    await import_key(olga, place, "olga")
+    run = await place.runs.start(PaymentRelease, {"payee": "ACME", "amount": 25_000})
+    url = f"{place.url}/runs/{run['run_id']}"
+
+    await rod.goto(url)
+    await rod.wait_for_function("document.body.dataset.viewer === 'rod'")
+    without = await rod.evaluate("([r]) => answerGate(r, 'release')", [run["run_id"]])
+    await rod.fill("textarea.evidence-input[data-option='release']", '{"invoice_number": "7"}')
+    invalid = await rod.evaluate("([r]) => answerGate(r, 'release')", [run["run_id"]])
+    evidence = '{"invoice_number": "INV-1042", "reason": "Quarterly licence"}'
+    await rod.fill("textarea.evidence-input[data-option='release']", evidence)
+    first = await rod.evaluate("([r]) => answerGate(r, 'release')", [run["run_id"]])
+    await olga.goto(url)
+    await olga.wait_for_function("document.body.dataset.viewer === 'olga'")
+    so_far = await olga.text_content(".policy")
+    await olga.fill("textarea.evidence-input[data-option='release']", evidence)
+    second = await olga.evaluate("([r]) => answerGate(r, 'release')", [run["run_id"]])
+    # The release runs the transfer as a sub-graph; the run finishes when it has.
+    done = await eventually(
+        lambda: place.runs.show(run["run_id"]),
+        lambda shown: shown.get("status") == "finished",
+        what="the payment released and transferred",
+    )
+
+    assert without["error"]["code"] == "INVALID_EVIDENCE"
+    assert invalid["error"]["code"] == "INVALID_EVIDENCE"
+    assert "invoice_number" in invalid["error"]["message"]
+    assert first["status"] == "waiting"
+    assert "needs 2 matching answers" in (so_far or "") and "rod → release" in (so_far or "")
+    assert second["ok"] is not False
+    answered = [row for row in done["trail"] or [] if row["outcome"] == "answered"]
+    assert [row["by"]["actor"] for row in answered] == ["rod", "olga"]
+
+
+async def test_an_ed25519_key_imported_into_the_browser_answers_a_gate(
+    browser: Browser, place: Desk
+) -> None:
+    page = await new_page(browser, place.url)
+    await import_key(page, place, "ed")
     extractable = await page.evaluate(
         "async () => { const s = await keyStore('readonly');"
         " return await new Promise(r => { const g = s.get('ed');"

@@ -155,7 +155,12 @@ def inbox_app(
         choice = body.get("choice")
         if not isinstance(choice, str) or not choice:
             return _refusal(ErrorCode.VALIDATION_ERROR, "Say which option: `choice`.", 422)
-        found = await runs.decide_binding(request.path_params["run"], choice)
+        evidence = body.get("evidence")
+        if evidence is not None and not isinstance(evidence, dict):
+            return _refusal(ErrorCode.VALIDATION_ERROR, "Evidence is a JSON object.", 422)
+        found = await runs.decide_binding(
+            request.path_params["run"], choice, evidence=evidence or None
+        )
         if "error" in found:
             return JSONResponse(found, status_code=409)
         return JSONResponse({"ok": True, "authorizes": found})

@@ -83,14 +83,23 @@ async function signProof(unsigned) {
   return { ...unsigned, signature: b64url(signature) };
 }
 
-// Answers the gate open on `run` with `choice`; returns what the worker said.
+// Answers the gate open on `run` with `choice` (and the evidence typed for it, where the gate
+// asks for some); returns what the worker said.
 async function answerGate(run, choice) {
   const me = identity();
   if (!me) {
     say("A gate is answered by a verified person: say who you are (a passkey or key) first.", "refused");
     return { ok: false };
   }
-  const bound = await postJSON("/runs/" + run + "/binding", { choice });
+  const asked = { choice };
+  const field = document.querySelector(`textarea.evidence-input[data-run="${CSS.escape(run)}"][data-option="${CSS.escape(choice)}"]`);
+  if (field) {
+    try { asked.evidence = JSON.parse(field.value || "{}"); } catch {
+      say("The evidence must be a JSON object, such as {\"ticket\": \"…\"}.", "refused");
+      return { ok: false };
+    }
+  }
+  const bound = await postJSON("/runs/" + run + "/binding", asked);
   if (!bound.ok) { say(bound.error.message, "refused"); return bound; }
   const unsigned = {
     lockgate_proof: 1, principal: me.principal, channel: "web", authorizes: bound.authorizes,
