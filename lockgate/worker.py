@@ -25,12 +25,20 @@ from types import ModuleType
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.converter import DataConverter
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import Worker, WorkflowRunner
+from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from lockgate.activities import TemporalNonceLedger, ToolRegistry, definition_of, is_tool
 from lockgate.activities._temporal import ToolActivities
+from lockgate.encryption import (
+    EncryptionCodec,
+    PayloadKeys,
+    codec_of,
+    encrypted_data_converter,
+    encrypting_client,
+)
 from lockgate.gating import (
     WORKER_SECRET_ENV,
     WORKER_SECRET_FILE_ENV,
@@ -130,6 +138,11 @@ class LockgatePlugin(SimplePlugin):
         audit: Where judgements are recorded.
         check_search_attributes: Refuse to start a worker whose namespace lacks lockgate's search
             attributes (an upsert of a missing one would wedge every graph run).
+        encryption: Payload keys (or a ready :class:`~lockgate.encryption.EncryptionCodec`):
+            every payload the worker's client and the worker write to Temporal is encrypted
+            with them, and a client the plugin is added to encrypts too. Without it, the keys
+            ``LOCKGATE_PAYLOAD_KEYS`` or the file ``LOCKGATE_PAYLOAD_KEYS_FILE`` holds; with
+            none of them, payloads are stored as they are.
 
     Raises:
         WorkerSecretError: No worker secret was given or configured.
@@ -146,8 +159,14 @@ class LockgatePlugin(SimplePlugin):
         ledger: NonceLedger | None = None,
         audit: AuditLogger | None = None,
         check_search_attributes: bool = True,
+        encryption: PayloadKeys | EncryptionCodec | None = None,
     ) -> None:
         self.registry = _registry_of(tools)
+        if encryption is None:
+            encryption = PayloadKeys.from_environment()
+        self.codec: EncryptionCodec | None = (
+            codec_of(encryption) if encryption is not None else None
+        )
         self.graphs = GraphRegistry(graphs)
         for compiled in self.graphs:
             for node in compiled.nodes.values():
@@ -184,7 +203,20 @@ class LockgatePlugin(SimplePlugin):
             ],
             interceptors=[AuthorityInterceptor(self.authority)],
             workflow_runner=_with_passthrough,
+            data_converter=self._encrypting if self.codec is not None else None,
         )
+
+    def _encrypting(self, converter: DataConverter | None) -> DataConverter:
+        assert self.codec is not None
+        return encrypted_data_converter(self.codec, converter)
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        """Adds the tools, graphs and judges; with payload keys, gives the worker a client on
+        the same connection that encrypts (a worker uses its client's data converter)."""
+        config = super().configure_worker(config)
+        if self.codec is not None:
+            config["client"] = encrypting_client(config["client"], self.codec)
+        return config
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         """Checks the namespace's search attributes, then runs the worker; the Directory file

@@ -87,7 +87,12 @@ def test_every_error_code_is_named_after_its_value(code: str) -> None:
 
 def _private_modules() -> list[str]:
     names = []
-    for package in ("lockgate.activities", "lockgate.gating", "lockgate.workflows"):
+    for package in (
+        "lockgate.activities",
+        "lockgate.encryption",
+        "lockgate.gating",
+        "lockgate.workflows",
+    ):
         module = importlib.import_module(package)
         names += [
             f"{package}.{info.name}"
@@ -106,7 +111,8 @@ def test_every_private_module_declares_its_own_all_of_names_it_defines(module_na
 
 
 @pytest.mark.parametrize(
-    "package_name", ["lockgate.activities", "lockgate.gating", "lockgate.workflows"]
+    "package_name",
+    ["lockgate.activities", "lockgate.encryption", "lockgate.gating", "lockgate.workflows"],
 )
 def test_every_name_a_subpackage_exports_exists(package_name: str) -> None:
     package = importlib.import_module(package_name)

@@ -195,7 +195,11 @@ class GraphAnswers(GraphSignals):
             run=self._run_id,
             **facts,
         )
-        raise Refusal(judgement.code or ErrorCode.VALIDATION_ERROR.value, judgement.reason or "")
+        raise Refusal(
+            judgement.code or ErrorCode.VALIDATION_ERROR.value,
+            judgement.reason or "",
+            never_stored=True,
+        )
 
     @workflow.update(
         name="settle",
@@ -226,7 +230,7 @@ class GraphAnswers(GraphSignals):
                 "to settle; ask again when one returns, or read it with the `show` query.",
             )
         if problem is not None:
-            raise Refusal(problem.code, problem.sentence)
+            raise Refusal(problem.code, problem.sentence, never_stored=True)
 
     async def _after_settling(self, after: int, *, released: bool = False) -> dict[str, Any]:
         """The run once it has settled more than ``after`` times, or has ended (it settles no
@@ -282,6 +286,7 @@ def _authority() -> Authority:
             ErrorCode.UNAUTHORIZED.value,
             "This worker judges no answers: it was built without lockgate's plugin (which "
             "brings the Directory the gate rules need). Add LockgatePlugin to the worker.",
+            never_stored=True,
         )
     return authority
 
