@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from lockgate.cli._loop import event_loop_name
 from lockgate.cli._output import CommandError
-from lockgate.cli._settings import connect, directory_path, worker_secret
+from lockgate.cli._settings import connect, directory_path, payload_keys, worker_secret
 from lockgate.worker import LockgatePlugin, load_components, run_worker
 
 __all__ = ["plugin_for", "serve_worker"]
@@ -27,6 +27,7 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
     except ValueError as error:
         raise CommandError(str(error)) from None
     secret = worker_secret(arguments)
+    encryption = payload_keys(arguments)
     path = directory_path(arguments)
     if not path.exists():
         print(
@@ -34,8 +35,8 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
             "tools that need no scope",
             file=sys.stderr,
         )
-        return LockgatePlugin(tools, graphs, secret=secret)
-    return LockgatePlugin(tools, graphs, str(path), secret=secret)
+        return LockgatePlugin(tools, graphs, secret=secret, encryption=encryption)
+    return LockgatePlugin(tools, graphs, str(path), secret=secret, encryption=encryption)
 
 
 async def serve_worker(arguments: argparse.Namespace) -> int:
