@@ -135,7 +135,9 @@ class LockgatePlugin(SimplePlugin):
             proof window or a ledger).
         ledger: Where start and tool-call proofs are spent: lockgate's Temporal-backed ledger
             by default, shared by every worker of the namespace.
-        audit: Where judgements are recorded.
+        audit: Where judgements are recorded (and the tool calls, unless ``tools`` is a
+            registry with its own): an :class:`AuditLogger`, with sinks such as a JSON-lines
+            file (:class:`~lockgate.gating.JsonLinesAuditSink`).
         check_search_attributes: Refuse to start a worker whose namespace lacks lockgate's search
             attributes (an upsert of a missing one would wedge every graph run).
         encryption: Payload keys (or a ready :class:`~lockgate.encryption.EncryptionCodec`):
@@ -162,6 +164,9 @@ class LockgatePlugin(SimplePlugin):
         encryption: PayloadKeys | EncryptionCodec | None = None,
     ) -> None:
         self.registry = _registry_of(tools)
+        if audit is not None and not isinstance(tools, ToolRegistry):
+            # One audit log for the tool calls and the judgements of the plugin's own registry.
+            self.registry.audit = audit
         if encryption is None:
             encryption = PayloadKeys.from_environment()
         self.codec: EncryptionCodec | None = (

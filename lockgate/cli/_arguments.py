@@ -12,7 +12,7 @@ from typing import Any
 
 from lockgate.cli._output import CommandError
 from lockgate.encryption import PAYLOAD_KEYS_FILE_ENV
-from lockgate.gating import WORKER_SECRET_FILE_ENV
+from lockgate.gating import AUDIT_FILE_ENV, WORKER_SECRET_FILE_ENV
 from lockgate.worker import DEFAULT_TASK_QUEUE
 
 __all__ = ["build_parser", "json_argument"]
@@ -78,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     worker = commands.add_parser("worker", parents=[common], help="serve tools and graphs")
     worker.add_argument("--tools", nargs="+", metavar="MODULE[:ATTR]")
     worker.add_argument("--graphs", nargs="+", metavar="MODULE[:ATTR]")
+    worker.add_argument(
+        "--audit-file",
+        metavar="FILE",
+        help=f"also append every audit record to FILE as JSON lines (or {AUDIT_FILE_ENV})",
+    )
 
     commands.add_parser("setup", parents=[common], help="register lockgate's search attributes")
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from lockgate.cli._loop import event_loop_name
 from lockgate.cli._output import CommandError
 from lockgate.cli._settings import connect, directory_path, payload_keys, worker_secret
+from lockgate.gating import AUDIT_FILE_ENV, AuditLogger, JsonLinesAuditSink
 from lockgate.worker import LockgatePlugin, load_components, run_worker
 
 __all__ = ["plugin_for", "serve_worker"]
@@ -28,6 +30,7 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
         raise CommandError(str(error)) from None
     secret = worker_secret(arguments)
     encryption = payload_keys(arguments)
+    audit = _audit(arguments)
     path = directory_path(arguments)
     if not path.exists():
         print(
@@ -35,8 +38,21 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
             "tools that need no scope",
             file=sys.stderr,
         )
-        return LockgatePlugin(tools, graphs, secret=secret, encryption=encryption)
-    return LockgatePlugin(tools, graphs, str(path), secret=secret, encryption=encryption)
+        return LockgatePlugin(tools, graphs, secret=secret, encryption=encryption, audit=audit)
+    return LockgatePlugin(
+        tools, graphs, str(path), secret=secret, encryption=encryption, audit=audit
+    )
+
+
+def _audit(arguments: argparse.Namespace) -> AuditLogger | None:
+    """The audit log with a JSON-lines file (``--audit-file`` or its variable), else None."""
+    chosen = getattr(arguments, "audit_file", None) or os.environ.get(AUDIT_FILE_ENV)
+    if not chosen:
+        return None
+    try:
+        return AuditLogger(sinks=[JsonLinesAuditSink(chosen)])
+    except OSError as error:
+        raise CommandError(f"Cannot open the audit file {chosen}: {error}.") from None
 
 
 async def serve_worker(arguments: argparse.Namespace) -> int:

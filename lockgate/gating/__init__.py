@@ -12,6 +12,7 @@ from lockgate.gating._audit import (
     AuditLogger,
     redact,
 )
+from lockgate.gating._audit_sinks import AUDIT_FILE_ENV, AuditSink, JsonLinesAuditSink
 from lockgate.gating._authority import (
     Authority,
     answer_refusal_sentence,
@@ -106,6 +107,7 @@ from lockgate.gating._seals import (
 from lockgate.gating._verifier import Verifier
 
 __all__ = [
+    "AUDIT_FILE_ENV",
     "AUDIT_LOGGER_NAME",
     "DEFAULT_CHANNEL_POLICIES",
     "DEFAULT_CONFIRMATION_TTL_SECONDS",
@@ -129,6 +131,7 @@ __all__ = [
     "WORKER_SECRET_FILE_ENV",
     "Actor",
     "AuditLogger",
+    "AuditSink",
     "Authority",
     "ChannelPolicy",
     "ChannelRenderer",
@@ -145,6 +148,7 @@ __all__ = [
     "IdentityError",
     "InMemoryNonceLedger",
     "InMemoryRateLimiter",
+    "JsonLinesAuditSink",
     "Judgement",
     "Mode",
     "NewIdentity",
