@@ -122,8 +122,11 @@ class AuditLogger:
         took_ms: float,
         sensitive: Iterable[str] = (),
         cache_served: bool = False,
+        stages: list[tuple[str, int, int]] | None = None,
     ) -> None:
-        """Records one finished call: who, where, which tool, the outcome and its arguments."""
+        """Records one finished call: who, where, which tool, the outcome and its arguments
+        (and, when the registry traces them, when each pipeline stage started and ended, as
+        ``(stage, started_ns, ended_ns)``)."""
         level = logging.INFO if result.__dict__["success"] else logging.WARNING
         logged = self.logger.isEnabledFor(level)
         if not logged and not self.sinks:
@@ -145,6 +148,8 @@ class AuditLogger:
             "cache_served": cache_served,
             "timeout_exceeded": bool(result.meta.get("timeout_exceeded")),
         }
+        if stages is not None:
+            record["stages"] = stages
         self._to_sinks(record, result.success)
         if not logged:
             return

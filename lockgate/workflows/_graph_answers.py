@@ -68,6 +68,12 @@ class GraphAnswers(GraphSignals):
             run=self._run_id,
             gate=gate.gate,
             answer=choice,
+            role=gate.role,
+            waited_seconds=(
+                (workflow.now() - self._gate_opened_at).total_seconds()
+                if self._gate_opened_at is not None
+                else None
+            ),
         )
         self._answer = (choice, actor)
         return await self._after_settling(self._settles)

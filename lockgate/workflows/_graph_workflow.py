@@ -407,6 +407,7 @@ class GraphRun(GraphAnswers):
         }
         self._trail.append(row)
         self._status = "parked"
+        self._record("node.park", node=node.state, operation=node.tool, parked_because=outcome)
         self._upsert_search_attributes()
         workflow.upsert_memo({"lockgate_parked": self._parked.to_dict() | {"why": row["why"]}})
         self._settled()
@@ -483,6 +484,8 @@ class GraphRun(GraphAnswers):
             makers=tuple(self._makers),
         )
         self._status = "waiting"
+        self._gate_opened_at = workflow.now()
+        self._record("gate.open", gate=self._gate.gate, role=ask.role)
         self._upsert_search_attributes()
         workflow.upsert_memo({"lockgate_gate": self._gate_memo()})
         self._settled()
