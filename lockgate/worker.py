@@ -22,7 +22,7 @@ import signal
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client
 from temporalio.converter import DataConverter
@@ -57,6 +57,9 @@ from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
 from lockgate.workflows._tool_call import SpentProofWorkflow, ToolCallWorkflow
 
+if TYPE_CHECKING:
+    from lockgate.telemetry import LockgateTelemetry
+
 __all__ = [
     "DEFAULT_TASK_QUEUE",
     "SANDBOX_PASSTHROUGH",
@@ -81,6 +84,9 @@ SANDBOX_PASSTHROUGH = (
     "rpds",
     "attrs",
     "attr",
+    # With telemetry on, temporalio's tracing interceptor runs in sandboxed workflows: a second
+    # copy of OpenTelemetry there would not see the worker's providers or its trace context.
+    "opentelemetry",
 )
 """Modules passed through the workflow sandbox on workers (and replayers) with the plugin."""
 
@@ -145,6 +151,9 @@ class LockgatePlugin(SimplePlugin):
             with them, and a client the plugin is added to encrypts too. Without it, the keys
             ``LOCKGATE_PAYLOAD_KEYS`` or the file ``LOCKGATE_PAYLOAD_KEYS_FILE`` holds; with
             none of them, payloads are stored as they are.
+        telemetry: Tracing and metrics through OpenTelemetry (``lockgate[otel]``):
+            temporalio's tracing interceptor for the client and worker, and lockgate's own
+            spans and metrics. Off without it.
 
     Raises:
         WorkerSecretError: No worker secret was given or configured.
@@ -162,6 +171,7 @@ class LockgatePlugin(SimplePlugin):
         audit: AuditLogger | None = None,
         check_search_attributes: bool = True,
         encryption: PayloadKeys | EncryptionCodec | None = None,
+        telemetry: LockgateTelemetry | None = None,
     ) -> None:
         self.registry = _registry_of(tools)
         if audit is not None and not isinstance(tools, ToolRegistry):
@@ -190,6 +200,13 @@ class LockgatePlugin(SimplePlugin):
         elif authority.secret is None:
             raise WorkerSecretError(_NO_SECRET)
         self.authority = authority
+        self.telemetry = telemetry
+        if telemetry is not None:
+            for audit_log in {
+                id(log): log for log in (authority.audit, self.registry.audit)
+            }.values():
+                audit_log.sinks.append(telemetry)
+            self.registry.trace_stages = True
         self.check_search_attributes = check_search_attributes
         self.tool_activities = ToolActivities(
             self.registry, self.authority, self.graphs.catalogue, self.graphs.model
@@ -206,7 +223,10 @@ class LockgatePlugin(SimplePlugin):
                 SpentProofWorkflow,
                 *self.graph_workflows,
             ],
-            interceptors=[AuthorityInterceptor(self.authority)],
+            interceptors=[
+                AuthorityInterceptor(self.authority),
+                *([telemetry.interceptor] if telemetry is not None else []),
+            ],
             workflow_runner=_with_passthrough,
             data_converter=self._encrypting if self.codec is not None else None,
         )

@@ -91,6 +91,7 @@ def _private_modules() -> list[str]:
         "lockgate.activities",
         "lockgate.encryption",
         "lockgate.gating",
+        "lockgate.telemetry",
         "lockgate.workflows",
     ):
         module = importlib.import_module(package)
@@ -112,7 +113,13 @@ def test_every_private_module_declares_its_own_all_of_names_it_defines(module_na
 
 @pytest.mark.parametrize(
     "package_name",
-    ["lockgate.activities", "lockgate.encryption", "lockgate.gating", "lockgate.workflows"],
+    [
+        "lockgate.activities",
+        "lockgate.encryption",
+        "lockgate.gating",
+        "lockgate.telemetry",
+        "lockgate.workflows",
+    ],
 )
 def test_every_name_a_subpackage_exports_exists(package_name: str) -> None:
     package = importlib.import_module(package_name)

@@ -83,6 +83,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help=f"also append every audit record to FILE as JSON lines (or {AUDIT_FILE_ENV})",
     )
+    worker.add_argument(
+        "--audit-otel",
+        action="store_true",
+        help="also emit every audit record as an OpenTelemetry log record (lockgate[otel])",
+    )
+    worker.add_argument(
+        "--otel",
+        action="store_true",
+        help="traces and metrics to the global OpenTelemetry providers, as set up by "
+        "opentelemetry-instrument or your code (lockgate[otel])",
+    )
 
     commands.add_parser("setup", parents=[common], help="register lockgate's search attributes")
 

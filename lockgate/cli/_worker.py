@@ -6,12 +6,16 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lockgate.cli._loop import event_loop_name
 from lockgate.cli._output import CommandError
 from lockgate.cli._settings import connect, directory_path, payload_keys, worker_secret
-from lockgate.gating import AUDIT_FILE_ENV, AuditLogger, JsonLinesAuditSink
+from lockgate.gating import AUDIT_FILE_ENV, AuditLogger, AuditSink, JsonLinesAuditSink
 from lockgate.worker import LockgatePlugin, load_components, run_worker
+
+if TYPE_CHECKING:
+    from lockgate.telemetry import LockgateTelemetry
 
 __all__ = ["plugin_for", "serve_worker"]
 
@@ -31,6 +35,7 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
     secret = worker_secret(arguments)
     encryption = payload_keys(arguments)
     audit = _audit(arguments)
+    telemetry = _telemetry(arguments)
     path = directory_path(arguments)
     if not path.exists():
         print(
@@ -38,21 +43,51 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
             "tools that need no scope",
             file=sys.stderr,
         )
-        return LockgatePlugin(tools, graphs, secret=secret, encryption=encryption, audit=audit)
+        return LockgatePlugin(
+            tools, graphs, secret=secret, encryption=encryption, audit=audit, telemetry=telemetry
+        )
     return LockgatePlugin(
-        tools, graphs, str(path), secret=secret, encryption=encryption, audit=audit
+        tools,
+        graphs,
+        str(path),
+        secret=secret,
+        encryption=encryption,
+        audit=audit,
+        telemetry=telemetry,
     )
 
 
 def _audit(arguments: argparse.Namespace) -> AuditLogger | None:
-    """The audit log with a JSON-lines file (``--audit-file`` or its variable), else None."""
+    """The audit log with its sinks: a JSON-lines file (``--audit-file`` or its variable),
+    OpenTelemetry logs (``--audit-otel``); None with neither."""
     chosen = getattr(arguments, "audit_file", None) or os.environ.get(AUDIT_FILE_ENV)
-    if not chosen:
+    sinks: list[AuditSink] = []
+    if chosen:
+        try:
+            sinks.append(JsonLinesAuditSink(chosen))
+        except OSError as error:
+            raise CommandError(f"Cannot open the audit file {chosen}: {error}.") from None
+    if getattr(arguments, "audit_otel", False):
+        try:
+            from lockgate.telemetry import OpenTelemetryAuditSink
+        except ImportError:
+            raise CommandError(_NO_OTEL) from None
+        sinks.append(OpenTelemetryAuditSink())
+    return AuditLogger(sinks=sinks) if sinks else None
+
+
+def _telemetry(arguments: argparse.Namespace) -> LockgateTelemetry | None:
+    """Tracing and metrics with the global OpenTelemetry providers (``--otel``), else None."""
+    if not getattr(arguments, "otel", False):
         return None
     try:
-        return AuditLogger(sinks=[JsonLinesAuditSink(chosen)])
-    except OSError as error:
-        raise CommandError(f"Cannot open the audit file {chosen}: {error}.") from None
+        from lockgate.telemetry import LockgateTelemetry
+    except ImportError:
+        raise CommandError(_NO_OTEL) from None
+    return LockgateTelemetry()
+
+
+_NO_OTEL = "--otel and --audit-otel need OpenTelemetry: pip install 'lockgate[otel]'."
 
 
 async def serve_worker(arguments: argparse.Namespace) -> int:
