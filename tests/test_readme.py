@@ -103,3 +103,38 @@ async def test_the_testing_example_runs_with_the_fixtures_it_names(
     exec(compile(example, "README.md", "exec"), namespace)
 
     await namespace["test_publishing_needs_the_scope"](lockgate_worker, temporal_client, task_queue)
+
+
+async def test_the_watched_worker_example_encrypts_audits_and_traces(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_client: Client,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from lockgate.encryption import PayloadKeys
+
+    made = new_identity("ed", tmp_path / ".lockgate" / "keys", ["editor"], ["essay:publish"])
+    (tmp_path / ".lockgate" / "directory.toml").write_text(made.directory_entry_toml)
+    WorkerSecret.generate().write(tmp_path / ".lockgate" / "worker.secret")
+    PayloadKeys.generate().write(tmp_path / ".lockgate" / "payload.keys")
+    monkeypatch.chdir(tmp_path)
+    example = _block_containing("python", "async def serve_watched()")
+    address = temporal_client.service_client.config.target_host
+    namespace: dict[str, Any] = {"__name__": "readme_watched"}
+
+    exec(compile(example.replace("localhost:7233", address), "README.md", "exec"), namespace)
+    await namespace["serve_watched"]()
+
+    printed = capsys.readouterr().out
+    # The console exporters print the spans as they end, and the metrics at shutdown.
+    assert "finished" in printed.splitlines()
+    assert '"name": "lockgate.tool_call"' in printed and '"lockgate.tool.calls"' in printed
+    records = [
+        json.loads(line)
+        for line in (tmp_path / ".lockgate" / "audit.jsonl").read_text().splitlines()
+    ]
+    tools = {record["tool"] for record in records if record["event"] == "tool.call"}
+    assert {"essay:write", "essay:grade", "essay:publish"} <= tools
+    runs = [run async for run in temporal_client.list_workflows("TaskQueue = 'essays-watched'")]
+    history = await temporal_client.get_workflow_handle(runs[0].id).fetch_history()
+    assert b"Tides" not in b"".join(event.SerializeToString() for event in history.events)
