@@ -3,6 +3,8 @@ rotation and people's answers keep working."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -24,7 +26,7 @@ from lockgate.encryption import (
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS, essay_people
-from tests.support import gate_of
+from tests.support import REPOSITORY, gate_of
 
 
 def marked_inputs() -> tuple[str, dict[str, Any]]:
@@ -213,3 +215,22 @@ def test_the_environment_names_the_keys(tmp_path: Any) -> None:
     from_text = PayloadKeys.from_environment({"LOCKGATE_PAYLOAD_KEYS": keys.to_text()})
     assert from_file is not None and from_file.key("k1") == keys.key("k1")
     assert from_text is not None and from_text.key("k1") == keys.key("k1")
+
+
+def test_importing_lockgate_loads_no_cryptography_until_a_codec_is_made() -> None:
+    # cryptography's Rust core cannot be initialised twice: a workflow module that imports
+    # lockgate is re-imported by the sandbox, and would fail if lockgate imported it eagerly.
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, lockgate, lockgate.encryption, lockgate.cli._entry; "
+            "print(any(m.startswith('cryptography') for m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPOSITORY,
+    )
+
+    assert loaded.stdout.strip() == "False"

@@ -7,6 +7,9 @@ stack traces are moved into an encrypted attribute by :class:`LockgateFailureCon
 
 Payloads that are not encrypted pass through ``decode`` unchanged: the Temporal UI sends query
 arguments in clear, and a strict codec would wedge a run on the first plain signal it got.
+
+``cryptography`` is imported when a codec is made, not with this module, so that ``import
+lockgate`` keeps working inside the workflow sandbox (its Rust core cannot be initialised twice).
 """
 
 from __future__ import annotations
@@ -15,16 +18,18 @@ import dataclasses
 import os
 import zlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import temporalio.converter
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from temporalio.api.common.v1 import Payload
 from temporalio.api.failure.v1 import Failure
 from temporalio.converter import DataConverter, DefaultFailureConverter, PayloadCodec
 
 from lockgate.activities import Refusal
 from lockgate.encryption._keys import PayloadKeys
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 __all__ = [
     "ENCRYPTED_ENCODING",
@@ -65,9 +70,15 @@ class EncryptionCodec(PayloadCodec):
     """
 
     def __init__(self, keys: PayloadKeys, *, compress_over: int | None = None) -> None:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         self.keys = keys
         self.compress_over = compress_over
-        self._ciphers = {key_id: AESGCM(keys.key(key_id) or b"") for key_id in keys.key_ids}
+        self._invalid_tag = InvalidTag
+        self._ciphers: dict[str, AESGCM] = {
+            key_id: AESGCM(keys.key(key_id) or b"") for key_id in keys.key_ids
+        }
 
     def encode_one(self, payload: Payload) -> Payload:
         """``payload`` encrypted under the current key (synchronously)."""
@@ -106,7 +117,7 @@ class EncryptionCodec(PayloadCodec):
             plain = cipher.decrypt(
                 data[:_NONCE_BYTES], data[_NONCE_BYTES:], _associated(key_id, compression)
             )
-        except InvalidTag:
+        except self._invalid_tag:
             raise PayloadDecryptionError(
                 f"A payload encrypted with key {key_id!r} does not decrypt: it was altered, "
                 "or the key of that id is not the one that wrote it."

@@ -94,12 +94,11 @@ class _AuthorityInbound(WorkflowInboundInterceptor):
         self.next.init(self.outbound(outbound))
 
     async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
-        # The run's task and the tasks it starts see the audit log (not the Authority).
-        token = _AUDIT.set(self.authority.audit)
-        try:
-            return await self.next.execute_workflow(input)
-        finally:
-            _AUDIT.reset(token)
+        # The run's task and the tasks it starts see the audit log (not the Authority). The run
+        # has a task, and so a context, of its own: nothing to reset (an evicted run is closed
+        # from another context, where a reset would fail).
+        _AUDIT.set(self.authority.audit)
+        return await self.next.execute_workflow(input)
 
     def handle_update_validator(self, input: HandleUpdateInput) -> None:
         token = _CURRENT.set(self.authority)
