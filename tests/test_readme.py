@@ -126,9 +126,9 @@ async def test_the_watched_worker_example_encrypts_audits_and_traces(
     await namespace["serve_watched"]()
 
     printed = capsys.readouterr().out
-    # The console exporters print the spans as they end, and the metrics at shutdown.
+    # The console exporters print to the sys.stdout of when OpenTelemetry was first imported,
+    # which a test session has replaced since; test_telemetry.py reads the spans and metrics.
     assert "finished" in printed.splitlines()
-    assert '"name": "lockgate.tool_call"' in printed and '"lockgate.tool.calls"' in printed
     records = [
         json.loads(line)
         for line in (tmp_path / ".lockgate" / "audit.jsonl").read_text().splitlines()
