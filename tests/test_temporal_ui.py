@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import timedelta
 
 import pytest
 from temporalio.client import WorkflowExecutionStatus
@@ -63,6 +64,9 @@ async def test_the_ui_shows_a_run_decoded_and_a_gate_answered_from_it_is_accepte
         ],
         ui=True,
         ui_port=ui_port,
+        # A second server (with its UI) on a machine the session's tests keep busy: the SDK's
+        # 5 s default is too short for it there.
+        dev_server_startup_timeout=timedelta(seconds=60),
     )
     people = essay_people()
     plugin = LockgatePlugin(
