@@ -81,3 +81,20 @@ async def test_a_command_without_the_keys_cannot_read_an_encrypted_run(
     assert shown.status == 2
     assert "is encrypted (payload key 'k1') and no payload keys are configured" in shown.err
     assert "Traceback" not in shown.err and "gravity" not in shown.out
+
+
+async def test_payload_keys_rotate_adds_a_current_key_and_keeps_the_old_one(
+    lockgate_command: Command,
+) -> None:
+    keys_file = lockgate_command.cwd / "payload.keys"
+    await lockgate_command("payload-keys", "new", "--payload-keys", str(keys_file))
+    before = PayloadKeys.load(keys_file)
+
+    rotated = await lockgate_command("payload-keys", "rotate", "--payload-keys", str(keys_file))
+    without_file = await lockgate_command("payload-keys", "rotate")
+
+    after = PayloadKeys.load(keys_file)
+    assert rotated.status == 0, rotated.err
+    assert after.key_ids[1:] == before.key_ids and after.current != before.current
+    assert after.key(before.current) == before.key(before.current)
+    assert without_file.status == 2 and "rotate needs the keys file" in without_file.err
