@@ -13,7 +13,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from lockgate import GraphClient, LockgatePlugin
+from lockgate import GraphClient, LockgatePlugin, ToolClient, tool
 from lockgate.encryption import (
     ENCRYPTED_ENCODING,
     KEY_ID_METADATA,
@@ -25,6 +25,7 @@ from lockgate.encryption import (
 )
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import Identities, WorkerFactory
+from lockgate.workflows._tool_call import call_workflow_id
 from tests.graphs_for_tests import ALWAYS_FAILS, essay_people
 from tests.support import REPOSITORY, gate_of
 
@@ -234,3 +235,55 @@ def test_importing_lockgate_loads_no_cryptography_until_a_codec_is_made() -> Non
     )
 
     assert loaded.stdout.strip() == "False"
+
+
+@tool("encryption:double", "Doubles a number.")
+def double(n: int) -> dict[str, Any]:
+    return {"n": 2 * n}
+
+
+@tool("encryption:erase", "Erases a record, once confirmed.", mutating=True, confirm=True)
+def erase(record: str) -> dict[str, Any]:
+    return {"erased": record}
+
+
+async def test_a_refusal_quoting_the_input_reaches_the_caller_but_not_the_history(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    keys = PayloadKeys.generate("k1")
+    marker = f"Secret-{uuid.uuid4().hex}"
+    request_id = uuid.uuid4().hex
+    plugin = LockgatePlugin([double], secret=essay_people().secret, encryption=keys)
+    async with lockgate_worker(plugin=plugin):
+        refused = await ToolClient(encrypting_client(temporal_client, keys), task_queue).call(
+            "encryption:double", {"n": marker}, request_id=request_id
+        )
+    stored = await raw_history_bytes(temporal_client, call_workflow_id(request_id))
+
+    error = refused["error"]
+    assert error is not None and error["code"] == "VALIDATION_ERROR"
+    assert marker in error["message"]  # pydantic quotes the input it refused
+    assert marker.encode() not in stored
+
+
+async def test_a_wrong_confirmation_token_is_refused_with_a_readable_sentence(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    keys = PayloadKeys.generate("k1")
+    plugin = LockgatePlugin([erase], secret=essay_people().secret, encryption=keys)
+    request_id = uuid.uuid4().hex
+    async with lockgate_worker(plugin=plugin):
+        asked = await ToolClient(encrypting_client(temporal_client, keys), task_queue).call(
+            "encryption:erase", {"record": "r-1"}, request_id=request_id
+        )
+        # A client without keys, as the Temporal UI without a codec endpoint would send it.
+        handle = temporal_client.get_workflow_handle(call_workflow_id(request_id))
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await handle.execute_update("confirm", {"token": "guessed"})
+
+    assert asked["data"] is not None and asked["data"]["requires_confirmation"] is True
+    cause = refused.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "VALIDATION_ERROR"
+    assert cause.message == (
+        "The confirmation token for 'encryption:erase' is not the one this call handed out."
+    )
