@@ -37,7 +37,7 @@ from lockgate.encryption import (
     PayloadKeys,
     codec_of,
     encrypted_data_converter,
-    encrypting_client,
+    worker_client,
 )
 from lockgate.gating import (
     WORKER_SECRET_ENV,
@@ -237,10 +237,11 @@ class LockgatePlugin(SimplePlugin):
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         """Adds the tools, graphs and judges; with payload keys, gives the worker a client on
-        the same connection that encrypts (a worker uses its client's data converter)."""
+        the same connection that encrypts (a worker uses its client's data converter), and
+        that passes on a payload it cannot decrypt as unreadable rather than fail the task."""
         config = super().configure_worker(config)
         if self.codec is not None:
-            config["client"] = encrypting_client(config["client"], self.codec)
+            config["client"] = worker_client(config["client"], self.codec)
         return config
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:

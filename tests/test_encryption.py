@@ -11,12 +11,14 @@ from typing import Any
 import pytest
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from lockgate import GraphClient, LockgatePlugin, ToolClient, tool
 from lockgate.encryption import (
     ENCRYPTED_ENCODING,
     KEY_ID_METADATA,
+    UNREADABLE_ENCODING,
     EncryptionCodec,
     PayloadDecryptionError,
     PayloadKeys,
@@ -27,7 +29,7 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.graphs_for_tests import ALWAYS_FAILS, essay_people
-from tests.support import REPOSITORY, gate_of
+from tests.support import REPOSITORY, failed_workflow_tasks, gate_of
 
 
 def marked_inputs() -> tuple[str, dict[str, Any]]:
@@ -287,3 +289,43 @@ async def test_a_wrong_confirmation_token_is_refused_with_a_readable_sentence(
     assert cause.message == (
         "The confirmation token for 'encryption:erase' is not the one this call handed out."
     )
+
+
+async def test_a_forged_encrypted_signal_and_update_neither_wedge_nor_move_the_run(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    # The attacker holds no key, but can write a payload that claims to be encrypted under
+    # the deployment's key id. A codec that raised on it would fail every later task.
+    people = essay_people()
+    keys = PayloadKeys.generate("k1")
+    client = encrypting_client(temporal_client, keys)
+    forged = Payload(
+        metadata={"encoding": ENCRYPTED_ENCODING, KEY_ID_METADATA: b"k1"}, data=b"\x00" * 48
+    )
+    async with lockgate_worker(plugin=plugin(people, keys)):
+        run = await GraphClient(client, task_queue, signer=people.signer("ada")).start(
+            EssayReview, ALWAYS_FAILS
+        )
+        handle = temporal_client.get_workflow_handle(run["run_id"])
+        await handle.signal("decide", RawValue(forged))
+        with pytest.raises(WorkflowUpdateFailedError):
+            await handle.execute_update("decide", RawValue(forged))
+        answered = await GraphClient(client, task_queue, signer=people.signer("ed")).decide(
+            run["run_id"], "abandon"
+        )
+
+    assert answered["status"] == "finished"
+    assert answered["trail"][-1]["node"] == "abandon"
+    assert await failed_workflow_tasks(handle) == []
+
+
+def test_a_worker_codec_marks_what_it_cannot_decrypt_and_a_client_codec_raises() -> None:
+    codec = EncryptionCodec(PayloadKeys.generate("k1"))
+    forged = Payload(metadata={"encoding": ENCRYPTED_ENCODING, KEY_ID_METADATA: b"nope"})
+
+    marked = codec.for_worker().decode_one(forged)
+
+    assert marked.metadata["encoding"] == UNREADABLE_ENCODING
+    assert marked.metadata[KEY_ID_METADATA] == b"nope"
+    with pytest.raises(PayloadDecryptionError):
+        codec.decode_one(forged)

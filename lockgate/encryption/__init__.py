@@ -6,10 +6,11 @@ encrypted with AES-256-GCM. People read runs in the Temporal UI and the ``tempor
 ``lockgate codec-server`` (:class:`CodecServer`), which holds the same keys.
 """
 
-from lockgate.encryption._clients import codec_of, encrypting_client
+from lockgate.encryption._clients import codec_of, encrypting_client, worker_client
 from lockgate.encryption._codec import (
     ENCRYPTED_ENCODING,
     KEY_ID_METADATA,
+    UNREADABLE_ENCODING,
     EncryptionCodec,
     LockgateFailureConverter,
     PayloadDecryptionError,
@@ -29,6 +30,7 @@ __all__ = [
     "KEY_ID_METADATA",
     "PAYLOAD_KEYS_ENV",
     "PAYLOAD_KEYS_FILE_ENV",
+    "UNREADABLE_ENCODING",
     "CodecAccess",
     "CodecServer",
     "EncryptionCodec",
@@ -39,4 +41,5 @@ __all__ = [
     "codec_of",
     "encrypted_data_converter",
     "encrypting_client",
+    "worker_client",
 ]

@@ -7,7 +7,7 @@ from temporalio.client import Client
 from lockgate.encryption._codec import EncryptionCodec, encrypted_data_converter
 from lockgate.encryption._keys import PayloadKeys
 
-__all__ = ["codec_of", "encrypting_client"]
+__all__ = ["codec_of", "encrypting_client", "worker_client"]
 
 
 def codec_of(encryption: PayloadKeys | EncryptionCodec) -> EncryptionCodec:
@@ -34,5 +34,20 @@ def encrypting_client(client: Client, encryption: PayloadKeys | EncryptionCodec)
     settings["data_converter"] = encrypted_data_converter(codec_of(encryption), current)
     # The plugins already configured these settings; running them again would add their
     # interceptors twice.
+    settings["plugins"] = []
+    return Client(**settings)
+
+
+def worker_client(client: Client, codec: EncryptionCodec) -> Client:
+    """``client`` on the same connection for a worker: its codec marks a payload it cannot
+    decrypt instead of raising (:meth:`EncryptionCodec.for_worker`), whatever codec of
+    lockgate's the client had."""
+    current = client.data_converter
+    if isinstance(current.payload_codec, EncryptionCodec) and current.payload_codec.unreadable == (
+        "mark"
+    ):
+        return client
+    settings = client.config(active_config=True)
+    settings["data_converter"] = encrypted_data_converter(codec.for_worker(), current)
     settings["plugins"] = []
     return Client(**settings)

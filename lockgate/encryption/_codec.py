@@ -15,10 +15,11 @@ lockgate`` keeps working inside the workflow sandbox (its Rust core cannot be in
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import zlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import temporalio.converter
 from temporalio.api.common.v1 import Payload
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ENCRYPTED_ENCODING",
     "KEY_ID_METADATA",
+    "UNREADABLE_ENCODING",
     "EncryptionCodec",
     "LockgateFailureConverter",
     "PayloadDecryptionError",
@@ -46,7 +48,14 @@ ENCRYPTED_ENCODING = b"binary/encrypted"
 KEY_ID_METADATA = "encryption-key-id"
 """The metadata entry naming the key a payload was encrypted with."""
 
+UNREADABLE_ENCODING = b"binary/lockgate-unreadable"
+"""The ``encoding`` a worker's codec gives a payload it cannot decrypt: no payload converter
+reads it, so only the one argument that carried it fails to convert (a signal is dropped, an
+update rejected, an activity result raises in the run, which retries), never the whole task."""
+
+_REASON_METADATA = "lockgate-unreadable-reason"
 _COMPRESSION_METADATA = "lockgate-compression"
+_log = logging.getLogger("lockgate.encryption")
 _NONCE_BYTES = 12
 
 
@@ -67,18 +76,36 @@ class EncryptionCodec(PayloadCodec):
             None (the default) never compresses. Compression makes a ciphertext's length
             depend on its content: leave it off where an attacker can put chosen text next
             to a secret in one payload and watch sizes.
+        unreadable: What ``decode`` does with a payload it cannot decrypt: ``"raise"``
+            :class:`PayloadDecryptionError` (a client: the caller is told), or ``"mark"`` it
+            :data:`UNREADABLE_ENCODING` (a worker, see :meth:`for_worker`): anyone with
+            namespace access can send a signal that claims to be encrypted, and a codec that
+            raised would fail every workflow task of that run from then on.
     """
 
-    def __init__(self, keys: PayloadKeys, *, compress_over: int | None = None) -> None:
+    def __init__(
+        self,
+        keys: PayloadKeys,
+        *,
+        compress_over: int | None = None,
+        unreadable: Literal["raise", "mark"] = "raise",
+    ) -> None:
         from cryptography.exceptions import InvalidTag
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
         self.keys = keys
         self.compress_over = compress_over
+        self.unreadable = unreadable
         self._invalid_tag = InvalidTag
         self._ciphers: dict[str, AESGCM] = {
             key_id: AESGCM(keys.key(key_id) or b"") for key_id in keys.key_ids
         }
+
+    def for_worker(self) -> EncryptionCodec:
+        """This codec with the same keys, marking what it cannot decrypt instead of raising."""
+        if self.unreadable == "mark":
+            return self
+        return EncryptionCodec(self.keys, compress_over=self.compress_over, unreadable="mark")
 
     def encode_one(self, payload: Payload) -> Payload:
         """``payload`` encrypted under the current key (synchronously)."""
@@ -100,10 +127,27 @@ class EncryptionCodec(PayloadCodec):
         """``payload`` decrypted; returned as it is when it is not encrypted.
 
         Raises:
-            PayloadDecryptionError: Its key is not listed, or it was altered.
+            PayloadDecryptionError: Its key is not listed, or it was altered (unless this codec
+                marks such payloads, see ``unreadable``).
         """
         if payload.metadata.get("encoding") != ENCRYPTED_ENCODING:
             return payload
+        try:
+            return self._decrypt(payload)
+        except PayloadDecryptionError as error:
+            if self.unreadable == "raise":
+                raise
+            _log.warning("%s It is passed on as unreadable.", error)
+            key_id = payload.metadata.get(KEY_ID_METADATA, b"")
+            return Payload(
+                metadata={
+                    "encoding": UNREADABLE_ENCODING,
+                    KEY_ID_METADATA: key_id,
+                    _REASON_METADATA: str(error).encode("utf-8"),
+                }
+            )
+
+    def _decrypt(self, payload: Payload) -> Payload:
         key_id = payload.metadata.get(KEY_ID_METADATA, b"").decode("utf-8", "replace")
         cipher = self._ciphers.get(key_id)
         if cipher is None:
