@@ -129,9 +129,13 @@ async def test_a_tool_call_has_a_span_per_pipeline_stage_and_is_counted(
         called = await ToolClient(traced(temporal_client, exported), task_queue).call(
             "telemetry:sign_in", {"user": "ada", "password": "hunter2"}
         )
-        refused = await ToolClient(temporal_client, task_queue).call("telemetry:sign_in", {})
+        # Refused, and pydantic's sentence quotes the input it refused.
+        refused = await ToolClient(temporal_client, task_queue).call(
+            "telemetry:sign_in", {"user": ["hunter2"], "password": "x"}
+        )
 
     assert called["success"] is True and refused["success"] is False
+    assert refused["error"] is not None and "hunter2" in refused["error"]["message"]
     executed = [
         span
         for span in exported.finished("lockgate.tool_call")
@@ -151,7 +155,8 @@ async def test_a_tool_call_has_a_span_per_pipeline_stage_and_is_counted(
         "lockgate.stage.authorize",
         "lockgate.stage.execute",
     ]
-    assert "hunter2" not in str([span.attributes for span in exported.spans.get_finished_spans()])
+    spans = exported.spans.get_finished_spans()
+    assert "hunter2" not in str([(span.attributes, span.status.description) for span in spans])
     counted = exported.points("lockgate.tool.calls")
     assert any(
         attributes["tool"] == "telemetry:sign_in" and attributes["outcome"] == "ok"

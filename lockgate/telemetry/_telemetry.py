@@ -154,7 +154,8 @@ class LockgateTelemetry:
                 start_time=stage_started,
             ).end(end_time=stage_ended)
         if not accepted:
-            span.set_status(Status(StatusCode.ERROR, str(record.get("reason") or code)))
+            # The code only: a tool's refusal sentence can quote the arguments it refused.
+            span.set_status(Status(StatusCode.ERROR, code or "error"))
         span.end(end_time=end)
 
     def _span(
