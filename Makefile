@@ -13,7 +13,7 @@ PORT ?=
 UI_PORT ?=
 DURABILITY ?=
 
-.PHONY: dev test test-main test-other-pythons soak bench lint typecheck package-check clean
+.PHONY: dev test test-main test-other-pythons browser soak bench lint typecheck package-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +31,20 @@ dev: $(STAMP)
 
 test: test-main test-other-pythons
 
-test-main: $(STAMP)
+test-main: $(STAMP) browser
 	$(BIN)/python -m pytest -q
+
+# The Temporal UI test drives Debian's Chromium headless: installed here with apt-get where that
+# can be done (as root); elsewhere the test is skipped and says so.
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "make browser: installing Debian's chromium for the Temporal UI test"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+		|| echo "make browser: apt-get could not install chromium; the Temporal UI test is skipped"; \
+	else \
+		echo "make browser: no chromium here, and apt-get needs root: the Temporal UI test is skipped"; \
+	fi
 
 test-other-pythons:
 	@for version in $(OTHER_PYTHONS); do \

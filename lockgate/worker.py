@@ -23,11 +23,12 @@ import signal
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client
+from temporalio.converter import DataConverter
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import Worker, WorkflowRunner
+from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from lockgate.activities import (
@@ -38,6 +39,13 @@ from lockgate.activities import (
     is_tool,
 )
 from lockgate.activities._temporal import ToolActivities
+from lockgate.encryption import (
+    EncryptionCodec,
+    PayloadKeys,
+    codec_of,
+    encrypted_data_converter,
+    worker_client,
+)
 from lockgate.gating import (
     WORKER_SECRET_ENV,
     WORKER_SECRET_FILE_ENV,
@@ -59,6 +67,9 @@ from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
 from lockgate.workflows._notify import GateNotifier, NotifyWorkflow
 from lockgate.workflows._tool_call import SpentProofWorkflow, ToolCallWorkflow
+
+if TYPE_CHECKING:
+    from lockgate.telemetry import LockgateTelemetry
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
@@ -84,6 +95,9 @@ SANDBOX_PASSTHROUGH = (
     "rpds",
     "attrs",
     "attr",
+    # With telemetry on, temporalio's tracing interceptor runs in sandboxed workflows: a second
+    # copy of OpenTelemetry there would not see the worker's providers or its trace context.
+    "opentelemetry",
 )
 """Modules passed through the workflow sandbox on workers (and replayers) with the plugin."""
 
@@ -138,13 +152,23 @@ class LockgatePlugin(SimplePlugin):
             proof window or a ledger).
         ledger: Where start and tool-call proofs are spent: lockgate's Temporal-backed ledger
             by default, shared by every worker of the namespace.
-        audit: Where judgements are recorded.
+        audit: Where judgements are recorded (and the tool calls, unless ``tools`` is a
+            registry with its own): an :class:`AuditLogger`, with sinks such as a JSON-lines
+            file (:class:`~lockgate.gating.JsonLinesAuditSink`).
         check_search_attributes: Refuse to start a worker whose namespace lacks lockgate's search
             attributes (an upsert of a missing one would wedge every graph run).
         relying_party: The web inbox's site and exact origins: answers signed with a passkey
             are accepted from there (``RelyingParty.of_origins(["http://localhost:8240"])``).
         notifications: Webhooks told when a gate of their role opens or closes; the worker
             watches its task queue's gates for them (``Notifications.load("notify.toml")``).
+        encryption: Payload keys (or a ready :class:`~lockgate.encryption.EncryptionCodec`):
+            every payload the worker's client and the worker write to Temporal is encrypted
+            with them, and a client the plugin is added to encrypts too. Without it, the keys
+            ``LOCKGATE_PAYLOAD_KEYS`` or the file ``LOCKGATE_PAYLOAD_KEYS_FILE`` holds; with
+            none of them, payloads are stored as they are.
+        telemetry: Tracing and metrics through OpenTelemetry (``lockgate[otel]``):
+            temporalio's tracing interceptor for the client and worker, and lockgate's own
+            spans and metrics. Off without it.
 
     Raises:
         WorkerSecretError: No worker secret was given or configured.
@@ -163,8 +187,18 @@ class LockgatePlugin(SimplePlugin):
         check_search_attributes: bool = True,
         relying_party: RelyingParty | None = None,
         notifications: Notifications | None = None,
+        encryption: PayloadKeys | EncryptionCodec | None = None,
+        telemetry: LockgateTelemetry | None = None,
     ) -> None:
         self.registry = _registry_of(tools)
+        if audit is not None and not isinstance(tools, ToolRegistry):
+            # One audit log for the tool calls and the judgements of the plugin's own registry.
+            self.registry.audit = audit
+        if encryption is None:
+            encryption = PayloadKeys.from_environment()
+        self.codec: EncryptionCodec | None = (
+            codec_of(encryption) if encryption is not None else None
+        )
         self.graphs = GraphRegistry(graphs)
         for compiled in self.graphs:
             for node in compiled.nodes.values():
@@ -186,6 +220,13 @@ class LockgatePlugin(SimplePlugin):
         self.authority = authority
         for compiled in self.graphs:
             check_staffing(compiled, authority.directory)
+        self.telemetry = telemetry
+        if telemetry is not None:
+            for audit_log in {
+                id(log): log for log in (authority.audit, self.registry.audit)
+            }.values():
+                audit_log.sinks.append(telemetry)
+            self.registry.trace_stages = True
         self.check_search_attributes = check_search_attributes
         self.tool_activities = ToolActivities(
             self.registry,
@@ -212,9 +253,26 @@ class LockgatePlugin(SimplePlugin):
                 SpentProofWorkflow,
                 *self.graph_workflows,
             ],
-            interceptors=[AuthorityInterceptor(self.authority)],
+            interceptors=[
+                AuthorityInterceptor(self.authority),
+                *([telemetry.interceptor] if telemetry is not None else []),
+            ],
             workflow_runner=_with_passthrough,
+            data_converter=self._encrypting if self.codec is not None else None,
         )
+
+    def _encrypting(self, converter: DataConverter | None) -> DataConverter:
+        assert self.codec is not None
+        return encrypted_data_converter(self.codec, converter)
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        """Adds the tools, graphs and judges; with payload keys, gives the worker a client on
+        the same connection that encrypts (a worker uses its client's data converter), and
+        that passes on a payload it cannot decrypt as unreadable rather than fail the task."""
+        config = super().configure_worker(config)
+        if self.codec is not None:
+            config["client"] = worker_client(config["client"], self.codec)
+        return config
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         """Checks the namespace's search attributes, then runs the worker; the Directory file

@@ -7,12 +7,14 @@ the package, and the state it makes lands in that folder's `.lockgate/`.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from tests.support import REPOSITORY, free_port
 
@@ -141,3 +143,67 @@ def _accepts_connections(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+async def test_lockgate_dev_with_payload_keys_points_its_ui_at_a_codec_server(
+    tmp_path: Path,
+) -> None:
+    from lockgate.encryption import PayloadKeys
+
+    keys_file = PayloadKeys.generate("k1").write(tmp_path / "payload.keys")
+    port, ui_port = free_port(), free_port()
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(REPOSITORY),
+        "LOCKGATE_PAYLOAD_KEYS_FILE": str(keys_file),
+    }
+    dev = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "lockgate.cli",
+        "dev",
+        "--port",
+        str(port),
+        "--ui-port",
+        str(ui_port),
+        cwd=tmp_path,
+        env=environment,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert dev.stdout is not None
+    printed: list[str] = []
+    try:
+        while not any("Ctrl-C stops" in line for line in printed):
+            line = await asyncio.wait_for(dev.stdout.readline(), 60)
+            assert line, "lockgate dev exited before it was up"
+            printed.append(line.decode())
+        settings = await asyncio.to_thread(_ui_settings, ui_port)
+        called = await _run(
+            tmp_path,
+            {**environment, "TEMPORAL_ADDRESS": f"127.0.0.1:{port}"},
+            "tools",
+            "call",
+            "essay:publish",
+            "--as",
+            "ed",
+            "--args",
+            '{"title": "Tides", "draft": "d"}',
+        )
+    finally:
+        dev.send_signal(signal.SIGINT)
+        status = await asyncio.wait_for(dev.wait(), 30)
+
+    note = "".join(printed)
+    endpoint = settings["Codec"]["Endpoint"]
+    assert endpoint.startswith("http://127.0.0.1:")
+    assert f"through the codec server at {endpoint}" in note
+    assert called[0] == 0, called[2]
+    assert status == 0
+    assert not _accepts_connections(int(endpoint.rsplit(":", 1)[1]))
+
+
+def _ui_settings(ui_port: int) -> dict[str, Any]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/api/v1/settings", timeout=10) as got:
+        settings: dict[str, Any] = json.load(got)
+    return settings

@@ -98,9 +98,11 @@ def _private_modules() -> list[str]:
     names = []
     for package in (
         "lockgate.activities",
+        "lockgate.encryption",
         "lockgate.gating",
         "lockgate.inbox",
         "lockgate.serving",
+        "lockgate.telemetry",
         "lockgate.workflows",
     ):
         module = importlib.import_module(package)
@@ -124,9 +126,11 @@ def test_every_private_module_declares_its_own_all_of_names_it_defines(module_na
     "package_name",
     [
         "lockgate.activities",
+        "lockgate.encryption",
         "lockgate.gating",
         "lockgate.inbox",
         "lockgate.serving",
+        "lockgate.telemetry",
         "lockgate.workflows",
     ],
 )

@@ -133,3 +133,38 @@ async def test_the_gate_rules_example_runs_with_the_fixtures_it_names(
     await namespace["test_two_officers_release_a_large_payment"](
         lockgate_worker, temporal_client, task_queue
     )
+
+
+async def test_the_watched_worker_example_encrypts_audits_and_traces(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_client: Client,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from lockgate.encryption import PayloadKeys
+
+    made = new_identity("ed", tmp_path / ".lockgate" / "keys", ["editor"], ["essay:publish"])
+    (tmp_path / ".lockgate" / "directory.toml").write_text(made.directory_entry_toml)
+    WorkerSecret.generate().write(tmp_path / ".lockgate" / "worker.secret")
+    PayloadKeys.generate().write(tmp_path / ".lockgate" / "payload.keys")
+    monkeypatch.chdir(tmp_path)
+    example = _block_containing("python", "async def serve_watched()")
+    address = temporal_client.service_client.config.target_host
+    namespace: dict[str, Any] = {"__name__": "readme_watched"}
+
+    exec(compile(example.replace("localhost:7233", address), "README.md", "exec"), namespace)
+    await namespace["serve_watched"]()
+
+    printed = capsys.readouterr().out
+    # The console exporters print to the sys.stdout of when OpenTelemetry was first imported,
+    # which a test session has replaced since; test_telemetry.py reads the spans and metrics.
+    assert "finished" in printed.splitlines()
+    records = [
+        json.loads(line)
+        for line in (tmp_path / ".lockgate" / "audit.jsonl").read_text().splitlines()
+    ]
+    tools = {record["tool"] for record in records if record["event"] == "tool.call"}
+    assert {"essay:write", "essay:grade", "essay:publish"} <= tools
+    runs = [run async for run in temporal_client.list_workflows("TaskQueue = 'essays-watched'")]
+    history = await temporal_client.get_workflow_handle(runs[0].id).fetch_history()
+    assert b"Tides" not in b"".join(event.SerializeToString() for event in history.events)

@@ -26,14 +26,18 @@ class Refusal(ApplicationError):
         >>> raise Refusal("FORBIDDEN", "The node 'publish' did not run: ...")  # doctest: +SKIP
     """
 
-    def __init__(self, code: str, message: str, *details: Any) -> None:
+    def __init__(self, code: str, message: str, *details: Any, never_stored: bool = False) -> None:
         """Makes a refusal.
 
         Args:
             code: The error code (``ErrorCode`` value), the failure's type.
             message: The sentence a person reads.
             details: JSON data for programs (never holdings, tokens or secrets).
+            never_stored: Raised only where nothing is written (an update validator): with
+                payload encryption on, its sentence then stays readable for the caller, in the
+                Temporal UI too, where every stored failure's message is encrypted.
         """
+        self.never_stored = never_stored
         # Benign: a caller's mistake, not the worker's; the SDK logs it at DEBUG, not as an
         # error with its traceback, and keeps it out of the failure metrics.
         super().__init__(

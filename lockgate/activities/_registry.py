@@ -114,6 +114,9 @@ class ToolRegistry:
         self._executing: list[Callable[[ExecutingEvent], Any]] = []
         self._executed: list[Callable[[ExecutedEvent], Any]] = []
         self._failed: list[Callable[[FailedEvent], Any]] = []
+        self.trace_stages = False
+        """Record when each pipeline stage ended, for the audit record's ``stages`` (tracing)."""
+        self._stage_marks: dict[int, list[tuple[str, int]]] = {}
 
     # Registration ------------------------------------------------------------------------------
 
@@ -270,9 +273,14 @@ class ToolRegistry:
         started = _now()
         if ctx is None:
             ctx = local_shell_context()
+        marks = None
+        if self.trace_stages:
+            marks = self._stage_marks[id(ctx)] = [("", time.time_ns())]
 
         # Resolve.
         definition = self._tools.get(name) if type(name) is str else None
+        if marks is not None:
+            marks.append(("resolve", time.time_ns()))
         if definition is None:
             shown = name if isinstance(name, str) else repr(name)
             return self._close(self._not_found(name), shown, arguments, ctx, started)
@@ -289,9 +297,13 @@ class ToolRegistry:
         except ArgumentsInvalid as invalid:
             refusal = ToolResult.error(ErrorCode.VALIDATION_ERROR, str(invalid))
             return self._close(refusal, definition.name, arguments, ctx, started)
+        if marks is not None:
+            marks.append(("validate", time.time_ns()))
 
         # Authorize.
         decision = self.gate.authorize(ctx, definition, validated)
+        if marks is not None:
+            marks.append(("authorize", time.time_ns()))
         if not decision.allowed:
             refusal = ToolResult.error(
                 ErrorCode.FORBIDDEN, decision.reason or "Forbidden.", meta={"check": decision.check}
@@ -304,6 +316,8 @@ class ToolRegistry:
             answer = self._limit_plan_confirm(
                 definition, validated, ctx, decision, token, confirmation, limiter
             )
+            if marks is not None:
+                marks.append(("rate_limit_plan_confirm", time.time_ns()))
             if answer is not None:
                 return self._close(answer, definition.name, validated, ctx, started, definition)
 
@@ -322,6 +336,8 @@ class ToolRegistry:
                     break
 
         # Execute, containing the tool's own exceptions.
+        if marks is not None and self._executing:
+            marks.append(("executing_hook", time.time_ns()))
         if result is None:
             try:
                 if definition.raw_schema or definition.context_parameter is not None:
@@ -344,6 +360,8 @@ class ToolRegistry:
                 )
 
         # Audit, then the executed hook.
+        if marks is not None:
+            marks.append(("execute", time.time_ns()))
         self._close(result, definition.name, validated, ctx, started, definition, cache_served)
         if self._executed:
             executed = ExecutedEvent(definition.name, ctx, validated, result, cache_served)
@@ -520,6 +538,7 @@ class ToolRegistry:
                 timeout_limit=definition.timeout,
             )
         audit = self.audit
+        marks = self._stage_marks.pop(id(ctx), None) if self.trace_stages else None
         if audit.records(result):
             audit.tool_call(
                 ctx,
@@ -529,8 +548,14 @@ class ToolRegistry:
                 took_ms,
                 definition.sensitive if definition is not None else (),
                 cache_served,
+                stages=_stages(marks) if marks else None,
             )
         return result
+
+
+def _stages(marks: list[tuple[str, int]]) -> list[tuple[str, int, int]]:
+    """``(stage, started_ns, ended_ns)`` from the times each stage ended."""
+    return [(stage, marks[index][1], ended) for index, (stage, ended) in enumerate(marks[1:])]
 
 
 def _qualname(handler: Callable[..., Any]) -> str:

@@ -457,6 +457,7 @@ class ToolActivities:
                 graph=batch.graph,
                 run=batch.run,
                 gate=(batch.gate or {}).get("gate"),
+                role=(batch.gate or {}).get("role"),
                 answer=judgement.choice,
             )
             verdicts.append(judgement.to_dict())

@@ -11,7 +11,8 @@ import json
 from typing import Any
 
 from lockgate.cli._output import CommandError
-from lockgate.gating import WORKER_SECRET_FILE_ENV
+from lockgate.encryption import PAYLOAD_KEYS_FILE_ENV
+from lockgate.gating import AUDIT_FILE_ENV, WORKER_SECRET_FILE_ENV
 from lockgate.worker import DEFAULT_TASK_QUEUE
 
 __all__ = ["build_parser", "json_argument"]
@@ -45,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--secret-file",
         help=f"the worker secret (default {WORKER_SECRET_FILE_ENV} or .lockgate/worker.secret)",
     )
+    common.add_argument(
+        "--payload-keys",
+        metavar="FILE",
+        help=f"payload keys: encrypt what runs carry (default {PAYLOAD_KEYS_FILE_ENV}; none: "
+        "payloads are stored as they are)",
+    )
     signed = argparse.ArgumentParser(add_help=False)
     signed.add_argument(
         "--as", dest="as_principal", metavar="PRINCIPAL", help="sign as this principal"
@@ -73,6 +80,22 @@ def build_parser() -> argparse.ArgumentParser:
     worker = commands.add_parser("worker", parents=[common], help="serve tools and graphs")
     worker.add_argument("--tools", nargs="+", metavar="MODULE[:ATTR]")
     worker.add_argument("--graphs", nargs="+", metavar="MODULE[:ATTR]")
+    worker.add_argument(
+        "--audit-file",
+        metavar="FILE",
+        help=f"also append every audit record to FILE as JSON lines (or {AUDIT_FILE_ENV})",
+    )
+    worker.add_argument(
+        "--audit-otel",
+        action="store_true",
+        help="also emit every audit record as an OpenTelemetry log record (lockgate[otel])",
+    )
+    worker.add_argument(
+        "--otel",
+        action="store_true",
+        help="traces and metrics to the global OpenTelemetry providers, as set up by "
+        "opentelemetry-instrument or your code (lockgate[otel])",
+    )
     worker.add_argument(
         "--passkey-origin",
         action="append",
@@ -129,6 +152,36 @@ def build_parser() -> argparse.ArgumentParser:
         "retire", parents=[common], help="drop an old key (once what it sealed has been opened)"
     )
     retire.add_argument("key_id")
+
+    payload_keys = commands.add_parser(
+        "payload-keys", parents=[common], help="the keys payloads are encrypted with"
+    )
+    payload_keys_commands = payload_keys.add_subparsers(dest="payload_keys_command", required=True)
+    payload_keys_commands.add_parser(
+        "new", parents=[common], help="new payload keys (to --payload-keys, else printed)"
+    )
+    payload_keys_commands.add_parser(
+        "rotate", parents=[common], help="add a new current key; the old ones still decrypt"
+    )
+
+    codec = commands.add_parser(
+        "codec-server", parents=[common], help="decode runs for the Temporal UI and CLI"
+    )
+    codec.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
+    codec.add_argument("--port", type=int, default=8081, help="port (default 8081)")
+    codec.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="a browser origin answered without a token, e.g. the UI's http://localhost:8233 "
+        "(repeatable)",
+    )
+    codec.add_argument(
+        "--only-namespace",
+        action="append",
+        metavar="NAMESPACE",
+        help="answer only requests for this namespace (X-Namespace; repeatable)",
+    )
 
     keys = commands.add_parser("keys", parents=[common], help="identities")
     keys_commands = keys.add_subparsers(dest="keys_command", required=True)

@@ -9,8 +9,21 @@ from pathlib import Path
 
 from lockgate.cli._inbox import start_inbox
 from lockgate.cli._output import CommandError
-from lockgate.cli._settings import STATE_DIRECTORY, directory_path, keys_dir, secret_path
+from lockgate.cli._settings import (
+    STATE_DIRECTORY,
+    directory_path,
+    keys_dir,
+    payload_keys,
+    secret_path,
+)
 from lockgate.cli._worker import plugin_for
+from lockgate.encryption import (
+    CODEC_SERVER_TOKEN_ENV,
+    CodecAccess,
+    CodecServer,
+    EncryptionCodec,
+    PayloadKeys,
+)
 from lockgate.gating import WORKER_SECRET_ENV, WorkerSecret, new_identity
 from lockgate.worker import run_worker
 
@@ -72,6 +85,36 @@ Ctrl-C stops the worker and the server (runs are kept in {db}, {durability}).
 """
 
 
+def _codec_note(codec: CodecServer | None, keys: PayloadKeys | None) -> str:
+    """What ``lockgate dev`` says about encryption, when it is on."""
+    if codec is None or keys is None:
+        return ""
+    cli = (
+        f'temporal --codec-endpoint {codec.url} --codec-auth "Bearer ${CODEC_SERVER_TOKEN_ENV}" ...'
+        if os.environ.get(CODEC_SERVER_TOKEN_ENV)
+        else f"set {CODEC_SERVER_TOKEN_ENV} before `lockgate dev` to give it a token"
+    )
+    return (
+        f"Payloads are encrypted (keys {', '.join(keys.key_ids)}). The Web UI decodes them "
+        f"through the codec server at {codec.url}.\nThe temporal CLI goes through it with a "
+        f"token: {cli}\n"
+    )
+
+
+def _codec_server(arguments: argparse.Namespace, keys: PayloadKeys) -> CodecServer:
+    """A codec server on a free loopback port for the dev UI's origins (and the token in
+    ``LOCKGATE_CODEC_SERVER_TOKEN``, if set)."""
+    ui_port = arguments.ui_port or arguments.port + 1000
+    token = os.environ.get(CODEC_SERVER_TOKEN_ENV, "")
+    access = CodecAccess(
+        tokens=(token,) if token else (),
+        origins=(f"http://localhost:{ui_port}", f"http://127.0.0.1:{ui_port}"),
+    )
+    server = CodecServer(EncryptionCodec(keys), access)
+    server.start()
+    return server
+
+
 async def run_dev_stack(arguments: argparse.Namespace) -> int:
     """Starts a dev server, makes the demo people once, and serves the examples until Ctrl-C."""
     from lockgate.devserver import DevServer, DevServerError
@@ -87,16 +130,21 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
         inbox_origin = f"http://localhost:{arguments.inbox_port}"
         arguments.passkey_origin = [inbox_origin]
     plugin = plugin_for(arguments, list(arguments.examples or EXAMPLES))
+    keys = payload_keys(arguments)
+    codec = _codec_server(arguments, keys) if keys is not None else None
     server = DevServer(
         port=arguments.port,
         ui_port=arguments.ui_port,
         ui=not arguments.headless,
         db_file=STATE_DIRECTORY / "temporal.db",
         durability=arguments.durability,
+        extra_args=("--ui-codec-endpoint", codec.url) if codec is not None else (),
     )
     try:
         await server.start()
     except DevServerError as error:
+        if codec is not None:
+            codec.stop()
         raise CommandError(str(error)) from None
     inbox = None
     try:
@@ -110,7 +158,8 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
             plugin,
             arguments.task_queue,
             on_ready=lambda: print(
-                _NEXT_STEPS.format(
+                _codec_note(codec, keys)
+                + _NEXT_STEPS.format(
                     ui=server.ui_url or "(headless)",
                     inbox=_inbox_line(inbox_origin, arguments),
                     target=server.target,
@@ -133,6 +182,8 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
             inbox[0].should_exit = True
             await inbox[1]
         await server.stop()
+        if codec is not None:
+            codec.stop()
     return 0
 
 

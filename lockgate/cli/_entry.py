@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from lockgate.cli._arguments import build_parser
+from lockgate.cli._codec import manage_payload_keys, serve_codec
 from lockgate.cli._dev import run_dev_stack
 from lockgate.cli._inbox import serve_inbox
 from lockgate.cli._keys import manage_worker_secret, new_key
@@ -27,6 +28,7 @@ from lockgate.cli._setup import set_up_namespace
 from lockgate.cli._sign import print_signed_answer
 from lockgate.cli._tools import use_tools
 from lockgate.cli._worker import serve_worker
+from lockgate.encryption import PayloadDecryptionError
 
 __all__ = ["entry", "main"]
 
@@ -44,10 +46,11 @@ _ASYNC_COMMANDS = {
     "show": show_run,
     "list": list_runs,
     "sign": print_signed_answer,
+    "codec-server": serve_codec,
 }
 
 
-_LONG_RUNNING = {"dev", "worker", "mcp", "inbox"}
+_LONG_RUNNING = {"dev", "worker", "mcp", "inbox", "codec-server"}
 """Commands that serve until stopped: they run on uvloop where it is installed."""
 
 
@@ -62,11 +65,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return new_key(arguments)
         if arguments.command == "secret":
             return manage_worker_secret(arguments)
+        if arguments.command == "payload-keys":
+            return manage_payload_keys(arguments)
         command = _ASYNC_COMMANDS[arguments.command](arguments)
         if arguments.command in _LONG_RUNNING:
             return run_on_the_fastest_loop(command)
         return asyncio.run(command)
-    except CommandError as error:
+    except (CommandError, PayloadDecryptionError) as error:
         fail(str(error), 2)
     except KeyboardInterrupt:
         return 130

@@ -8,14 +8,30 @@ TLS and API-key variables, and env-config profiles (``--profile``); the flags wi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import temporalio.converter
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
+from temporalio.converter import PayloadCodec
 from temporalio.envconfig import ClientConfig
 
 from lockgate.cli._output import CommandError
+from lockgate.encryption import (
+    ENCRYPTED_ENCODING,
+    KEY_ID_METADATA,
+    PAYLOAD_KEYS_ENV,
+    PAYLOAD_KEYS_FILE_ENV,
+    EncryptionCodec,
+    PayloadDecryptionError,
+    PayloadKeys,
+    PayloadKeysError,
+    encrypted_data_converter,
+)
 from lockgate.gating import (
     WORKER_SECRET_ENV,
     WORKER_SECRET_FILE_ENV,
@@ -32,6 +48,8 @@ __all__ = [
     "directory_path",
     "keys_dir",
     "local_directory",
+    "payload_keys",
+    "payload_keys_path",
     "secret_path",
     "signer",
     "worker_secret",
@@ -77,6 +95,32 @@ def worker_secret(arguments: argparse.Namespace) -> WorkerSecret:
         ) from None
 
 
+def payload_keys_path(arguments: argparse.Namespace) -> Path | None:
+    """The payload keys file ``--payload-keys`` or its variable names; None when neither does."""
+    chosen = getattr(arguments, "payload_keys", None) or os.environ.get(PAYLOAD_KEYS_FILE_ENV)
+    return Path(chosen) if chosen else None
+
+
+def payload_keys(arguments: argparse.Namespace) -> PayloadKeys | None:
+    """The payload keys: ``--payload-keys FILE``, else ``LOCKGATE_PAYLOAD_KEYS`` (the keys'
+    text), else the file ``LOCKGATE_PAYLOAD_KEYS_FILE`` names; None when none is set (payloads
+    are then stored as they are).
+
+    Raises:
+        CommandError: the keys named cannot be read.
+    """
+    try:
+        chosen = getattr(arguments, "payload_keys", None)
+        if chosen:
+            return PayloadKeys.load(chosen)
+        return PayloadKeys.from_environment()
+    except PayloadKeysError as error:
+        raise CommandError(
+            f"{error} Payload keys come from --payload-keys, {PAYLOAD_KEYS_ENV} or "
+            f"{PAYLOAD_KEYS_FILE_ENV}."
+        ) from None
+
+
 def signer(arguments: argparse.Namespace) -> Signer | None:
     """The signer for ``--as PRINCIPAL`` from its key in the keys folder; ``None`` without ``--as``.
 
@@ -108,7 +152,8 @@ def local_directory(arguments: argparse.Namespace) -> Directory | None:
 
 
 async def connect(arguments: argparse.Namespace) -> Client:
-    """A client for the Temporal the flags, environment and profile name.
+    """A client for the Temporal the flags, environment and profile name; with payload keys
+    configured (:func:`payload_keys`), it encrypts and decrypts payloads with them.
 
     Raises:
         CommandError: the settings cannot be read, or nothing answers at the address.
@@ -119,6 +164,14 @@ async def connect(arguments: argparse.Namespace) -> Client:
         )
     except Exception as error:
         raise CommandError(f"Cannot read the Temporal connection settings: {error}") from None
+    keys = payload_keys(arguments)
+    converter = config.get("data_converter") or temporalio.converter.default()
+    if keys is not None:
+        config["data_converter"] = encrypted_data_converter(EncryptionCodec(keys), converter)
+    else:
+        # An encrypted payload is refused with a sentence naming the keys' settings, not a
+        # KeyError from the payload converter.
+        config["data_converter"] = dataclasses.replace(converter, payload_codec=_NoPayloadKeys())
     if arguments.address:
         config["target_host"] = arguments.address
     if arguments.namespace:
@@ -132,3 +185,22 @@ async def connect(arguments: argparse.Namespace) -> Client:
             f"Cannot reach Temporal at {target}: {error}. Start one with `lockgate dev` (or "
             "`make dev`), or point TEMPORAL_ADDRESS / --address at your cluster."
         ) from None
+
+
+class _NoPayloadKeys(PayloadCodec):
+    """A command's codec when no payload keys are configured: it reads and writes plain payloads
+    and refuses an encrypted one with a sentence."""
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return list(payloads)
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        for payload in payloads:
+            if payload.metadata.get("encoding") == ENCRYPTED_ENCODING:
+                key_id = payload.metadata.get(KEY_ID_METADATA, b"").decode("utf-8", "replace")
+                raise PayloadDecryptionError(
+                    f"What Temporal returned is encrypted (payload key {key_id!r}) and no "
+                    f"payload keys are configured: pass --payload-keys FILE, or set "
+                    f"{PAYLOAD_KEYS_FILE_ENV} (or {PAYLOAD_KEYS_ENV})."
+                )
+        return list(payloads)

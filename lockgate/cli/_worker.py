@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lockgate.cli._inbox import relying_party_of
 from lockgate.cli._loop import event_loop_name
 from lockgate.cli._output import CommandError
-from lockgate.cli._settings import connect, directory_path, worker_secret
-from lockgate.gating import IdentityError, Notifications
+from lockgate.cli._settings import connect, directory_path, payload_keys, worker_secret
+from lockgate.gating import (
+    AUDIT_FILE_ENV,
+    AuditLogger,
+    AuditSink,
+    IdentityError,
+    JsonLinesAuditSink,
+    Notifications,
+)
 from lockgate.worker import LockgatePlugin, load_components, run_worker
+
+if TYPE_CHECKING:
+    from lockgate.telemetry import LockgateTelemetry
 
 __all__ = ["plugin_for", "serve_worker"]
 
@@ -36,6 +48,9 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
             notifications = Notifications.load(arguments.notifications)
         except IdentityError as error:
             raise CommandError(str(error)) from None
+    encryption = payload_keys(arguments)
+    audit = _audit(arguments)
+    telemetry = _telemetry(arguments)
     path = directory_path(arguments)
     if not path.exists():
         print(
@@ -44,7 +59,14 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
             file=sys.stderr,
         )
         return LockgatePlugin(
-            tools, graphs, secret=secret, relying_party=party, notifications=notifications
+            tools,
+            graphs,
+            secret=secret,
+            encryption=encryption,
+            audit=audit,
+            telemetry=telemetry,
+            relying_party=party,
+            notifications=notifications,
         )
     return LockgatePlugin(
         tools,
@@ -53,7 +75,43 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
         secret=secret,
         relying_party=party,
         notifications=notifications,
+        encryption=encryption,
+        audit=audit,
+        telemetry=telemetry,
     )
+
+
+def _audit(arguments: argparse.Namespace) -> AuditLogger | None:
+    """The audit log with its sinks: a JSON-lines file (``--audit-file`` or its variable),
+    OpenTelemetry logs (``--audit-otel``); None with neither."""
+    chosen = getattr(arguments, "audit_file", None) or os.environ.get(AUDIT_FILE_ENV)
+    sinks: list[AuditSink] = []
+    if chosen:
+        try:
+            sinks.append(JsonLinesAuditSink(chosen))
+        except OSError as error:
+            raise CommandError(f"Cannot open the audit file {chosen}: {error}.") from None
+    if getattr(arguments, "audit_otel", False):
+        try:
+            from lockgate.telemetry import OpenTelemetryAuditSink
+        except ImportError:
+            raise CommandError(_NO_OTEL) from None
+        sinks.append(OpenTelemetryAuditSink())
+    return AuditLogger(sinks=sinks) if sinks else None
+
+
+def _telemetry(arguments: argparse.Namespace) -> LockgateTelemetry | None:
+    """Tracing and metrics with the global OpenTelemetry providers (``--otel``), else None."""
+    if not getattr(arguments, "otel", False):
+        return None
+    try:
+        from lockgate.telemetry import LockgateTelemetry
+    except ImportError:
+        raise CommandError(_NO_OTEL) from None
+    return LockgateTelemetry()
+
+
+_NO_OTEL = "--otel and --audit-otel need OpenTelemetry: pip install 'lockgate[otel]'."
 
 
 async def serve_worker(arguments: argparse.Namespace) -> int:

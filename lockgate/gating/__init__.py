@@ -12,6 +12,7 @@ from lockgate.gating._audit import (
     AuditLogger,
     redact,
 )
+from lockgate.gating._audit_sinks import AUDIT_FILE_ENV, AuditSink, JsonLinesAuditSink
 from lockgate.gating._authority import (
     Authority,
     answer_refusal_sentence,
@@ -132,6 +133,7 @@ from lockgate.gating._seals import (
 from lockgate.gating._verifier import Verifier
 
 __all__ = [
+    "AUDIT_FILE_ENV",
     "AUDIT_LOGGER_NAME",
     "DEADLINE_CHANNEL",
     "DEFAULT_CHANNEL_POLICIES",
@@ -158,6 +160,7 @@ __all__ = [
     "WORKER_SECRET_FILE_ENV",
     "Actor",
     "AuditLogger",
+    "AuditSink",
     "Authority",
     "ChannelPolicy",
     "ChannelRenderer",
@@ -178,6 +181,7 @@ __all__ = [
     "IdentityError",
     "InMemoryNonceLedger",
     "InMemoryRateLimiter",
+    "JsonLinesAuditSink",
     "Judgement",
     "Mode",
     "NewIdentity",

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from lockgate.gating._audit_sinks import AuditSink
 from lockgate.gating._canonical import to_jsonable
 from lockgate.gating._context import ToolContext
 from lockgate.gating._result import ToolResult
@@ -71,19 +72,25 @@ def to_jsonable_lenient(value: Any) -> Any:
 
 
 class AuditLogger:
-    """Writes audit records to stdlib ``logging`` (logger ``lockgate.audit`` by default).
+    """Writes audit records to stdlib ``logging`` (logger ``lockgate.audit`` by default), and to
+    each of its sinks.
 
     Each record's message is one readable line, and ``record.lockgate_audit`` holds the same
     facts as a dict for structured handlers. Arguments are redacted before they are formatted.
+    Sinks (a :class:`JsonLinesAuditSink`, OpenTelemetry logs) get every record, whatever the
+    logger's level.
     """
 
     def __init__(
         self,
         logger: logging.Logger | None = None,
         sensitive: Iterable[str] = DEFAULT_SENSITIVE_NAMES,
+        sinks: Iterable[AuditSink] = (),
     ) -> None:
         self.logger = logger or logging.getLogger(AUDIT_LOGGER_NAME)
         self._sensitive = {_normalise(name) for name in sensitive}
+        self.sinks: list[AuditSink] = list(sinks)
+        """Where every record goes besides the logger; add to it before the worker starts."""
 
     def add_sensitive_field(self, name: str) -> None:
         """Redacts ``name`` from now on, in every record."""
@@ -100,6 +107,8 @@ class AuditLogger:
         The registry asks first, so a call whose record nobody collects costs no more; a
         subclass that records elsewhere answers True.
         """
+        if self.sinks:
+            return True
         return self.logger.isEnabledFor(
             logging.INFO if result.__dict__["success"] else logging.WARNING
         )
@@ -113,10 +122,14 @@ class AuditLogger:
         took_ms: float,
         sensitive: Iterable[str] = (),
         cache_served: bool = False,
+        stages: list[tuple[str, int, int]] | None = None,
     ) -> None:
-        """Records one finished call: who, where, which tool, the outcome and its arguments."""
+        """Records one finished call: who, where, which tool, the outcome and its arguments
+        (and, when the registry traces them, when each pipeline stage started and ended, as
+        ``(stage, started_ns, ended_ns)``)."""
         level = logging.INFO if result.__dict__["success"] else logging.WARNING
-        if not self.logger.isEnabledFor(level):
+        logged = self.logger.isEnabledFor(level)
+        if not logged and not self.sinks:
             return
         outcome = "OK" if result.success else f"ERROR:{result.code}"
         arguments_shown = self.redact(arguments, sensitive)
@@ -135,6 +148,11 @@ class AuditLogger:
             "cache_served": cache_served,
             "timeout_exceeded": bool(result.meta.get("timeout_exceeded")),
         }
+        if stages is not None:
+            record["stages"] = stages
+        self._to_sinks(record, result.success)
+        if not logged:
+            return
         self.logger.log(
             level,
             "[lockgate.audit] tool.call %s | %s | %s | %s | %.1fms | %s | args=%s",
@@ -169,7 +187,8 @@ class AuditLogger:
             **facts: Where it happened: ``graph``, ``run``, ``gate``, ``node``, ``answer``...
         """
         level = logging.INFO if accepted else logging.WARNING
-        if not self.logger.isEnabledFor(level):
+        logged = self.logger.isEnabledFor(level)
+        if not logged and not self.sinks:
             return
         shown = self.redact(dict(facts))
         record = {
@@ -180,6 +199,9 @@ class AuditLogger:
             "reason": reason,
             **shown,
         }
+        self._to_sinks(record, accepted)
+        if not logged:
+            return
         where = " ".join(f"{key}={value}" for key, value in shown.items() if value is not None)
         who = (actor or {}).get("actor", "nobody")
         self.logger.log(
@@ -192,3 +214,10 @@ class AuditLogger:
             f" | {code}: {reason}" if reason else "",
             extra={"lockgate_audit": record},
         )
+
+    def _to_sinks(self, record: Mapping[str, Any], accepted: bool) -> None:
+        for sink in self.sinks:
+            try:
+                sink.write(record, accepted=accepted)
+            except Exception:  # a sink's failure must not refuse the call it records
+                self.logger.exception("audit sink %r failed to take a record", sink)

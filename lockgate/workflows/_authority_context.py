@@ -25,6 +25,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.worker import (
     ActivityInboundInterceptor,
     ContinueAsNewInput,
+    ExecuteWorkflowInput,
     HandleQueryInput,
     HandleUpdateInput,
     StartActivityInput,
@@ -42,7 +43,7 @@ from lockgate.activities._activity_inputs import (
     handover_binding,
 )
 from lockgate.activities._sealed_calls import header_text
-from lockgate.gating import Authority
+from lockgate.gating import AuditLogger, Authority
 
 __all__ = [
     "CARRY_SEAL_HEADER",
@@ -50,6 +51,7 @@ __all__ = [
     "LOCKGATE_WORKFLOW",
     "AuthorityInterceptor",
     "carry_seal",
+    "current_audit",
     "current_authority",
     "handover_seal",
 ]
@@ -66,6 +68,18 @@ LOCKGATE_WORKFLOW = "__lockgate_workflow__"
 _CURRENT: contextvars.ContextVar[Authority | None] = contextvars.ContextVar(
     "lockgate_authority", default=None
 )
+
+
+_AUDIT: contextvars.ContextVar[AuditLogger | None] = contextvars.ContextVar(
+    "lockgate_audit", default=None
+)
+
+
+def current_audit() -> AuditLogger | None:
+    """The audit log of the worker running this workflow, for what the run itself records (a
+    gate opened, a node parked); None outside a workflow run. Never consulted for a decision:
+    it is where records go, not something a run reads."""
+    return _AUDIT.get()
 
 
 def current_authority() -> Authority | None:
@@ -93,6 +107,13 @@ class _AuthorityInbound(WorkflowInboundInterceptor):
 
     def init(self, outbound: WorkflowOutboundInterceptor) -> None:
         self.next.init(self.outbound(outbound))
+
+    async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
+        # The run's task and the tasks it starts see the audit log (not the Authority). The run
+        # has a task, and so a context, of its own: nothing to reset (an evicted run is closed
+        # from another context, where a reset would fail).
+        _AUDIT.set(self.authority.audit)
+        return await self.next.execute_workflow(input)
 
     def handle_update_validator(self, input: HandleUpdateInput) -> None:
         token = _CURRENT.set(self.authority)

@@ -80,6 +80,12 @@ class GraphAnswers(GraphSignals):
             run=self._run_id,
             gate=gate.gate,
             answer=choice,
+            role=gate.role,
+            waited_seconds=(
+                (workflow.now() - self._gate_opened_at).total_seconds()
+                if self._gate_opened_at is not None
+                else None
+            ),
         )
         self._answer = GivenAnswer(
             choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
@@ -216,7 +222,11 @@ class GraphAnswers(GraphSignals):
             run=self._run_id,
             **facts,
         )
-        raise Refusal(judgement.code or ErrorCode.VALIDATION_ERROR.value, judgement.reason or "")
+        raise Refusal(
+            judgement.code or ErrorCode.VALIDATION_ERROR.value,
+            judgement.reason or "",
+            never_stored=True,
+        )
 
     @workflow.update(
         name="settle",
@@ -247,7 +257,7 @@ class GraphAnswers(GraphSignals):
                 "to settle; ask again when one returns, or read it with the `show` query.",
             )
         if problem is not None:
-            raise Refusal(problem.code, problem.sentence)
+            raise Refusal(problem.code, problem.sentence, never_stored=True)
 
     async def _after_settling(self, after: int, *, released: bool = False) -> dict[str, Any]:
         """The run once it has settled more than ``after`` times, or has ended (it settles no
@@ -303,6 +313,7 @@ def _authority() -> Authority:
             ErrorCode.UNAUTHORIZED.value,
             "This worker judges no answers: it was built without lockgate's plugin (which "
             "brings the Directory the gate rules need). Add LockgatePlugin to the worker.",
+            never_stored=True,
         )
     return authority
 

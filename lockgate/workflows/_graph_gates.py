@@ -239,6 +239,8 @@ class GraphGates(GraphWaiting):
             parent=self._parent,
         )
         self._status = "waiting"
+        self._gate_opened_at = workflow.now()
+        self._record("gate.open", gate=self._gate.gate, role=self._gate.role)
         self._upsert_search_attributes()
         workflow.upsert_memo({"lockgate_gate": self._gate_memo()})
         self._settled()

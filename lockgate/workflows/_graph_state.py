@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, ClassVar
 
 from temporalio import workflow
@@ -29,6 +30,7 @@ from lockgate.gating import (
     shorten,
     tally,
 )
+from lockgate.workflows._authority_context import current_audit
 from lockgate.workflows._carry import CarriedState
 from lockgate.workflows._compiled import CompiledGraph
 from lockgate.workflows._graph_inputs import StartGraphInput
@@ -95,6 +97,8 @@ class GraphState:
     _visits: dict[str, int]
     _gate: OpenGate | None
     _gate_openings: int
+    # When the open gate opened (None for a gate a carried state brought): for time to answer.
+    _gate_opened_at: datetime | None = None
     _parked: ParkedNode | None
     _parkings: int
     _spent: list[str]
@@ -137,6 +141,22 @@ class GraphState:
         self._refused_signals_kept = 0
         self._requester = requester
         self._driver = requester
+
+    def _record(self, event: str, **facts: Any) -> None:
+        """An audit record of what the run itself did (a gate opened, a node parked), written
+        the first time only, never again when the run is replayed."""
+        if workflow.unsafe.is_replaying():
+            return
+        audit = current_audit()
+        if audit is not None:
+            audit.event(
+                event,
+                accepted=True,
+                actor=self._driver.to_dict(),
+                graph=self._graph.name,
+                run=self._run_id,
+                **facts,
+            )
 
     def _target(self) -> dict[str, Any] | None:
         target = self._graph.target

@@ -397,6 +397,7 @@ class GraphRun(GraphChildren):
         }
         self._trail.append(row)
         self._status = "parked"
+        self._record("node.park", node=node.state, operation=node.tool, parked_because=outcome)
         self._upsert_search_attributes()
         workflow.upsert_memo({"lockgate_parked": self._parked.to_dict() | {"why": row["why"]}})
         self._settled()

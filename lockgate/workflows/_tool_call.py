@@ -329,12 +329,14 @@ class ToolCallWorkflow:
             raise Refusal(
                 ErrorCode.VALIDATION_ERROR.value,
                 "This call is not waiting for a confirmation (it ran, expired, or never asked).",
+                never_stored=True,
             )
         authority = _authority()
         if not authority.sealer.token_matches(confirmation.token, "confirm", self._token_binding()):
             raise Refusal(
                 ErrorCode.VALIDATION_ERROR.value,
                 f"The confirmation token for '{call.tool}' is not the one this call handed out.",
+                never_stored=True,
             )
         actor = self._actor
         if actor is not None and actor.verified:
@@ -345,12 +347,14 @@ class ToolCallWorkflow:
                 raise Refusal(
                     ErrorCode.UNAUTHORIZED.value,
                     f"A signed call is confirmed by its signer: {refused.sentence}",
+                    never_stored=True,
                 ) from None
             if confirmer.actor != actor.actor:
                 raise Refusal(
                     ErrorCode.FORBIDDEN.value,
                     f"The confirmation token was issued to {actor.actor}, not to "
                     f"{confirmer.actor}: only who asked can confirm.",
+                    never_stored=True,
                 )
 
     def _token_binding(self) -> dict[str, Any]:
@@ -393,12 +397,14 @@ def _authority() -> Authority:
         raise Refusal(
             ErrorCode.UNAUTHORIZED.value,
             "This worker cannot check confirmations: add LockgatePlugin to it.",
+            never_stored=True,
         )
     if authority.secret is None:
         raise Refusal(
             ErrorCode.UNAUTHORIZED.value,
             "This worker has no worker secret, so it cannot hand out or check confirmation "
             "tokens: give LockgatePlugin a secret.",
+            never_stored=True,
         )
     return authority
 
