@@ -13,6 +13,7 @@ from temporalio.client import Client
 
 from lockgate.cli import _parser
 from lockgate.gating import WorkerSecret, new_identity
+from tests.graphs_for_tests import eventually
 from tests.support import REPOSITORY
 
 README = (REPOSITORY / "README.md").read_text()
@@ -165,6 +166,12 @@ async def test_the_watched_worker_example_encrypts_audits_and_traces(
     ]
     tools = {record["tool"] for record in records if record["event"] == "tool.call"}
     assert {"essay:write", "essay:grade", "essay:publish"} <= tools
-    runs = [run async for run in temporal_client.list_workflows("TaskQueue = 'essays-watched'")]
-    history = await temporal_client.get_workflow_handle(runs[0].id).fetch_history()
+    query = "TaskQueue = 'essays-watched' AND WorkflowType = 'essay:review'"
+
+    async def listed() -> list[str]:
+        return [run.id async for run in temporal_client.list_workflows(query)]
+
+    # Visibility catches up with a finished run a moment later.
+    runs = await eventually(listed, bool, what="the essay in visibility")
+    history = await temporal_client.get_workflow_handle(runs[0]).fetch_history()
     assert b"Tides" not in b"".join(event.SerializeToString() for event in history.events)
