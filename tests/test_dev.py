@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tests.graphs_for_tests import eventually
 from tests.support import REPOSITORY, free_port
 
 
@@ -151,7 +152,7 @@ async def test_lockgate_dev_with_payload_keys_points_its_ui_at_a_codec_server(
     from lockgate.encryption import PayloadKeys
 
     keys_file = PayloadKeys.generate("k1").write(tmp_path / "payload.keys")
-    port, ui_port = free_port(), free_port()
+    port, ui_port, inbox_port = free_port(), free_port(), free_port()
     environment = {
         **os.environ,
         "PYTHONPATH": str(REPOSITORY),
@@ -166,6 +167,8 @@ async def test_lockgate_dev_with_payload_keys_points_its_ui_at_a_codec_server(
         str(port),
         "--ui-port",
         str(ui_port),
+        "--inbox-port",
+        str(inbox_port),
         cwd=tmp_path,
         env=environment,
         stdout=asyncio.subprocess.PIPE,
@@ -190,10 +193,29 @@ async def test_lockgate_dev_with_payload_keys_points_its_ui_at_a_codec_server(
             "--args",
             '{"title": "Tides", "draft": "d"}',
         )
+        started = await _run(
+            tmp_path,
+            {**environment, "TEMPORAL_ADDRESS": f"127.0.0.1:{port}"},
+            "start",
+            "essay:review",
+            "--as",
+            "ada",
+            "--json",
+            "--inputs",
+            '{"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}',
+        )
+        run_id = json.loads(started[1])["run_id"]
+        # The gate's memo is encrypted with the run: the inbox reads it with the keys.
+        inbox_page = await eventually(
+            lambda: asyncio.to_thread(_get, f"http://localhost:{inbox_port}/"),
+            lambda page: run_id in page,
+            what="the gate in the inbox (visibility catches up)",
+        )
     finally:
         dev.send_signal(signal.SIGINT)
         status = await asyncio.wait_for(dev.wait(), 30)
 
+    assert run_id in inbox_page
     note = "".join(printed)
     endpoint = settings["Codec"]["Endpoint"]
     assert endpoint.startswith("http://127.0.0.1:")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lockgate.cli._output import CommandError
-from lockgate.cli._settings import connect, local_directory
+from lockgate.cli._settings import connect, local_directory, payload_keys
 from lockgate.gating import IdentityError, RelyingParty
 
 __all__ = ["PASSKEY_ORIGINS_ENV", "relying_party_of", "serve_inbox", "start_inbox"]
@@ -53,6 +53,12 @@ async def start_inbox(
         from lockgate.inbox import inbox_app
     except ImportError as error:
         raise CommandError(str(error)) from None
+    keys = payload_keys(arguments)
+    if keys is not None:
+        # The gates' memos are encrypted with the runs: the inbox reads them with the keys.
+        from lockgate.encryption import encrypting_client
+
+        client = encrypting_client(client, keys)
     app = inbox_app(
         client,
         arguments.task_queue,
