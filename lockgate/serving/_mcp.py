@@ -299,11 +299,12 @@ class _Handlers:
         extra = {REQUEST_ID_META_KEY: request_id} if request_id else {}
         if result.get("success"):
             return _answered(result.get("data"), **extra)
-        error = result.get("error") or {}
-        if "code" not in error and isinstance(result.get("error"), dict):
-            return _of_operation(result)
+        error = result.get("error")
+        error = error if isinstance(error, dict) else {}
         return _refused(
-            str(error.get("code", "INTERNAL_ERROR")), str(error.get("message", "")), **extra
+            str(error.get("code") or "INTERNAL_ERROR"),
+            str(error.get("message") or "The call did not succeed."),
+            **extra,
         )
 
     # Confirmations -----------------------------------------------------------------------------
