@@ -145,7 +145,6 @@ def inbox_app(
             request,
             run=shown,
             verdicts=verdicts,
-            shown_json=json.dumps(shown, indent=2, ensure_ascii=False, default=str),
         )
 
     async def binding(request: Request) -> Response:
