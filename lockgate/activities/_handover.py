@@ -1,8 +1,9 @@
-"""A sub-graph's start: what its parent run handed it, believed only under the worker secret's
-seal for exactly the parent run the server names."""
+"""What one run hands another through Temporal (a sub-graph's driver, the state carried on at
+continue-as-new), believed only under the worker secret's seal for exactly that handover."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from lockgate.activities._activity_inputs import OpenStartInput, handover_binding
@@ -15,7 +16,24 @@ from lockgate.gating import (
     WorkerSecretError,
 )
 
-__all__ = ["open_handover", "start_refused"]
+__all__ = ["open_handover", "seal_problem", "start_refused"]
+
+
+def seal_problem(
+    authority: Authority, seal: object, purpose: str, binding: Callable[[], Mapping[str, Any]]
+) -> str | None:
+    """Why ``seal`` does not vouch for the handover ``binding()`` names, or None when it does.
+
+    ``binding`` is made here, so a handover whose data cannot be bound is refused the same way.
+    """
+    try:
+        if authority.sealer.opens(seal, purpose, binding()):
+            return None
+        return "it carries no seal of this deployment's workers for this handover"
+    except (TypeError, ValueError):
+        return "it is not JSON data"
+    except WorkerSecretError as error:
+        return str(error)
 
 
 def start_refused(code: ErrorCode, reason: str) -> dict[str, Any]:
@@ -41,14 +59,13 @@ def open_handover(
     elif not isinstance(handed, dict):
         problem = "it is not an object"
     else:
-        binding = handover_binding(start.run, start.parent_id, start.parent_run, handed)
-        try:
-            if not authority.sealer.opens(start.seal, "handover", binding):
-                problem = "it carries no seal of this deployment's workers for this handover"
-        except (TypeError, ValueError):
-            problem = "it is not JSON data"
-        except WorkerSecretError as error:
-            problem = str(error)
+        parent_id, parent_run = start.parent_id, start.parent_run
+        problem = seal_problem(
+            authority,
+            start.seal,
+            "handover",
+            lambda: handover_binding(start.run, parent_id, parent_run, handed),
+        )
     if problem is None:
         assert isinstance(handed, dict)
         try:

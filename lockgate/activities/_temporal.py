@@ -36,7 +36,7 @@ from lockgate.activities._activity_inputs import (
     tool_activity_name,
 )
 from lockgate.activities._events import ToolFailure
-from lockgate.activities._handover import open_handover
+from lockgate.activities._handover import open_handover, seal_problem
 from lockgate.activities._handover import start_refused as _start_refused
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._registry import ToolRegistry
@@ -391,16 +391,15 @@ class ToolActivities:
         if handed.previous_run is None:
             problem = "this run was not continued from another run"
         else:
-            try:
-                binding = carry_binding(
-                    handed.workflow_id, handed.execution, handed.previous_run, handed.carried
-                )
-                if not self.authority.sealer.opens(handed.seal, "carry", binding):
-                    problem = "it carries no seal of this deployment's workers for this handover"
-            except (TypeError, ValueError):
-                problem = "it is not JSON data"
-            except WorkerSecretError as error:
-                problem = str(error)
+            previous_run = handed.previous_run
+            problem = seal_problem(
+                self.authority,
+                handed.seal,
+                "carry",
+                lambda: carry_binding(
+                    handed.workflow_id, handed.execution, previous_run, handed.carried
+                ),
+            )
         if problem is None:
             return {"ok": True, "reason": None}
         reason = (
