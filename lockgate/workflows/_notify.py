@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from temporalio import workflow
 from temporalio.client import Client
@@ -122,7 +122,7 @@ class GateNotifier:
         rows = {(row["run_id"], row["gate"]): dict(row) for row in await self.runs.pending()}
         for key, row in rows.items():
             if key not in self._seen:
-                await self.announce(_opened(row))
+                await self.announce(_event("gate.opened", row))
         for key, row in self._seen.items():
             if key not in rows:
                 await self.announce(await self._closed(row))
@@ -137,15 +137,9 @@ class GateNotifier:
             if each.get("node") == node and each.get("outcome") == "answered"
         ]
         last = answered[-1] if answered else {}
-        return GateEvent(
+        return _event(
             "gate.closed",
-            row["run_id"],
-            row["graph"],
-            row["gate"],
-            row["role"],
-            because=row.get("because") or "",
-            requester=str(row.get("requester") or ""),
-            choices=tuple(choice["option"] for choice in row.get("choices") or []),
+            row,
             answered_by=(last.get("by") or {}).get("actor"),
             answer=last.get("answer"),
             outcome=str(shown.get("status") or "") or None,
@@ -175,9 +169,12 @@ class GateNotifier:
                 )
 
 
-def _opened(row: dict[str, Any]) -> GateEvent:
+def _event(
+    kind: Literal["gate.opened", "gate.closed"], row: dict[str, Any], **outcome: Any
+) -> GateEvent:
+    """The event of a gate as ``pending`` shows it (and, once it closed, how)."""
     return GateEvent(
-        "gate.opened",
+        kind,
         row["run_id"],
         row["graph"],
         row["gate"],
@@ -185,4 +182,5 @@ def _opened(row: dict[str, Any]) -> GateEvent:
         because=row.get("because") or "",
         requester=str(row.get("requester") or ""),
         choices=tuple(choice["option"] for choice in row.get("choices") or []),
+        **outcome,
     )
