@@ -54,6 +54,7 @@ from lockgate.gating._judgements import (
 from lockgate.gating._keys import (
     NewIdentity,
     directory_entry_toml,
+    encode_base64url,
     generate_private_key,
     new_identity,
     parse_public_key,
@@ -223,6 +224,7 @@ __all__ = [
     "describe_duration",
     "digest",
     "directory_entry_toml",
+    "encode_base64url",
     "evidence_problem",
     "evidence_shown",
     "fingerprint",

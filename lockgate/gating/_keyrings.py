@@ -18,7 +18,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
-__all__ = ["KEY_BYTES", "Keyring", "encode_key", "new_key_id"]
+from lockgate.gating._keys import encode_base64url
+
+__all__ = ["KEY_BYTES", "Keyring", "new_key_id"]
 
 KEY_BYTES = 32
 """Every key's length."""
@@ -31,11 +33,6 @@ _K = TypeVar("_K", bound="Keyring")
 def new_key_id() -> str:
     """A fresh key id: today's date and a random suffix."""
     return time.strftime("k%Y%m%d", time.gmtime()) + "-" + secrets.token_hex(3)
-
-
-def encode_key(raw: bytes) -> str:
-    """Unpadded base64url, the one spelling of a key (and of a MAC) in lockgate's files."""
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
 def _decode_key(text: str) -> bytes | None:
@@ -174,7 +171,7 @@ class Keyring:
     def to_text(self) -> str:
         """The keys as :meth:`parse` reads them, current first. Keep it out of logs."""
         return "".join(
-            f"{self._line_prefix}:{key_id}:{encode_key(key)}\n"
+            f"{self._line_prefix}:{key_id}:{encode_base64url(key)}\n"
             for key_id, key in self._keys.items()
         )
 

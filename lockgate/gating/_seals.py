@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from lockgate.gating._canonical import canonical_json
-from lockgate.gating._keyrings import Keyring, encode_key
+from lockgate.gating._keyrings import Keyring
+from lockgate.gating._keys import encode_base64url
 
 __all__ = ["WORKER_SECRET_ENV", "WORKER_SECRET_FILE_ENV", "WorkerSecret", "WorkerSecretError"]
 
@@ -137,4 +138,4 @@ class WorkerSecret(Keyring):
     @staticmethod
     def _mac(key: bytes, purpose: str, binding: Mapping[str, Any]) -> str:
         message = b"lockgate-seal\x00" + purpose.encode("utf-8") + b"\x00" + canonical_json(binding)
-        return encode_key(hmac.new(key, message, hashlib.sha256).digest())
+        return encode_base64url(hmac.new(key, message, hashlib.sha256).digest())

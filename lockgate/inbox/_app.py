@@ -21,6 +21,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
@@ -38,6 +39,7 @@ from lockgate.gating import (
     IdentityError,
     RelyingParty,
     check_principal_name,
+    encode_base64url,
     toml_key,
 )
 from lockgate.workflows import GraphClient
@@ -243,11 +245,11 @@ def inbox_app(
                 f"The passkey could not be registered: {error}".split(" See __cause__")[0],
                 422,
             )
-        credential_id = _b64url(verified.credential_id)
+        credential_id = encode_base64url(verified.credential_id)
         entry = (
             f"[[principals.{toml_key(principal)}.passkeys]]\n"
             f'credential_id = "{credential_id}"\n'
-            f'public_key = "cose:{_b64url(verified.credential_public_key)}"\n'
+            f'public_key = "cose:{encode_base64url(verified.credential_public_key)}"\n'
         )
         return JSONResponse(
             {"ok": True, "principal": principal, "credential_id": credential_id, "entry": entry}
@@ -276,15 +278,7 @@ def inbox_app(
 
 
 def _host_of(origin: str) -> str:
-    from urllib.parse import urlsplit
-
     return urlsplit(origin).hostname or origin
-
-
-def _b64url(raw: bytes) -> str:
-    import base64
-
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
 def _viewer(request: Request) -> str | None:
