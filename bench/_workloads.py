@@ -13,7 +13,6 @@ import contextlib
 import itertools
 import json
 import os
-import socket
 import statistics
 import sys
 import time
@@ -66,7 +65,6 @@ __all__ = [
     "dev_server_pids",
     "emit",
     "finish",
-    "free_port",
     "median_ratio",
     "rss_megabytes",
     "serve_in_subprocess_command",
@@ -96,13 +94,6 @@ def emit(
     line["unit"] = unit
     line.update(extra)
     print(json.dumps(line), flush=True)
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def median_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> float:

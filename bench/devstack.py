@@ -55,10 +55,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from bench._exit import leave
-from bench._workloads import CpuMeter, Linear20, emit, free_port, median_ratio, stdout_to_stderr
+from bench._workloads import CpuMeter, Linear20, emit, median_ratio, stdout_to_stderr
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.cli._loop import event_loop_name, run_on_the_fastest_loop
-from lockgate.devserver import DevServer, server_args, temporal_binary
+from lockgate.devserver import DevServer, free_port, server_args, temporal_binary
 from lockgate.examples import essay_review as essay
 from lockgate.testing import Identities
 from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES

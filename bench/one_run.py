@@ -38,9 +38,9 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.worker import Worker
 
 from bench._exit import leave
-from bench._workloads import emit, free_port, stdout_to_stderr
+from bench._workloads import emit, stdout_to_stderr
 from lockgate import GraphClient, LockgatePlugin
-from lockgate.devserver import DevServer
+from lockgate.devserver import DevServer, free_port
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import Identities
 

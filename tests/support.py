@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,13 +20,6 @@ if TYPE_CHECKING:
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 """The repository's root: where `lockgate` subprocesses run and `tests` import from."""
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 SECRET = WorkerSecret.generate("test")

@@ -21,7 +21,7 @@ from temporalio.client import Client
 from temporalio.common import RawValue
 
 from lockgate import GraphClient, LockgatePlugin
-from lockgate.devserver import temporal_binary
+from lockgate.devserver import free_port, temporal_binary
 from lockgate.encryption import (
     ENCRYPTED_ENCODING,
     CodecAccess,
@@ -34,7 +34,7 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding
 from lockgate.testing import WorkerFactory
 from tests.graphs_for_tests import essay_people
-from tests.support import REPOSITORY, free_port, gate_of
+from tests.support import REPOSITORY, gate_of
 from tests.test_encryption import marked_inputs
 
 UI = "http://localhost:8233"

@@ -19,12 +19,12 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from lockgate import GraphClient, LockgatePlugin
-from lockgate.devserver import DevServer
+from lockgate.devserver import DevServer, free_port
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import Identities
 from tests.graphs_for_tests import ALWAYS_FAILS
 from tests.reliability_graphs import SlowJob
-from tests.support import free_port, worker_process
+from tests.support import worker_process
 
 
 async def _eventually(check: Any, timeout: float = 60, every: float = 0.05) -> Any:

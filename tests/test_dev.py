@@ -16,8 +16,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from lockgate.devserver import free_port
 from tests.graphs_for_tests import eventually
-from tests.support import REPOSITORY, free_port
+from tests.support import REPOSITORY
 
 
 async def _run(cwd: Path, environment: dict[str, str], *arguments: str) -> tuple[int, str, str]:

@@ -19,7 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lockgate import devserver
-from lockgate.devserver import DevServer, DevServerError
+from lockgate.devserver import DevServer, DevServerError, free_port
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
 LOCKGATE_ATTRIBUTE_NAMES = {key.name for key in LOCKGATE_SEARCH_ATTRIBUTES}
@@ -46,14 +46,6 @@ class SleepThreeDaysWorkflow:
         started = workflow.now()
         await workflow.sleep(timedelta(days=3))
         return (workflow.now() - started).total_seconds()
-
-
-# Not tests.support's: this module defines workflows, and the sandbox that re-imports it refuses
-# the Path call at that module's top level.
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def port_accepts_connections(port: int) -> bool:
@@ -171,6 +163,15 @@ async def test_a_busy_port_is_reported_with_what_to_do(tmp_path: Path) -> None:
     assert f"http://127.0.0.1:{busy_port + 1000}" in message
     assert "pass another port" in message
     assert not server.running
+
+
+def test_free_port_is_free_and_outside_the_kernels_ephemeral_range() -> None:
+    ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+
+    ports = {free_port() for _ in range(50)}
+
+    assert all(port + 1000 < ephemeral_low for port in ports)
+    assert not any(port_accepts_connections(port) for port in ports)
 
 
 async def test_a_server_that_exits_during_startup_reports_its_log(tmp_path: Path) -> None:

@@ -24,13 +24,13 @@ from playwright.async_api import Browser, Page, async_playwright
 from temporalio.client import Client
 
 from lockgate import GraphClient, LockgatePlugin, WorkerSecret
+from lockgate.devserver import free_port
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.payment_release import PaymentRelease
 from lockgate.gating import Directory, RelyingParty
 from lockgate.inbox import inbox_app
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS, eventually
-from tests.support import free_port
 
 if sys.version_info >= (3, 11):
     import tomllib

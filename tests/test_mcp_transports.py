@@ -22,12 +22,12 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from temporalio.client import Client as TemporalClient
 
+from lockgate.devserver import free_port
 from lockgate.examples.essay_review import EssayReview
 from lockgate.serving import BearerToken, Operations, build_mcp_server, http_app
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS, eventually, signed_answer
 from tests.mcp_support import MCP_NAME, data_of, people, refusal_of, registry, runs
-from tests.support import free_port
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -21,12 +21,13 @@ from starlette.routing import Route
 from temporalio.client import Client
 
 from lockgate import GraphClient, LockgatePlugin
+from lockgate.devserver import free_port
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import Notifications, Webhook, signature_of
 from lockgate.testing import WorkerFactory
 from lockgate.workflows._notify import NOTIFY_WORKFLOW
 from tests.graphs_for_tests import ALWAYS_FAILS, essay_people, eventually
-from tests.support import audit_facts, free_port, gate_of
+from tests.support import audit_facts, gate_of
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -18,7 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lockgate import GraphClient, LockgatePlugin
-from lockgate.devserver import server_args, temporal_binary
+from lockgate.devserver import free_port, server_args, temporal_binary
 from lockgate.encryption import (
     CodecAccess,
     CodecServer,
@@ -30,7 +30,7 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 from tests.graphs_for_tests import essay_people
-from tests.support import free_port, gate_of
+from tests.support import gate_of
 from tests.test_encryption import marked_inputs
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
