@@ -35,6 +35,7 @@ from lockgate.activities import (
     NotificationActivities,
     TemporalNonceLedger,
     ToolRegistry,
+    WorkflowStartActivities,
     definition_of,
     is_tool,
 )
@@ -244,6 +245,7 @@ class LockgatePlugin(SimplePlugin):
             "lockgate",
             activities=[
                 *self.tool_activities.activities(),
+                WorkflowStartActivities(self.authority).open_workflow_start,
                 self.notification_activities.deliver,
             ],
             workflows=[
@@ -254,7 +256,7 @@ class LockgatePlugin(SimplePlugin):
                 *self.graph_workflows,
             ],
             interceptors=[
-                AuthorityInterceptor(self.authority),
+                AuthorityInterceptor(self.authority, self.registry),
                 *([telemetry.interceptor] if telemetry is not None else []),
             ],
             workflow_runner=_with_passthrough,

@@ -40,6 +40,7 @@ from lockgate.activities._verification import (
     VerificationRequest,
     register_verification,
 )
+from lockgate.activities._workflow_starts import WorkflowStartActivities
 
 __all__ = [
     "CALLER_MISTAKES",
@@ -69,6 +70,7 @@ __all__ = [
     "ToolRegistry",
     "VerificationError",
     "VerificationRequest",
+    "WorkflowStartActivities",
     "context_tokens",
     "current_seal",
     "definition_of",

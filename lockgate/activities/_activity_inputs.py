@@ -20,11 +20,13 @@ from lockgate.gating import fingerprint
 __all__ = [
     "JUDGE_SIGNALS",
     "OPEN_START",
+    "OPEN_WORKFLOW_START",
     "PREPARE_CALL",
     "TOOL_ACTIVITY_PREFIX",
     "VERIFY_CARRIED",
     "JudgeSignalsInput",
     "OpenStartInput",
+    "OpenWorkflowStartInput",
     "PrepareCallInput",
     "SignalEntry",
     "ToolActivityInput",
@@ -39,6 +41,10 @@ TOOL_ACTIVITY_PREFIX = "lockgate.tool:"
 
 OPEN_START = "lockgate.open_start"
 """Checks a graph run's starting channels and start proof (a local activity)."""
+
+OPEN_WORKFLOW_START = "lockgate.open_workflow_start"
+"""Verifies the start proof of a workflow of the user's own that uses lockgate (a local
+activity)."""
 
 VERIFY_CARRIED = "lockgate.verify_carried"
 """Opens the seal of a state carried across continue-as-new (a local activity)."""
@@ -82,6 +88,26 @@ class ToolActivityInput:
     idempotency_key: str | None = None
     confirmed: bool = False
     node: str | None = None
+
+
+@dataclass
+class OpenWorkflowStartInput:
+    """Verifies who started a workflow of the user's own: its start proof, spent for this
+    execution.
+
+    Attributes:
+        workflow_type: The workflow type, as the server names it.
+        run: The workflow id.
+        execution: Its first run id.
+        arguments: The run's arguments as its payload converter writes them (JSON values).
+        proof: The start proof the starter put in the memo, or None for an unsigned start.
+    """
+
+    workflow_type: str
+    run: str
+    execution: str
+    arguments: list[Any] = field(default_factory=list)
+    proof: Any = None
 
 
 @dataclass

@@ -60,7 +60,7 @@ from lockgate.gating import (
     why_node_refuses,
 )
 
-__all__ = ["CALLER_MISTAKES", "ToolActivities"]
+__all__ = ["CALLER_MISTAKES", "ToolActivities", "only_local"]
 
 CALLER_MISTAKES: frozenset[str] = frozenset(
     {
@@ -102,7 +102,7 @@ def _binding_or_refusal(
         )
 
 
-def _only_local(info: activity.Info) -> None:
+def only_local(info: activity.Info) -> None:
     """Refuses one of lockgate's own checks scheduled as a regular activity.
 
     Lockgate's workflows run these as local activities, which only workflow code on the same
@@ -325,7 +325,7 @@ class ToolActivities:
         validators are the user's code, and its default factories (``uuid4``, a clock) make a
         value for this run, which the recorded result keeps the same on every replay.
         """
-        _only_local(activity.info())
+        only_local(activity.info())
         model = self._models(start.graph, start.version) if self._models else None
         if model is None:
             return _start_refused(
@@ -386,7 +386,7 @@ class ToolActivities:
     @activity.defn(name=VERIFY_CARRIED)
     async def verify_carried(self, handed: VerifyCarriedInput) -> dict[str, Any]:
         """Whether the state a run was handed was sealed by a worker, for exactly this handover."""
-        _only_local(activity.info())
+        only_local(activity.info())
         problem: str | None = None
         if handed.previous_run is None:
             problem = "this run was not continued from another run"
@@ -507,7 +507,7 @@ class ToolActivities:
     @activity.defn(name=PREPARE_CALL)
     async def prepare_call(self, call: PrepareCallInput) -> dict[str, Any]:
         """Everything a durable call checks before it waits: the caller, the tool, a dry run."""
-        _only_local(activity.info())
+        only_local(activity.info())
         definition = self.registry.get(call.tool) if isinstance(call.tool, str) else None
         if definition is None:
             caller = self.authority.context_for(

@@ -26,6 +26,7 @@ from lockgate.workflows._failures import UnreadableStart
 from lockgate.workflows._graph_inputs import SettleInput, ShowInput, StartGraphInput
 from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import GraphRun
+from lockgate.workflows._own_workflows import Decision, call_tool, gate
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,
     LOCKGATE_GRAPH,
@@ -60,6 +61,7 @@ __all__ = [
     "CompiledNode",
     "ConfirmCallInput",
     "Deadline",
+    "Decision",
     "Dual",
     "Edge",
     "GraphClient",
@@ -79,6 +81,8 @@ __all__ = [
     "Transition",
     "UnreadableStart",
     "WaitCallInput",
+    "call_tool",
     "compile_graph",
+    "gate",
     "graph",
 ]

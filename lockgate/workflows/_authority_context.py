@@ -15,8 +15,9 @@ run's history. Seals are made only for lockgate's own workflows.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NoReturn
 
 import temporalio.worker
@@ -36,7 +37,13 @@ from temporalio.worker import (
     WorkflowOutboundInterceptor,
 )
 
-from lockgate.activities import SEAL_HEADER, SealReader, ToolActivityInput, tool_activity_binding
+from lockgate.activities import (
+    SEAL_HEADER,
+    SealReader,
+    ToolActivityInput,
+    ToolRegistry,
+    tool_activity_binding,
+)
 from lockgate.activities._activity_inputs import (
     JudgeSignalsInput,
     carry_binding,
@@ -49,11 +56,15 @@ __all__ = [
     "CARRY_SEAL_HEADER",
     "HANDOVER_SEAL_HEADER",
     "LOCKGATE_WORKFLOW",
+    "OWN_RUN_FINISHED",
     "AuthorityInterceptor",
     "carry_seal",
     "current_audit",
     "current_authority",
+    "current_tools",
     "handover_seal",
+    "run_arguments",
+    "sealing_own_call",
 ]
 
 CARRY_SEAL_HEADER = "lockgate-carry-seal"
@@ -65,6 +76,10 @@ HANDOVER_SEAL_HEADER = "lockgate-handover-seal"
 LOCKGATE_WORKFLOW = "__lockgate_workflow__"
 """The class attribute marking lockgate's own workflows, whose handovers are sealed."""
 
+OWN_RUN_FINISHED = "__lockgate_run_finished__"
+"""The instance attribute a workflow of the user's own gets once it uses lockgate: called when
+its run function returns, so its search attributes say it finished."""
+
 _CURRENT: contextvars.ContextVar[Authority | None] = contextvars.ContextVar(
     "lockgate_authority", default=None
 )
@@ -73,6 +88,40 @@ _CURRENT: contextvars.ContextVar[Authority | None] = contextvars.ContextVar(
 _AUDIT: contextvars.ContextVar[AuditLogger | None] = contextvars.ContextVar(
     "lockgate_audit", default=None
 )
+
+
+_TOOLS: contextvars.ContextVar[ToolRegistry | None] = contextvars.ContextVar(
+    "lockgate_tools", default=None
+)
+
+_ARGUMENTS: contextvars.ContextVar[Sequence[Any]] = contextvars.ContextVar(
+    "lockgate_run_arguments", default=()
+)
+
+_OWN_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("lockgate_own_call", default=False)
+
+
+def current_tools() -> ToolRegistry | None:
+    """The tools of the worker running this workflow (its code, the same on every replay, as a
+    graph's compiled nodes are); None outside a run on a lockgate worker."""
+    return _TOOLS.get()
+
+
+def run_arguments() -> Sequence[Any]:
+    """The arguments this run was started with, as its workflow function received them."""
+    return _ARGUMENTS.get()
+
+
+@contextlib.contextmanager
+def sealing_own_call() -> Iterator[None]:
+    """Seals the tool activity scheduled inside this block although the run is a workflow of
+    the user's own: lockgate's ``call_tool`` schedules it, naming the driver lockgate verified
+    for this run. Nothing else a user's workflow schedules is ever sealed."""
+    token = _OWN_CALL.set(True)
+    try:
+        yield
+    finally:
+        _OWN_CALL.reset(token)
 
 
 def current_audit() -> AuditLogger | None:
@@ -103,6 +152,7 @@ def _is_lockgate_workflow() -> bool:
 
 class _AuthorityInbound(WorkflowInboundInterceptor):
     authority: Authority
+    tools: ToolRegistry | None
     outbound: type[_SealingOutbound]
 
     def init(self, outbound: WorkflowOutboundInterceptor) -> None:
@@ -113,7 +163,13 @@ class _AuthorityInbound(WorkflowInboundInterceptor):
         # has a task, and so a context, of its own: nothing to reset (an evicted run is closed
         # from another context, where a reset would fail).
         _AUDIT.set(self.authority.audit)
-        return await self.next.execute_workflow(input)
+        _TOOLS.set(self.tools)
+        _ARGUMENTS.set(tuple(input.args))
+        result = await self.next.execute_workflow(input)
+        finished = getattr(workflow.instance(), OWN_RUN_FINISHED, None)
+        if finished is not None:
+            finished()
+        return result
 
     def handle_update_validator(self, input: HandleUpdateInput) -> None:
         token = _CURRENT.set(self.authority)
@@ -187,7 +243,7 @@ class _SealingOutbound(WorkflowOutboundInterceptor):
         # Sealed on replay too: a command replay matches to its recorded event is discarded,
         # header and all, but `is_replaying()` is also true in activations whose commands do
         # reach the server (after a task the server refused for signals that came meanwhile).
-        return _is_lockgate_workflow()
+        return _is_lockgate_workflow() or _OWN_CALL.get()
 
     @staticmethod
     def _payload(seal: str) -> Payload:
@@ -198,13 +254,13 @@ class AuthorityInterceptor(temporalio.worker.Interceptor):
     """Hands the worker's Authority to lockgate's validators, seals lockgate's handovers, and
     shows tool activities the seal they carry."""
 
-    def __init__(self, authority: Authority) -> None:
+    def __init__(self, authority: Authority, tools: ToolRegistry | None = None) -> None:
         self.authority = authority
         outbound = type("SealingOutbound", (_SealingOutbound,), {"authority": authority})
         self._inbound = type(
             "AuthorityInbound",
             (_AuthorityInbound,),
-            {"authority": authority, "outbound": outbound},
+            {"authority": authority, "tools": tools, "outbound": outbound},
         )
 
     def workflow_interceptor_class(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
 
 from temporalio.client import (
@@ -54,6 +54,7 @@ from lockgate.workflows._client_support import (
 )
 from lockgate.workflows._client_views import QUERY_TIMEOUT, RunViews
 from lockgate.workflows._graph_inputs import StartGraphInput
+from lockgate.workflows._own_state import START_PROOF_MEMO, start_arguments, workflow_type_name
 from lockgate.workflows._search_attributes import (
     LOCKGATE_GRAPH,
     LOCKGATE_STATE,
@@ -156,6 +157,38 @@ class GraphClient(RunViews):
         if not wait:
             return {"ok": True, "run_id": run_id, "graph": name, "status": "started"}
         return await self._settled(self._until_settled(run_id, after=0), run_id, name)
+
+    async def start_workflow(
+        self, workflow: str | Callable[..., Any], *args: Any, id: str, **options: Any
+    ) -> WorkflowHandle[Any, Any]:
+        """Starts a workflow of your own that asks lockgate's gates or calls its tools, signed:
+        the run's requester is the signer, verified on the worker the first time the run uses
+        lockgate (:func:`lockgate.workflows.gate`, :func:`lockgate.workflows.call_tool`).
+
+        The proof names the workflow type, ``id`` and exactly these arguments, and rides in the
+        run's memo; it is spent for the execution it starts. Without a signer the run is
+        started unsigned (its requester is ``unverified:temporal``).
+
+        Args:
+            workflow: The workflow's run method (``MyWorkflow.run``) or its type name.
+            args: Its arguments, as the workflow takes them (the proof names them as the
+                payload converter writes them, and the worker checks them the same way).
+            id: The workflow id.
+            options: Anything else ``Client.start_workflow`` takes; ``task_queue`` defaults
+                to this client's.
+
+        Returns:
+            The run's handle.
+        """
+        name = workflow if isinstance(workflow, str) else workflow_type_name(workflow)
+        memo = dict(options.pop("memo", None) or {})
+        if self.signer is not None:
+            arguments = start_arguments(self.client.data_converter.payload_converter, list(args))
+            memo[START_PROOF_MEMO] = self.signer.sign(start_binding(name, id, {"args": arguments}))
+        options.setdefault("task_queue", self.task_queue)
+        return await self.client.start_workflow(
+            workflow, args=list(args), id=id, memo=memo, **options
+        )
 
     async def _settled(
         self, pending: Awaitable[RunView], run_id: str, graph: str | None = None

@@ -1,0 +1,223 @@
+"""What lockgate keeps for one run of a workflow of the user's own that uses it: who started
+it, who drives it, its trail, its open gate; what it shows (``show``, ``awaiting``) and what
+it writes for ``pending`` (memo, search attributes)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from temporalio import workflow
+from temporalio.api.common.v1 import Payload
+from temporalio.common import SearchAttributeUpdate
+from temporalio.converter import PayloadConverter
+from temporalio.exceptions import ActivityError
+
+from lockgate.activities._activity_inputs import OPEN_WORKFLOW_START, OpenWorkflowStartInput
+from lockgate.gating import (
+    DEADLINE_CHANNEL,
+    TRAIL_PAGE,
+    Actor,
+    ErrorCode,
+    OpenGate,
+)
+from lockgate.workflows._activity_options import local
+from lockgate.workflows._authority_context import (
+    current_audit,
+    run_arguments,
+)
+from lockgate.workflows._search_attributes import (
+    LOCKGATE_AWAITING,
+    LOCKGATE_GRAPH,
+    LOCKGATE_STATE,
+)
+
+__all__ = [
+    "DEADLINE_ACTOR",
+    "START_PROOF_MEMO",
+    "GivenAnswer",
+    "OwnRunState",
+    "start_arguments",
+    "workflow_type_name",
+]
+
+START_PROOF_MEMO = "lockgate_start"
+"""The memo key under which ``GraphClient.start_workflow`` puts the start proof."""
+
+
+def start_arguments(converter: PayloadConverter, args: list[Any]) -> list[Any]:
+    """A run's arguments as a start proof names them: each as its payload converter writes it,
+    read back as JSON (a payload that is not JSON as its encoding and bytes)."""
+    return [_as_json(payload) for payload in converter.to_payloads(args)]
+
+
+def workflow_type_name(run: Callable[..., Any]) -> str:
+    """The workflow type of a ``@workflow.run`` method, as the SDK names it."""
+    definition = workflow._Definition.from_run_fn(run)
+    if definition is None or definition.name is None:
+        raise ValueError(f"{run!r} is not the @workflow.run method of a @workflow.defn class.")
+    return definition.name
+
+
+def _as_json(payload: Payload) -> Any:
+    encoding = payload.metadata.get("encoding", b"").decode("utf-8", "replace")
+    if encoding == "json/plain":
+        return json.loads(payload.data)
+    if encoding == "binary/null":
+        return None
+    return {"encoding": encoding, "data": payload.data.hex()}
+
+
+DEADLINE_ACTOR = Actor.unverified(DEADLINE_CHANNEL)
+
+
+@dataclasses.dataclass
+class GivenAnswer:
+    choice: str
+    actor: Actor
+    evidence: Any = None
+    waiver: str | None = None
+
+
+class OwnRunState:
+    """What lockgate keeps for one run of a workflow of the user's own."""
+
+    def __init__(self) -> None:
+        info = workflow.info()
+        self.workflow_type = info.workflow_type
+        self.run_id = info.workflow_id
+        self.execution = info.first_execution_run_id
+        self.requester: Actor | None = None
+        self.driver = Actor.unverified("temporal")
+        self.makers: list[str] = []
+        self.trail: list[dict[str, Any]] = []
+        self.status = "running"
+        self.gate: OpenGate | None = None
+        self.subject: dict[str, Any] | None = None
+        self.evidence_models: Mapping[str, Any] = {}
+        self.answer: GivenAnswer | None = None
+        self.spent: list[str] = []
+        self.openings = 0
+        self.calls = 0
+        self.settles = 0
+        self.deadline_passed = False
+
+    async def _open(self) -> None:
+        """Verifies who started the run (once; the history keeps the verdict)."""
+        if self.requester is not None:
+            return
+        arguments = start_arguments(workflow.payload_converter(), list(run_arguments()))
+        try:
+            opened = await local(
+                OPEN_WORKFLOW_START,
+                OpenWorkflowStartInput(
+                    workflow_type=self.workflow_type,
+                    run=self.run_id,
+                    execution=self.execution,
+                    arguments=arguments,
+                    proof=workflow.memo_value(START_PROOF_MEMO, default=None),
+                ),
+                result_type=dict,
+            )
+        except ActivityError as error:
+            opened = {
+                "actor": Actor.unverified("temporal").to_dict(),
+                "code": ErrorCode.INTERNAL_ERROR.value,
+                "reason": f"The start could not be checked: {error.cause or error}",
+            }
+        self.requester = Actor.from_dict(opened["actor"])
+        self.driver = self.requester
+        if opened.get("reason"):
+            self.trail.append(
+                {
+                    "operation": "start",
+                    "outcome": "refused",
+                    "by": self.requester.to_dict(),
+                    "why": f"The start proof was refused: {opened['reason']} The run goes on "
+                    "as started by an unverified caller.",
+                }
+            )
+        self._upsert(self.status)
+
+    def _gate(self) -> OpenGate:
+        assert self.gate is not None
+        return self.gate
+
+    def awaiting(self) -> dict[str, Any]:
+        """The gate a signer binds an answer to, as this worker reports it."""
+        return {
+            "graph": self.workflow_type,
+            "run_id": self.run_id,
+            "execution": self.execution,
+            "status": self.status,
+            "gate": self._gate_view() if self.gate is not None and self.answer is None else None,
+            "parked": None,
+        }
+
+    def show(self, *args: Any) -> dict[str, Any]:
+        """The run as lockgate sees it: status, requester, open gate, the newest trail rows."""
+        first = max(len(self.trail) - TRAIL_PAGE, 0)
+        return {
+            "ok": True,
+            "run_id": self.run_id,
+            "execution": self.execution,
+            "graph": self.workflow_type,
+            "status": self.status,
+            "requester": (self.requester or Actor.unverified("temporal")).to_dict(),
+            "awaiting": self._gate_view() if self.gate is not None else None,
+            "parked": None,
+            "trail": self.trail[first:],
+            "trail_from": first,
+            "trail_total": len(self.trail),
+            "settles": self.settles,
+        }
+
+    def _gate_view(self) -> dict[str, Any]:
+        view = self._gate().to_dict()
+        view["options"] = self._gate().options
+        view["target"] = self.subject
+        return view
+
+    def _gate_memo(self, *, keep_opened_at: bool = False) -> dict[str, Any]:
+        memo = self._gate().to_dict()
+        memo["target"] = self.subject
+        written = workflow.memo_value("lockgate_gate", default=None) if keep_opened_at else None
+        opened_at = written.get("opened_at") if isinstance(written, dict) else None
+        memo["opened_at"] = opened_at or workflow.now().isoformat()
+        return memo
+
+    def finished(self) -> None:
+        """The run function returned: the run's search attributes say so."""
+        self.status = "finished"
+        self._upsert("finished")
+
+    def _upsert(self, status: str) -> None:
+        current = workflow.info().typed_search_attributes
+        wanted = {
+            LOCKGATE_GRAPH: self.workflow_type,
+            LOCKGATE_STATE: status,
+            LOCKGATE_AWAITING: self.gate.role if self.gate is not None else None,
+        }
+        updates: list[SearchAttributeUpdate[Any]] = [
+            key.value_set(value) if value is not None else key.value_unset()
+            for key, value in wanted.items()
+            if current.get(key) != value
+        ]
+        if updates:
+            workflow.upsert_search_attributes(updates)
+
+    def _record(self, event: str, **facts: Any) -> None:
+        if workflow.unsafe.is_replaying():
+            return
+        audit = current_audit()
+        if audit is not None:
+            audit.event(
+                event,
+                accepted=True,
+                actor=self.driver.to_dict(),
+                graph=self.workflow_type,
+                run=self.run_id,
+                **facts,
+            )

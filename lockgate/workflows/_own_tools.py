@@ -1,0 +1,88 @@
+"""A governed tool call from a workflow of the user's own, as the run's driver."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from lockgate.activities import CALLER_MISTAKES, ToolActivityInput, definition_of
+from lockgate.gating import (
+    ErrorCode,
+    ToolResult,
+)
+from lockgate.workflows._activity_options import execute_tool, runs_local
+from lockgate.workflows._authority_context import (
+    current_tools,
+    sealing_own_call,
+)
+from lockgate.workflows._own_state import OwnRunState
+
+__all__ = ["OwnTools"]
+
+
+class OwnTools(OwnRunState):
+    """Tool calls through lockgate's whole pipeline, sealed as a graph node's are."""
+
+    async def call(
+        self, tool: str | Callable[..., Any], arguments: dict[str, Any], confirmed: bool
+    ) -> ToolResult:
+        await self._open()
+        name = tool if isinstance(tool, str) else definition_of(tool).name
+        tools = current_tools()
+        definition = tools.get(name) if tools is not None else None
+        if definition is None:
+            return ToolResult.error(
+                ErrorCode.TOOL_NOT_FOUND,
+                f"Tool '{name}' is not served by this worker; give LockgatePlugin the tool.",
+            )
+        self.calls += 1
+        step = f"{self.run_id}:{name}:{self.calls}"
+        call = ToolActivityInput(
+            arguments=arguments,
+            actor=self.driver.to_dict(),
+            request_id=step,
+            idempotency_key=f"{self.run_id}/{self.execution}:{name}:{self.calls}",
+            confirmed=confirmed,
+            node=name,
+        )
+        row: dict[str, Any] = {"operation": name, "by": self.driver.to_dict()}
+        try:
+            with sealing_own_call():
+                result = ToolResult.from_dict(
+                    await execute_tool(
+                        name,
+                        call,
+                        local=runs_local(definition),
+                        timeout_seconds=definition.timeout,
+                        heartbeat_seconds=definition.heartbeat_seconds,
+                        retry=definition.retry,
+                        summary=f"{name} as {self.driver.actor}",
+                    )
+                )
+        except ActivityError as error:
+            result = _refused_call(error)
+        if result.success:
+            row["outcome"] = "ran"
+            maker = self.driver.principal
+            if self.driver.verified and maker is not None and maker not in self.makers:
+                self.makers.append(maker)
+        else:
+            row["outcome"] = "refused" if result.code in CALLER_MISTAKES else "failed"
+            row["why"] = result.error.message if result.error else ""
+            row["code"] = result.code
+        self.trail.append(row)
+        return result
+
+
+def _refused_call(error: ActivityError) -> ToolResult:
+    cause = error.cause
+    if isinstance(cause, ApplicationError) and cause.type in CALLER_MISTAKES:
+        details = cause.details[0] if cause.details else {}
+        meta = dict(details) if isinstance(details, dict) else {}
+        return ToolResult.error(str(cause.type), cause.message, meta=meta)
+    return ToolResult.error(
+        ErrorCode.INTERNAL_ERROR,
+        f"The tool failed after its retries: {cause if cause is not None else error}",
+    )

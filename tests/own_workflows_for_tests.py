@@ -1,0 +1,75 @@
+"""A hand-written Temporal workflow that asks lockgate's gates and calls its tools: a refund,
+read as the requester, approved by a support lead, issued as that lead, and closed by a second
+lead (the first one made the refund, so may not close it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Annotated, Any
+
+from temporalio import workflow
+
+from lockgate import Param, ToolResult, tool
+from lockgate.workflows import Ask, call_tool, gate
+
+
+class Refund(str, Enum):
+    ISSUE = "issue"
+    DECLINE = "decline"
+
+
+class Closure(str, Enum):
+    CLOSE = "close"
+    REOPEN = "reopen"
+
+
+@tool("tickets:read", "Read a support ticket", scopes=["tickets:read"], local=True)
+def read_ticket(ticket: Annotated[int, Param("The ticket number")]) -> ToolResult:
+    return ToolResult.success({"ticket": ticket, "customer": "c-7", "paid": 250})
+
+
+@tool("refunds:issue", "Refund a customer", scopes=["refunds:issue"], mutating=True)
+def issue_refund(
+    ticket: Annotated[int, Param("The ticket number")],
+    amount: Annotated[int, Param("The amount, in whole units")],
+) -> ToolResult:
+    return ToolResult.success({"refunded": amount, "ticket": ticket})
+
+
+OWN_TOOLS: list[Callable[..., Any]] = [read_ticket, issue_refund]
+
+
+@dataclass
+class RefundRequest:
+    ticket: int
+    amount: int
+
+
+@workflow.defn(name="support:refund")
+class RefundWorkflow:
+    @workflow.run
+    async def run(self, request: RefundRequest) -> dict[str, Any]:
+        ticket = await call_tool(read_ticket, {"ticket": request.ticket})
+        if not ticket.success:
+            assert ticket.error is not None
+            return {"outcome": "refused", "code": ticket.error.code, "why": ticket.error.message}
+        decided = await gate(
+            Ask(Refund, of="support-lead", because="A refund needs a support lead."),
+            subject={"ticket": request.ticket, "amount": request.amount},
+            leads_to={Refund.ISSUE: issue_refund},
+        )
+        if decided.choice is Refund.DECLINE:
+            return {"outcome": "declined", "by": decided.by["actor"]}
+        refund = await call_tool(issue_refund, {"ticket": request.ticket, "amount": request.amount})
+        closed = await gate(
+            Ask(Closure, of="support-lead", because="Someone else checks the refund."),
+            subject={"ticket": request.ticket, "refunded": refund.data},
+        )
+        return {
+            "outcome": "refunded" if refund.success else "refund failed",
+            "approved_by": decided.by["actor"],
+            "closed_by": closed.by["actor"],
+            "closure": closed.choice.value,
+        }

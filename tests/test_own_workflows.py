@@ -1,0 +1,237 @@
+"""A workflow of the user's own asks a verified gate and calls governed tools: every rule of a
+graph's gate holds for it, on the real dev server."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from temporalio import workflow
+from temporalio.client import Client, WorkflowHandle
+from temporalio.worker import Replayer
+
+from lockgate import GraphClient, LockgatePlugin
+from lockgate.activities import ToolActivityInput, tool_activity_name
+from lockgate.testing import Identities, WorkerFactory
+from lockgate.workflows import LOCKGATE_STATE
+from tests.graphs_for_tests import eventually
+from tests.own_workflows_for_tests import OWN_TOOLS, RefundRequest, RefundWorkflow
+from tests.support import audit_facts
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def support_people() -> Identities:
+    """ada asks for refunds (and is a lead herself); lee and mo lead and may refund; clerk
+    leads but may not refund; nobody holds nothing."""
+    return Identities(
+        {
+            "ada": {"roles": ["support-lead"], "scopes": ["tickets:read", "refunds:issue"]},
+            "lee": {"roles": ["support-lead"], "scopes": ["refunds:issue"]},
+            "mo": {"roles": ["support-lead"], "scopes": ["refunds:issue"]},
+            "clerk": {"roles": ["support-lead"]},
+            "nobody": {},
+        }
+    )
+
+
+def plugin_for(people: Identities) -> LockgatePlugin:
+    return LockgatePlugin(tools=OWN_TOOLS, directory=people.directory, secret=people.secret)
+
+
+async def start_refund(
+    client: Client, task_queue: str, people: Identities | None, as_: str | None = "ada"
+) -> WorkflowHandle[Any, Any]:
+    signer = people.signer(as_) if people is not None and as_ is not None else None
+    return await GraphClient(client, task_queue, signer).start_workflow(
+        RefundWorkflow.run, RefundRequest(ticket=42, amount=120), id=f"refund-{uuid4().hex[:8]}"
+    )
+
+
+async def open_gate_of(client: Client, task_queue: str, run_id: str, gate: str) -> dict[str, Any]:
+    async def shown() -> dict[str, Any]:
+        return dict(await GraphClient(client, task_queue).show(run_id))
+
+    view = await eventually(
+        shown,
+        lambda run: (run.get("awaiting") or {}).get("gate") == gate,
+        what=f"gate {gate} open",
+    )
+    return dict(view["awaiting"])
+
+
+async def test_a_refund_is_approved_issued_and_closed_by_the_rules_of_a_graphs_gate(
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    people = support_people()
+    caplog.set_level(logging.INFO, logger="lockgate.audit")
+
+    def as_(who: str | None) -> GraphClient:
+        return GraphClient(temporal_client, task_queue, people.signer(who) if who else None)
+
+    async with lockgate_worker(plugin=plugin_for(people), workflows=[RefundWorkflow]):
+        handle = await start_refund(temporal_client, task_queue, people)
+        run_id = handle.id
+        opened = await open_gate_of(temporal_client, task_queue, run_id, "refund#1")
+        pending = await eventually(
+            lambda: as_("lee").pending(of="support-lead"),
+            lambda rows: any(row["run_id"] == run_id for row in rows),
+            what="the gate in pending",
+        )
+        unsigned = await as_(None).decide(run_id, "issue")
+        requester = await as_("ada").decide(run_id, "issue")
+        without_scope = await as_("clerk").decide(run_id, "issue")
+        without_role = await as_("nobody").decide(run_id, "issue")
+        approved = await as_("lee").decide(run_id, "issue")
+        await open_gate_of(temporal_client, task_queue, run_id, "closure#2")
+        maker = await as_("lee").decide(run_id, "close")
+        closed = await as_("mo").decide(run_id, "close")
+        result = await handle.result()
+        shown = await as_(None).show(run_id)
+        attributes = (await handle.describe()).typed_search_attributes
+        history = await handle.fetch_history()
+    replayed = await Replayer(
+        workflows=[RefundWorkflow], plugins=[plugin_for(people)]
+    ).replay_workflow(history, raise_on_replay_failure=False)
+
+    (row,) = [row for row in pending if row["run_id"] == run_id]
+    assert row["graph"] == "support:refund" and row["requester"] == "ada"
+    assert row["target"] == {"ticket": 42, "amount": 120}
+    assert [c["needs"] for c in row["choices"]] == [["refunds:issue"], []]
+    assert opened["role"] == "support-lead"
+    assert unsigned["error"]["code"] == "UNVERIFIED_APPROVER"
+    assert requester["error"]["code"] == "SELF_APPROVAL_FORBIDDEN"
+    assert without_scope["error"]["code"] == "FORBIDDEN"
+    assert "refunds:issue" in without_scope["error"]["message"]
+    assert without_role["error"]["code"] == "FORBIDDEN"
+    assert "support-lead" in without_role["error"]["message"]
+    assert approved["ok"] is True
+    assert maker["error"]["code"] == "SELF_APPROVAL_FORBIDDEN"
+    assert closed["ok"] is True
+    assert result == {
+        "outcome": "refunded",
+        "approved_by": "lee",
+        "closed_by": "mo",
+        "closure": "close",
+    }
+    trail = [(r["operation"], r["outcome"], r["by"]["actor"]) for r in shown["trail"]]
+    assert trail == [
+        ("tickets:read", "ran", "ada"),
+        ("ask:support-lead", "answered", "lee"),
+        ("refunds:issue", "ran", "lee"),
+        ("ask:support-lead", "answered", "mo"),
+    ]
+    assert shown["requester"]["actor"] == "ada" and shown["requester"]["verified"] is True
+    assert str(attributes.get(LOCKGATE_STATE)) == "finished"
+    assert replayed.replay_failure is None  # the handlers lockgate added replay alike
+    decided = [
+        audit_facts(r)
+        for r in caplog.records
+        if "lockgate_audit" in r.__dict__ and audit_facts(r).get("event") == "gate.decide"
+    ]
+    refusals = [facts for facts in decided if facts["outcome"] == "refused"]
+    assert len(refusals) == 5  # each refusal audited once, before anything was written
+
+
+async def test_a_tool_the_driver_may_not_call_is_refused_as_a_result_and_audited(
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    people = support_people()
+    caplog.set_level(logging.INFO, logger="lockgate.audit")
+    async with lockgate_worker(plugin=plugin_for(people), workflows=[RefundWorkflow]):
+        unsigned = await start_refund(temporal_client, task_queue, None)
+        result = await unsigned.result()
+        shown = await GraphClient(temporal_client, task_queue).show(unsigned.id)
+
+    assert result["outcome"] == "refused" and result["code"] == "FORBIDDEN"
+    assert "tickets:read" in result["why"]
+    (row,) = shown["trail"]
+    assert (row["operation"], row["outcome"], row["by"]["actor"]) == (
+        "tickets:read",
+        "refused",
+        "unverified:temporal",
+    )
+    assert any(
+        facts.get("tool") == "tickets:read" and facts.get("outcome") == "refused"
+        for facts in (audit_facts(r) for r in caplog.records if "lockgate_audit" in r.__dict__)
+    )
+
+
+async def test_a_start_proof_names_its_run_and_arguments_and_is_good_once(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    """The attacker copies a start proof from one run's memo (history is readable) onto a run
+    of their own, with other arguments or under another id: it starts unverified."""
+    people = support_people()
+    async with lockgate_worker(plugin=plugin_for(people), workflows=[RefundWorkflow]):
+        genuine = await start_refund(temporal_client, task_queue, people)
+        await open_gate_of(temporal_client, task_queue, genuine.id, "refund#1")
+        proof = (await (await genuine.describe()).memo())["lockgate_start"]
+        copies = []
+        for request, run_id in (
+            (RefundRequest(ticket=42, amount=9_999), genuine.id + "-other-amount"),
+            (RefundRequest(ticket=42, amount=120), genuine.id + "-other-id"),
+        ):
+            copy = await temporal_client.start_workflow(
+                RefundWorkflow.run,
+                request,
+                id=run_id,
+                task_queue=task_queue,
+                memo={"lockgate_start": proof},
+            )
+            copies.append(await copy.result())
+            shown = await GraphClient(temporal_client, task_queue).show(run_id)
+            assert shown["requester"]["actor"] == "unverified:temporal"
+            assert shown["trail"][0]["operation"] == "start"
+            assert "refused" in shown["trail"][0]["why"]
+
+    assert [copy["outcome"] for copy in copies] == ["refused", "refused"]  # tickets:read
+
+
+@workflow.defn(name="support:forged-refund", sandboxed=False)
+class ForgedRefund:
+    """A workflow of the user's own that schedules a lockgate tool itself, naming a lead."""
+
+    @workflow.run
+    async def run(self) -> str:
+        try:
+            await workflow.execute_activity(
+                tool_activity_name("refunds:issue"),
+                ToolActivityInput(
+                    arguments={"ticket": 1, "amount": 10_000},
+                    actor={
+                        "actor": "lee",
+                        "verified": True,
+                        "channel": "cli",
+                        "principal": "lee",
+                        "authorization": "x",
+                    },
+                    confirmed=True,
+                ),
+                start_to_close_timeout=timedelta(seconds=10),
+                result_type=dict,
+            )
+        except Exception as error:
+            return f"{type(error.__cause__).__name__}: {getattr(error.__cause__, 'type', '')}"
+        return "ran"
+
+
+async def test_a_workflow_naming_a_driver_itself_gets_no_seal_and_is_refused(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = support_people()
+    async with lockgate_worker(plugin=plugin_for(people), workflows=[RefundWorkflow, ForgedRefund]):
+        outcome = await temporal_client.execute_workflow(
+            ForgedRefund.run, id=f"forged-{uuid4().hex[:8]}", task_queue=task_queue
+        )
+
+    assert outcome == "ApplicationError: UNAUTHORIZED"
