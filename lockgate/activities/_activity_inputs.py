@@ -101,6 +101,8 @@ class OpenWorkflowStartInput:
         execution: Its first run id.
         arguments: The run's arguments as its payload converter writes them (JSON values).
         proof: The start proof the starter put in the memo, or None for an unsigned start.
+        local_tools: The worker's tools that this run will run as local activities; the
+            activity hands them back, so the run's history keeps the choice for every replay.
     """
 
     workflow_type: str
@@ -108,6 +110,7 @@ class OpenWorkflowStartInput:
     execution: str
     arguments: list[Any] = field(default_factory=list)
     proof: Any = None
+    local_tools: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -28,8 +28,12 @@ class WorkflowStartActivities:
 
     @activity.defn(name=OPEN_WORKFLOW_START)
     async def open_workflow_start(self, start: OpenWorkflowStartInput) -> dict[str, Any]:
-        """``{actor, code, reason}``: the verified starter, or the unverified one and why."""
+        """``{actor, code, reason, local_tools}``: the verified starter, or the unverified one and
+        why; and the tools the run runs local, as the run named them."""
         only_local(activity.info())
+        return {**await self._verify(start), "local_tools": list(start.local_tools)}
+
+    async def _verify(self, start: OpenWorkflowStartInput) -> dict[str, Any]:
         unsigned = Actor.unverified("temporal").to_dict()
         if start.proof is None:
             return {"actor": unsigned, "code": None, "reason": None}

@@ -26,6 +26,7 @@ from lockgate.gating import (
 from lockgate.workflows._activity_options import local
 from lockgate.workflows._authority_context import (
     current_audit,
+    current_tools,
     run_arguments,
 )
 from lockgate.workflows._search_attributes import (
@@ -73,6 +74,20 @@ def _as_json(payload: Payload) -> Any:
 DEADLINE_ACTOR = Actor.unverified(DEADLINE_CHANNEL)
 
 
+def _local_tools() -> list[str]:
+    """The worker's tools that may run local (never a mutating one), as this run starts."""
+    tools = current_tools()
+    if tools is None:
+        return []
+    return sorted(
+        name
+        for name in tools.names()
+        if (definition := tools.get(name)) is not None
+        and definition.local
+        and not definition.mutating
+    )
+
+
 @dataclasses.dataclass
 class GivenAnswer:
     choice: str
@@ -103,6 +118,7 @@ class OwnRunState:
         self.calls = 0
         self.settles = 0
         self.deadline_passed = False
+        self.local_tools: frozenset[str] | None = None
 
     async def _open(self) -> None:
         """Verifies who started the run (once; the history keeps the verdict)."""
@@ -118,6 +134,7 @@ class OwnRunState:
                     execution=self.execution,
                     arguments=arguments,
                     proof=workflow.memo_value(START_PROOF_MEMO, default=None),
+                    local_tools=_local_tools(),
                 ),
                 result_type=dict,
             )
@@ -126,7 +143,14 @@ class OwnRunState:
                 "actor": Actor.unverified("temporal").to_dict(),
                 "code": ErrorCode.INTERNAL_ERROR.value,
                 "reason": f"The start could not be checked: {error.cause or error}",
+                "local_tools": [],
             }
+        # Which tools run local is recorded here, once, rather than by a patch marker at each
+        # tool's first call: a patch asked right after a local activity is not seen on replay
+        # when a query split that workflow task (the run would fail replay). A run recorded
+        # before this key existed keeps deciding by patch (None).
+        recorded = opened.get("local_tools")
+        self.local_tools = frozenset(recorded) if isinstance(recorded, list) else None
         self.requester = Actor.from_dict(opened["actor"])
         self.driver = self.requester
         if opened.get("reason"):

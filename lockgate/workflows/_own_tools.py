@@ -7,7 +7,7 @@ from typing import Any
 
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from lockgate.activities import CALLER_MISTAKES, ToolActivityInput, definition_of
+from lockgate.activities import CALLER_MISTAKES, ToolActivityInput, ToolDefinition, definition_of
 from lockgate.gating import (
     ErrorCode,
     ToolResult,
@@ -54,7 +54,7 @@ class OwnTools(OwnRunState):
                     await execute_tool(
                         name,
                         call,
-                        local=runs_local(definition),
+                        local=self._runs_local(definition),
                         timeout_seconds=definition.timeout,
                         heartbeat_seconds=definition.heartbeat_seconds,
                         retry=definition.retry,
@@ -74,6 +74,11 @@ class OwnTools(OwnRunState):
             row["code"] = result.code
         self.trail.append(row)
         return result
+
+    def _runs_local(self, definition: ToolDefinition) -> bool:
+        if self.local_tools is None:  # recorded before the run named its local tools
+            return runs_local(definition)
+        return definition.name in self.local_tools and definition.local and not definition.mutating
 
 
 def _refused_call(error: ActivityError) -> ToolResult:
