@@ -131,6 +131,7 @@ from lockgate.gating._seals import (
     WorkerSecret,
     WorkerSecretError,
 )
+from lockgate.gating._tool_names import model_tool_name
 from lockgate.gating._verifier import Verifier
 
 __all__ = [
@@ -236,6 +237,7 @@ __all__ = [
     "judge_viewer",
     "local_shell_context",
     "measure",
+    "model_tool_name",
     "needed_phrase",
     "new_identity",
     "new_request_id",

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from lockgate.gating import model_tool_name
+
 __all__ = ["ToolNameError", "ToolNames", "mcp_name"]
 
 _ALLOWED = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -22,7 +24,7 @@ class ToolNameError(ValueError):
 
 def mcp_name(name: str) -> str:
     """``essay:review`` → ``essay__review``; a valid name stays as it is."""
-    return re.sub(r"[^A-Za-z0-9_-]", "_", name.replace(":", "__"))
+    return model_tool_name(name)
 
 
 class ToolNames:
