@@ -73,3 +73,13 @@ class RefundWorkflow:
             "closed_by": closed.by["actor"],
             "closure": closed.choice.value,
         }
+
+
+@workflow.defn(name="support:lookup")
+class LookupWorkflow:
+    """Reads a ticket and returns a sentence, not a dict: lockgate still shows the run."""
+
+    @workflow.run
+    async def run(self, ticket: int) -> str:
+        found = await call_tool(read_ticket, {"ticket": ticket})
+        return f"ticket {ticket}: {found.data['customer'] if found.success else found.code}"

@@ -18,7 +18,7 @@ from lockgate.activities import ToolActivityInput, tool_activity_name
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows import LOCKGATE_STATE
 from tests.graphs_for_tests import eventually
-from tests.own_workflows_for_tests import OWN_TOOLS, RefundRequest, RefundWorkflow
+from tests.own_workflows_for_tests import OWN_TOOLS, LookupWorkflow, RefundRequest, RefundWorkflow
 from tests.support import audit_facts
 
 pytestmark = pytest.mark.timeout(90)
@@ -235,3 +235,18 @@ async def test_a_workflow_naming_a_driver_itself_gets_no_seal_and_is_refused(
         )
 
     assert outcome == "ApplicationError: UNAUTHORIZED"
+
+
+async def test_a_finished_run_that_returned_no_dict_still_shows_its_trail(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = support_people()
+    async with lockgate_worker(plugin=plugin_for(people), workflows=[LookupWorkflow]):
+        handle = await GraphClient(
+            temporal_client, task_queue, people.signer("ada")
+        ).start_workflow(LookupWorkflow.run, 42, id=f"lookup-{uuid4().hex[:8]}")
+        result = await handle.result()
+        shown = await GraphClient(temporal_client, task_queue).show(handle.id)
+
+    assert result == "ticket 42: c-7"
+    assert [(r["operation"], r["outcome"]) for r in shown["trail"]] == [("tickets:read", "ran")]
