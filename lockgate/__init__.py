@@ -25,6 +25,7 @@ from lockgate.gating import (
 )
 from lockgate.worker import LockgatePlugin
 from lockgate.workflows import (
+    AgentStep,
     Appends,
     ApprovalPolicy,
     Ask,
@@ -34,6 +35,7 @@ from lockgate.workflows import (
     Edge,
     GraphClient,
     GraphDeclarationError,
+    ModelBudget,
     Quorum,
     Route,
     Subgraph,
@@ -45,6 +47,7 @@ from lockgate.workflows import (
 
 __all__ = [
     "Actor",
+    "AgentStep",
     "Appends",
     "ApprovalPolicy",
     "Ask",
@@ -61,6 +64,7 @@ __all__ = [
     "GraphDeclarationError",
     "InMemoryRateLimiter",
     "LockgatePlugin",
+    "ModelBudget",
     "Param",
     "PolicyGate",
     "Quorum",

@@ -20,7 +20,7 @@ import importlib
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import timedelta
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -39,6 +39,7 @@ from lockgate.activities import (
     definition_of,
     is_tool,
 )
+from lockgate.activities._model_calls import ModelCalls, check_models
 from lockgate.activities._temporal import ToolActivities
 from lockgate.encryption import (
     EncryptionCodec,
@@ -63,6 +64,7 @@ from lockgate.namespace import SearchAttributesMissingError, check_search_attrib
 from lockgate.workflows._authority_context import AuthorityInterceptor
 from lockgate.workflows._catalogue import catalogue_workflow
 from lockgate.workflows._client_support import DEFAULT_TASK_QUEUE
+from lockgate.workflows._compile_agents import agent_tools, check_models_given
 from lockgate.workflows._compile_asks import check_staffing
 from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
@@ -170,9 +172,14 @@ class LockgatePlugin(SimplePlugin):
         telemetry: Tracing and metrics through OpenTelemetry (``lockgate[otel]``):
             temporalio's tracing interceptor for the client and worker, and lockgate's own
             spans and metrics. Off without it.
+        models: Pydantic AI models (``lockgate[pydantic-ai]``) by the name the graphs' agent
+            steps give them (``{"support-model": OpenAIChatModel("gpt-5")}``): a model is a
+            client with credentials, so it is given to the worker, never sent through Temporal.
+            Each request is the activity ``lockgate.model``.
 
     Raises:
         WorkerSecretError: No worker secret was given or configured.
+        GraphDeclarationError: An agent step names a model the worker was not given.
     """
 
     def __init__(
@@ -190,6 +197,7 @@ class LockgatePlugin(SimplePlugin):
         notifications: Notifications | None = None,
         encryption: PayloadKeys | EncryptionCodec | None = None,
         telemetry: LockgateTelemetry | None = None,
+        models: Mapping[str, Any] | None = None,
     ) -> None:
         self.registry = _registry_of(tools)
         if audit is not None and not isinstance(tools, ToolRegistry):
@@ -201,10 +209,15 @@ class LockgatePlugin(SimplePlugin):
             codec_of(encryption) if encryption is not None else None
         )
         self.graphs = GraphRegistry(graphs)
+        self.models = check_models(models or {})
         for compiled in self.graphs:
+            check_models_given(compiled, self.models)
             for node in compiled.nodes.values():
                 if node.definition is not None and node.tool not in self.registry:
                     self.registry.register(node.definition)
+            for definition in agent_tools(compiled.nodes):
+                if definition.name not in self.registry:
+                    self.registry.register(definition)
         # A Directory loaded here from a path is the plugin's to stop watching.
         self._owns_directory = authority is None and not isinstance(directory, Directory)
         if authority is None:
@@ -247,6 +260,7 @@ class LockgatePlugin(SimplePlugin):
                 *self.tool_activities.activities(),
                 WorkflowStartActivities(self.authority).open_workflow_start,
                 self.notification_activities.deliver,
+                *([ModelCalls(self.models, self.authority).call_model] if self.models else []),
             ],
             workflows=[
                 ToolCallWorkflow,

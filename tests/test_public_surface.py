@@ -13,6 +13,7 @@ from lockgate import ErrorCode
 
 PUBLIC_NAMES = [
     "Actor",
+    "AgentStep",
     "Appends",
     "ApprovalPolicy",
     "Ask",
@@ -29,6 +30,7 @@ PUBLIC_NAMES = [
     "GraphDeclarationError",
     "InMemoryRateLimiter",
     "LockgatePlugin",
+    "ModelBudget",
     "Param",
     "PolicyGate",
     "Quorum",

@@ -19,12 +19,14 @@ from lockgate.gating import fingerprint
 
 __all__ = [
     "JUDGE_SIGNALS",
+    "MODEL_CALL",
     "OPEN_START",
     "OPEN_WORKFLOW_START",
     "PREPARE_CALL",
     "TOOL_ACTIVITY_PREFIX",
     "VERIFY_CARRIED",
     "JudgeSignalsInput",
+    "ModelCallInput",
     "OpenStartInput",
     "OpenWorkflowStartInput",
     "PrepareCallInput",
@@ -54,6 +56,10 @@ JUDGE_SIGNALS = "lockgate.judge_signals"
 
 PREPARE_CALL = "lockgate.prepare_call"
 """Verifies and plans a durable tool call (a local activity)."""
+
+MODEL_CALL = "lockgate.model"
+"""One model request of a graph's agent step (a regular activity, under the worker secret's
+seal: only lockgate's own runs spend the deployment's models)."""
 
 
 def tool_activity_name(tool: str) -> str:
@@ -210,6 +216,32 @@ class JudgeSignalsInput:
     spent_nonces: list[str] = field(default_factory=list)
     version: int | None = None
     """The run's graph version: whose evidence models judge the answers."""
+
+
+@dataclass
+class ModelCallInput:
+    """One model request of an agent step: the conversation so far and what comes next.
+
+    Attributes:
+        model: The name the worker's model is given under.
+        history: The conversation so far, as Pydantic AI's ``ModelMessagesTypeAdapter`` writes
+            it (JSON).
+        prompt: The prompt of the conversation's first request (None after it).
+        tool_results: What the tools the model asked for last returned, each ``{tool_name,
+            tool_call_id, content, outcome}`` (``outcome`` as Pydantic AI's tool returns have
+            it: ``success``, ``denied``, ``retried``, ``failed``).
+        instructions: The model's instructions.
+        tools: The tools offered, each ``{name, description, parameters}`` (a JSON Schema).
+        node: The agent step, for the audit record of a refusal.
+    """
+
+    model: str
+    history: list[Any] = field(default_factory=list)
+    prompt: str | None = None
+    tool_results: list[dict[str, Any]] = field(default_factory=list)
+    instructions: str = ""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    node: str | None = None
 
 
 @dataclass

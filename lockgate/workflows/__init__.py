@@ -22,6 +22,7 @@ from lockgate.workflows._declare import (
     Target,
     graph,
 )
+from lockgate.workflows._declare_agents import AgentStep, ModelBudget
 from lockgate.workflows._failures import UnreadableStart
 from lockgate.workflows._graph_inputs import SettleInput, ShowInput, StartGraphInput
 from lockgate.workflows._graph_registry import GraphRegistry
@@ -49,6 +50,7 @@ __all__ = [
     "LOCKGATE_SEARCH_ATTRIBUTES",
     "LOCKGATE_STATE",
     "SINGLE",
+    "AgentStep",
     "Appends",
     "ApprovalPolicy",
     "Ask",
@@ -68,6 +70,7 @@ __all__ = [
     "GraphDeclarationError",
     "GraphRegistry",
     "GraphRun",
+    "ModelBudget",
     "Quorum",
     "Route",
     "SettleInput",

@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_RETRY",
     "LOCAL_RETRY",
     "LOCAL_TIMEOUT",
+    "MODEL_RETRY",
     "execute_tool",
     "local",
     "local_tool_patch",
@@ -43,6 +44,17 @@ LOCAL_RETRY = RetryPolicy(
 )
 """Lockgate's own local activities: bounded, so a broken worker fails a step, never a run's task
 forever; the workflow turns the failure into a refusal it records."""
+
+
+MODEL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=5,
+    non_retryable_error_types=sorted(CALLER_MISTAKES),
+)
+"""An agent step's model requests: a provider's hiccup is retried, a little; after that the step
+parks (a resume carries it on), so a provider that is down never keeps a run busy for ever."""
 
 
 def tool_retry_policy(retry: Retry | None) -> RetryPolicy:

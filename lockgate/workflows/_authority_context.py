@@ -46,6 +46,7 @@ from lockgate.activities import (
 )
 from lockgate.activities._activity_inputs import (
     JudgeSignalsInput,
+    ModelCallInput,
     carry_binding,
     handover_binding,
 )
@@ -208,7 +209,9 @@ class _SealingOutbound(WorkflowOutboundInterceptor):
 
     def _seal_call(self, input: StartActivityInput | StartLocalActivityInput) -> None:
         call = input.args[0] if len(input.args) == 1 else None
-        if isinstance(call, (ToolActivityInput, JudgeSignalsInput)) and self._sealing():
+        # A model request spends the deployment's models: only lockgate's own runs may.
+        sealed_kinds = (ToolActivityInput, JudgeSignalsInput, ModelCallInput)
+        if isinstance(call, sealed_kinds) and self._sealing():
             info = workflow.info()
             binding = tool_activity_binding(info.workflow_id, info.run_id, input.activity, call)
             seal = self.authority.sealer.seal("tool-activity", binding)

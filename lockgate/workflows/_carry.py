@@ -53,6 +53,9 @@ class CarriedState:
     """How deep the run nests under parent runs (a sub-graph's), 0 for none."""
     parent: dict[str, Any] | None = None
     """The parent run that started this one as a sub-graph, if any."""
+    conversations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The conversations of agent steps that wait (at a budget's gate, or for this next
+    history), by the step's state."""
 
     def to_dict(self) -> dict[str, Any]:
         """As the JSON object the next run's start input carries."""
@@ -86,6 +89,7 @@ class CarriedState:
             "refused_signals_dropped": self.refused_signals_dropped,
             "inbox": self.inbox,
             **({"depth": self.depth, "parent": self.parent} if self.parent is not None else {}),
+            **({"conversations": self.conversations} if self.conversations else {}),
         }
 
     @classmethod
@@ -122,6 +126,10 @@ class CarriedState:
                 inbox=[_signal_entry(entry) for entry in value.get("inbox", [])],
                 depth=int(value.get("depth", 0)),
                 parent=dict(value["parent"]) if value.get("parent") is not None else None,
+                conversations={
+                    str(step): dict(record)
+                    for step, record in dict(value.get("conversations") or {}).items()
+                },
             )
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
             raise CarriedStateError(f"it cannot be read ({type(error).__name__})") from None

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from lockgate.activities import ToolDefinition, definition_of, is_tool
 from lockgate.gating import to_jsonable
+from lockgate.workflows._compile_agents import compile_agent
 from lockgate.workflows._compile_asks import (
     ask_deadline,
     ask_evidence,
@@ -38,6 +39,7 @@ from lockgate.workflows._declare import (
     Target,
     graph_spec,
 )
+from lockgate.workflows._declare_agents import AgentStep
 
 __all__ = ["compile_graph"]
 
@@ -141,6 +143,8 @@ class _Compiler:
         """The state of a node, compiling it on first sight."""
         if isinstance(candidate, Subgraph):
             return self._subgraph(candidate)
+        if isinstance(candidate, AgentStep):
+            return self._agent(candidate)
         if not callable(candidate) or not is_tool(candidate):
             raise self.fail(
                 f": {role} {_label(candidate)} is not a usable tool: decorate it with "
@@ -200,6 +204,20 @@ class _Compiler:
         self.node_states[node.state] = node
         self.state_of_node[declared] = node.state
         self._enums_of[node.state] = enums
+        return node.state
+
+    def _agent(self, declared: AgentStep) -> str:
+        if declared in self.state_of_node:
+            return self.state_of_node[declared]
+        node = compile_agent(self.where, declared, self.model, self.target)
+        if node.state in self.node_states:
+            raise self.fail(
+                f": two nodes compile to the same state '{node.state}' "
+                f"({self.node_states[node.state].tool} and {node.tool})."
+            )
+        self.node_states[node.state] = node
+        self.state_of_node[declared] = node.state
+        self._enums_of[node.state] = {}
         return node.state
 
     def _outputs(
@@ -321,6 +339,7 @@ class _Compiler:
         used = {start} | {t.to for t in edges.values()}
         used |= {t.to for table in routes.values() for t in table.values()}
         used |= {t.then_ask for table in routes.values() for t in table.values() if t.then_ask}
+        used |= {node.agent.then_ask for node in nodes.values() if node.agent is not None}
         for ask in asks.values():
             if ask.state not in used:
                 raise self.fail(
@@ -485,6 +504,7 @@ class _Compiler:
                 ),
                 needs=node.needs,
                 subgraph=node.subgraph,
+                agent=node.agent,
             )
         return nodes
 

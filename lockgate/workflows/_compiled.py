@@ -17,6 +17,7 @@ from lockgate.activities import ToolDefinition
 from lockgate.gating import SINGLE_POLICY, GateDeadline, GatePolicy
 
 __all__ = [
+    "CompiledAgent",
     "CompiledAsk",
     "CompiledGraph",
     "CompiledNode",
@@ -32,6 +33,34 @@ class Transition:
     to: str
     at_most: int | None = None
     then_ask: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledAgent:
+    """An agent step: its model (by name), instructions, tools, channels and budget.
+
+    Attributes:
+        model: The name the worker's model is given under.
+        instructions: The model's instructions.
+        tools: The tools the model may ask for, by the name it is offered them under
+            (``tickets__read``); they live on the worker only.
+        prompt_from: The channel read as the prompt.
+        output_into: The channel the final text lands in.
+        requests: Model requests per budget (None: not counted).
+        tokens: Tokens per budget (None: not counted).
+        then_ask: The state of the gate that opens when the budget is spent.
+        timeout_seconds: How long one model request may take.
+    """
+
+    model: str
+    instructions: str
+    tools: Mapping[str, ToolDefinition]
+    prompt_from: str
+    output_into: str
+    requests: int | None
+    tokens: int | None
+    then_ask: str
+    timeout_seconds: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +82,9 @@ class CompiledNode:
         subgraph: For a node that runs another graph as a child workflow, that graph (then
             ``definition`` is None, ``tool`` is the child graph's name, ``reads`` and
             ``writes`` the channels both graphs declare, ``decides_on`` its outcome channel).
+        agent: For an agent step, its model, tools and budget (then ``definition`` is None,
+            ``tool`` is the step's name, ``reads`` its prompt channel, ``writes`` its output
+            channel, and ``needs`` nothing: each tool its model asks for judges itself).
     """
 
     state: str
@@ -65,6 +97,7 @@ class CompiledNode:
     route_cases: Mapping[Any, str]
     needs: tuple[str, ...]
     subgraph: CompiledGraph | None = None
+    agent: CompiledAgent | None = None
 
 
 @dataclass(frozen=True, slots=True)

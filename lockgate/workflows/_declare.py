@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from lockgate.workflows._declare_agents import AgentStep
+
 __all__ = [
     "DUAL",
     "SINGLE",
@@ -208,8 +210,8 @@ class Subgraph:
     outcome: str | None = None
 
 
-Node = Callable[..., Any] | Subgraph
-"""A node is a ``@tool`` function, or a :class:`Subgraph`."""
+Node = Callable[..., Any] | Subgraph | AgentStep
+"""A node is a ``@tool`` function, a :class:`Subgraph`, or an :class:`AgentStep`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,6 +121,9 @@ class GraphState:
     _releasing: bool
     _refused_signals_kept: int
     _refused_signals_dropped: int
+    # Agent steps: the conversation of a step while it waits (at its budget's gate, or for the
+    # run's next history), by the step's state.
+    _conversations: dict[str, dict[str, Any]]
 
     def _fresh_state(self, requester: Actor) -> None:
         self._status = "running"
@@ -141,6 +144,7 @@ class GraphState:
         self._refused_signals_kept = 0
         self._requester = requester
         self._driver = requester
+        self._conversations = {}
 
     def _record(self, event: str, **facts: Any) -> None:
         """An audit record of what the run itself did (a gate opened, a node parked), written
@@ -235,6 +239,12 @@ class GraphState:
             shown["parent"] = dict(self._parent)
         if self._child is not None:
             shown["child"] = dict(self._child)
+        if self._conversations:
+            # What an agent step waiting here has used, for whoever decides whether it goes on.
+            shown["conversations"] = {
+                step: {"messages": len(record["messages"]), **record["total"]}
+                for step, record in self._conversations.items()
+            }
         if self._refused_signals_dropped:
             shown["refused_signals_not_kept"] = self._refused_signals_dropped
         if self._dropped_inputs:
@@ -388,6 +398,7 @@ class GraphState:
             inbox=[dataclasses.asdict(entry) for entry in self._inbox],
             depth=self._depth,
             parent=self._parent,
+            conversations=self._conversations,
         ).to_dict()
 
     def _restore(self, carried: CarriedState) -> None:
@@ -414,3 +425,4 @@ class GraphState:
         self._inbox = [SignalEntry(**entry) for entry in carried.inbox]
         self._depth = carried.depth
         self._parent = carried.parent
+        self._conversations = carried.conversations

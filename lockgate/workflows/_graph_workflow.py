@@ -42,7 +42,7 @@ from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal,
 from lockgate.workflows._carry import CarriedState, CarriedStateError
 from lockgate.workflows._compiled import CompiledGraph, CompiledNode
 from lockgate.workflows._failures import UnreadableStart, refused_run
-from lockgate.workflows._graph_children import GraphChildren
+from lockgate.workflows._graph_agents import GraphAgents
 from lockgate.workflows._graph_inputs import (
     StartGraphInput,
     channel_ok,
@@ -64,7 +64,7 @@ _PARKED = object()
 """What running a node returns once it parked the run instead."""
 
 
-class GraphRun(GraphChildren):
+class GraphRun(GraphAgents):
     """The interpreter every graph's workflow class inherits; see :func:`graph_workflow`."""
 
     def _setup(self, starts: Sequence[Any]) -> None:
@@ -271,6 +271,14 @@ class GraphRun(GraphChildren):
             if problem is not None:
                 await self._park(node, "failed", problem, ())
                 return
+        elif node.agent is not None:
+            ended = await self._run_agent(node, visit)
+            if ended.problem is not None:
+                await self._park(node, "failed", ended.problem, ())
+                return
+            if ended.output is None:
+                return  # its budget is spent: the run moved on to the gate that decides
+            data, ran = ended.output, ended.ran
         else:
             data = await self._run_tool(node, visit)
             if data is _PARKED:
