@@ -8,7 +8,10 @@
 
 Not served by ``lockgate dev`` (its demo people hold no officer or finance lead to staff it):
 ``payment:release`` (:mod:`.payment_release`): two officers with evidence above a threshold, a
-finance lead after 48 hours, the transfer a sub-graph (``payment:execute``).
+finance lead after 48 hours, the transfer a sub-graph (``payment:execute``); and
+``support:agent`` (:mod:`.support_agent`, the ``langgraph`` extra): a LangGraph graph on
+Temporal's LangGraph plugin that reads a ticket and refunds it, a support lead's verified
+approval above a threshold. Import it yourself; this package does not, so it needs no extra.
 """
 
 from lockgate.examples import essay_review, memo_clearance, publish_post
