@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,44 @@ async def test_the_own_worker_example_serves_and_finishes_a_run(
         "finished https://essays.example/tides",
         "GATE_NOT_PENDING",
     ]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="LangGraph's interrupts need 3.11+")
+async def test_the_framework_example_refunds_once_a_lead_who_is_not_the_agent_approves(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_client: Client,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pytest.importorskip("temporalio.langgraph")
+    keys = tmp_path / ".lockgate" / "keys"
+    agent = new_identity("agent-7", keys, [], ["tickets:read", "refunds:issue"])
+    lead = new_identity("lena", keys, ["support-lead"], ["refunds:issue"])
+    (tmp_path / ".lockgate" / "directory.toml").write_text(
+        agent.directory_entry_toml + "\n" + lead.directory_entry_toml
+    )
+    WorkerSecret.generate().write(tmp_path / ".lockgate" / "worker.secret")
+    monkeypatch.chdir(tmp_path)
+    example = _block_containing("python", "async def refund()")
+    address = temporal_client.service_client.config.target_host
+    namespace: dict[str, Any] = {"__name__": "readme_framework"}
+
+    exec(compile(example.replace("localhost:7233", address), "README.md", "exec"), namespace)
+    await namespace["refund"]()
+
+    assert capsys.readouterr().out.splitlines() == ["SELF_APPROVAL_FORBIDDEN", "True", "refunded"]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="Pydantic AI needs Python 3.11+")
+def test_the_agent_step_example_declares_a_graph_a_worker_serves() -> None:
+    pytest.importorskip("pydantic_ai")
+    example = _block_containing("python", "AgentStep(")
+    namespace: dict[str, Any] = {"__name__": "readme_agent_step"}
+
+    exec(compile(example, "README.md", "exec"), namespace)
+
+    served = [compiled.name for compiled in namespace["plugin"].graphs]
+    assert served == ["desk:support"]
 
 
 def _commands() -> list[str]:
