@@ -352,7 +352,7 @@ async def test_an_agent_on_a_worker_whose_client_lacks_the_agents_plugin_fails_s
         with pytest.raises(WorkflowFailureError) as failed:
             await handle.result()
 
-    assert "give the plugin to the Client" in str(failed.value.cause)
+    assert "Client.connect(..., plugins=[OpenAIAgentsPlugin()])" in str(failed.value.cause)
     assert model.inputs == []
 
 

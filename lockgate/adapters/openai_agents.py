@@ -58,12 +58,12 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 from temporalio import workflow
-from temporalio.converter import CompositePayloadConverter
 from temporalio.exceptions import ApplicationError
 from typing_extensions import Unpack
 
 from lockgate.activities import ToolDefinition, definition_of
 from lockgate.adapters._approvals import APPROVE, MAX_SUBJECT_BYTES, Approval
+from lockgate.adapters._client_plugins import require_client_plugin
 from lockgate.gating import ErrorCode, ToolResult, measure, model_tool_name
 from lockgate.workflows import Ask, Decision, GraphDeclarationError, call_tool, gate
 
@@ -142,7 +142,7 @@ async def run_agent(
             does not serve), or the worker's client lacks ``OpenAIAgentsPlugin``: the run
             fails with the sentence (non-retryable), instead of retrying a task for ever.
     """
-    _check_plugin()
+    require_client_plugin(OpenAIPayloadConverter, "OpenAIAgentsPlugin()")
     declared = _declared(gates or {})
     undeclared = sorted(
         name for name in _tools_needing_approval(agent, set()) if name not in declared
@@ -160,30 +160,6 @@ async def run_agent(
             state.reject(asked, rejection_message=rejection)
         result = await Runner.run(agent, state, **options)
     return result
-
-
-def _check_plugin() -> None:
-    """Fails the run, with the fix, on a worker whose client lacks OpenAIAgentsPlugin.
-
-    There the model activity's input cannot be decoded: it fails, retries, and the run waits
-    for ever at its first model call. The workflow's converter wraps the client's (for
-    Temporal's own transfer types) in an attribute the SDK keeps private; a converter this
-    cannot see into is let through rather than refused on a guess.
-    """
-    converter = workflow.payload_converter()
-    converter = getattr(converter, "_inner_payload_converter", converter)
-    if isinstance(converter, CompositePayloadConverter) and not isinstance(
-        converter, OpenAIPayloadConverter
-    ):
-        raise ApplicationError(
-            "run_agent runs the agent under Temporal's OpenAIAgentsPlugin, but this worker's "
-            f"payload converter is {type(converter).__name__}, not the plugin's "
-            "OpenAIPayloadConverter: give the plugin to the Client the worker is built from "
-            "(Client.connect(..., plugins=[OpenAIAgentsPlugin(...)])); a plugin given only to a "
-            "Worker cannot set the converter.",
-            type=ErrorCode.INTERNAL_ERROR.value,
-            non_retryable=True,
-        )
 
 
 def governed_tool(

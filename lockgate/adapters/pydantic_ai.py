@@ -62,12 +62,12 @@ from typing import Any, TypeVar, cast
 
 from temporalio import workflow
 from temporalio.contrib.pydantic import PydanticPayloadConverter
-from temporalio.converter import CompositePayloadConverter
 from temporalio.exceptions import ApplicationError
 
 from lockgate.activities import ToolDefinition as LockgateTool
 from lockgate.activities import definition_of
 from lockgate.adapters._approvals import APPROVE, MAX_SUBJECT_BYTES, Approval
+from lockgate.adapters._client_plugins import require_client_plugin
 from lockgate.gating import ErrorCode, canonical_json, measure, model_tool_name
 from lockgate.workflows import Ask, call_tool, gate
 from lockgate.workflows._authority_context import current_tools
@@ -176,7 +176,7 @@ async def run_agent(
             "run_agent runs an agent inside a Temporal workflow, where lockgate's gates answer its "
             "approvals; call it from the workflow's run method."
         )
-    _check_payload_converter()
+    require_client_plugin(PydanticPayloadConverter, "PydanticAIPlugin()")
     declared = {_gate_name(name): ask for name, ask in gates.items()}
     approving = {name: _approving_option(name, ask) for name, ask in declared.items()}
     options = dict(run_options)
@@ -209,31 +209,6 @@ async def run_agent(
 
 def _gate_name(tool: str | Callable[..., Any]) -> str:
     return model_tool_name(_tool_name(tool))
-
-
-def _check_payload_converter() -> None:
-    """Fails the run, with the fix, on a worker whose client lacks PydanticAIPlugin.
-
-    There the first model request goes through, and the next one's input (the messages so far)
-    cannot be decoded: the activity fails, retries, and the run waits for ever. The workflow's
-    converter wraps the client's (for Temporal's own transfer types) in an attribute the SDK
-    keeps private; a converter this cannot see into is let through rather than refused on a
-    guess.
-    """
-    converter = workflow.payload_converter()
-    converter = getattr(converter, "_inner_payload_converter", converter)
-    if isinstance(converter, CompositePayloadConverter) and not isinstance(
-        converter, PydanticPayloadConverter
-    ):
-        raise ApplicationError(
-            "run_agent runs the agent under Pydantic AI's Temporal integration, but this "
-            f"worker's payload converter is {type(converter).__name__}, not Pydantic AI's: give "
-            "PydanticAIPlugin() to the Client the worker is built from "
-            "(Client.connect(..., plugins=[PydanticAIPlugin()])); a plugin given only to a "
-            "Worker cannot set the converter.",
-            type=ErrorCode.INTERNAL_ERROR.value,
-            non_retryable=True,
-        )
 
 
 def _approving_option(name: str, ask: Ask) -> enum.Enum:
