@@ -22,6 +22,7 @@ __all__ = [
     "LOCAL_RETRY",
     "LOCAL_TIMEOUT",
     "MODEL_RETRY",
+    "execute_defined",
     "execute_tool",
     "local",
     "local_tool_patch",
@@ -124,6 +125,21 @@ def runs_local(definition: ToolDefinition) -> bool:
         definition.local
         and not definition.mutating
         and workflow.patched(local_tool_patch(definition.name))
+    )
+
+
+async def execute_defined(
+    definition: ToolDefinition, call: ToolActivityInput, *, local: bool, summary: str
+) -> dict[str, Any]:
+    """Runs ``definition``'s activity with the timeout, heartbeat and retries it declares."""
+    return await execute_tool(
+        definition.name,
+        call,
+        local=local,
+        timeout_seconds=definition.timeout,
+        heartbeat_seconds=definition.heartbeat_seconds,
+        retry=definition.retry,
+        summary=summary,
     )
 
 

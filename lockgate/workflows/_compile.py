@@ -196,6 +196,18 @@ class _Compiler:
         if declared in self.state_of_node:
             return self.state_of_node[declared]
         node, enums = compile_subgraph(self.where, declared, self.model, _COMPILING, _compile_class)
+        return self._add_node(declared, node, enums)
+
+    def _agent(self, declared: AgentStep) -> str:
+        if declared in self.state_of_node:
+            return self.state_of_node[declared]
+        return self._add_node(
+            declared, compile_agent(self.where, declared, self.model, self.target), {}
+        )
+
+    def _add_node(
+        self, declared: Node, node: CompiledNode, enums: dict[type[enum.Enum], list[str]]
+    ) -> str:
         if node.state in self.node_states:
             raise self.fail(
                 f": two nodes compile to the same state '{node.state}' "
@@ -204,20 +216,6 @@ class _Compiler:
         self.node_states[node.state] = node
         self.state_of_node[declared] = node.state
         self._enums_of[node.state] = enums
-        return node.state
-
-    def _agent(self, declared: AgentStep) -> str:
-        if declared in self.state_of_node:
-            return self.state_of_node[declared]
-        node = compile_agent(self.where, declared, self.model, self.target)
-        if node.state in self.node_states:
-            raise self.fail(
-                f": two nodes compile to the same state '{node.state}' "
-                f"({self.node_states[node.state].tool} and {node.tool})."
-            )
-        self.node_states[node.state] = node
-        self.state_of_node[declared] = node.state
-        self._enums_of[node.state] = {}
         return node.state
 
     def _outputs(

@@ -28,7 +28,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from lockgate.activities import CALLER_MISTAKES, ToolActivityInput
 from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput
 from lockgate.gating import MAX_DEPTH, ErrorCode, measure, shorten
-from lockgate.workflows._activity_options import MODEL_RETRY, execute_tool, runs_local
+from lockgate.workflows._activity_options import MODEL_RETRY, execute_defined, runs_local
 from lockgate.workflows._authority_context import current_audit
 from lockgate.workflows._compiled import CompiledAgent, CompiledNode
 from lockgate.workflows._graph_children import GraphChildren
@@ -229,13 +229,10 @@ class GraphAgents(GraphChildren):
                 node=node.state,
             )
             try:
-                result = await execute_tool(
-                    definition.name,
+                result = await execute_defined(
+                    definition,
                     call,
                     local=runs_local(definition),
-                    timeout_seconds=definition.timeout,
-                    heartbeat_seconds=definition.heartbeat_seconds,
-                    retry=definition.retry,
                     summary=f"{definition.name} as {self._driver.actor}, asked by {agent.model}",
                 )
             except ActivityError as error:

@@ -37,7 +37,7 @@ from lockgate.gating import (
     shorten,
 )
 from lockgate.workflows import _generated
-from lockgate.workflows._activity_options import execute_tool, local, runs_local
+from lockgate.workflows._activity_options import execute_defined, local, runs_local
 from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal, handover_seal
 from lockgate.workflows._carry import CarriedState, CarriedStateError
 from lockgate.workflows._compiled import CompiledGraph, CompiledNode
@@ -334,13 +334,10 @@ class GraphRun(GraphAgents):
         definition = node.definition
         assert definition is not None
         try:
-            result = await execute_tool(
-                node.tool,
+            result = await execute_defined(
+                definition,
                 call,
                 local=runs_local(definition),
-                timeout_seconds=definition.timeout,
-                heartbeat_seconds=definition.heartbeat_seconds,
-                retry=definition.retry,
                 summary=f"{node.tool} as {self._driver.actor}",
             )
         except ActivityError as error:

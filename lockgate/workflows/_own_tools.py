@@ -12,7 +12,7 @@ from lockgate.gating import (
     ErrorCode,
     ToolResult,
 )
-from lockgate.workflows._activity_options import execute_tool, runs_local
+from lockgate.workflows._activity_options import execute_defined, runs_local
 from lockgate.workflows._authority_context import (
     current_tools,
     sealing_own_call,
@@ -51,13 +51,10 @@ class OwnTools(OwnRunState):
         try:
             with sealing_own_call():
                 result = ToolResult.from_dict(
-                    await execute_tool(
-                        name,
+                    await execute_defined(
+                        definition,
                         call,
                         local=self._runs_local(definition),
-                        timeout_seconds=definition.timeout,
-                        heartbeat_seconds=definition.heartbeat_seconds,
-                        retry=definition.retry,
                         summary=f"{name} as {self.driver.actor}",
                     )
                 )
