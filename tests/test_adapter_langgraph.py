@@ -27,24 +27,11 @@ from lockgate import GraphClient, LockgatePlugin
 from lockgate.testing import Identities
 from tests.graphs_for_tests import eventually
 from tests.langgraph_for_tests import GRAPH, LangGraphRefund, refund_graph
+from tests.own_workflow_support import open_gate_of, support_people
 from tests.own_workflows_for_tests import OWN_TOOLS, RefundRequest
 from tests.support import audit_facts
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def support_people() -> Identities:
-    """ada asks for refunds (and leads herself); lee and mo lead and may refund; clerk leads but
-    may not refund; nobody holds nothing."""
-    return Identities(
-        {
-            "ada": {"roles": ["support-lead"], "scopes": ["tickets:read", "refunds:issue"]},
-            "lee": {"roles": ["support-lead"], "scopes": ["refunds:issue"]},
-            "mo": {"roles": ["support-lead"], "scopes": ["refunds:issue"]},
-            "clerk": {"roles": ["support-lead"]},
-            "nobody": {},
-        }
-    )
 
 
 def plugins_for(people: Identities) -> list[Any]:
@@ -73,18 +60,6 @@ async def start_refund(
     )
 
 
-async def gate_open(client: Client, task_queue: str, run_id: str, gate: str) -> dict[str, Any]:
-    async def shown() -> dict[str, Any]:
-        return dict(await GraphClient(client, task_queue).show(run_id))
-
-    view = await eventually(
-        shown,
-        lambda run: (run.get("awaiting") or {}).get("gate") == gate,
-        what=f"gate {gate} open",
-    )
-    return dict(view["awaiting"])
-
-
 async def test_an_interrupt_is_answered_only_by_a_verified_lead_who_neither_asked_nor_made_it(
     temporal_client: Client, task_queue: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -97,7 +72,7 @@ async def test_an_interrupt_is_answered_only_by_a_verified_lead_who_neither_aske
     async with langgraph_worker(temporal_client, task_queue, people):
         handle = await start_refund(temporal_client, task_queue, people)
         run_id = handle.id
-        opened = await gate_open(temporal_client, task_queue, run_id, "refund#1")
+        opened = await open_gate_of(temporal_client, task_queue, run_id, "refund#1")
         pending = await eventually(
             lambda: as_("lee").pending(of="support-lead"),
             lambda rows: any(row["run_id"] == run_id for row in rows),
@@ -108,7 +83,7 @@ async def test_an_interrupt_is_answered_only_by_a_verified_lead_who_neither_aske
         without_scope = await as_("clerk").decide(run_id, "issue")
         without_role = await as_("nobody").decide(run_id, "issue")
         approved = await as_("lee").decide(run_id, "issue")
-        await gate_open(temporal_client, task_queue, run_id, "closure#2")
+        await open_gate_of(temporal_client, task_queue, run_id, "closure#2")
         maker = await as_("lee").decide(run_id, "close")
         closed = await as_("mo").decide(run_id, "close")
         result = await handle.result()
@@ -192,13 +167,13 @@ async def test_a_run_queried_while_its_start_is_checked_replays_its_local_tool_c
                 await GraphClient(temporal_client, task_queue).show(handle.id)
 
         await asyncio.gather(keep_asking(), keep_asking())
-        await gate_open(temporal_client, task_queue, handle.id, "refund#1")
+        await open_gate_of(temporal_client, task_queue, handle.id, "refund#1")
         # The run is taken to its end: a LangGraph run evicted from a stopping worker while it
         # waits is closed outside its event loop by Temporal's LangGraph plugin.
         await GraphClient(temporal_client, task_queue, people.signer("lee")).decide(
             handle.id, "issue"
         )
-        await gate_open(temporal_client, task_queue, handle.id, "closure#2")
+        await open_gate_of(temporal_client, task_queue, handle.id, "closure#2")
         await GraphClient(temporal_client, task_queue, people.signer("mo")).decide(
             handle.id, "close"
         )

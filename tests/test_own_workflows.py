@@ -18,24 +18,16 @@ from lockgate.activities import ToolActivityInput, tool_activity_name
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows import LOCKGATE_STATE
 from tests.graphs_for_tests import eventually
-from tests.own_workflows_for_tests import OWN_TOOLS, LookupWorkflow, RefundRequest, RefundWorkflow
+from tests.own_workflow_support import open_gate_of, support_people
+from tests.own_workflows_for_tests import (
+    OWN_TOOLS,
+    LookupWorkflow,
+    RefundRequest,
+    RefundWorkflow,
+)
 from tests.support import audit_facts
 
 pytestmark = pytest.mark.timeout(90)
-
-
-def support_people() -> Identities:
-    """ada asks for refunds (and is a lead herself); lee and mo lead and may refund; clerk
-    leads but may not refund; nobody holds nothing."""
-    return Identities(
-        {
-            "ada": {"roles": ["support-lead"], "scopes": ["tickets:read", "refunds:issue"]},
-            "lee": {"roles": ["support-lead"], "scopes": ["refunds:issue"]},
-            "mo": {"roles": ["support-lead"], "scopes": ["refunds:issue"]},
-            "clerk": {"roles": ["support-lead"]},
-            "nobody": {},
-        }
-    )
 
 
 def plugin_for(people: Identities) -> LockgatePlugin:
@@ -49,18 +41,6 @@ async def start_refund(
     return await GraphClient(client, task_queue, signer).start_workflow(
         RefundWorkflow.run, RefundRequest(ticket=42, amount=120), id=f"refund-{uuid4().hex[:8]}"
     )
-
-
-async def open_gate_of(client: Client, task_queue: str, run_id: str, gate: str) -> dict[str, Any]:
-    async def shown() -> dict[str, Any]:
-        return dict(await GraphClient(client, task_queue).show(run_id))
-
-    view = await eventually(
-        shown,
-        lambda run: (run.get("awaiting") or {}).get("gate") == gate,
-        what=f"gate {gate} open",
-    )
-    return dict(view["awaiting"])
 
 
 async def test_a_refund_is_approved_issued_and_closed_by_the_rules_of_a_graphs_gate(
