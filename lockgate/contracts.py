@@ -201,6 +201,11 @@ class TrailRow(_TrailRowRequired, total=False):
     An answer at a gate of several approvers also has the answers ``counts`` per option so far,
     the ``needed`` matching answers, ``why`` it stands as it does, and, once the gate is
     decided, the option ``decided``. An answer given with evidence carries its ``evidence``.
+
+    An agent step's rows: each model request (``operation`` ``model:<name>``) with its
+    ``usage``; each tool call the model asked for, ``asked_by`` ``model:<name>``; a spent
+    budget (``budget_spent``, the gate it opens in ``why``); and the step's own row, with the
+    step's whole ``usage``.
     """
 
     answer: str | None
@@ -212,6 +217,8 @@ class TrailRow(_TrailRowRequired, total=False):
     decided: str
     evidence: dict[str, Any]
     child: RunRef
+    usage: dict[str, int]
+    asked_by: str
 
 
 class _RunViewRequired(TypedDict):
@@ -223,7 +230,9 @@ class RunView(_RunViewRequired, total=False):
 
     A refusal has ``ok: False`` and ``error``; a run refused at its start shows itself with
     ``status: "refused"``. A run not yet settled when the client stopped waiting has
-    ``status: "started"`` and a ``note``.
+    ``status: "started"`` and a ``note``. While an agent step waits (at its budget's gate),
+    ``conversations`` says what each has used: ``{messages, requests, input_tokens,
+    output_tokens}``.
     """
 
     error: ErrorDetail
@@ -247,6 +256,7 @@ class RunView(_RunViewRequired, total=False):
     note: str
     parent: RunRef
     child: RunRef
+    conversations: dict[str, dict[str, int]]
 
 
 class ViewerView(TypedDict):

@@ -49,7 +49,7 @@ from lockgate import (
     tool,
 )
 from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput
-from lockgate.contracts import TrailRow
+from lockgate.contracts import RunView, TrailRow
 from lockgate.devserver import temporal_binary
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES, compile_graph
@@ -195,6 +195,22 @@ async def test_an_agent_step_stopped_at_its_budgets_gate_drops_its_conversation(
     assert len(model.seen) == 2
     assert [row["node"] for row in done["trail"]][-2:] == ["budget_call", "close"]
     assert "conversations" not in done
+
+
+async def test_every_key_an_agent_step_shows_is_one_lockgate_contracts_names(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = desk_people()
+    async with lockgate_worker(plugin=_desk(ScriptedModel(reading_twice), people)):
+        ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
+        waiting = await ada.start(SupportDesk, QUESTION)
+
+    assert set(waiting) <= RunView.__required_keys__ | RunView.__optional_keys__
+    assert "conversations" in waiting
+    declared = TrailRow.__required_keys__ | TrailRow.__optional_keys__
+    for row in waiting["trail"]:
+        assert set(row) <= declared, row
+    assert {"usage", "asked_by"} <= {key for row in waiting["trail"] for key in row}
 
 
 def _usage_of(run: Any) -> dict[str, int]:
