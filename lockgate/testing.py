@@ -224,6 +224,7 @@ class WorkerFactory(Protocol):
         graphs: Iterable[type] = (),
         directory: Directory | None = None,
         secret: WorkerSecret | None = None,
+        models: Mapping[str, Any] | None = None,
         plugin: LockgatePlugin | None = None,
         **worker_options: Any,
     ) -> AbstractAsyncContextManager[Worker]:
@@ -240,7 +241,7 @@ def lockgate_worker(temporal_client: Client, task_queue: str) -> WorkerFactory:
             async with lockgate_worker(tools=[my_tool]):
                 result = await ToolClient(temporal_client, task_queue).call("my:tool", {...})
 
-    Keyword arguments: ``tools``, ``graphs``, ``directory``, ``secret`` (as for
+    Keyword arguments: ``tools``, ``graphs``, ``directory``, ``secret``, ``models`` (as for
     :class:`LockgatePlugin`; a fresh secret when none is given), or a ready ``plugin``; plus
     ``workflows``, ``activities`` and any other ``Worker`` option.
     """
@@ -252,11 +253,16 @@ def lockgate_worker(temporal_client: Client, task_queue: str) -> WorkerFactory:
         graphs: Iterable[type] = (),
         directory: Directory | None = None,
         secret: WorkerSecret | None = None,
+        models: Mapping[str, Any] | None = None,
         plugin: LockgatePlugin | None = None,
         **worker_options: Any,
     ) -> AsyncIterator[Worker]:
         plugin = plugin or LockgatePlugin(
-            tools, graphs, directory, secret=secret or WorkerSecret.generate("test")
+            tools,
+            graphs,
+            directory,
+            secret=secret or WorkerSecret.generate("test"),
+            models=models,
         )
         worker_options.setdefault("task_queue", task_queue)
         async with Worker(temporal_client, plugins=[plugin], **worker_options) as worker:

@@ -201,7 +201,12 @@ async def test_every_key_an_agent_step_shows_is_one_lockgate_contracts_names(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     people = desk_people()
-    async with lockgate_worker(plugin=_desk(ScriptedModel(reading_twice), people)):
+    async with lockgate_worker(
+        graphs=[SupportDesk],
+        directory=people.directory,
+        secret=people.secret,
+        models={"desk-model": ScriptedModel(reading_twice).model},  # the fixture's own models=
+    ):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
         waiting = await ada.start(SupportDesk, QUESTION)
 
