@@ -20,7 +20,7 @@ import importlib
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -66,6 +66,7 @@ from lockgate.workflows._catalogue import catalogue_workflow
 from lockgate.workflows._client_support import DEFAULT_TASK_QUEUE
 from lockgate.workflows._compile_agents import agent_tools, check_models_given
 from lockgate.workflows._compile_asks import check_staffing
+from lockgate.workflows._declare import GraphDeclarationError
 from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
 from lockgate.workflows._notify import GateNotifier, NotifyWorkflow
@@ -103,6 +104,15 @@ SANDBOX_PASSTHROUGH = (
     "opentelemetry",
 )
 """Modules passed through the workflow sandbox on workers (and replayers) with the plugin."""
+
+
+def _failing_declarations(
+    types: Sequence[type[BaseException]] | None,
+) -> Sequence[type[BaseException]]:
+    """A workflow of the user's own that declares a gate lockgate cannot open (an ``Ask`` of no
+    enum, an option leading to a tool the worker lacks) fails with that sentence, instead of
+    retrying its workflow task for ever: the same code would raise the same error again."""
+    return [*(types or []), GraphDeclarationError]
 
 
 def _with_passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
@@ -274,6 +284,7 @@ class LockgatePlugin(SimplePlugin):
                 *([telemetry.interceptor] if telemetry is not None else []),
             ],
             workflow_runner=_with_passthrough,
+            workflow_failure_exception_types=_failing_declarations,
             data_converter=self._encrypting if self.codec is not None else None,
         )
 

@@ -83,3 +83,13 @@ class LookupWorkflow:
     async def run(self, ticket: int) -> str:
         found = await call_tool(read_ticket, {"ticket": ticket})
         return f"ticket {ticket}: {found.data['customer'] if found.success else found.code}"
+
+
+@workflow.defn(name="support:misdeclared")
+class MisdeclaredGateWorkflow:
+    """Asks a gate whose options are no enum: a mistake in the workflow's own code."""
+
+    @workflow.run
+    async def run(self) -> str:
+        decided = await gate(Ask("issue or decline", of="support-lead"))  # type: ignore[arg-type]
+        return str(decided.choice)

@@ -10,7 +10,8 @@ from uuid import uuid4
 
 import pytest
 from temporalio import workflow
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
 from lockgate import GraphClient, LockgatePlugin
@@ -22,10 +23,11 @@ from tests.own_workflow_support import open_gate_of, support_people
 from tests.own_workflows_for_tests import (
     OWN_TOOLS,
     LookupWorkflow,
+    MisdeclaredGateWorkflow,
     RefundRequest,
     RefundWorkflow,
 )
-from tests.support import audit_facts
+from tests.support import audit_facts, failed_workflow_tasks
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -230,3 +232,20 @@ async def test_a_finished_run_that_returned_no_dict_still_shows_its_trail(
 
     assert result == "ticket 42: c-7"
     assert [(r["operation"], r["outcome"]) for r in shown["trail"]] == [("tickets:read", "ran")]
+
+
+async def test_a_gate_lockgate_cannot_open_fails_the_run_with_its_sentence_instead_of_wedging(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = support_people()
+    async with lockgate_worker(plugin=plugin_for(people), workflows=[MisdeclaredGateWorkflow]):
+        handle = await GraphClient(
+            temporal_client, task_queue, people.signer("ada")
+        ).start_workflow(MisdeclaredGateWorkflow.run, id=f"misdeclared-{uuid4().hex[:8]}")
+        with pytest.raises(WorkflowFailureError) as failed:
+            await handle.result()
+
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "GraphDeclarationError"
+    assert "not an enum" in cause.message
+    assert await failed_workflow_tasks(handle) == []
