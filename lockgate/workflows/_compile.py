@@ -26,6 +26,7 @@ from lockgate.workflows._compile_asks import (
     ask_waiver,
     check_deadline_takes,
 )
+from lockgate.workflows._compile_shape import check_every_case_routed, check_no_ungated_cycle
 from lockgate.workflows._compile_subgraphs import check_outcomes_routed, compile_subgraph
 from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
 from lockgate.workflows._declare import (
@@ -324,14 +325,14 @@ class _Compiler:
 
         nodes = self._with_decisions(route_enums)
         asks = {ask.state: ask for ask in self.asks.values()}
-        self._every_case_routed(route_enums, routes, asks)
+        check_every_case_routed(self.where, route_enums, routes)
         for ask in asks.values():
             if ask.state not in routes:
                 raise self.fail(
                     f": Ask({ask.options_enum.__name__}) offers options that no Route takes; "
                     "route every option."
                 )
-        self._no_ungated_cycle(edges, routes, asks)
+        check_no_ungated_cycle(self.where, edges, routes, asks)
         check_deadline_takes(self.where, asks, routes, nodes)
         check_outcomes_routed(self.where, nodes, self._enums_of, routes)
         used = {start} | {t.to for t in edges.values()}
@@ -505,58 +506,6 @@ class _Compiler:
                 agent=node.agent,
             )
         return nodes
-
-    def _every_case_routed(
-        self,
-        route_enums: Mapping[str, type[enum.Enum]],
-        routes: Mapping[str, Mapping[str, Transition]],
-        asks: Mapping[str, CompiledAsk],
-    ) -> None:
-        for state, enum_type in route_enums.items():
-            for case in enum_type:
-                if _case_code(case) not in routes[state]:
-                    raise self.fail(
-                        f": state '{state}' routes on {enum_type.__name__} but declares no Route "
-                        f"for case {case.name}. Every case must have somewhere to go, or a run "
-                        "reaches it at 2am and stops nowhere."
-                    )
-
-    def _no_ungated_cycle(
-        self,
-        edges: Mapping[str, Transition],
-        routes: Mapping[str, Mapping[str, Transition]],
-        asks: Mapping[str, CompiledAsk],
-    ) -> None:
-        following: dict[str, list[str]] = {}
-        for state, transition in edges.items():
-            following.setdefault(state, []).append(transition.to)
-        for state, table in routes.items():
-            if state in asks:
-                continue  # leaving a gate takes a human
-            for transition in table.values():
-                if transition.at_most is None:
-                    following.setdefault(state, []).append(transition.to)
-        visiting: list[str] = []
-        done: set[str] = set()
-
-        def visit(state: str) -> None:
-            if state in asks or state in done:
-                return
-            if state in visiting:
-                loop = [*visiting[visiting.index(state) :], state]
-                raise self.fail(
-                    f" does not compile: it contains a cycle of ungated transitions revisiting "
-                    f"state '{state}' ({' → '.join(loop)}). Put a budget (at_most, then_ask) on "
-                    "a route of the cycle, or a gate in it."
-                )
-            visiting.append(state)
-            for after in following.get(state, []):
-                visit(after)
-            visiting.pop()
-            done.add(state)
-
-        for state in list(following):
-            visit(state)
 
 
 def _enum_types(annotation: Any) -> list[type[enum.Enum]]:
