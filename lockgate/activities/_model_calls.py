@@ -24,7 +24,7 @@ from temporalio import activity
 
 from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput
 from lockgate.activities._refusal import Refusal
-from lockgate.activities._sealed_calls import current_seal, tool_activity_binding
+from lockgate.activities._sealed_calls import sealed_by_own_run
 from lockgate.gating import Authority, ErrorCode
 
 if TYPE_CHECKING:
@@ -113,11 +113,7 @@ class ModelCalls:
                 history that is not Pydantic AI's messages. Never retried.
         """
         info = activity.info()
-        binding = tool_activity_binding(
-            info.workflow_id or "", info.workflow_run_id or "", info.activity_type, call
-        )
-        secret = self.authority.secret
-        if secret is None or not secret.opens(current_seal(), "tool-activity", binding):
+        if not sealed_by_own_run(self.authority.secret, call):
             self.authority.audit.event(
                 "model.call",
                 accepted=False,

@@ -20,13 +20,14 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadConverter
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
 
-from lockgate.gating import fingerprint
+from lockgate.gating import WorkerSecret, fingerprint
 
 __all__ = [
     "SEAL_HEADER",
     "SealReader",
     "current_seal",
     "header_text",
+    "sealed_by_own_run",
     "tool_activity_binding",
 ]
 
@@ -51,6 +52,17 @@ def tool_activity_binding(
         "activity": activity_type,
         "input": fingerprint(fields),
     }
+
+
+def sealed_by_own_run(secret: WorkerSecret | None, call: Any) -> bool:
+    """Whether the activity running now carries the seal a lockgate run of this deployment put
+    on exactly ``call``, scheduling it from the execution the server names. A worker without a
+    secret opens no seal."""
+    info = activity.info()
+    binding = tool_activity_binding(
+        info.workflow_id or "", info.workflow_run_id or "", info.activity_type, call
+    )
+    return secret is not None and secret.opens(current_seal(), "tool-activity", binding)
 
 
 def current_seal() -> str | None:

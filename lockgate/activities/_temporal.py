@@ -40,7 +40,7 @@ from lockgate.activities._handover import open_handover, seal_problem
 from lockgate.activities._handover import start_refused as _start_refused
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._registry import ToolRegistry
-from lockgate.activities._sealed_calls import current_seal, tool_activity_binding
+from lockgate.activities._sealed_calls import sealed_by_own_run
 from lockgate.activities._tool import ToolDefinition
 from lockgate.gating import (
     Actor,
@@ -52,7 +52,6 @@ from lockgate.gating import (
     ParkedNode,
     ProofRefused,
     ToolResult,
-    WorkerSecretError,
     judge_answer,
     judge_resume,
     start_binding,
@@ -272,14 +271,7 @@ class ToolActivities:
     def _sealed_caller(self, name: str, call: ToolActivityInput) -> Actor:
         """The actor lockgate's workflow vouched for, if the seal on this call opens."""
         info = activity.info()
-        binding = tool_activity_binding(
-            info.workflow_id or "", info.workflow_run_id or "", info.activity_type, call
-        )
-        try:
-            sealed = self.authority.sealer.opens(current_seal(), "tool-activity", binding)
-        except WorkerSecretError:
-            sealed = False
-        if not sealed:
+        if not sealed_by_own_run(self.authority.secret, call):
             self.authority.audit.event(
                 "tool.sealed_call",
                 accepted=False,
@@ -421,13 +413,7 @@ class ToolActivities:
         """Judges signalled answers and resumes by the same rules as the update validators, in
         the order they arrived: once one is accepted, the gate (or park) it answered is closed
         for the rest."""
-        info = activity.info()
-        binding = tool_activity_binding(
-            info.workflow_id or "", info.workflow_run_id or "", info.activity_type, batch
-        )
-        if self.authority.secret is None or not self.authority.secret.opens(
-            current_seal(), "tool-activity", binding
-        ):
+        if not sealed_by_own_run(self.authority.secret, batch):
             # Only a run's own workflow hands it its signals; anyone else's verdicts would be
             # audit records of answers nobody gave.
             raise _refusal(
