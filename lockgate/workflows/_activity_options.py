@@ -7,7 +7,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, FailureError
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 
 from lockgate.activities import (
     CALLER_MISTAKES,
@@ -16,6 +16,7 @@ from lockgate.activities import (
     ToolDefinition,
     tool_activity_name,
 )
+from lockgate.gating import ErrorCode, ToolResult
 
 __all__ = [
     "DEFAULT_RETRY",
@@ -26,6 +27,7 @@ __all__ = [
     "execute_tool",
     "local",
     "local_tool_patch",
+    "refused_tool_call",
     "runs_local",
     "tool_retry_policy",
 ]
@@ -197,3 +199,26 @@ async def execute_tool(
         summary=summary,
     )
     return result
+
+
+def failure_cause(error: ActivityError) -> BaseException | None:
+    """What made an activity fail, under the activity errors that wrap it."""
+    cause: BaseException | None = error
+    while isinstance(cause, ActivityError) and cause.cause is not None:
+        cause = cause.cause
+    return cause
+
+
+def refused_tool_call(error: ActivityError) -> ToolResult:
+    """What a tool activity that refused the call, or failed after its retries, hands back: a
+    caller's mistake keeps its code, sentence and details (a refusal's ``why`` names what was
+    needed, never what the driver holds); anything else is ``INTERNAL_ERROR``."""
+    cause = failure_cause(error)
+    if isinstance(cause, ApplicationError) and cause.type in CALLER_MISTAKES:
+        details = cause.details[0] if cause.details else {}
+        meta = dict(details) if isinstance(details, dict) else {}
+        return ToolResult.error(str(cause.type), cause.message, meta=meta)
+    return ToolResult.error(
+        ErrorCode.INTERNAL_ERROR,
+        f"The tool failed after its retries: {getattr(cause, 'message', None) or cause}",
+    )

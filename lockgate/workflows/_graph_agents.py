@@ -28,7 +28,13 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from lockgate.activities import CALLER_MISTAKES, ToolActivityInput
 from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput
 from lockgate.gating import MAX_DEPTH, ErrorCode, measure, shorten
-from lockgate.workflows._activity_options import MODEL_RETRY, execute_defined, runs_local
+from lockgate.workflows._activity_options import (
+    MODEL_RETRY,
+    execute_defined,
+    failure_cause,
+    refused_tool_call,
+    runs_local,
+)
 from lockgate.workflows._authority_context import current_audit
 from lockgate.workflows._compiled import CompiledAgent, CompiledNode
 from lockgate.workflows._graph_children import GraphChildren
@@ -384,29 +390,15 @@ def _spent(agent: CompiledAgent, record: dict[str, Any]) -> str | None:
     return None
 
 
-def _cause(error: ActivityError) -> BaseException | None:
-    cause: BaseException | None = error
-    while isinstance(cause, ActivityError) and cause.cause is not None:
-        cause = cause.cause
-    return cause
-
-
 def _tool_refusal(error: ActivityError) -> tuple[str, str]:
-    """The code and sentence of a tool activity that refused or failed (a refusal's ``why``
-    names what was needed, never what the driver holds)."""
-    cause = _cause(error)
-    if isinstance(cause, ApplicationError) and cause.type in CALLER_MISTAKES:
-        details = cause.details[0] if cause.details else {}
-        why = details.get("why") if isinstance(details, dict) else None
-        return str(cause.type), str(why or cause.message)
-    return (
-        ErrorCode.INTERNAL_ERROR.value,
-        f"The tool failed after its retries: {getattr(cause, 'message', None) or cause}",
-    )
+    """The code and sentence of a tool activity that refused or failed."""
+    refused = refused_tool_call(error)
+    assert refused.error is not None
+    return refused.error.code, str(refused.meta.get("why") or refused.error.message)
 
 
 def _model_failure(error: ActivityError) -> str:
-    cause = _cause(error)
+    cause = failure_cause(error)
     if isinstance(cause, ApplicationError) and cause.type in CALLER_MISTAKES:
         return f"its model request was refused: {cause.message.rstrip('.')} ({cause.type})"
     message = getattr(cause, "message", None) or str(cause or error)

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 from lockgate.activities import CALLER_MISTAKES, ToolActivityInput, ToolDefinition, definition_of
 from lockgate.gating import (
     ErrorCode,
     ToolResult,
 )
-from lockgate.workflows._activity_options import execute_defined, runs_local
+from lockgate.workflows._activity_options import execute_defined, refused_tool_call, runs_local
 from lockgate.workflows._authority_context import (
     current_tools,
     sealing_own_call,
@@ -59,7 +59,7 @@ class OwnTools(OwnRunState):
                     )
                 )
         except ActivityError as error:
-            result = _refused_call(error)
+            result = refused_tool_call(error)
         if result.success:
             row["outcome"] = "ran"
             maker = self.driver.principal
@@ -76,15 +76,3 @@ class OwnTools(OwnRunState):
         if self.local_tools is None:  # recorded before the run named its local tools
             return runs_local(definition)
         return definition.name in self.local_tools and definition.local and not definition.mutating
-
-
-def _refused_call(error: ActivityError) -> ToolResult:
-    cause = error.cause
-    if isinstance(cause, ApplicationError) and cause.type in CALLER_MISTAKES:
-        details = cause.details[0] if cause.details else {}
-        meta = dict(details) if isinstance(details, dict) else {}
-        return ToolResult.error(str(cause.type), cause.message, meta=meta)
-    return ToolResult.error(
-        ErrorCode.INTERNAL_ERROR,
-        f"The tool failed after its retries: {cause if cause is not None else error}",
-    )
