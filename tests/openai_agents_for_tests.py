@@ -20,19 +20,7 @@ from lockgate.adapters.openai_agents import (
     run_agent,
 )
 from lockgate.workflows import Ask
-
-
-@tool("tickets:read", "Read a support ticket", scopes=["tickets:read"], local=True)
-def read_ticket(ticket: Annotated[int, Param("The ticket number")]) -> ToolResult:
-    return ToolResult.success({"ticket": ticket, "customer": "c-7", "paid": 250})
-
-
-@tool("refunds:issue", "Refund a customer", scopes=["refunds:issue"], mutating=True)
-def issue_refund(
-    ticket: Annotated[int, Param("The ticket number")],
-    amount: Annotated[int, Param("The amount, in whole units")],
-) -> ToolResult:
-    return ToolResult.success({"refunded": amount, "ticket": ticket})
+from tests.own_workflows_for_tests import issue_refund, read_ticket
 
 
 @tool("tickets:close", "Close a support ticket", scopes=["tickets:close"], mutating=True)

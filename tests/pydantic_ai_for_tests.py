@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar
+from typing import Any, ClassVar
 
 from temporalio import workflow
 
-from lockgate import Param, ToolResult, tool
 from lockgate.workflows import Ask
+from tests.own_workflows_for_tests import issue_refund, read_ticket
 
 with workflow.unsafe.imports_passed_through():
     from pydantic_ai import (
@@ -34,19 +34,6 @@ with workflow.unsafe.imports_passed_through():
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
     from lockgate.adapters.pydantic_ai import Approval, LockgateToolset, run_agent
-
-
-@tool("tickets:read", "Read a support ticket", scopes=["tickets:read"], local=True)
-def read_ticket(ticket: Annotated[int, Param("The ticket number")]) -> ToolResult:
-    return ToolResult.success({"ticket": ticket, "customer": "c-7", "paid": 250})
-
-
-@tool("refunds:issue", "Refund a customer", scopes=["refunds:issue"], mutating=True)
-def issue_refund(
-    ticket: Annotated[int, Param("The ticket number")],
-    amount: Annotated[int, Param("The amount, in whole units")],
-) -> ToolResult:
-    return ToolResult.success({"refunded": amount, "ticket": ticket})
 
 
 LOCKGATE_TOOLS: list[Callable[..., Any]] = [read_ticket, issue_refund]

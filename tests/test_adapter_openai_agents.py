@@ -39,9 +39,9 @@ from tests.openai_agents_for_tests import (
     AGENT_TOOLS,
     AgentRequest,
     SupportAgentWorkflow,
-    issue_refund,
-    read_ticket,
 )
+from tests.own_workflow_support import open_gate_of
+from tests.own_workflows_for_tests import issue_refund, read_ticket
 from tests.support import audit_facts, failed_workflow_tasks
 
 pytestmark = pytest.mark.timeout(120)
@@ -133,18 +133,6 @@ async def start_agent(
     return await GraphClient(client, task_queue, people.signer(as_)).start_workflow(
         SupportAgentWorkflow.run, request, id=f"agent-{uuid4().hex[:8]}"
     )
-
-
-async def open_gate_of(client: Client, task_queue: str, run_id: str, gate: str) -> dict[str, Any]:
-    async def shown() -> dict[str, Any]:
-        return dict(await GraphClient(client, task_queue).show(run_id))
-
-    view = await eventually(
-        shown,
-        lambda run: (run.get("awaiting") or {}).get("gate") == gate,
-        what=f"gate {gate} open",
-    )
-    return dict(view["awaiting"])
 
 
 REFUND_SCRIPT = [
