@@ -71,6 +71,33 @@ EMPTY_WORKFLOW_TASK = [
 """The events of a workflow task that did nothing, as event type names."""
 
 
+def patches(events: list[HistoryEvent]) -> list[str]:
+    """The patches a run's history records (its ``core_patch`` markers), in order."""
+    import json
+
+    from temporalio.api.enums.v1 import EventType
+
+    found = []
+    for event in events:
+        attributes = event.marker_recorded_event_attributes
+        if (
+            event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+            and attributes.marker_name == "core_patch"
+        ):
+            found.append(str(json.loads(attributes.details["patch-data"].payloads[0].data)["id"]))
+    return found
+
+
+def upserted_search_attributes(events: list[HistoryEvent]) -> list[str]:
+    """The search attributes a run's history upserts, one name per upsert, in order."""
+    upserts = [
+        event.upsert_workflow_search_attributes_event_attributes.search_attributes
+        for event in events
+        if event.HasField("upsert_workflow_search_attributes_event_attributes")
+    ]
+    return [name for upserted in upserts for name in upserted.indexed_fields]
+
+
 def assert_nothing_written_but_a_workflow_task(before: list[str], after: list[str]) -> None:
     """A history (as event type names) that grew by nothing, or by one empty workflow task.
 

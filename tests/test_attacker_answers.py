@@ -557,7 +557,6 @@ async def test_a_forged_gate_memo_written_at_start_is_overwritten_before_the_run
     converter = temporal_client.data_converter.payload_converter
     assert converter.from_payload(upserted.fields["lockgate_gate"]) is None
     # And over the forged state: "running" before the first node, not the starter's "waiting".
-    # (The version's patch marker writes TemporalChangeVersion first; the state comes next.)
     first_upsert = next(
         index
         for index, event in enumerate(events)

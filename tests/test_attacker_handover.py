@@ -78,8 +78,9 @@ CARRY_SEAL_HEADER = "lockgate-carry-seal"
 CLEAN_MEMO = {"memo": "Quarterly numbers. TODO: round them"}
 
 # A suggestion this low makes an essay:review waiting at its gate continue as new in the first
-# workflow task after the one that opened it (its drafts are local: one task drafts them all).
-SUGGEST_AFTER_EVENTS = 20
+# workflow task after the one that opened it (its drafts are local: one task drafts them all, and
+# its history holds 16 events once the gate is open; the next task starts past 12).
+SUGGEST_AFTER_EVENTS = 12
 
 # The activity of the tool every attack here is after.
 PUBLISH_ACTIVITY = tool_activity_name("essay:publish")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio.client import Client
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import eventually
 from tests.reliability_graphs import DocReviewV1, DocReviewV2
-from tests.support import failed_workflow_tasks
+from tests.support import failed_workflow_tasks, patches, upserted_search_attributes
 
 PEOPLE = {"ada": {}, "ed": {"roles": ["editor"]}}
 
@@ -50,6 +52,33 @@ async def test_a_run_started_after_v2_is_deployed_follows_v2(
 
     assert started["version"] == 2
     assert answered["channels"]["outcome"] == "archived"
+
+
+async def test_only_a_run_past_version_1_records_its_version_in_a_patch_marker(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    """A patch marker also upserts TemporalChangeVersion: a run on a graph's first version, what
+    most graphs only ever have, writes neither; a run on v2 writes its own and only that."""
+    people = Identities(PEOPLE)
+    ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
+    async with lockgate_worker(graphs=[DocReviewV1], directory=people.directory):
+        first = await ada.start(DocReviewV1, {"title": "Tides"})
+    both = LockgatePlugin(
+        graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
+    )
+    async with lockgate_worker(plugin=both):
+        second = await ada.start("doc:review", {"title": "Tides"})
+
+    def history(run_id: str) -> Any:
+        return temporal_client.get_workflow_handle(run_id).fetch_history()
+
+    first_events = list((await history(first["run_id"])).events)
+    second_events = list((await history(second["run_id"])).events)
+    assert (first["version"], second["version"]) == (1, 2)
+    assert patches(first_events) == []
+    assert "TemporalChangeVersion" not in upserted_search_attributes(first_events)
+    assert patches(second_events) == ["lockgate:doc:review@v2"]
+    assert upserted_search_attributes(second_events).count("TemporalChangeVersion") == 1
 
 
 async def test_a_run_pinned_to_v2_keeps_v2_when_replayed_by_a_fresh_worker(

@@ -61,6 +61,8 @@ from tests.support import (
     audit_facts,
     failed_workflow_tasks,
     parked_of,
+    patches,
+    upserted_search_attributes,
     worker_process,
 )
 from tests.test_attacker_handover import ScheduleTools, forged_calls
@@ -363,6 +365,30 @@ async def test_local_nodes_are_recorded_as_markers_and_the_mutating_node_is_sche
         tool_activity_name("quick:note"),
     ]
     assert scheduled(events) == [tool_activity_name("quick:commit")]
+
+
+async def test_a_run_names_its_local_tools_once_in_its_start_check_and_writes_no_patch_marker(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    """What runs local is decided once, where replay reads it back: the start check's recorded
+    result. A patch marker per tool (and per version) would also write a search attribute."""
+    run, _ = await run_relay(
+        lockgate_worker, temporal_client, task_queue, LOCAL_RELAY, people(), "poppy"
+    )
+    events = await history_of(temporal_client, run["run_id"])
+
+    assert run["status"] == "finished", run
+    start_check = next(
+        event.marker_recorded_event_attributes.details["result"].payloads[0]
+        for event in events
+        if event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+        and event.marker_recorded_event_attributes.marker_name == LOCAL_ACTIVITY_MARKER
+    )
+    opened = temporal_client.data_converter.payload_converter.from_payload(start_check, dict)
+    # The relay's two cheap tools, and not its commit, which mutates.
+    assert opened["local_tools"] == ["quick:look", "quick:note"]
+    assert patches(events) == []
+    assert "TemporalChangeVersion" not in upserted_search_attributes(events)
 
 
 async def test_a_local_node_leaves_the_same_trail_audit_records_and_idempotency_keys_as_a_regular(

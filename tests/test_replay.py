@@ -9,9 +9,14 @@ a deliberate change to the interpreter or to an example graph::
 A history that no longer replays means a run already in flight would break on the new code:
 give the graph a new ``version=`` instead, or keep the old behaviour.
 
-``essay_review_before_local_tools`` is never re-recorded: an essay run from before its writer and
-grader were declared ``local=True``, when every node was a regular activity. It must keep
-replaying, as a run in flight across that upgrade must keep running.
+Two kinds of history are never re-recorded, as a run in flight across each upgrade must keep
+running:
+
+- ``essay_review_before_local_tools``: an essay run from before its writer and grader were
+  declared ``local=True``, when every node was a regular activity;
+- ``marked/``: the same runs as the saved histories, from before a run named its local tools in
+  its start check and recorded its version only past version 1, when each run wrote a patch
+  marker for its version and for each tool it ran local.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ HISTORIES = Path(__file__).parent / "histories"
 GRAPHS = [EssayReview, MemoClearance, PublishPost, Ledger]
 SAVED = ["essay_review", "ledger_entry", "memo_clearance", "publish_post"]
 BEFORE_LOCAL_TOOLS = "essay_review_before_local_tools"
+MARKED = [f"marked/{name}" for name in SAVED]
 REGENERATE = os.environ.get("LOCKGATE_REGENERATE_HISTORIES") == "1"
 
 
@@ -54,9 +60,10 @@ def run_id_of(name: str) -> str:
 
 
 def saved_history(name: str, run_id: str | None = None) -> WorkflowHistory:
-    # The history from before local tools was recorded as essay_review's, under its id.
+    # The history from before local tools was recorded as essay_review's, under its id; a marked
+    # history under its graph's.
     if run_id is None:
-        run_id = run_id_of("essay_review" if name == BEFORE_LOCAL_TOOLS else name)
+        run_id = run_id_of("essay_review" if name == BEFORE_LOCAL_TOOLS else name.split("/")[-1])
     return WorkflowHistory.from_json(run_id, (HISTORIES / f"{name}.json").read_text())
 
 
@@ -147,7 +154,7 @@ def test_every_example_graph_has_a_saved_history() -> None:
     assert saved == sorted([*SAVED, BEFORE_LOCAL_TOOLS])
 
 
-@pytest.mark.parametrize("name", [*SAVED, BEFORE_LOCAL_TOOLS])
+@pytest.mark.parametrize("name", [*SAVED, BEFORE_LOCAL_TOOLS, *MARKED])
 async def test_a_saved_history_replays_on_todays_code(name: str) -> None:
     replayer = Replayer(workflows=[], plugins=[LockgatePlugin(graphs=GRAPHS, secret=SECRET)])
     result = await replayer.replay_workflow(saved_history(name), raise_on_replay_failure=False)

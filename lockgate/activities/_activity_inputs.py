@@ -136,6 +136,8 @@ class OpenStartInput:
         seal: The seal on ``handed``, from the start's headers.
         parent_id: The parent's workflow id, as the server names it.
         parent_run: The parent's run id, as the server names it.
+        local_tools: The graph's tools that this run will run as local activities; the
+            activity hands them back, so the run's history keeps the choice for every replay.
     """
 
     graph: str
@@ -148,6 +150,7 @@ class OpenStartInput:
     seal: str | None = None
     parent_id: str | None = None
     parent_run: str | None = None
+    local_tools: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -160,6 +163,7 @@ class VerifyCarriedInput:
         workflow_id: The run's workflow id, as the server reports it.
         execution: Its first run id, as the server reports it.
         previous_run: The run it continued from, as the server reports it.
+        local_tools: As for :class:`OpenStartInput`: handed back, for the new run's history.
     """
 
     carried: Any
@@ -167,6 +171,7 @@ class VerifyCarriedInput:
     workflow_id: str
     execution: str
     previous_run: str | None
+    local_tools: list[str] = field(default_factory=list)
 
 
 def carry_binding(

@@ -315,9 +315,13 @@ class ToolActivities:
 
         The channels are validated by the graph's own model here, not in workflow code: its
         validators are the user's code, and its default factories (``uuid4``, a clock) make a
-        value for this run, which the recorded result keeps the same on every replay.
+        value for this run, which the recorded result keeps the same on every replay. The tools
+        the run runs local are handed back as it named them, for the same reason.
         """
         only_local(activity.info())
+        return {**await self._open_start(start), "local_tools": list(start.local_tools)}
+
+    async def _open_start(self, start: OpenStartInput) -> dict[str, Any]:
         model = self._models(start.graph, start.version) if self._models else None
         if model is None:
             return _start_refused(
@@ -377,8 +381,12 @@ class ToolActivities:
 
     @activity.defn(name=VERIFY_CARRIED)
     async def verify_carried(self, handed: VerifyCarriedInput) -> dict[str, Any]:
-        """Whether the state a run was handed was sealed by a worker, for exactly this handover."""
+        """Whether the state a run was handed was sealed by a worker, for exactly this handover;
+        and the tools the new run runs local, as it named them."""
         only_local(activity.info())
+        return {**self._verify_carried(handed), "local_tools": list(handed.local_tools)}
+
+    def _verify_carried(self, handed: VerifyCarriedInput) -> dict[str, Any]:
         problem: str | None = None
         if handed.previous_run is None:
             problem = "this run was not continued from another run"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -26,6 +27,7 @@ __all__ = [
     "execute_defined",
     "execute_tool",
     "local",
+    "local_tool_names",
     "local_tool_patch",
     "refused_tool_call",
     "runs_local",
@@ -113,21 +115,29 @@ def local_tool_patch(tool: str) -> str:
     return f"lockgate:local:{tool}"
 
 
-def runs_local(definition: ToolDefinition) -> bool:
+def runs_local(definition: ToolDefinition, recorded: frozenset[str] | None) -> bool:
     """Whether this run runs the tool as a local activity: declared ``local=True`` (never a
-    mutating tool), and not already run as a regular activity by this run.
+    mutating tool), and named among the run's local tools when it opened.
 
-    Which commands a run issues must not change under it: a run in flight when its tool became
-    local, whose history schedules that tool as a regular activity, keeps doing so. A run's first
-    local run of each tool records the patch :func:`local_tool_patch`, which replay of such a
-    history does not find. (The way back, a tool no longer local, is not covered: let the runs
-    that ran it local finish first.)
+    Which commands a run issues must not change under it, so a run names the tools it runs local
+    once, in its start check's local activity (``local_tools``), and every replay reads the same
+    list from the history. A run recorded before it named them (``recorded`` is None) decides as
+    it did then: its first local run of each tool recorded the patch :func:`local_tool_patch`, and
+    a run in flight when its tool became local, whose history schedules that tool as a regular
+    activity, does not find it and keeps doing so. (The way back, a tool no longer local, is not
+    covered: let the runs that ran it local finish first.)
     """
-    return (
-        definition.local
-        and not definition.mutating
-        and workflow.patched(local_tool_patch(definition.name))
-    )
+    if not definition.local or definition.mutating:
+        return False
+    if recorded is not None:
+        return definition.name in recorded
+    return workflow.patched(local_tool_patch(definition.name))
+
+
+def local_tool_names(definitions: Iterable[ToolDefinition]) -> list[str]:
+    """The names of the tools among ``definitions`` that may run local (never a mutating one),
+    sorted: what a run names as its local tools when it opens."""
+    return sorted({each.name for each in definitions if each.local and not each.mutating})
 
 
 async def execute_defined(

@@ -154,6 +154,17 @@ class CompiledGraph:
                 found += [node.subgraph, *node.subgraph.subgraphs()]
         return found
 
+    def tools(self) -> list[ToolDefinition]:
+        """The tools its own runs call: its tool nodes', and those its agent steps offer (a
+        sub-graph's run calls its own)."""
+        found: list[ToolDefinition] = []
+        for node in self.nodes.values():
+            if node.definition is not None:
+                found.append(node.definition)
+            if node.agent is not None:
+                found += node.agent.tools.values()
+        return found
+
     @property
     def needs_signed_start(self) -> bool:
         """Whether a run must be started by a verified starter: it has gates, and did not

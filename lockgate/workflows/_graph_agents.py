@@ -238,7 +238,7 @@ class GraphAgents(GraphChildren):
                 result = await execute_defined(
                     definition,
                     call,
-                    local=runs_local(definition),
+                    local=runs_local(definition, self._local_tools),
                     summary=f"{definition.name} as {self._driver.actor}, asked by {agent.model}",
                 )
             except ActivityError as error:

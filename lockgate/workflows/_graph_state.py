@@ -88,6 +88,7 @@ class GraphState:
     _refusal: PayloadProblem | None
     _carry: str  # "none"; "pending" until a carried state's seal opens; then "open"
     _carried_signals: int  # how many of the inbox's first entries the carried state brought
+    _local_tools: frozenset[str] | None  # as the start check recorded them (None: by patch)
     # The run.
     _status: str
     _state: str

@@ -37,7 +37,12 @@ from lockgate.gating import (
     shorten,
 )
 from lockgate.workflows import _generated
-from lockgate.workflows._activity_options import execute_defined, local, runs_local
+from lockgate.workflows._activity_options import (
+    execute_defined,
+    local,
+    local_tool_names,
+    runs_local,
+)
 from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal, handover_seal
 from lockgate.workflows._carry import CarriedState, CarriedStateError
 from lockgate.workflows._compiled import CompiledGraph, CompiledNode
@@ -88,6 +93,9 @@ class GraphRun(GraphAgents):
         self._carry = "none"  # "pending" until a carried state's seal is opened, then "open"
         self._carried_signals = 0
         self._unserved_version: object = None
+        # The tools this run runs local, as its start check recorded them (None: a run recorded
+        # before runs named them, which decides by patch; see `runs_local`).
+        self._local_tools: frozenset[str] | None = None
         start, problem = parse_start(starts)
         self._start = start
         versions = type(self).graphs
@@ -184,6 +192,7 @@ class GraphRun(GraphAgents):
                     workflow_id=info.workflow_id,
                     execution=self._execution,
                     previous_run=info.continued_run_id,
+                    local_tools=local_tool_names(self._graph.tools()),
                 ),
                 result_type=dict,
             )
@@ -194,6 +203,7 @@ class GraphRun(GraphAgents):
             }
         if verdict["ok"] and self._unserved_version is None:
             self._carry = "open"
+            self._local_tools = _recorded_local_tools(verdict)
             return
         if verdict["ok"]:
             served = ", ".join(str(v) for v in sorted(type(self).graphs))
@@ -225,6 +235,7 @@ class GraphRun(GraphAgents):
                     execution=self._execution,
                     inputs=self._start.inputs,
                     proof=self._start.proof,
+                    local_tools=local_tool_names(self._graph.tools()),
                     **self._handed_over(),
                 ),
                 result_type=dict,
@@ -239,6 +250,7 @@ class GraphRun(GraphAgents):
             self._refusal = PayloadProblem(str(opened["code"]), str(opened["reason"]))
             return
         self._channels = opened["channels"]
+        self._local_tools = _recorded_local_tools(opened)
         self._dropped_inputs = list(opened.get("ignored_inputs") or [])
         if opened.get("actor") is not None:
             self._requester = Actor.from_dict(opened["actor"])
@@ -337,7 +349,7 @@ class GraphRun(GraphAgents):
             result = await execute_defined(
                 definition,
                 call,
-                local=runs_local(definition),
+                local=runs_local(definition, self._local_tools),
                 summary=f"{node.tool} as {self._driver.actor}",
             )
         except ActivityError as error:
@@ -448,19 +460,32 @@ class UnservedVersionError(Exception):
     """
 
 
+UNMARKED_VERSION = 1
+"""The version a run records no marker for: a graph's first (``@graph``'s default)."""
+
+
 def _pinned_version(versions: dict[int, CompiledGraph]) -> int:
     """The version a run follows for its whole life, even after newer ones are deployed.
 
-    A new run takes the newest version this worker serves and records it with a patch marker
-    (``lockgate:<graph>@v<version>``, every version has one); a replayed run finds the marker its
-    first task wrote. A run whose marker names none of the versions served here fails its task
-    until a worker that serves it comes back (see :class:`UnservedVersionError`).
+    A new run takes the newest version this worker serves. Past version 1 it records the patch
+    ``lockgate:<graph>@v<version>``, which a replay finds. On version 1 it records nothing, as
+    most graphs never have another: a patch marker also writes a search attribute
+    (``TemporalChangeVersion``), one more visibility write per run. A replay that finds no marker
+    of a later version served here is on version 1; runs recorded before this rule carry a ``@v1``
+    marker, which replay asks for (asking while replaying writes nothing). A run on a version not
+    served here fails its task until a worker that serves it comes back (see
+    :class:`UnservedVersionError`).
     """
     ordered = sorted(versions, reverse=True)
     name = versions[ordered[0]].name
     for version in ordered:
-        if workflow.patched(f"lockgate:{name}@v{version}"):
-            return version
+        if version != UNMARKED_VERSION:
+            if workflow.patched(_version_patch(name, version)):
+                return version
+            continue
+        if workflow.unsafe.is_replaying():
+            workflow.patched(_version_patch(name, version))
+        return version
     served = ", ".join(str(version) for version in sorted(versions))
     raise UnservedVersionError(
         f"Run '{workflow.info().workflow_id}' of '{name}' started on a version this worker does "
@@ -468,6 +493,17 @@ def _pinned_version(versions: dict[int, CompiledGraph]) -> int:
         "that version's @graph class beside the new one until its runs finish: this task is "
         "retried and the run carries on."
     )
+
+
+def _version_patch(graph: str, version: int) -> str:
+    """The patch marking a run of ``graph`` pinned to ``version``."""
+    return f"lockgate:{graph}@v{version}"
+
+
+def _recorded_local_tools(opened: Mapping[str, Any]) -> frozenset[str] | None:
+    """The local tools a start check's result records; None in a result recorded before."""
+    recorded = opened.get("local_tools")
+    return frozenset(recorded) if isinstance(recorded, list) else None
 
 
 def _case(cases: Mapping[Any, str], value: Any) -> str | None:

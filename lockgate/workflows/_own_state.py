@@ -23,7 +23,7 @@ from lockgate.gating import (
     ErrorCode,
     OpenGate,
 )
-from lockgate.workflows._activity_options import local
+from lockgate.workflows._activity_options import local, local_tool_names
 from lockgate.workflows._authority_context import (
     current_audit,
     current_tools,
@@ -79,12 +79,8 @@ def _local_tools() -> list[str]:
     tools = current_tools()
     if tools is None:
         return []
-    return sorted(
-        name
-        for name in tools.names()
-        if (definition := tools.get(name)) is not None
-        and definition.local
-        and not definition.mutating
+    return local_tool_names(
+        definition for name in tools.names() if (definition := tools.get(name)) is not None
     )
 
 

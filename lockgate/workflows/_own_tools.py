@@ -7,7 +7,7 @@ from typing import Any
 
 from temporalio.exceptions import ActivityError
 
-from lockgate.activities import CALLER_MISTAKES, ToolActivityInput, ToolDefinition, definition_of
+from lockgate.activities import CALLER_MISTAKES, ToolActivityInput, definition_of
 from lockgate.gating import (
     ErrorCode,
     ToolResult,
@@ -54,7 +54,7 @@ class OwnTools(OwnRunState):
                     await execute_defined(
                         definition,
                         call,
-                        local=self._runs_local(definition),
+                        local=runs_local(definition, self.local_tools),
                         summary=f"{name} as {self.driver.actor}",
                     )
                 )
@@ -71,8 +71,3 @@ class OwnTools(OwnRunState):
             row["code"] = result.code
         self.trail.append(row)
         return result
-
-    def _runs_local(self, definition: ToolDefinition) -> bool:
-        if self.local_tools is None:  # recorded before the run named its local tools
-            return runs_local(definition)
-        return definition.name in self.local_tools and definition.local and not definition.mutating
