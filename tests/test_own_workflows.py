@@ -11,13 +11,15 @@ from uuid import uuid4
 import pytest
 from temporalio import workflow
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.activities import ToolActivityInput, tool_activity_name
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.workflows import LOCKGATE_STATE
+from lockgate.workflows import LOCKGATE_AWAITING, LOCKGATE_GRAPH, LOCKGATE_STATE
+from lockgate.workflows._client import starting_attributes
 from tests.graphs_for_tests import eventually
 from tests.own_workflow_support import open_gate_of, support_people
 from tests.own_workflows_for_tests import (
@@ -249,3 +251,46 @@ async def test_a_gate_lockgate_cannot_open_fails_the_run_with_its_sentence_inste
     assert isinstance(cause, ApplicationError) and cause.type == "GraphDeclarationError"
     assert "not an enum" in cause.message
     assert await failed_workflow_tasks(handle) == []
+
+
+async def test_a_client_start_names_the_run_a_lockgate_run_so_it_writes_nothing_as_it_opens(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    """The start carries the search attributes the run would write first: its opening then
+    upserts none (a visibility write), and the first it writes is its gate's."""
+    people = support_people()
+    async with lockgate_worker(plugin=plugin_for(people), workflows=[RefundWorkflow]):
+        handle = await start_refund(temporal_client, task_queue, people)
+        await open_gate_of(temporal_client, task_queue, handle.id, "refund#1")
+        events = list((await handle.fetch_history()).events)
+
+    converter = temporal_client.data_converter.payload_converter
+    started = events[0].workflow_execution_started_event_attributes.search_attributes
+    assert {
+        name: converter.from_payload(payload) for name, payload in started.indexed_fields.items()
+    } == {LOCKGATE_GRAPH.name: "support:refund", LOCKGATE_STATE.name: "running"}
+    first_upsert = next(
+        event.upsert_workflow_search_attributes_event_attributes.search_attributes
+        for event in events
+        if event.HasField("upsert_workflow_search_attributes_event_attributes")
+    )
+    state = first_upsert.indexed_fields[LOCKGATE_STATE.name]
+    assert converter.from_payload(state) == "waiting"
+    assert set(first_upsert.indexed_fields) == {LOCKGATE_STATE.name, LOCKGATE_AWAITING.name}
+
+
+def test_a_starters_own_search_attributes_are_kept_beside_the_runs() -> None:
+    mine = SearchAttributeKey.for_keyword("CustomerTier")
+    given = TypedSearchAttributes(
+        [SearchAttributePair(mine, "gold"), SearchAttributePair(LOCKGATE_STATE, "queued")]
+    )
+
+    typed = starting_attributes("support:refund", given)
+    untyped = {"CustomerTier": ["gold"]}
+
+    assert {pair.key.name: pair.value for pair in typed.search_attributes} == {
+        "CustomerTier": "gold",
+        LOCKGATE_STATE.name: "queued",  # the caller's; the run writes its own when it opens
+        LOCKGATE_GRAPH.name: "support:refund",
+    }
+    assert starting_attributes("support:refund", untyped) is untyped

@@ -68,6 +68,25 @@ _LONGEST_PAUSE = 0.05
 """Seconds between two ``show`` queries while a client waits for a run to settle."""
 
 
+def starting_attributes(name: str, given: Any = None) -> Any:
+    """A run's search attributes as the run itself first writes them (its graph or workflow
+    type, ``running``), beside any the caller gives.
+
+    Written at the start, they spare the run an upsert (a visibility write on the server): it
+    writes only what differs, so whatever a starter puts there, the run's own first task puts
+    right. A caller's own value for either key is kept, and attributes in the untyped form are
+    passed on as they are.
+    """
+    if given is not None and not isinstance(given, TypedSearchAttributes):
+        return given
+    pairs = list(given.search_attributes) if given is not None else []
+    named = {pair.key.name for pair in pairs}
+    for key, value in ((LOCKGATE_GRAPH, name), (LOCKGATE_STATE, "running")):
+        if key.name not in named:
+            pairs.append(SearchAttributePair(key, value))
+    return TypedSearchAttributes(pairs)
+
+
 class GraphClient(RunViews):
     """Starts and drives graph runs on a task queue.
 
@@ -124,16 +143,10 @@ class GraphClient(RunViews):
         if self.signer is not None:
             proof = self.signer.sign(start_binding(name, run_id, inputs))
         start = StartGraphInput(inputs=inputs, proof=proof, channel=self.channel, version=version)
-        attributes = TypedSearchAttributes(
-            [
-                SearchAttributePair(LOCKGATE_GRAPH, name),
-                SearchAttributePair(LOCKGATE_STATE, "running"),
-            ]
-        )
         options: dict[str, Any] = {
             "id": run_id,
             "task_queue": self.task_queue,
-            "search_attributes": attributes,
+            "search_attributes": starting_attributes(name),
             "static_summary": f"{name}: {summary_of(inputs)}",
         }
         try:
@@ -186,6 +199,7 @@ class GraphClient(RunViews):
             arguments = start_arguments(self.client.data_converter.payload_converter, list(args))
             memo[START_PROOF_MEMO] = self.signer.sign(start_binding(name, id, {"args": arguments}))
         options.setdefault("task_queue", self.task_queue)
+        options["search_attributes"] = starting_attributes(name, options.get("search_attributes"))
         return await self.client.start_workflow(
             workflow, args=list(args), id=id, memo=memo, **options
         )
