@@ -15,6 +15,13 @@ from tests.support import failed_workflow_tasks, patches, upserted_search_attrib
 PEOPLE = {"ada": {}, "ed": {"roles": ["editor"]}}
 
 
+def serving_both(people: Identities) -> LockgatePlugin:
+    """The deployment that serves v1 beside v2."""
+    return LockgatePlugin(
+        graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
+    )
+
+
 async def test_a_run_started_on_v1_follows_v1_after_v2_is_deployed(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
@@ -25,9 +32,7 @@ async def test_a_run_started_on_v1_follows_v1_after_v2_is_deployed(
         started = await ada.start(DocReviewV1, {"title": "Tides"})
 
     # The new deployment serves both versions; the v1 run is replayed on it from its history.
-    v2_plugin = LockgatePlugin(
-        graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
-    )
+    v2_plugin = serving_both(people)
     async with lockgate_worker(plugin=v2_plugin):
         answered = await ed.decide(started["run_id"], "approve")
 
@@ -43,9 +48,7 @@ async def test_a_run_started_after_v2_is_deployed_follows_v2(
     people = Identities(PEOPLE)
     ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
     ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
-    plugin = LockgatePlugin(
-        graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
-    )
+    plugin = serving_both(people)
     async with lockgate_worker(plugin=plugin):
         started = await ada.start("doc:review", {"title": "Tides"})
         answered = await ed.decide(started["run_id"], "approve")
@@ -63,9 +66,7 @@ async def test_only_a_run_past_version_1_records_its_version_in_a_patch_marker(
     ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
     async with lockgate_worker(graphs=[DocReviewV1], directory=people.directory):
         first = await ada.start(DocReviewV1, {"title": "Tides"})
-    both = LockgatePlugin(
-        graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
-    )
+    both = serving_both(people)
     async with lockgate_worker(plugin=both):
         second = await ada.start("doc:review", {"title": "Tides"})
 
@@ -87,17 +88,9 @@ async def test_a_run_pinned_to_v2_keeps_v2_when_replayed_by_a_fresh_worker(
     people = Identities(PEOPLE)
     ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
     ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
-    async with lockgate_worker(
-        plugin=LockgatePlugin(
-            graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
-        )
-    ):
+    async with lockgate_worker(plugin=serving_both(people)):
         started = await ada.start("doc:review", {"title": "Tides"})
-    async with lockgate_worker(
-        plugin=LockgatePlugin(
-            graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
-        )
-    ):
+    async with lockgate_worker(plugin=serving_both(people)):
         answered = await ed.decide(started["run_id"], "approve")
 
     assert started["version"] == 2
@@ -110,9 +103,7 @@ async def test_a_new_run_cannot_choose_an_older_version_the_worker_still_serves(
 ) -> None:
     people = Identities(PEOPLE)
     ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
-    plugin = LockgatePlugin(
-        graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
-    )
+    plugin = serving_both(people)
     async with lockgate_worker(plugin=plugin):
         refused = await ada.start("doc:review", {"title": "Tides"}, version=1)
 
@@ -145,9 +136,7 @@ async def test_a_run_whose_version_is_no_longer_served_fails_its_task_until_it_i
             what="the run's task failing on the v2-only worker",
         )
     # v1 is served again: the task is retried and the run carries on where it was.
-    both = LockgatePlugin(
-        graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
-    )
+    both = serving_both(people)
     async with lockgate_worker(plugin=both):
         answered = await eventually(
             lambda: ed.decide(started["run_id"], "approve"),
