@@ -186,7 +186,10 @@ async def test_ed_registers_a_passkey_and_answers_the_gate_with_it(
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     await page.screenshot(path=ARTIFACTS / "gates.png", full_page=True)
     answered = await answer(page, place.url, run, "publish_as_is")
-    await page.goto(f"{place.url}/runs/{run['run_id']}")
+    # The run page reloads itself once it has said the answer is in: a navigation of the test's
+    # own would race that reload (and lose it, ERR_ABORTED, where the page is slow to load).
+    async with page.expect_navigation():
+        pass
     await page.screenshot(path=ARTIFACTS / "run.png", full_page=True)
     status = await page.text_content("#status")
 
