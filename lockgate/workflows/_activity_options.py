@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -29,6 +29,7 @@ __all__ = [
     "local",
     "local_tool_names",
     "local_tool_patch",
+    "recorded_local_tools",
     "refused_tool_call",
     "runs_local",
     "tool_retry_policy",
@@ -132,6 +133,13 @@ def runs_local(definition: ToolDefinition, recorded: frozenset[str] | None) -> b
     if recorded is not None:
         return definition.name in recorded
     return workflow.patched(local_tool_patch(definition.name))
+
+
+def recorded_local_tools(opened: Mapping[str, Any]) -> frozenset[str] | None:
+    """The local tools a start check's result records (``local_tools``); None in a result
+    recorded before runs named them, whose run decides by patch (see :func:`runs_local`)."""
+    recorded = opened.get("local_tools")
+    return frozenset(recorded) if isinstance(recorded, list) else None
 
 
 def local_tool_names(definitions: Iterable[ToolDefinition]) -> list[str]:

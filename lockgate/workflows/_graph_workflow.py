@@ -41,6 +41,7 @@ from lockgate.workflows._activity_options import (
     execute_defined,
     local,
     local_tool_names,
+    recorded_local_tools,
     runs_local,
 )
 from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal, handover_seal
@@ -203,7 +204,7 @@ class GraphRun(GraphAgents):
             }
         if verdict["ok"] and self._unserved_version is None:
             self._carry = "open"
-            self._local_tools = _recorded_local_tools(verdict)
+            self._local_tools = recorded_local_tools(verdict)
             return
         if verdict["ok"]:
             served = ", ".join(str(v) for v in sorted(type(self).graphs))
@@ -250,7 +251,7 @@ class GraphRun(GraphAgents):
             self._refusal = PayloadProblem(str(opened["code"]), str(opened["reason"]))
             return
         self._channels = opened["channels"]
-        self._local_tools = _recorded_local_tools(opened)
+        self._local_tools = recorded_local_tools(opened)
         self._dropped_inputs = list(opened.get("ignored_inputs") or [])
         if opened.get("actor") is not None:
             self._requester = Actor.from_dict(opened["actor"])
@@ -498,12 +499,6 @@ def _pinned_version(versions: dict[int, CompiledGraph]) -> int:
 def _version_patch(graph: str, version: int) -> str:
     """The patch marking a run of ``graph`` pinned to ``version``."""
     return f"lockgate:{graph}@v{version}"
-
-
-def _recorded_local_tools(opened: Mapping[str, Any]) -> frozenset[str] | None:
-    """The local tools a start check's result records; None in a result recorded before."""
-    recorded = opened.get("local_tools")
-    return frozenset(recorded) if isinstance(recorded, list) else None
 
 
 def _case(cases: Mapping[Any, str], value: Any) -> str | None:

@@ -23,7 +23,7 @@ from lockgate.gating import (
     ErrorCode,
     OpenGate,
 )
-from lockgate.workflows._activity_options import local, local_tool_names
+from lockgate.workflows._activity_options import local, local_tool_names, recorded_local_tools
 from lockgate.workflows._authority_context import (
     current_audit,
     current_tools,
@@ -145,8 +145,7 @@ class OwnRunState:
         # tool's first call: a patch asked right after a local activity is not seen on replay
         # when a query split that workflow task (the run would fail replay). A run recorded
         # before this key existed keeps deciding by patch (None).
-        recorded = opened.get("local_tools")
-        self.local_tools = frozenset(recorded) if isinstance(recorded, list) else None
+        self.local_tools = recorded_local_tools(opened)
         self.requester = Actor.from_dict(opened["actor"])
         self.driver = self.requester
         if opened.get("reason"):
