@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from temporalio.client import (
     Client,
+    WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowQueryFailedError,
@@ -267,6 +268,7 @@ class GraphClient(RunViews):
         *,
         evidence: Mapping[str, Any] | None = None,
         waiver: str | None = None,
+        shown: Mapping[str, Any] | None = None,
     ) -> RunView:
         """Answers the gate open on ``run_id`` with ``choice``, as the signer.
 
@@ -276,9 +278,15 @@ class GraphClient(RunViews):
         ``choice`` (see the gate's ``evidence``), signed with the answer. ``waiver`` is the
         reason when the signer waives the gate (see :meth:`waive`). Returns the run once it
         settles again, or the refusal (nothing written).
+
+        ``shown`` is the run as the signer saw it: what :meth:`show` returned, or an earlier
+        answer. The answer then names the gate as it was shown, and only the server is asked
+        again (that the run is still that execution, on this task queue): a gate that has
+        changed since is refused by the run, never answered unseen, and the answer goes out
+        without first asking the run's worker what it waits for.
         """
         signed = (
-            await self.sign_decide(run_id, choice, evidence=evidence, waiver=waiver)
+            await self.sign_decide(run_id, choice, evidence=evidence, waiver=waiver, shown=shown)
             if self.signer is not None
             else None
         )
@@ -352,13 +360,16 @@ class GraphClient(RunViews):
         *,
         evidence: Mapping[str, Any] | None = None,
         waiver: str | None = None,
+        shown: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The signed answer to paste into the Temporal UI's or CLI's ``decide``, or a refusal.
 
-        It answers the gate open now, in this execution, as it shows now, and is good for the
-        worker's proof window, once.
+        It answers the gate open now (or the one ``shown``, see :meth:`decide`), in this
+        execution, as it shows, and is good for the worker's proof window, once.
         """
-        binding = await self.decide_binding(run_id, choice, evidence=evidence, waiver=waiver)
+        binding = await self.decide_binding(
+            run_id, choice, evidence=evidence, waiver=waiver, shown=shown
+        )
         if "error" in binding:
             return binding
         return self._signer().sign(binding)
@@ -370,10 +381,18 @@ class GraphClient(RunViews):
         *,
         evidence: Mapping[str, Any] | None = None,
         waiver: str | None = None,
+        shown: Mapping[str, Any] | None = None,
+        gate_shown: str | None = None,
     ) -> dict[str, Any]:
         """What an answer of ``choice`` to the gate open on ``run_id`` authorizes, for a proof
-        signed elsewhere (a passkey in the inbox), or a refusal. Signs nothing."""
-        found = await self._awaiting(run_id)
+        signed elsewhere (a passkey in the inbox), or a refusal. Signs nothing.
+
+        ``shown`` is the run as the signer saw it (see :meth:`decide`); ``gate_shown`` the key of
+        the gate a page showed them (``editor_call#2``), refused if another is open now.
+        """
+        found = (
+            await self._shown(run_id, shown) if shown is not None else await self._awaiting(run_id)
+        )
         if "error" in found:
             return found
         if found["closed"]:
@@ -387,6 +406,13 @@ class GraphClient(RunViews):
             return plain_refusal(
                 ErrorCode.GATE_NOT_PENDING,
                 f"Run '{run_id}' is not waiting for a decision.",
+                run_id=run_id,
+            )
+        if gate_shown is not None and gate.get("gate") != gate_shown:
+            return plain_refusal(
+                ErrorCode.GATE_NOT_PENDING,
+                f"Run '{run_id}' now waits at gate '{gate.get('gate')}', not at '{gate_shown}' "
+                "as it was shown: look at it again before answering.",
                 run_id=run_id,
             )
         if choice not in gate.get("options", []):
@@ -449,12 +475,11 @@ class GraphClient(RunViews):
             elif not asking.cancelled():
                 asking.exception()  # retrieved: a refusal above already said what went wrong
 
-    async def _judge_awaiting(
-        self,
-        run_id: str,
-        handle: WorkflowHandle[Any, Any],
-        asking: Awaitable[dict[str, Any]],
-    ) -> dict[str, Any]:
+    async def _ours(
+        self, run_id: str, handle: WorkflowHandle[Any, Any]
+    ) -> WorkflowExecutionDescription | dict[str, Any]:
+        """The server's description of a running run of this client's task queue; else what
+        stands instead: a refusal, or ``{closed, gate: None, parked: None}``."""
         description = await describe_run(handle)
         if isinstance(description, dict):
             return cast(dict[str, Any], description)
@@ -469,6 +494,50 @@ class GraphClient(RunViews):
                 "of theirs, whatever it calls itself, and nothing was signed for it.",
                 run_id=run_id,
             )
+        return description
+
+    async def _shown(self, run_id: str, shown: Mapping[str, Any]) -> dict[str, Any]:
+        """:meth:`_awaiting`'s answer, from the run as it was shown: the gate shown, believed
+        only while the server says the run is ours and still the execution that showed it."""
+        gate = shown.get("awaiting")
+        if not isinstance(gate, Mapping):
+            return plain_refusal(
+                ErrorCode.GATE_NOT_PENDING,
+                f"Run '{run_id}' was not waiting for a decision when it was shown: show it again.",
+                run_id=run_id,
+            )
+        description = await self._ours(run_id, self.client.get_workflow_handle(run_id))
+        if isinstance(description, dict):
+            return description
+        execution = description.raw_description.workflow_execution_info.first_run_id
+        if (
+            gate.get("graph") != description.workflow_type
+            or gate.get("run_id") != run_id
+            or shown.get("execution", gate.get("execution")) != execution
+        ):
+            return plain_refusal(
+                ErrorCode.GATE_NOT_PENDING,
+                f"Run '{run_id}' is not the run that was shown (another graph or execution runs "
+                "under its id now): show it again; nothing was signed.",
+                run_id=run_id,
+            )
+        return {
+            "graph": description.workflow_type,
+            "execution": execution,
+            "gate": dict(gate),
+            "parked": None,
+            "closed": None,
+        }
+
+    async def _judge_awaiting(
+        self,
+        run_id: str,
+        handle: WorkflowHandle[Any, Any],
+        asking: Awaitable[dict[str, Any]],
+    ) -> dict[str, Any]:
+        description = await self._ours(run_id, handle)
+        if isinstance(description, dict):
+            return description
         execution = description.raw_description.workflow_execution_info.first_run_id
         try:
             reported = await asking
