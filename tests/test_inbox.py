@@ -334,3 +334,31 @@ async def test_an_anonymous_visitor_sees_the_gates_and_is_told_why_they_may_take
 
     assert disabled and all(disabled)
     assert "a gate is answered by a verified person" in (why or "")
+
+
+async def test_a_page_answers_the_gate_it_showed_and_never_one_opened_since(
+    browser: Browser, place: Desk
+) -> None:
+    page = await new_page(browser, place.url)
+    await import_key(page, place, "ed")
+    run = await start_essay(place)
+    await page.goto(f"{place.url}/runs/{run['run_id']}")
+    await page.wait_for_function("document.body.dataset.viewer === 'ed'")
+    button = page.locator("button.answer[data-choice='publish_as_is']")
+    shown_gate = await button.get_attribute("data-gate")
+    unseen = await page.evaluate(
+        "([r]) => answerGate(r, 'publish_as_is', 'editor_call#0')", [run["run_id"]]
+    )
+    still = await place.runs.show(run["run_id"])
+    await button.click()
+    done = await eventually(
+        lambda: place.runs.show(run["run_id"]),
+        lambda shown: shown.get("status") == "finished",
+        what="the gate answered from its button",
+    )
+
+    assert shown_gate == "editor_call#1"
+    assert unseen["error"]["code"] == "GATE_NOT_PENDING"
+    assert "now waits at gate 'editor_call#1', not at 'editor_call#0'" in unseen["error"]["message"]
+    assert still["status"] == "waiting"
+    assert done["trail"][-2]["by"]["actor"] == "ed"

@@ -159,8 +159,11 @@ def inbox_app(
         evidence = body.get("evidence")
         if evidence is not None and not isinstance(evidence, dict):
             return _refusal(ErrorCode.VALIDATION_ERROR, "Evidence is a JSON object.", 422)
+        gate = body.get("gate")
+        if gate is not None and not isinstance(gate, str):
+            return _refusal(ErrorCode.VALIDATION_ERROR, "`gate` is the key of the gate shown.", 422)
         found = await runs.decide_binding(
-            request.path_params["run"], choice, evidence=evidence or None
+            request.path_params["run"], choice, evidence=evidence or None, gate_shown=gate
         )
         if "error" in found:
             return JSONResponse(found, status_code=409)

@@ -84,14 +84,15 @@ async function signProof(unsigned) {
 }
 
 // Answers the gate open on `run` with `choice` (and the evidence typed for it, where the gate
-// asks for some); returns what the worker said.
-async function answerGate(run, choice) {
+// asks for some); returns what the worker said. With `gate`, the key of the gate the page showed,
+// the answer is signed only while that gate is the one open: never for a gate nobody looked at.
+async function answerGate(run, choice, gate) {
   const me = identity();
   if (!me) {
     say("A gate is answered by a verified person: say who you are (a passkey or key) first.", "refused");
     return { ok: false };
   }
-  const asked = { choice };
+  const asked = gate ? { choice, gate } : { choice };
   const field = document.querySelector(`textarea.evidence-input[data-run="${CSS.escape(run)}"][data-option="${CSS.escape(choice)}"]`);
   if (field) {
     try { asked.evidence = JSON.parse(field.value || "{}"); } catch {
@@ -185,7 +186,7 @@ document.addEventListener("DOMContentLoaded", () => {
   showIdentity();
   watchGates();
   for (const button of document.querySelectorAll("button.answer")) {
-    button.addEventListener("click", () => answerGate(button.dataset.run, button.dataset.choice));
+    button.addEventListener("click", () => answerGate(button.dataset.run, button.dataset.choice, button.dataset.gate));
   }
   const register = document.getElementById("register-passkey");
   if (register) register.addEventListener("click", () => registerPasskey(document.getElementById("passkey-principal").value.trim()));
