@@ -11,11 +11,13 @@ the hand-written side, ``GraphClient.show`` for lockgate's; the same loop and in
 await the result. One worker with both plugins serves both against one dev server; runs are
 interleaved, the order flipping each round, and the figure is the median of per-round ratios.
 
-Two more sides tell where lockgate's extra time goes: the same gated run started unsigned (no
-start proof to verify and spend) and one driven with the bare queries and update (the
-``awaiting`` query to poll, one signed ``decide`` update, without the ``describe`` calls
-``show`` and ``decide`` make first). Each side's run is also split into its phases: until the
-run waits, the answer, and the rest of the run to its result.
+Three more sides tell where lockgate's extra time goes: the same gated run answered with
+``decide(..., shown=view)``, signing the gate ``show`` showed (only the server is asked again
+before the update, not the run's worker); started unsigned (no start proof to verify and
+spend); and driven with the bare queries and update (the ``awaiting`` query to poll, one signed
+``decide`` update, without the ``describe`` calls ``show`` and ``decide`` make first). Each
+side's run is also split into its phases: until the run waits, the answer, and the rest of the
+run to its result.
 
     python bench/adapter.py [--rounds 60] [--warmup 3] [--poll-ms 10]
 """
@@ -249,7 +251,7 @@ def _run_id(side: str) -> str:
 
 
 class Sides:
-    """The four ways one run is driven, on one client and task queue."""
+    """The five ways one run is driven, on one client and task queue."""
 
     def __init__(self, client: Client, task_queue: str, people: Identities, pause: float) -> None:
         self.client = client
@@ -283,20 +285,28 @@ class Sides:
     async def lockgate(self, watch: Stopwatch) -> None:
         await self._gated(self.requester, watch)
 
+    async def lockgate_shown(self, watch: Stopwatch) -> None:
+        await self._gated(self.requester, watch, answer_what_was_shown=True)
+
     async def lockgate_unsigned_start(self, watch: Stopwatch) -> None:
         await self._gated(self.unsigned, watch)
 
-    async def _gated(self, starter: GraphClient, watch: Stopwatch) -> None:
+    async def _gated(
+        self, starter: GraphClient, watch: Stopwatch, *, answer_what_was_shown: bool = False
+    ) -> None:
         handle = await starter.start_workflow(GateApproval.run, REQUEST, id=_run_id("gate"))
         watch.handle = handle
+        shown: dict[str, Any] = {}
 
         async def gate_shown() -> bool:
-            shown = await starter.show(handle.id)
+            shown.update(await starter.show(handle.id))
             return shown.get("awaiting") is not None
 
         await until(gate_shown, self.pause)
         watch.lap("to_gate")
-        answered = await self.approver.decide(handle.id, Refund.ISSUE.value)
+        answered = await self.approver.decide(
+            handle.id, Refund.ISSUE.value, shown=shown if answer_what_was_shown else None
+        )
         watch.lap("answer")
         assert "error" not in answered, answered
         await self._check(handle, watch)
@@ -358,6 +368,7 @@ async def main(rounds: int, warmup: int, poll_ms: float) -> None:
         sides: dict[str, Callable[[Stopwatch], Awaitable[None]]] = {
             "handwritten": driven.handwritten,
             "lockgate": driven.lockgate,
+            "lockgate_shown": driven.lockgate_shown,
             "lockgate_unsigned_start": driven.lockgate_unsigned_start,
             "lockgate_bare_client": driven.lockgate_bare_client,
         }
@@ -401,7 +412,7 @@ async def main(rounds: int, warmup: int, poll_ms: float) -> None:
         "ratio",
         TARGET_RATIO,
     )
-    for name in ("lockgate_unsigned_start", "lockgate_bare_client"):
+    for name in ("lockgate_shown", "lockgate_unsigned_start", "lockgate_bare_client"):
         emit(
             BENCH,
             f"{name}_over_handwritten_update",

@@ -9,7 +9,9 @@ side is a workflow with a bare update handler (and validator) that runs one bare
 same function) and returns when it is waiting again. Both run on one worker against one dev
 server, answers interleaved; the figure is the median of pairwise ratios.
 
-A third side splits ``decide`` in two: the signed ``execute_update("decide", ...)`` alone, without
+A third side answers with ``decide(..., shown=view)``, the view the previous answer returned:
+it signs the gate shown, asking only the server (not the run's worker) before the update. A
+fourth splits ``decide`` in two: the signed ``execute_update("decide", ...)`` alone, without
 the ``describe`` and ``awaiting`` query ``decide`` makes first to read the execution and the open
 gate from the server and the run's worker.
 
@@ -45,6 +47,7 @@ from bench._workloads import (
     timed,
 )
 from lockgate import GraphClient, LockgatePlugin, Signer
+from lockgate.contracts import RunView
 from lockgate.gating import answer_binding
 from lockgate.testing import Identities
 
@@ -54,16 +57,22 @@ ONE_MORE = LoopCall.ONE_MORE.value
 
 
 class LockgateLoop:
-    """A gate-loop run answered through ``GraphClient.decide``, by two editors in turn."""
+    """A gate-loop run answered through ``GraphClient.decide``, by two editors in turn; with
+    ``started``, each answers the gate the previous answer returned (``decide(shown=...)``)."""
 
-    def __init__(self, editors: list[GraphClient], run_id: str) -> None:
+    def __init__(
+        self, editors: list[GraphClient], run_id: str, started: RunView | None = None
+    ) -> None:
         self.editors = editors
         self.run_id = run_id
         self.counter = 1
+        self.view = started
 
     async def answer(self) -> None:
         editor = self.editors[self.counter % len(self.editors)]
-        shown = await editor.decide(self.run_id, ONE_MORE)
+        shown = await editor.decide(self.run_id, ONE_MORE, shown=self.view)
+        if self.view is not None:
+            self.view = shown
         self.counter += 1
         assert shown.get("status") == "waiting", shown
         assert shown["channels"]["counter"] == self.counter, shown
@@ -124,7 +133,8 @@ async def main(answers: int, warmup: int) -> None:
         async with bench_worker(client, task_queue, plugin):
             first = await starter.start(GateLoop, {})
             second = await starter.start(GateLoop, {})
-            assert first["status"] == second["status"] == "waiting", (first, second)
+            third = await starter.start(GateLoop, {})
+            assert first["status"] == second["status"] == third["status"] == "waiting"
             hand = HandwrittenLoop(
                 await client.start_workflow(
                     HandGateLoop.run,
@@ -135,6 +145,7 @@ async def main(answers: int, warmup: int) -> None:
             await hand.wait_until_waiting()
             sides: dict[str, Callable[[], Awaitable[None]]] = {
                 "lockgate_decide": LockgateLoop(editors, first["run_id"]).answer,
+                "lockgate_decide_shown": LockgateLoop(editors, third["run_id"], third).answer,
                 "lockgate_update_only": LockgateUpdateOnly(
                     client, [people.signer("ed"), people.signer("eve")], second
                 ).answer,
@@ -164,6 +175,12 @@ async def main(answers: int, warmup: int) -> None:
         median_ratio(seconds["lockgate_decide"], seconds["handwritten"]),
         "ratio",
         TARGET_RATIO,
+    )
+    emit(
+        BENCH,
+        "lockgate_decide_shown_over_handwritten",
+        median_ratio(seconds["lockgate_decide_shown"], seconds["handwritten"]),
+        "ratio",
     )
     emit(
         BENCH,
