@@ -535,6 +535,36 @@ async def test_a_proof_signed_against_a_look_alike_answers_no_real_run_under_its
     assert failed == []
 
 
+@pytest.mark.parametrize("signed", [True, False], ids=["runs", "refused"])
+async def test_a_version_a_starter_claims_in_the_memo_is_put_right_by_the_run(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str, signed: bool
+) -> None:
+    people = essay_people()
+    run_id = f"essay:review-{uuid4().hex[:12]}"
+    inputs = dict(ALWAYS_FAILS)
+    proof = people.signer("ada").sign(start_binding("essay:review", run_id, inputs))
+    async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
+        handle = await temporal_client.start_workflow(
+            "essay:review",
+            # Unsigned, a graph with gates refuses to start: the run ends refused at once.
+            StartGraphInput(inputs=inputs, proof=proof if signed else None),
+            id=run_id,
+            task_queue=task_queue,
+            result_type=dict,
+            memo={"lockgate_version": 7},
+        )
+        ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
+        settled = await eventually(
+            lambda: ada.show(run_id),
+            lambda shown: shown.get("status") in ("waiting", "refused"),
+            what="the run waiting at its gate, or refused",
+        )
+        memo = await (await handle.describe()).memo()
+
+    assert settled["status"] == ("waiting" if signed else "refused")
+    assert memo["lockgate_version"] == 1
+
+
 async def test_a_forged_gate_memo_written_at_start_is_overwritten_before_the_run_does_anything(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:

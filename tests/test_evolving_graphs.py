@@ -151,3 +151,43 @@ async def test_a_run_whose_version_is_no_longer_served_fails_its_task_until_it_i
     assert answered["version"] == 1
     assert answered["channels"]["outcome"] == "published"
     assert memo["lockgate_version"] == 1
+
+
+def version_writes(events: list[Any]) -> int:
+    """How many times a run's history wrote its version into its memo."""
+    return sum(
+        1
+        for event in events
+        if "lockgate_version"
+        in event.workflow_properties_modified_event_attributes.upserted_memo.fields
+    )
+
+
+async def test_a_run_started_by_its_class_finds_its_version_in_its_memo_and_writes_none(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = Identities(PEOPLE)
+    ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
+    async with lockgate_worker(graphs=[DocReviewV1], directory=people.directory):
+        by_class = await ada.start(DocReviewV1, {"title": "Tides"})
+        by_name = await ada.start("doc:review", {"title": "Tides"})
+
+    by_class_handle = temporal_client.get_workflow_handle(by_class["run_id"])
+    by_name_handle = temporal_client.get_workflow_handle(by_name["run_id"])
+    assert version_writes(list((await by_class_handle.fetch_history()).events)) == 0
+    assert version_writes(list((await by_name_handle.fetch_history()).events)) == 1
+    for handle in (by_class_handle, by_name_handle):
+        assert (await (await handle.describe()).memo())["lockgate_version"] == 1
+
+
+async def test_a_run_started_by_an_older_class_writes_the_version_it_follows(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = Identities(PEOPLE)
+    ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
+    async with lockgate_worker(plugin=serving_both(people)):
+        started = await ada.start(DocReviewV1, {"title": "Tides"})
+    memo = await (await temporal_client.get_workflow_handle(started["run_id"]).describe()).memo()
+
+    assert started["version"] == 2
+    assert memo["lockgate_version"] == 2

@@ -54,7 +54,9 @@ from lockgate.workflows._client_support import (
     update_refusal,
 )
 from lockgate.workflows._client_views import QUERY_TIMEOUT, RunViews
+from lockgate.workflows._declare import graph_spec
 from lockgate.workflows._graph_inputs import StartGraphInput
+from lockgate.workflows._graph_state import VERSION_MEMO
 from lockgate.workflows._own_state import START_PROOF_MEMO, start_arguments, workflow_type_name
 from lockgate.workflows._search_attributes import (
     LOCKGATE_GRAPH,
@@ -150,6 +152,12 @@ class GraphClient(RunViews):
             "search_attributes": starting_attributes(name),
             "static_summary": f"{name}: {summary_of(inputs)}",
         }
+        spec = graph_spec(graph)
+        if spec is not None:
+            # The version the run will follow, as the run itself writes it into its memo: the
+            # run then finds it written and writes nothing (one event and one visibility write
+            # fewer). Where the worker serves another newest version, the run puts it right.
+            options["memo"] = {VERSION_MEMO: version if version is not None else spec.version}
         try:
             # Eager: where this client's own process runs a worker for the task queue, the
             # run's first workflow task comes back in the start's reply (where the server allows

@@ -40,10 +40,13 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_STATE,
 )
 
-__all__ = ["END", "Accepted", "GivenAnswer", "GraphState", "invalid"]
+__all__ = ["END", "VERSION_MEMO", "Accepted", "GivenAnswer", "GraphState", "invalid"]
 
 END = "__end__"
 """The state of a run that has ended."""
+
+VERSION_MEMO = "lockgate_version"
+"""The memo key of the graph version a run follows (the run writes it unless its starter did)."""
 
 _SHOWN_REASON_CHARS = 600
 
@@ -310,7 +313,7 @@ class GraphState:
         wanted: dict[str, Any] = {
             "lockgate_gate": self._gate_memo() if self._gate is not None else None,
             "lockgate_parked": self._parked.to_dict() if self._parked is not None else None,
-            "lockgate_version": self._graph.version,
+            VERSION_MEMO: self._graph.version,
         }
         stale: dict[str, Any] = {}
         for key, value in wanted.items():
@@ -318,9 +321,7 @@ class GraphState:
             # The gate and park are written as they open and close; only their presence is
             # checked here (a forged one goes). The version is the run's own, always.
             differs = (
-                written != value
-                if key == "lockgate_version"
-                else (written is None) != (value is None)
+                written != value if key == VERSION_MEMO else (written is None) != (value is None)
             )
             if differs:
                 stale[key] = value

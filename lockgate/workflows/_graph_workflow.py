@@ -54,7 +54,7 @@ from lockgate.workflows._graph_inputs import (
     channel_ok,
     parse_start,
 )
-from lockgate.workflows._graph_state import END, invalid
+from lockgate.workflows._graph_state import END, VERSION_MEMO, invalid
 
 __all__ = ["GraphRun", "graph_workflow"]
 
@@ -170,6 +170,10 @@ class GraphRun(GraphAgents):
         if self._refusal is not None:
             self._status = "refused"
             self._settled()
+            if workflow.memo_value(VERSION_MEMO, default=None) is not None:
+                # A version the starter claimed is put right even on a refused run. (Runs whose
+                # starter claimed none write nothing here, as they always have: replay holds.)
+                self._sync_memo()
             shown = await self._finish()
             raise refused_run(self._refusal.code, self._refusal.sentence, shown)
         self._sync_memo()
