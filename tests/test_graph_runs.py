@@ -9,8 +9,10 @@ Inputs that are not channels (a forged ``_taken`` budget, a forged ``_ran``, jun
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, Interceptor, OutboundInterceptor, WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -321,3 +323,54 @@ async def test_a_default_factory_channel_is_made_per_run_and_replays_as_made(
     assert first["channels"]["ticket"] != second["channels"]["ticket"]
     assert replayed["channels"]["ticket"] == first["channels"]["ticket"]
     assert gate_of(replayed)["target"] == {"ticket": first["channels"]["ticket"]}
+
+
+class CallsMade(Interceptor):
+    """Records which of the client's calls reached the server, by name."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        recorder = self
+
+        class Recording(OutboundInterceptor):
+            async def describe_workflow(self, input: Any) -> Any:
+                recorder.calls.append("describe")
+                return await super().describe_workflow(input)
+
+            async def query_workflow(self, input: Any) -> Any:
+                recorder.calls.append(f"query {input.query}")
+                return await super().query_workflow(input)
+
+        return Recording(next)
+
+
+async def test_show_asks_a_running_run_one_query_and_reads_a_closed_one_from_its_result(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = essay_people()
+    made = CallsMade()
+    watched = Client(
+        temporal_client.service_client,
+        namespace=temporal_client.namespace,
+        data_converter=temporal_client.data_converter,
+        interceptors=[made],
+    )
+    async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
+        ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
+        run = await ada.start(EssayReview, ALWAYS_FAILS)
+        ed = GraphClient(watched, task_queue, signer=people.signer("ed"))
+        waiting = await ed.show(run["run_id"])
+        calls_while_waiting = list(made.calls)
+        await GraphClient(temporal_client, task_queue, signer=people.signer("ed")).decide(
+            run["run_id"], "publish_as_is"
+        )
+    made.calls.clear()
+    # No worker serves the run any more: a query that reached one would wait, then fail.
+    finished = await ed.show(run["run_id"])
+
+    assert waiting["status"] == "waiting"
+    assert calls_while_waiting == ["query show"]
+    assert finished["status"] == "finished" and finished["channels"]["url"]
+    assert made.calls == ["query show"]  # turned away by the server, then the result is read

@@ -23,9 +23,11 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowQueryFailedError,
+    WorkflowQueryRejectedError,
     WorkflowUpdateFailedError,
 )
 from temporalio.common import (
+    QueryRejectCondition,
     SearchAttributePair,
     TypedSearchAttributes,
     WorkflowIDConflictPolicy,
@@ -257,14 +259,15 @@ class GraphClient(RunViews):
     async def _until_settled(self, run_id: str, *, after: int) -> RunView:
         """The run once it has settled (a gate, a park, the end) more than ``after`` times.
 
-        Asks the ``show`` query, more slowly the longer it takes: a query writes nothing to the
-        run's history, so waiting leaves no trace in the Temporal UI's timeline.
+        Asks :meth:`show`, more slowly the longer it takes: a query writes nothing to the run's
+        history, so waiting leaves no trace in the Temporal UI's timeline, and a run that has
+        closed meanwhile is read from its result. A refusal (the run cannot be shown) is returned
+        as it is.
         """
-        handle = self.client.get_workflow_handle(run_id)
         pause = _FIRST_PAUSE
         while True:
-            shown: RunView = await handle.query("show", result_type=dict, rpc_timeout=QUERY_TIMEOUT)
-            if int(shown.get("settles", 0)) > after:
+            shown = await self.show(run_id)
+            if shown.get("ok") is False or int(shown.get("settles", 0)) > after:
                 return shown
             await asyncio.sleep(pause)
             pause = min(pause * 1.5, _LONGEST_PAUSE)
@@ -473,7 +476,13 @@ class GraphClient(RunViews):
         handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
         # Asked at once, believed only once the server's description says the run is ours.
         asking = asyncio.ensure_future(
-            handle.query("awaiting", result_type=dict, rpc_timeout=QUERY_TIMEOUT)
+            handle.query(
+                "awaiting",
+                result_type=dict,
+                rpc_timeout=QUERY_TIMEOUT,
+                # Believed only for a running run; a closed one is never replayed to answer it.
+                reject_condition=QueryRejectCondition.NOT_OPEN,
+            )
         )
         try:
             return await self._judge_awaiting(run_id, handle, asking)
@@ -549,6 +558,8 @@ class GraphClient(RunViews):
         execution = description.raw_description.workflow_execution_info.first_run_id
         try:
             reported = await asking
+        except WorkflowQueryRejectedError as rejected:  # it closed since it was described
+            return {"closed": status_name(rejected.status), "gate": None, "parked": None}
         except (WorkflowQueryFailedError, RPCError) as error:
             return plain_refusal(
                 ErrorCode.NOT_FOUND,

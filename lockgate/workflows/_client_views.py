@@ -16,7 +16,9 @@ from temporalio.client import (
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowQueryFailedError,
+    WorkflowQueryRejectedError,
 )
+from temporalio.common import QueryRejectCondition
 from temporalio.service import RPCError
 
 from lockgate.contracts import PendingGate, RunView
@@ -59,46 +61,30 @@ class RunViews:
         ``trail_total`` says how many there are); a finished run's result has all of it.
         """
         handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
-        description = await describe_run(handle)
-        if isinstance(description, dict):
-            return description
-        if description.status != WorkflowExecutionStatus.RUNNING:
-            try:
-                # No result type: a workflow of the user's own may return anything at all.
-                result = await self.client.get_workflow_handle(run_id).result()
-                if isinstance(result, dict) and result.get("run_id") == run_id:
-                    return cast(RunView, result)
-                # A workflow of the user's own returns what it likes: its worker still shows
-                # lockgate's view of it.
-                return cast(
-                    RunView,
-                    await handle.query("show", result_type=dict, rpc_timeout=QUERY_TIMEOUT),
-                )
-            except WorkflowFailureError as error:
-                outcome = outcome_of(error)  # a refused run: what it would have returned
-                if outcome is not None:
-                    return cast(RunView, outcome)
-                return refusal(
-                    ErrorCode.INTERNAL_ERROR,
-                    f"Run '{run_id}' ended {status_name(description.status)}: {error}",
-                    run_id=run_id,
-                )
-            except Exception as error:  # the run failed or was terminated: say how
-                return refusal(
-                    ErrorCode.INTERNAL_ERROR,
-                    f"Run '{run_id}' ended {status_name(description.status)}: {error}",
-                    run_id=run_id,
-                )
         page: dict[str, Any] = {}
         if trail_from is not None:
             page["trail_from"] = trail_from
         if trail_limit is not None:
             page["trail_limit"] = trail_limit
         try:
+            # The server turns the query away, without a worker, once the run has closed: a
+            # running run is shown in one round trip, a closed one read from its result (never
+            # replayed for a query).
             shown: RunView = await handle.query(
-                "show", page or None, result_type=dict, rpc_timeout=QUERY_TIMEOUT
+                "show",
+                page or None,
+                result_type=dict,
+                rpc_timeout=QUERY_TIMEOUT,
+                reject_condition=QueryRejectCondition.NOT_OPEN,
             )
+        except WorkflowQueryRejectedError as rejected:
+            return await self._ended(run_id, handle, rejected.status)
         except (WorkflowQueryFailedError, RPCError) as error:
+            description = await describe_run(handle)
+            if isinstance(description, dict):
+                return description
+            if description.status != WorkflowExecutionStatus.RUNNING:
+                return await self._ended(run_id, handle, description.status)
             # A run whose task is failing (or with no worker) cannot answer; say so plainly.
             return refusal(
                 ErrorCode.INTERNAL_ERROR,
@@ -108,6 +94,40 @@ class RunViews:
                 run_id=run_id,
             )
         return shown
+
+    async def _ended(
+        self,
+        run_id: str,
+        handle: WorkflowHandle[Any, Any],
+        status: WorkflowExecutionStatus | None,
+    ) -> RunView:
+        """A closed run, as its result shows it (or as its worker does, or why neither can)."""
+        try:
+            # No result type: a workflow of the user's own may return anything at all.
+            result = await handle.result()
+            if isinstance(result, dict) and result.get("run_id") == run_id:
+                return cast(RunView, result)
+            # A workflow of the user's own returns what it likes: its worker still shows
+            # lockgate's view of it.
+            return cast(
+                RunView,
+                await handle.query("show", result_type=dict, rpc_timeout=QUERY_TIMEOUT),
+            )
+        except WorkflowFailureError as error:
+            outcome = outcome_of(error)  # a refused run: what it would have returned
+            if outcome is not None:
+                return cast(RunView, outcome)
+            return refusal(
+                ErrorCode.INTERNAL_ERROR,
+                f"Run '{run_id}' ended {status_name(status)}: {error}",
+                run_id=run_id,
+            )
+        except Exception as error:  # the run failed or was terminated: say how
+            return refusal(
+                ErrorCode.INTERNAL_ERROR,
+                f"Run '{run_id}' ended {status_name(status)}: {error}",
+                run_id=run_id,
+            )
 
     async def pending(self, of: str | None = None, viewer: str | None = None) -> list[PendingGate]:
         """Open gates across runs, read from search attributes and memo (no worker needed).
