@@ -402,6 +402,8 @@ async def bare_abandon(title: str) -> None:
 class EssayInput:
     title: str
     rubric: str
+    local_tools: bool = False
+    """Write and grade as local activities, as lockgate runs the tools the example marks local."""
 
 
 @workflow.defn(name="bench.hand_essay")
@@ -415,14 +417,19 @@ class HandEssay:
     async def run(self, essay_input: EssayInput) -> dict[str, Any]:
         title, rubric = essay_input.title, essay_input.rubric
         draft, feedback, failures, steps = "", "", 0, 0
+        cheap = (
+            workflow.execute_local_activity
+            if essay_input.local_tools
+            else workflow.execute_activity
+        )
         while True:
-            written = await workflow.execute_activity(
+            written = await cheap(
                 "bare.essay.write",
                 args=[title, rubric, draft, feedback],
                 start_to_close_timeout=_ACTIVITY_TIMEOUT,
                 result_type=dict,
             )
-            graded = await workflow.execute_activity(
+            graded = await cheap(
                 "bare.essay.grade",
                 args=[rubric, written["draft"]],
                 start_to_close_timeout=_ACTIVITY_TIMEOUT,

@@ -14,7 +14,12 @@ compiled with ``AsyncSqliteSaver`` on a temp file; 200 threads run concurrently 
 ``asyncio.gather``, each with its own ``thread_id``.
 
 A third side runs the same shape as a hand-written Temporal workflow calling the same functions
-as bare activities, to tell what Temporal itself costs from what lockgate adds. The sides
+as bare activities, to tell what Temporal itself costs from what lockgate adds. A fourth runs that
+workflow as lockgate runs the graph (write and grade as local activities, started eagerly), with
+no checks at all: the leanest Temporal workflow of this shape, so
+``temporal_local_tools_over_langgraph_runs_per_second`` is as near LangGraph as any runner on
+Temporal gets here, and ``lockgate_over_temporal_local_tools_runs_per_second`` what lockgate's
+verified start, seals and records cost against it. The sides
 alternate for a few rounds; figures are medians. CPU seconds of this process and of the dev
 server are read around each phase (``/proc``), since on a 2-core machine they share the cores.
 
@@ -78,6 +83,10 @@ SIDES: dict[str, dict[str, str]] = {
     "temporal_handwritten": {
         "worker": "a hand-written workflow, the same functions as bare activities",
         "why": "what Temporal itself costs, without lockgate",
+    },
+    "temporal_local_tools": {
+        "worker": "the hand-written workflow, write and grade as local activities",
+        "why": "the leanest Temporal workflow of the shape lockgate runs: what lockgate adds",
     },
     "lockgate_unsandboxed": {
         "worker": "LockgatePlugin, UnsandboxedWorkflowRunner",
@@ -389,8 +398,10 @@ async def lockgate_timed_phase(
         return await lockgate_phase(client, writer, runs)
 
 
-async def handwritten_phase(client: Client, runs: int) -> Phase:
-    """The hand-written essay workflow: ``runs`` started at once, on its own fresh worker."""
+async def handwritten_phase(client: Client, runs: int, *, local_tools: bool = False) -> Phase:
+    """The hand-written essay workflow: ``runs`` started at once, on its own fresh worker. With
+    ``local_tools`` it runs as lockgate's runs do: write and grade local, started eagerly (as
+    ``GraphClient.start`` asks)."""
     task_queue = f"bench-handwritten-{uuid.uuid4().hex[:8]}"
 
     async def drive(count: int) -> Phase:
@@ -400,9 +411,10 @@ async def handwritten_phase(client: Client, runs: int) -> Phase:
                 *(
                     client.start_workflow(
                         HandEssay.run,
-                        EssayInput(**inputs),
+                        EssayInput(**inputs, local_tools=local_tools),
                         id=f"hand-essay-{uuid.uuid4().hex[:12]}",
                         task_queue=task_queue,
+                        request_eager_start=local_tools,
                     )
                     for inputs in essay_inputs(count)
                 )
@@ -424,6 +436,8 @@ async def run_phase(
         return await langgraph_phase(runs, scratch)
     if side == "temporal_handwritten":
         return await handwritten_phase(client, runs)
+    if side == "temporal_local_tools":
+        return await handwritten_phase(client, runs, local_tools=True)
     if side == "lockgate_unsandboxed":
         return await lockgate_timed_phase(
             client, people, runs, workflow_runner=UnsandboxedWorkflowRunner()
@@ -480,6 +494,20 @@ async def main(runs: int, rounds: int, profile_runs: int, what_if: bool, html: s
         BENCH,
         "temporal_handwritten_over_lockgate_runs_per_second",
         rate["temporal_handwritten"] / rate["lockgate"],
+        "ratio",
+    )
+    # The leanest Temporal workflow of the same shape: the most any Temporal-based runner of this
+    # workload could reach against LangGraph here, and what lockgate's checks cost against it.
+    emit(
+        BENCH,
+        "temporal_local_tools_over_langgraph_runs_per_second",
+        rate["temporal_local_tools"] / rate["langgraph"],
+        "ratio",
+    )
+    emit(
+        BENCH,
+        "lockgate_over_temporal_local_tools_runs_per_second",
+        rate["lockgate"] / rate["temporal_local_tools"],
         "ratio",
     )
     if what_if:
