@@ -501,8 +501,7 @@ class GraphClient(RunViews):
         if isinstance(description, dict):
             return cast(dict[str, Any], description)
         if description.status != WorkflowExecutionStatus.RUNNING:
-            closed = status_name(description.status)
-            return {"closed": closed, "gate": None, "parked": None}
+            return _closed(description.status)
         if description.task_queue != self.task_queue:
             return plain_refusal(
                 ErrorCode.NOT_FOUND,
@@ -559,7 +558,7 @@ class GraphClient(RunViews):
         try:
             reported = await asking
         except WorkflowQueryRejectedError as rejected:  # it closed since it was described
-            return {"closed": status_name(rejected.status), "gate": None, "parked": None}
+            return _closed(rejected.status)
         except (WorkflowQueryFailedError, RPCError) as error:
             return plain_refusal(
                 ErrorCode.NOT_FOUND,
@@ -585,3 +584,8 @@ class GraphClient(RunViews):
             "parked": reported.get("parked"),
             "closed": None,
         }
+
+
+def _closed(status: WorkflowExecutionStatus | None) -> dict[str, Any]:
+    """What a client reads of a run that is no longer running: how it ended, no gate or park."""
+    return {"closed": status_name(status), "gate": None, "parked": None}
