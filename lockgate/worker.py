@@ -33,7 +33,6 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from lockgate.activities import (
     NotificationActivities,
-    TemporalNonceLedger,
     ToolRegistry,
     WorkflowStartActivities,
     definition_of,
@@ -54,7 +53,6 @@ from lockgate.gating import (
     AuditLogger,
     Authority,
     Directory,
-    NonceLedger,
     Notifications,
     RelyingParty,
     WorkerSecret,
@@ -70,7 +68,7 @@ from lockgate.workflows._declare import GraphDeclarationError
 from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
 from lockgate.workflows._notify import GateNotifier, NotifyWorkflow
-from lockgate.workflows._tool_call import SpentProofWorkflow, ToolCallWorkflow
+from lockgate.workflows._tool_call import ToolCallWorkflow
 
 if TYPE_CHECKING:
     from lockgate.telemetry import LockgateTelemetry
@@ -145,8 +143,8 @@ class LockgatePlugin(SimplePlugin):
 
     Every tool becomes an activity named ``lockgate.tool:<tool>``. Every graph becomes its own
     workflow type named after it, and the tools its nodes run are registered too. The durable
-    single tool call (``lockgate.tool_call``), the task queue's catalogue
-    (``lockgate.catalogue``) and ``lockgate.spent_proof`` come along. The worker's Directory
+    single tool call (``lockgate.tool_call``) and the task queue's catalogue
+    (``lockgate.catalogue``) come along. The worker's Directory
     judges every caller; the deployment's worker secret seals what its workers hand each other.
     At start the worker checks that lockgate's search attributes exist and says how to add them
     if not.
@@ -162,9 +160,7 @@ class LockgatePlugin(SimplePlugin):
             ``LOCKGATE_WORKER_SECRET_FILE`` names; with none of them the plugin refuses to be
             built: a worker that cannot seal cannot keep anyone from acting as someone else.
         authority: A ready :class:`Authority` instead of ``directory`` and ``secret`` (to set a
-            proof window or a ledger).
-        ledger: Where start and tool-call proofs are spent: lockgate's Temporal-backed ledger
-            by default, shared by every worker of the namespace.
+            proof window).
         audit: Where judgements are recorded (and the tool calls, unless ``tools`` is a
             registry with its own): an :class:`AuditLogger`, with sinks such as a JSON-lines
             file (:class:`~lockgate.gating.JsonLinesAuditSink`).
@@ -200,7 +196,6 @@ class LockgatePlugin(SimplePlugin):
         *,
         secret: WorkerSecret | None = None,
         authority: Authority | None = None,
-        ledger: NonceLedger | None = None,
         audit: AuditLogger | None = None,
         check_search_attributes: bool = True,
         relying_party: RelyingParty | None = None,
@@ -235,7 +230,6 @@ class LockgatePlugin(SimplePlugin):
             authority = Authority(
                 _directory_of(directory),
                 secret=secret,
-                ledger=ledger if ledger is not None else TemporalNonceLedger(secret),
                 audit=audit or self.registry.audit,
                 relying_party=relying_party,
             )
@@ -276,7 +270,6 @@ class LockgatePlugin(SimplePlugin):
                 ToolCallWorkflow,
                 NotifyWorkflow,
                 catalogue_workflow(self.tool_activities.describe),
-                SpentProofWorkflow,
                 *self.graph_workflows,
             ],
             interceptors=[

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockgate.contracts import ErrorDetail, GateView, ParkedView, RunView, ToolCallResult
-from lockgate.gating import WorkerSecret
+from lockgate.gating import Signer, WorkerSecret
 
 if TYPE_CHECKING:
     from temporalio.api.history.v1 import HistoryEvent
@@ -109,12 +109,47 @@ def assert_nothing_written_but_a_workflow_task(before: list[str], after: list[st
     assert after[len(before) :] in ([], EMPTY_WORKFLOW_TASK), after[len(before) :]
 
 
+def update_refused(error: BaseException) -> dict[str, str]:
+    """``{code, message}`` of the refusal an update's validator raised; the test fails for any
+    other error."""
+    from temporalio.client import WorkflowUpdateFailedError
+    from temporalio.exceptions import ApplicationError
+
+    assert isinstance(error, WorkflowUpdateFailedError), repr(error)
+    cause = error.cause
+    assert isinstance(cause, ApplicationError), repr(cause)
+    return {"code": str(cause.type), "message": cause.message}
+
+
+async def prove_start(
+    handle: WorkflowHandle[Any, Any],
+    signer: Signer,
+    inputs: dict[str, Any],
+    *,
+    graph: str | None = None,
+    version: int | None = None,
+) -> dict[str, Any]:
+    """Sends a graph run started ``signed=True`` by hand the signed ``start`` that names the
+    execution ``handle`` started (as ``GraphClient.start`` does); returns the run once it
+    settles. A refusal is raised (``WorkflowUpdateFailedError``)."""
+    from lockgate.gating import start_binding
+
+    execution = handle.first_execution_run_id
+    assert execution, "prove_start takes the handle start_workflow returned"
+    name = graph or (await handle.describe()).workflow_type
+    proof = signer.sign(start_binding(name, handle.id, execution, inputs, version))
+    # The handle start_workflow returned delivers only to the execution it started.
+    shown: dict[str, Any] = await handle.execute_update("start", proof, result_type=dict)
+    return shown
+
+
 async def outcome(
     handle: WorkflowHandle[Any, Any] | WorkflowUpdateHandle[Any],
 ) -> dict[str, Any]:
-    """What a lockgate run returned; for a refused run, which fails with its refusal (never a
-    completed run in the Temporal UI), the same dict, read from the failure as lockgate's own
-    clients read it. Any other failure is raised. An update's handle gives what it returned."""
+    """What a lockgate run returned: a run that did its work, or one refused (which completes
+    with its refusal as its result); for a run recorded before refusals completed, which failed
+    with its refusal, the same dict, read from the failure as lockgate's own clients read it.
+    Any other failure is raised. An update's handle gives what it returned."""
     from temporalio.client import WorkflowFailureError
 
     from lockgate.workflows._failures import outcome_of

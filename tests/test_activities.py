@@ -361,11 +361,13 @@ async def test_a_call_over_the_rate_limit_is_one_non_retryable_attempt(
     assert started_attempts(history) == [1]
 
 
-async def test_a_forged_proof_is_one_non_retryable_unauthorized_attempt(
+async def test_a_proof_on_a_tool_activity_is_one_non_retryable_unauthorized_attempt(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     arguments = {"a": 1, "b": 2}
-    forged = Signer("ed", generate_private_key()).sign(tool_binding("demo:add", arguments))
+    forged = Signer("ed", generate_private_key()).sign(
+        tool_binding("demo:add", arguments, "r-1", "an execution")
+    )
     async with lockgate_worker(
         tools=[add], directory=people().directory, workflows=[DirectToolCall]
     ):
@@ -378,7 +380,7 @@ async def test_a_forged_proof_is_one_non_retryable_unauthorized_attempt(
 
     assert isinstance(failed.value.cause, ActivityError)
     cause = assert_one_non_retryable_attempt(failed.value.cause, "UNAUTHORIZED")
-    assert "signature does not match" in cause.message
+    assert "a tool activity takes none" in cause.message
     assert started_attempts(history) == [1]
 
 

@@ -36,6 +36,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 from temporalio.worker import Worker
 
 from lockgate import Ask, Edge, GraphClient, LockgatePlugin, Route, Target, ToolContext, graph, tool
@@ -43,7 +44,7 @@ from lockgate.activities import TOOL_ACTIVITY_PREFIX
 from lockgate.contracts import RunView, TrailRow
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import answer_binding, gate_subject, start_binding
+from lockgate.gating import answer_binding, gate_subject
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows import (
     LOCKGATE_AWAITING,
@@ -68,6 +69,8 @@ from tests.support import (
     gate_of,
     outcome,
     parked_of,
+    prove_start,
+    update_refused,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -314,13 +317,17 @@ def look_alike_gate(run_id: str, execution: str) -> dict[str, Any]:
 @workflow.defn(name="essay:review", sandboxed=False)
 class LookAlikeEssayReview:
     """The attacker's own workflow type named essay:review: it claims to wait at the editor gate,
-    answers lockgate's queries with whatever it likes, and takes any decide."""
+    in its answers to lockgate's queries and in the memo it was started with (or, started with
+    ``writes_memo``, in a memo it writes itself, naming its own execution as a real run's worker
+    would), and takes any decide."""
 
     def __init__(self) -> None:
         self.answers: list[Any] = []
 
     @workflow.run
     async def run(self, claim: Any) -> dict[str, Any]:
+        if isinstance(claim, dict) and claim.get("writes_memo"):
+            workflow.upsert_memo({"lockgate_gate": self._gate()})
         await workflow.wait_condition(lambda: bool(self.answers))
         return {"status": "finished", "channels": {"url": "https://essays.example/tides"}}
 
@@ -364,11 +371,13 @@ def attackers_worker(client: Client, attacker_queue: str) -> Worker:
     return Worker(client, task_queue=attacker_queue, workflows=[LookAlikeEssayReview])
 
 
-async def start_look_alike(client: Client, attacker_queue: str, run_id: str) -> Any:
+async def start_look_alike(
+    client: Client, attacker_queue: str, run_id: str, *, writes_memo: bool = False
+) -> Any:
     """Starts the look-alike dressed as a waiting essay:review run: memo and search attributes."""
     return await client.start_workflow(
         "essay:review",
-        {"inputs": ALWAYS_FAILS},
+        {"inputs": ALWAYS_FAILS, "writes_memo": writes_memo},
         id=run_id,
         task_queue=attacker_queue,
         memo={"lockgate_gate": look_alike_gate(run_id, "made-up")},
@@ -423,6 +432,11 @@ async def test_a_look_alike_essay_review_on_another_queue_is_not_listed_as_pendi
     assert done["status"] == "finished" and done["channels"]["url"], done
 
 
+async def memo_of(handle: Any) -> dict[str, Any]:
+    memo: dict[str, Any] = await (await handle.describe()).memo()
+    return memo
+
+
 async def _ids(client: Client, query: str) -> list[str]:
     return [execution.id async for execution in client.list_workflows(query)]
 
@@ -473,7 +487,14 @@ async def test_a_proof_signed_against_a_look_alike_answers_no_real_run_under_its
         lockgate_worker(graphs=[EssayReview], directory=people.directory),
         attackers_worker(temporal_client, attacker_queue),
     ):
-        spoof = await start_look_alike(temporal_client, attacker_queue, run_id)
+        spoof = await start_look_alike(temporal_client, attacker_queue, run_id, writes_memo=True)
+        await eventually(
+            lambda: memo_of(spoof),
+            lambda memo: (
+                (memo.get("lockgate_gate") or {}).get("execution") == spoof.first_execution_run_id
+            ),
+            what="the look-alike's gate memo naming its own execution",
+        )
         # ed is pointed at the attacker's queue, where the look-alike's word is taken: he signs.
         tricked = GraphClient(temporal_client, attacker_queue, signer=people.signer("ed"))
         fooled = await tricked.decide(run_id, "publish_as_is")
@@ -520,17 +541,18 @@ async def test_a_version_a_starter_claims_in_the_memo_is_put_right_by_the_run(
     people = essay_people()
     run_id = f"essay:review-{uuid4().hex[:12]}"
     inputs = dict(ALWAYS_FAILS)
-    proof = people.signer("ada").sign(start_binding("essay:review", run_id, inputs))
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         handle = await temporal_client.start_workflow(
             "essay:review",
             # Unsigned, a graph with gates refuses to start: the run ends refused at once.
-            StartGraphInput(inputs=inputs, proof=proof if signed else None),
+            StartGraphInput(inputs=inputs, signed=signed),
             id=run_id,
             task_queue=task_queue,
             result_type=dict,
             memo={"lockgate_version": 7},
         )
+        if signed:
+            await prove_start(handle, people.signer("ada"), inputs)
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
         settled = await eventually(
             lambda: ada.show(run_id),
@@ -555,11 +577,10 @@ async def test_a_forged_gate_memo_written_at_start_is_overwritten_before_the_run
         "choices": [{**ESSAY_CHOICES[0], "needs": []}, *ESSAY_CHOICES[1:]],
     }
     inputs = dict(ALWAYS_FAILS)
-    proof = people.signer("ada").sign(start_binding("essay:review", run_id, inputs))
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         handle = await temporal_client.start_workflow(
             "essay:review",
-            StartGraphInput(inputs=inputs, proof=proof),
+            StartGraphInput(inputs=inputs, signed=True),
             id=run_id,
             task_queue=task_queue,
             result_type=dict,
@@ -572,6 +593,7 @@ async def test_a_forged_gate_memo_written_at_start_is_overwritten_before_the_run
                 ]
             ),
         )
+        await prove_start(handle, people.signer("ada"), inputs)
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
         waiting = await eventually(
             lambda: ada.show(run_id),
@@ -844,9 +866,7 @@ async def test_a_raw_start_asking_for_an_older_version_is_refused_and_runs_nothi
     people = Identities({"ada": {}, "ed": {"roles": ["editor"]}})
     run_id = f"doc:review-{uuid4().hex[:12]}"
     inputs = {"title": "Tides"}
-    start: dict[str, Any] = {"inputs": inputs, "version": 1}
-    if signed:
-        start["proof"] = people.signer("ada").sign(start_binding("doc:review", run_id, inputs))
+    start: dict[str, Any] = {"inputs": inputs, "version": 1, "signed": signed}
     plugin = LockgatePlugin(
         graphs=[DocReviewV1, DocReviewV2], directory=people.directory, secret=people.secret
     )
@@ -854,6 +874,13 @@ async def test_a_raw_start_asking_for_an_older_version_is_refused_and_runs_nothi
         handle = await temporal_client.start_workflow(
             "doc:review", start, id=run_id, task_queue=task_queue, result_type=dict
         )
+        if signed:
+            # Refused at its start, the run takes no proof either (its validator refuses it, or
+            # the run has closed by the time it arrives): nothing runs for anyone.
+            with pytest.raises((WorkflowUpdateFailedError, RPCError)) as proof_refused:
+                await prove_start(handle, people.signer("ada"), inputs, version=1)
+            if isinstance(proof_refused.value, WorkflowUpdateFailedError):
+                assert update_refused(proof_refused.value)["code"] == "GATE_NOT_PENDING"
         refused = await outcome(handle)
         ran = await scheduled(temporal_client, run_id)
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
@@ -1056,13 +1083,19 @@ async def test_a_reset_to_before_an_answer_given_as_an_update_reapplies_it_and_p
         answer = the_answer(await history(temporal_client, run["run_id"]), "decide")
         new_run, _ = await reset_before(temporal_client, run["run_id"], answer)
         again = await finished_again(temporal_client, run["run_id"], new_run)
-        kinds = [event.event_type for event in await history(temporal_client, run["run_id"])]
+        events = await history(temporal_client, run["run_id"])
+        kinds = [event.event_type for event in events]
+        accepted = [
+            event.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+            for event in events
+            if event.event_type == UPDATE_ACCEPTED
+        ]
 
     assert attempts_before == 1
     # Reapplied: admitted to the reset run, then accepted by it, once (its first acceptance
-    # went with the tasks the reset dropped).
+    # went with the tasks the reset dropped). The start proof, before the reset point, stays.
     assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ADMITTED in kinds
-    assert kinds.count(UPDATE_ACCEPTED) == 1
+    assert len(accepted) == 2 and accepted.count("start") == 1
     assert_published_once(run, first, again)
 
 

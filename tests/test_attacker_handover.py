@@ -12,10 +12,10 @@ lockgate authority it never gave: the security findings 1, 2 and 9, played on re
    the call as confirmed, or with a real ``lockgate-seal`` header copied from a real publication
    (replayed under another workflow id, or in a new execution of the real run's workflow id):
    each call fails non-retryable UNAUTHORIZED and the audit log accepts nothing of it.
-9. Spent twice across workers. Two workers of one deployment (each its own LockgatePlugin, one
-   Directory, one secret) share the proof ledger: a durable tool call's proof, or a graph start's
-   proof, spent on the first is refused ("has already been used") when replayed in a new
-   execution of the same workflow id that only the second serves.
+9. Used twice across workers. Two workers of one deployment (each its own LockgatePlugin, one
+   Directory, one secret) share nothing: a durable tool call's proof, or a graph start's proof,
+   used on the first is refused ("another execution") when sent to a new execution of the same
+   workflow id that only the second serves, because it names the execution it was made for.
 
 After each attack the honest path still works: ed's signed essay publishes, rod's memo releases,
 a real run held at a gate takes ed's signed answer.
@@ -35,7 +35,7 @@ import pytest_asyncio
 from temporalio import workflow
 from temporalio.api.enums.v1 import ContinueAsNewInitiator, EventType
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
@@ -369,21 +369,22 @@ async def test_a_cron_schedule_carrying_forged_state_is_refused_on_every_run(
             task_queue=task_queue,
             cron_schedule="* * * * *",
         )
+        # A refused run completes with its refusal as its result; a cron run then starts again.
         runs = await eventually(
             lambda: executions(client, workflow_id),
-            lambda found: sum(r.status == WorkflowExecutionStatus.FAILED for r in found) >= 3,
+            lambda found: sum(r.status == WorkflowExecutionStatus.COMPLETED for r in found) >= 3,
             what="three cron runs refused",
             seconds=30,
         )
         await handle.terminate("the test has seen enough cron runs")
         seen = []
         for run in runs:
-            if run.status != WorkflowExecutionStatus.FAILED:  # a refused run fails
+            if run.status != WorkflowExecutionStatus.COMPLETED:
                 continue
             events = await history(client, workflow_id, run.run_id)
             started = events[0].workflow_execution_started_event_attributes
             result = closed_result(client, events)
-            assert result is not None, run.run_id  # it failed, so its history holds its outcome
+            assert result is not None, run.run_id  # it closed, so its history holds its outcome
             seen.append((started, activity_types(events), result))
         refused_records = list(audit_log.records)
         await ed_publishes(client, task_queue, identities)
@@ -714,21 +715,33 @@ async def test_a_real_publications_seal_copied_into_another_execution_is_refused
     assert accepted_as(attack_records, "ed") == []
 
 
-# --- Finding 9: spent twice across workers -------------------------------------------------------
+# --- Finding 9: used twice across workers --------------------------------------------------------
 
 
-async def test_a_durable_calls_proof_spent_on_one_worker_is_refused_on_another(
+def accepted_input(client: Client, events: Iterable[HistoryEvent], update: str) -> Any:
+    """What an update named ``update`` carried, as anyone reads it in a run's history."""
+    for event in events:
+        request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+        if request.input.name == update:
+            return decoded(client, request.input.args.payloads[0])
+    raise AssertionError(f"no accepted {update!r} update in this history")
+
+
+async def test_a_durable_calls_proof_used_on_one_worker_is_refused_on_another(
     lockgate_worker: Any, temporal_client: Client, task_queue: str
 ) -> None:
+    """Nothing is shared between workers, and nothing needs to be: the proof names the
+    execution it was made for, so a new execution of the same request id, served only by
+    another worker, refuses it."""
     identities, request_id = people(), f"r-{uuid4().hex}"
     ed = ToolClient(temporal_client, task_queue, signer=identities.signer("ed"))
     arguments = {"title": "Tides", "draft": "Tides."}
     async with lockgate_worker(plugin=deployment(identities), identity="worker-a"):
         first = await ed.call("essay:publish", arguments, request_id=request_id)
-    started = (await history(temporal_client, call_workflow_id(request_id)))[0]
-    call = decoded(
-        temporal_client, started.workflow_execution_started_event_attributes.input.payloads[0]
-    )
+    events = await history(temporal_client, call_workflow_id(request_id))
+    started = events[0].workflow_execution_started_event_attributes
+    call = decoded(temporal_client, started.input.payloads[0])
+    proof = accepted_input(temporal_client, events, "call")
 
     async with lockgate_worker(plugin=deployment(identities), identity="worker-b"):
         replay = await temporal_client.start_workflow(
@@ -739,33 +752,37 @@ async def test_a_durable_calls_proof_spent_on_one_worker_is_refused_on_another(
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             result_type=dict,
         )
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await replay.execute_update("call", proof, result_type=dict)
+        await replay.cancel()
         replayed = await outcome(replay)
         replay_events = await history(temporal_client, replay.id, replay.result_run_id)
         again = await ed.call("essay:publish", arguments)
 
     assert first["success"] is True, first
     assert first["meta"]["principal"] == "ed"
+    assert call["signed"] is True and call["proof"] is None
     assert served_only_by(replay_events) == {"worker-b"}
+    cause = refused.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "UNAUTHORIZED"
+    assert "another execution of call" in cause.message
     assert replayed["success"] is False, replayed
-    assert replayed["error"]["code"] == "UNAUTHORIZED"
-    assert (
-        f"The proof {call['proof']['nonce']} has already been used"
-        in (replayed["error"]["message"])
-    )
+    assert replayed["meta"].get("principal") is None
     assert PUBLISH_ACTIVITY not in activity_types(replay_events)
     assert again["success"] is True, again
 
 
-async def test_a_start_proof_spent_on_one_worker_is_refused_on_another(
+async def test_a_start_proof_used_on_one_worker_is_refused_on_another(
     lockgate_worker: Any, temporal_client: Client, task_queue: str
 ) -> None:
     identities = people()
     async with lockgate_worker(plugin=deployment(identities), identity="worker-a"):
         first = await ed_publishes(temporal_client, task_queue, identities)
-    started = (await history(temporal_client, first["run_id"]))[0]
+    events = await history(temporal_client, first["run_id"])
     start = decoded(
-        temporal_client, started.workflow_execution_started_event_attributes.input.payloads[0]
+        temporal_client, events[0].workflow_execution_started_event_attributes.input.payloads[0]
     )
+    proof = accepted_input(temporal_client, events, "start")
 
     async with lockgate_worker(plugin=deployment(identities), identity="worker-b"):
         replay = await temporal_client.start_workflow(
@@ -776,15 +793,21 @@ async def test_a_start_proof_spent_on_one_worker_is_refused_on_another(
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             result_type=dict,
         )
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await replay.execute_update("start", proof, result_type=dict)
+        await replay.cancel()
         replayed = await outcome(replay)
         replay_events = await history(temporal_client, replay.id, replay.result_run_id)
         await ed_publishes(temporal_client, task_queue, identities)
 
-    assert start["proof"]["principal"] == "ed"
+    assert proof["principal"] == "ed" and start["signed"] is True
     assert served_only_by(replay_events) == {"worker-b"}
+    cause = refused.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "UNAUTHORIZED"
+    assert "another execution of" in cause.message
     assert replayed["status"] == "refused", replayed
     assert replayed["error"]["code"] == "UNAUTHORIZED"
-    assert "already been used" in replayed["error"]["message"]
+    assert "withdrew it" in replayed["error"]["message"]
     assert replayed["trail"] == []
     assert replayed["requester"]["verified"] is False
     assert PUBLISH_ACTIVITY not in activity_types(replay_events)

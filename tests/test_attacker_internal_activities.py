@@ -31,8 +31,9 @@ from lockgate.activities._activity_inputs import (
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding, start_binding
 from lockgate.testing import Identities, WorkerFactory
-from tests.graphs_for_tests import ALWAYS_FAILS, eventually
-from tests.support import audit_facts, gate_of
+from lockgate.workflows import SIGNED_START_WITHIN, StartGraphInput
+from tests.graphs_for_tests import ALWAYS_FAILS
+from tests.support import audit_facts, gate_of, prove_start
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -111,34 +112,34 @@ async def test_lockgates_own_checks_refuse_to_run_as_anyone_elses_regular_activi
     assert "runs only as a local activity of lockgate's own workflows" in refusal.message
 
 
-async def test_a_start_proof_from_history_cannot_be_spent_through_open_start_by_anyone_else(
+async def test_a_start_proof_handed_to_open_start_by_anyone_else_does_nothing_for_them(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     people = _people()
     run_id = f"essay:review-{uuid.uuid4().hex[:12]}"
-    proof = people.signer("ada").sign(start_binding("essay:review", run_id, ALWAYS_FAILS))
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
+        handle = await temporal_client.start_workflow(
+            "essay:review",
+            StartGraphInput(inputs=ALWAYS_FAILS, channel="cli", signed=True),
+            id=run_id,
+            task_queue=task_queue,
+            start_delay=SIGNED_START_WITHIN,
+        )
+        execution = handle.first_execution_run_id or ""
+        proof = people.signer("ada").sign(
+            start_binding("essay:review", run_id, execution, ALWAYS_FAILS)
+        )
         stolen = OpenStartInput(
             graph="essay:review",
             version=1,
             run=run_id,
-            execution="mine",
+            execution=execution,
             inputs=ALWAYS_FAILS,
             proof=proof,
         )
         refusal = await _refusal_of(temporal_client, task_queue, "lockgate.open_start", stolen)
-        # The proof was not spent for the attacker: its own run still starts with it.
-        handle = await temporal_client.start_workflow(
-            "essay:review",
-            {"inputs": ALWAYS_FAILS, "proof": proof, "channel": "cli"},
-            id=run_id,
-            task_queue=task_queue,
-        )
-        run = await eventually(
-            lambda: GraphClient(temporal_client, task_queue).show(handle.id),
-            lambda shown: shown.get("status") != "running",
-            what="the run to settle at its gate",
-        )
+        # The run it names still takes it, as its own start proof.
+        run = await prove_start(handle, people.signer("ada"), ALWAYS_FAILS)
 
     assert refusal.type == "UNAUTHORIZED"
     assert run["status"] == "waiting"

@@ -232,6 +232,51 @@ async def test_sign_decide_prints_a_proof_the_workflow_accepts_as_an_update(
     assert answered["trail"][-1]["node"] == "abandon"
 
 
+async def test_a_run_started_with_the_temporal_cli_as_signed_takes_the_proof_sign_start_prints(
+    lockgate_command: Command, lockgate_worker: WorkerFactory, temporal_client: Client
+) -> None:
+    """For people on the `temporal` CLI: start the run as signed, then sign the execution the
+    server started (`lockgate sign start RUN`) and send it as the run's `start` update."""
+    directory = _directory(lockgate_command)
+    run = f"essay:review-cli-{os.getpid()}-{id(directory)}"
+    address = temporal_client.service_client.config.target_host
+    temporal = (str(temporal_binary()), "--address", address, "--namespace", "default")
+    async with lockgate_worker(graphs=[EssayReview], directory=directory):
+        started = await _subprocess(
+            *temporal, "workflow", "start", "--type", "essay:review",
+            "--task-queue", lockgate_command.task_queue, "--workflow-id", run,
+            "--input", json.dumps({"inputs": ALWAYS_FAILS, "signed": True}),
+        )  # fmt: skip
+        signed = await lockgate_command("sign", "start", run, "--as", "ada")
+        assert signed.status == 0, (signed.out, signed.err)
+        proof = json.loads(signed.out)
+        answered = await _subprocess(
+            *temporal, "workflow", "update", "execute", "--workflow-id", run,
+            "--name", "start", "--input", signed.out.strip(), "-o", "json",
+        )  # fmt: skip
+        shown = await lockgate_command("show", run, "--json")
+
+    assert started.status == 0, started.err
+    assert signed.status == 0, signed.err
+    assert proof["authorizes"]["kind"] == "start" and proof["authorizes"]["run"] == run
+    assert proof["authorizes"]["execution"]  # the execution the server started
+    assert f"Signs the start of {run} with" in signed.err and "Tides" in signed.err
+    assert "--name start" in signed.err
+    assert answered.status == 0, answered.err
+    view = json.loads(shown.out)
+    assert view["status"] == "waiting"
+    assert view["requester"]["principal"] == "ada"
+
+
+async def _subprocess(*command: str) -> Ran:
+    process = await asyncio.create_subprocess_exec(
+        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return Ran(process.returncode, out.decode(), err.decode())
+
+
 async def test_the_commands_a_missing_secret_names_make_the_secret(
     lockgate_command: Command, monkeypatch: pytest.MonkeyPatch
 ) -> None:

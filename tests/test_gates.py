@@ -122,9 +122,8 @@ async def test_a_clerk_who_may_not_publish_is_refused_ahead_of_the_gate_and_noth
         "(essay:publish), and it needs the scope essay:publish, which clerk does not hold. The "
         "gate is still waiting."
     )
-    # No update was ever accepted: waiting for the run to settle is a query, which writes
-    # nothing, and the refused answer wrote nothing either.
-    assert events.count("EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED") == 0
+    # One update was accepted, the run's signed start; the refused answer wrote nothing.
+    assert events.count("EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED") == 1
     assert still["status"] == "waiting"
     assert gate_of(still)["gate"] == "editor_call#1"
     assert still["trail"] == run["trail"]
@@ -335,8 +334,11 @@ async def test_a_rejected_update_leaves_no_event_of_its_own_in_history(
 
     assert refused["error"]["code"] == "SELF_APPROVAL_FORBIDDEN"
     assert_nothing_written_but_a_workflow_task(before, after)
-    # No update events at all: GraphClient.start waits for the run with a query.
-    assert [event for event in after if event in UPDATE_EVENTS] == []
+    # The update events are the signed start's (accepted, completed once the run settled).
+    assert [event for event in after if event in UPDATE_EVENTS] == [
+        "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED",
+        "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED",
+    ]
 
 
 # --- pending(): open gates across runs, read without a worker ------------------------------------

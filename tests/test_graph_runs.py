@@ -20,7 +20,7 @@ from lockgate import GraphClient, LockgatePlugin
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES
+from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES, LOCKGATE_STATE
 from tests.graphs_for_tests import (
     ALWAYS_FAILS,
     FAILS_ONCE,
@@ -148,10 +148,12 @@ async def test_an_unsigned_start_of_a_graph_with_gates_is_refused_as_unauthorize
     assert run["trail"] == []
 
 
-async def test_a_refused_run_fails_in_temporal_with_its_code_and_sentence(
+async def test_a_refused_run_completes_with_its_refusal_as_its_result_and_says_so(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
-    # What the Temporal UI and `temporal workflow list` show: never a completed run.
+    # A caller's mistake is not a failure of the system: the Temporal UI's list and the failure
+    # metrics (the SDK's, Temporal Cloud's) count it as no failed run; the run's result is the
+    # refusal, and its search attributes say "refused".
     who = people()
     async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
         run = await GraphClient(temporal_client, task_queue).start(EssayReview, ALWAYS_FAILS)
@@ -159,15 +161,20 @@ async def test_a_refused_run_fails_in_temporal_with_its_code_and_sentence(
         described = await handle.describe()
         closing = (await handle.fetch_history()).events[-1]
         shown = await GraphClient(temporal_client, task_queue).show(run["run_id"])
+        listed = await GraphClient(temporal_client, task_queue).list(EssayReview)
 
-    assert described.status == WorkflowExecutionStatus.FAILED
-    assert closing.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED
-    failure = closing.workflow_execution_failed_event_attributes.failure
-    assert failure.application_failure_info.type == "UNAUTHORIZED"
-    assert failure.message == run["error"]["message"]
-    assert failure.application_failure_info.non_retryable is True
+    assert described.status == WorkflowExecutionStatus.COMPLETED
+    assert described.typed_search_attributes.get(LOCKGATE_STATE) == "refused"
+    assert closing.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    result = temporal_client.data_converter.payload_converter.from_payload(
+        closing.workflow_execution_completed_event_attributes.result.payloads[0]
+    )
+    assert result["ok"] is False and result["status"] == "refused"
+    assert result["error"]["code"] == "UNAUTHORIZED"
+    assert result["error"]["message"] == run["error"]["message"]
     # Read back, the run says what it said when it was refused.
     assert shown == run
+    assert [row["status"] for row in listed if row["run_id"] == run["run_id"]] == ["refused"]
 
 
 async def test_a_start_whose_checks_keep_failing_is_refused_not_a_failed_run(
@@ -211,7 +218,8 @@ async def test_a_start_signed_with_a_key_the_directory_does_not_know_is_refused(
     assert run["ok"] is False
     assert run["status"] == "refused"
     assert run["error"]["code"] == "UNAUTHORIZED"
-    assert run["trail"] == []
+    assert "it was not signed by wren" in run["error"]["message"]
+    assert run["trail"] == [] and run["requester"]["verified"] is False
 
 
 async def test_a_start_cannot_hand_the_run_a_forged_carried_state(

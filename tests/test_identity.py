@@ -1,4 +1,5 @@
-"""Keys, proofs, the Directory, nonce ledgers and verification (lockgate.gating)."""
+"""Keys, proofs, the Directory, verification, and what a start or a call proof names
+(lockgate.gating)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lockgate.gating import Authority, InMemoryNonceLedger
+from lockgate.gating import Authority, judge_call, judge_start, start_binding, tool_binding
 from lockgate.gating._actors import Actor
 from lockgate.gating._directory import Directory, DirectoryEntry
 from lockgate.gating._identity_errors import IdentityError, ProofRefused
@@ -82,7 +83,7 @@ def verifier(directory: Directory, clock: FakeClock) -> Verifier:
 
 @pytest.fixture
 def authority(directory: Directory, clock: FakeClock) -> Authority:
-    return Authority(directory, ledger=InMemoryNonceLedger(clock=clock), clock=clock)
+    return Authority(directory, clock=clock)
 
 
 def refusal_of(verifier: Verifier, value: object, expected: Any = DECIDE) -> ProofRefused:
@@ -324,23 +325,90 @@ def test_a_proof_from_within_the_allowed_skew_is_good(
     assert verifier.verify(proof, DECIDE).principal == "ed"
 
 
-async def test_a_proof_spent_by_one_use_is_refused_to_another(
+START_INPUTS = {"title": "Tides"}
+EXECUTION = "0195c1a0-0000-7000-8000-000000000001"
+
+
+def judge_essay_start(authority: Authority, proof: object, **facts: Any) -> Any:
+    """Judges ``proof`` as the start of run essay:review-1a2b, execution EXECUTION, version 2."""
+    run: dict[str, Any] = {
+        "graph": "essay:review",
+        "run": "essay:review-1a2b",
+        "execution": EXECUTION,
+        "version": 2,
+        "inputs": START_INPUTS,
+    }
+    return judge_start(authority, proof, **(run | facts))
+
+
+def test_a_start_proof_is_good_for_the_execution_graph_version_and_inputs_it_names(
     signer: Signer, authority: Authority
 ) -> None:
-    proof = signer.sign(DECIDE)
-    await authority.verify_once(proof, DECIDE, "update-1")
+    proof = signer.sign(start_binding("essay:review", "essay:review-1a2b", EXECUTION, START_INPUTS))
 
-    with pytest.raises(ProofRefused) as refused:
-        await authority.verify_once(proof, DECIDE, "update-2")
-    assert refused.value.reason == "replayed"
-    assert proof["nonce"] in refused.value.sentence
+    judged = judge_essay_start(authority, proof)
+
+    assert judged.accepted and judged.actor is not None and judged.actor.principal == "ed"
 
 
-async def test_a_retry_by_the_same_use_is_accepted(signer: Signer, authority: Authority) -> None:
-    proof = signer.sign(DECIDE)
-    first = await authority.verify_once(proof, DECIDE, "activity-7")
+@pytest.mark.parametrize(
+    ("offered_to", "names"),
+    [
+        ({"execution": "0195c1a0-0000-7000-8000-000000000002"}, "another execution"),
+        ({"run": "essay:review-9z9z"}, "this call is on run 'essay:review-9z9z'"),
+        ({"graph": "memo:clearance"}, "starts a run of 'essay:review'"),
+        ({"version": 1}, "version 2 of 'essay:review'"),
+        ({"inputs": {"title": "Moons"}}, "other inputs"),
+    ],
+)
+def test_a_start_proof_offered_to_anything_else_is_refused_with_what_differs(
+    signer: Signer, authority: Authority, offered_to: dict[str, Any], names: str
+) -> None:
+    binding = start_binding("essay:review", "essay:review-1a2b", EXECUTION, START_INPUTS, 2)
+    proof = signer.sign(binding)
 
-    assert await authority.verify_once(proof, DECIDE, "activity-7") == first
+    judged = judge_essay_start(authority, proof, **offered_to)
+
+    assert not judged.accepted and judged.code == "UNAUTHORIZED"
+    assert names in (judged.reason or "")
+
+
+def test_a_start_proof_naming_no_version_starts_whichever_the_run_follows(
+    signer: Signer, authority: Authority
+) -> None:
+    proof = signer.sign(start_binding("essay:review", "essay:review-1a2b", EXECUTION, START_INPUTS))
+
+    assert judge_essay_start(authority, proof, version=1).accepted
+    assert judge_essay_start(authority, proof, version=7).accepted
+
+
+def test_an_answer_is_no_start_proof(signer: Signer, authority: Authority) -> None:
+    judged = judge_essay_start(authority, signer.sign(DECIDE))
+
+    assert not judged.accepted and "authorizes a 'decide'" in (judged.reason or "")
+
+
+def test_a_call_proof_is_good_for_its_request_execution_tool_and_arguments(
+    signer: Signer, authority: Authority
+) -> None:
+    proof = signer.sign(tool_binding("demo:add", {"a": 1}, "r-1", EXECUTION))
+    facts: dict[str, Any] = {
+        "tool": "demo:add",
+        "arguments": {"a": 1},
+        "request": "r-1",
+        "execution": EXECUTION,
+    }
+
+    assert judge_call(authority, proof, **facts).accepted
+    differences: list[dict[str, Any]] = [
+        {"execution": "0195c1a0-0000-7000-8000-000000000002"},
+        {"request": "r-2"},
+        {"tool": "demo:subtract"},
+        {"arguments": {"a": 2}},
+    ]
+    for differs in differences:
+        judged = judge_call(authority, proof, **(facts | differs))
+        assert not judged.accepted and judged.code == "UNAUTHORIZED", differs
 
 
 def test_verifying_alone_spends_nothing(signer: Signer, verifier: Verifier) -> None:
@@ -623,23 +691,6 @@ def test_a_watched_directory_keeps_its_last_good_entries_when_the_file_breaks(
 def test_a_directory_refuses_two_entries_for_one_principal(ed_key: Ed25519PrivateKey) -> None:
     with pytest.raises(IdentityError, match="listed twice"):
         Directory(entries=[DirectoryEntry("ed"), DirectoryEntry("ed")])
-
-
-# --- Nonce ledger -------------------------------------------------------------------------------
-
-
-def test_the_in_memory_ledger_forgets_nonces_after_they_expire() -> None:
-    clock = FakeClock(1000.0)
-    ledger = InMemoryNonceLedger(clock=clock)
-    ledger.claim_now("a" * 32, "first", expires_at=1010.0)
-
-    clock.now = 1010.0
-    kept_at_expiry = not ledger.claim_now("a" * 32, "second", expires_at=1020.0)
-    clock.now = 1011.0
-    ledger.claim_now("b" * 32, "third", expires_at=1030.0)
-
-    assert kept_at_expiry
-    assert len(ledger) == 1
 
 
 # --- Fuzzing ------------------------------------------------------------------------------------

@@ -432,6 +432,7 @@ async def test_a_local_node_leaves_the_same_trail_audit_records_and_idempotency_
     # Who ran what, as whom: the same records, in the same order.
     local_audit = audit_of(audit_log.records, local)
     assert [(r["event"], r.get("tool"), r.get("principal")) for r in local_audit] == [
+        ("run.start", None, None),  # poppy's signed start, accepted (the actor, not a principal)
         ("tool.call", "quick:look", "poppy"),
         ("tool.call", "quick:note", "poppy"),
         ("tool.call", "quick:commit", "poppy"),

@@ -33,7 +33,7 @@ from lockgate import GraphClient, ToolClient, tool
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.graphs_for_tests import OpenEssay
-from tests.support import outcome
+from tests.support import outcome, update_refused
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -234,10 +234,7 @@ async def test_a_signed_call_whose_arguments_no_proof_can_name_is_refused(
 ) -> None:
     identities = Identities({"ed": {"scopes": ["math"]}})
     request_id = f"r-{uuid4().hex}"
-    proof = identities.signer("ed").sign(
-        {"kind": "tool", "tool": "demo:scale", "arguments": "sha256:0", "request": request_id}
-    )
-    call = {"tool": "demo:scale", "arguments": {"x": float("nan")}, "proof": proof}
+    call = {"tool": "demo:scale", "arguments": {"x": float("nan")}, "signed": True}
     async with lockgate_worker(tools=[scale], directory=identities.directory):
         handle = await start_raw(
             temporal_client,
@@ -246,11 +243,24 @@ async def test_a_signed_call_whose_arguments_no_proof_can_name_is_refused(
             {**call, "request_id": request_id},
             id=call_workflow_id(request_id),
         )
+        proof = identities.signer("ed").sign(
+            {
+                "kind": "tool",
+                "tool": "demo:scale",
+                "arguments": "sha256:0",
+                "request": request_id,
+                "execution": handle.first_execution_run_id,
+            }
+        )
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await handle.execute_update("call", proof)
+        await handle.cancel()
         result = await outcome(handle)
         await assert_no_failed_workflow_task(handle)
 
-    assert result["error"]["code"] == "VALIDATION_ERROR", result
-    assert "not JSON data a proof can name" in result["error"]["message"]
+    assert update_refused(refused.value)["code"] == "VALIDATION_ERROR"
+    assert "not JSON data a proof can name" in update_refused(refused.value)["message"]
+    assert result["success"] is False and result["meta"].get("principal") is None
 
 
 GARBAGE_STARTS = [
@@ -282,9 +292,10 @@ async def test_a_graph_run_started_with_garbage_is_refused_with_a_sentence(
     assert says in shown["error"]["message"]
 
 
-async def test_a_graph_run_started_with_a_garbage_proof_is_refused_as_unauthorized(
+async def test_a_graph_run_started_with_a_proof_inside_its_start_is_refused_as_unauthorized(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
+    # Where lockgate's clients put it before proofs named their execution.
     async with lockgate_worker(graphs=[OpenEssay]):
         start = {"inputs": NEEDS_AN_EDITOR, "proof": {"lockgate_proof": "yes"}}
         handle = await start_raw(temporal_client, "essay:open", task_queue, start)
@@ -292,23 +303,34 @@ async def test_a_graph_run_started_with_a_garbage_proof_is_refused_as_unauthoriz
         await assert_no_failed_workflow_task(handle)
 
     assert shown["error"]["code"] == "UNAUTHORIZED"
-    assert "not a valid lockgate proof" in shown["error"]["message"]
+    assert "carries its start proof inside its start input" in shown["error"]["message"]
+    assert shown["trail"] == []
 
 
 async def test_a_signed_graph_start_whose_inputs_no_proof_can_name_is_refused(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     identities = Identities({"ed": {"scopes": ["essay:publish"]}})
-    proof = identities.signer("ed").sign({"kind": "start", "graph": "essay:open", "run": "x"})
-    start = {"inputs": {**NEEDS_AN_EDITOR, "weight": float("inf")}, "proof": proof}
+    start = {"inputs": {**NEEDS_AN_EDITOR, "weight": float("inf")}, "signed": True}
     async with lockgate_worker(graphs=[OpenEssay], directory=identities.directory):
         handle = await start_raw(temporal_client, "essay:open", task_queue, start)
+        proof = identities.signer("ed").sign(
+            {
+                "kind": "start",
+                "graph": "essay:open",
+                "run": handle.id,
+                "execution": handle.first_execution_run_id,
+            }
+        )
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await handle.execute_update("start", proof)
+        await handle.cancel()
         shown = await outcome(handle)
         await assert_no_failed_workflow_task(handle)
 
-    assert shown["status"] == "refused"
-    assert shown["error"]["code"] == "VALIDATION_ERROR"
-    assert "not JSON data a proof can name" in shown["error"]["message"]
+    assert update_refused(refused.value)["code"] == "VALIDATION_ERROR"
+    assert "not JSON data a proof can name" in update_refused(refused.value)["message"]
+    assert shown["status"] == "refused" and shown["trail"] == []
 
 
 @pytest.mark.parametrize("payload", UNDECODABLE)

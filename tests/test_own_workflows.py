@@ -10,16 +10,29 @@ from uuid import uuid4
 
 import pytest
 from temporalio import workflow
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.activities import ToolActivityInput, tool_activity_name
+from lockgate.gating import start_binding
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.workflows import LOCKGATE_AWAITING, LOCKGATE_GRAPH, LOCKGATE_STATE
+from lockgate.workflows import (
+    LOCKGATE_AWAITING,
+    LOCKGATE_GRAPH,
+    LOCKGATE_STATE,
+    SIGNED_START_WITHIN,
+)
 from lockgate.workflows._client import starting_attributes
+from lockgate.workflows._own_start import OWN_START_UPDATE, SIGNED_START_MEMO, start_arguments
 from tests.graphs_for_tests import eventually
 from tests.own_workflow_support import open_gate_of, support_people
 from tests.own_workflows_for_tests import (
@@ -29,7 +42,7 @@ from tests.own_workflows_for_tests import (
     RefundRequest,
     RefundWorkflow,
 )
-from tests.support import audit_facts, failed_workflow_tasks
+from tests.support import audit_facts, failed_workflow_tasks, update_refused
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -78,7 +91,8 @@ async def test_a_refund_is_approved_issued_and_closed_by_the_rules_of_a_graphs_g
         closed = await as_("mo").decide(run_id, "close")
         result = await handle.result()
         shown = await as_(None).show(run_id)
-        attributes = (await handle.describe()).typed_search_attributes
+        description = await handle.describe()
+        attributes = description.typed_search_attributes
         history = await handle.fetch_history()
     replayed = await Replayer(
         workflows=[RefundWorkflow], plugins=[plugin_for(people)]
@@ -112,7 +126,10 @@ async def test_a_refund_is_approved_issued_and_closed_by_the_rules_of_a_graphs_g
         ("ask:support-lead", "answered", "mo"),
     ]
     assert shown["requester"]["actor"] == "ada" and shown["requester"]["verified"] is True
-    assert str(attributes.get(LOCKGATE_STATE)) == "finished"
+    # Its search attributes say what it waits for while it runs; it writes none as it ends.
+    assert description.status == WorkflowExecutionStatus.COMPLETED
+    assert str(attributes.get(LOCKGATE_STATE)) == "running"
+    assert attributes.get(LOCKGATE_AWAITING) is None
     assert replayed.replay_failure is None  # the handlers lockgate added replay alike
     decided = [
         audit_facts(r)
@@ -150,35 +167,67 @@ async def test_a_tool_the_driver_may_not_call_is_refused_as_a_result_and_audited
     )
 
 
-async def test_a_start_proof_names_its_run_and_arguments_and_is_good_once(
+async def test_a_start_proof_names_its_run_execution_and_arguments_and_nothing_else(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
-    """The attacker copies a start proof from one run's memo (history is readable) onto a run
-    of their own, with other arguments or under another id: it starts unverified."""
+    """The attacker reads a start proof from one run's history (its `lockgate.start` update)
+    and sends it to a run of their own, under another id or as a new execution of the same id;
+    a signer's proof naming other arguments is refused too. Each is refused before the run's
+    code runs as anyone, and a run withdrawn then goes on unverified."""
     people = support_people()
+    signed_start: dict[str, Any] = {
+        "task_queue": task_queue,
+        "memo": {SIGNED_START_MEMO: True},
+        "start_delay": SIGNED_START_WITHIN,
+    }
+    request = RefundRequest(ticket=42, amount=120)
     async with lockgate_worker(plugin=plugin_for(people), workflows=[RefundWorkflow]):
         genuine = await start_refund(temporal_client, task_queue, people)
         await open_gate_of(temporal_client, task_queue, genuine.id, "refund#1")
-        proof = (await (await genuine.describe()).memo())["lockgate_start"]
-        copies = []
-        for request, run_id in (
-            (RefundRequest(ticket=42, amount=9_999), genuine.id + "-other-amount"),
-            (RefundRequest(ticket=42, amount=120), genuine.id + "-other-id"),
-        ):
-            copy = await temporal_client.start_workflow(
-                RefundWorkflow.run,
-                request,
-                id=run_id,
-                task_queue=task_queue,
-                memo={"lockgate_start": proof},
-            )
-            copies.append(await copy.result())
-            shown = await GraphClient(temporal_client, task_queue).show(run_id)
-            assert shown["requester"]["actor"] == "unverified:temporal"
-            assert shown["trail"][0]["operation"] == "start"
-            assert "refused" in shown["trail"][0]["why"]
+        accepted = next(
+            event.workflow_execution_update_accepted_event_attributes.accepted_request
+            for event in (await genuine.fetch_history()).events
+            if event.HasField("workflow_execution_update_accepted_event_attributes")
+        )
+        assert accepted.meta.update_id and accepted.input.name == OWN_START_UPDATE
+        proof = temporal_client.data_converter.payload_converter.from_payload(
+            accepted.input.args.payloads[0]
+        )
+        await temporal_client.get_workflow_handle(genuine.id).terminate("read its proof")
+        other_id = await temporal_client.start_workflow(
+            RefundWorkflow.run, request, id=genuine.id + "-other-id", **signed_start
+        )
+        same_id = await temporal_client.start_workflow(
+            RefundWorkflow.run, request, id=genuine.id, **signed_start
+        )
+        wrong_arguments = await temporal_client.start_workflow(
+            RefundWorkflow.run, request, id=genuine.id + "-other-amount", **signed_start
+        )
+        execution = wrong_arguments.first_execution_run_id or ""
+        other_amount = start_arguments(
+            temporal_client.data_converter.payload_converter,
+            [RefundRequest(ticket=42, amount=9_999)],
+        )
+        wrong_proof = people.signer("ada").sign(
+            start_binding("support:refund", wrong_arguments.id, execution, {"args": other_amount})
+        )
+        refusals = []
+        for handle, sent in ((other_id, proof), (same_id, proof), (wrong_arguments, wrong_proof)):
+            with pytest.raises(WorkflowUpdateFailedError) as refused:
+                await handle.execute_update(OWN_START_UPDATE, sent)
+            refusals.append(update_refused(refused.value))
+            await handle.cancel()  # withdrawn, as GraphClient withdraws a refused start
+        ended = [await handle.result() for handle in (other_id, same_id, wrong_arguments)]
+        shown = await GraphClient(temporal_client, task_queue).show(same_id.id)
 
-    assert [copy["outcome"] for copy in copies] == ["refused", "refused"]  # tickets:read
+    assert [refusal["code"] for refusal in refusals] == ["UNAUTHORIZED"] * 3
+    assert "this call is on run" in refusals[0]["message"]
+    assert "another execution of" in refusals[1]["message"]
+    assert "with other arguments than the ones it was started with" in refusals[2]["message"]
+    assert [run["outcome"] for run in ended] == ["refused"] * 3  # tickets:read needs a scope
+    assert shown["requester"]["actor"] == "unverified:temporal"
+    assert shown["trail"][0]["operation"] == "start"
+    assert "withdrew it" in shown["trail"][0]["why"]
 
 
 @workflow.defn(name="support:forged-refund", sandboxed=False)

@@ -1,5 +1,9 @@
-"""Bad proofs reaching a worker are refused with a sentence saying what is wrong, and never wedge a
-workflow task."""
+"""Bad proofs reaching a worker are refused with a sentence saying what is wrong, before anything
+is written, and never wedge a workflow task.
+
+A signed durable call is started first and held back; its proof names the execution the server
+started and comes as the call's ``call`` update, judged by the update's validator.
+"""
 
 from __future__ import annotations
 
@@ -12,21 +16,20 @@ from uuid import uuid4
 
 import pytest
 from temporalio import workflow
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from lockgate import Signer, tool
 from lockgate.activities._activity_inputs import ToolActivityInput
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import digest, generate_private_key, tool_binding
+from lockgate.gating import generate_private_key, tool_binding
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.workflows import StartGraphInput
+from lockgate.workflows import SIGNED_START_WITHIN, StartGraphInput
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id
 
 with workflow.unsafe.imports_passed_through():  # this module's test workflow runs sandboxed
-    from tests.support import outcome
+    from tests.support import failed_workflow_tasks, outcome, prove_start, update_refused
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -69,35 +72,58 @@ def people() -> Identities:
     return Identities({"ed": {"scopes": ["math"]}})
 
 
-def bound_to(tool_name: str, arguments: dict[str, Any], request_id: str) -> dict[str, Any]:
-    """What a durable call's proof authorizes: the tool, its arguments' digest, the request."""
-    return {**tool_binding(tool_name, arguments), "request": request_id}
+Sign = Callable[[str], Any]
+"""Makes the proof to send, given the execution the server started."""
 
 
-async def assert_no_failed_workflow_task(handle: WorkflowHandle[Any, Any]) -> None:
-    history = (await handle.fetch_history()).events
-    failed = [e for e in history if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
-    assert failed == []
+def signed_by(signer: Signer, tool_name: str, arguments: dict[str, Any], request_id: str) -> Sign:
+    return lambda execution: signer.sign(tool_binding(tool_name, arguments, request_id, execution))
+
+
+async def start_signed_call(
+    client: Client,
+    task_queue: str,
+    request_id: str,
+    *,
+    arguments: dict[str, Any] = ARGUMENTS,
+    workflow_id: str | None = None,
+    reuse: WorkflowIDReusePolicy = WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+) -> WorkflowHandle[Any, Any]:
+    """A durable call of ``demo:add`` started as signed and held back, as ToolClient starts one."""
+    return await client.start_workflow(
+        "lockgate.tool_call",
+        CallToolInput("demo:add", arguments, None, "temporal", request_id, signed=True),
+        id=workflow_id or call_workflow_id(request_id),
+        task_queue=task_queue,
+        result_type=dict,
+        start_delay=SIGNED_START_WITHIN,
+        id_reuse_policy=reuse,
+    )
 
 
 async def call_with_proof(
     client: Client,
     task_queue: str,
-    proof: Any,
+    sign: Sign,
     *,
     arguments: dict[str, Any] = ARGUMENTS,
     request_id: str,
 ) -> dict[str, Any]:
-    """Runs a durable call of ``demo:add`` carrying ``proof``; returns its result."""
-    handle = await client.start_workflow(
-        "lockgate.tool_call",
-        CallToolInput("demo:add", arguments, proof, "temporal", request_id),
-        id=call_workflow_id(request_id),
-        task_queue=task_queue,
-        result_type=dict,
-    )
-    result: dict[str, Any] = await outcome(handle)
-    await assert_no_failed_workflow_task(handle)
+    """Makes a signed durable call of ``demo:add`` with the proof ``sign`` makes for its
+    execution: its result, or the refusal of its ``call`` update (the call is then withdrawn,
+    as ToolClient withdraws it, and ends refused having run nothing)."""
+    handle = await start_signed_call(client, task_queue, request_id, arguments=arguments)
+    proof = sign(handle.first_execution_run_id or "")
+    try:
+        result: dict[str, Any] = await handle.execute_update("call", proof, result_type=dict)
+    except Exception as error:
+        refused = update_refused(error)
+        await handle.cancel()
+        ended = await outcome(handle)
+        assert ended["success"] is False and ended["error"]["code"] == "UNAUTHORIZED", ended
+        assert "withdrew it" in ended["error"]["message"]
+        result = {"success": False, "error": refused, "meta": ended["meta"]}
+    assert await failed_workflow_tasks(handle) == []
     return result
 
 
@@ -116,11 +142,12 @@ async def test_a_good_proof_runs_the_call_as_its_signer(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     identities, request_id = people(), new_request_id()
-    proof = identities.signer("ed").sign(bound_to("demo:add", ARGUMENTS, request_id))
+    sign = signed_by(identities.signer("ed"), "demo:add", ARGUMENTS, request_id)
     async with lockgate_worker(tools=[add], directory=identities.directory):
-        result = await call_with_proof(temporal_client, task_queue, proof, request_id=request_id)
+        result = await call_with_proof(temporal_client, task_queue, sign, request_id=request_id)
 
     assert result["success"] is True, result
+    assert result["data"] == {"sum": 3}
     assert result["meta"]["principal"] == "ed"
 
 
@@ -128,24 +155,30 @@ async def test_a_forged_proof_is_refused_as_not_signed_by_its_principal(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     request_id = new_request_id()
-    forger = Signer("ed", generate_private_key())
-    proof = forger.sign(bound_to("demo:add", ARGUMENTS, request_id))
+    sign = signed_by(Signer("ed", generate_private_key()), "demo:add", ARGUMENTS, request_id)
     async with lockgate_worker(tools=[add], directory=people().directory):
-        result = await call_with_proof(temporal_client, task_queue, proof, request_id=request_id)
+        result = await call_with_proof(temporal_client, task_queue, sign, request_id=request_id)
 
     assert "signature does not match: it was not signed by ed" in refusal_sentence(result)
+    assert result["meta"].get("principal") is None
 
 
 async def test_a_proof_altered_after_signing_is_refused(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     identities, request_id = people(), new_request_id()
-    proof = identities.signer("ed").sign(bound_to("demo:add", ARGUMENTS, request_id))
     changed = {"a": 1, "b": 3}
-    proof["authorizes"] = bound_to("demo:add", changed, request_id)
+
+    def altered(execution: str) -> Any:
+        proof = identities.signer("ed").sign(
+            tool_binding("demo:add", ARGUMENTS, request_id, execution)
+        )
+        proof["authorizes"] = tool_binding("demo:add", changed, request_id, execution)
+        return proof
+
     async with lockgate_worker(tools=[add], directory=identities.directory):
         result = await call_with_proof(
-            temporal_client, task_queue, proof, arguments=changed, request_id=request_id
+            temporal_client, task_queue, altered, arguments=changed, request_id=request_id
         )
 
     assert "or it was altered after signing" in refusal_sentence(result)
@@ -156,9 +189,9 @@ async def test_an_expired_proof_is_refused_as_expired(
 ) -> None:
     identities, request_id = people(), new_request_id()
     an_hour_ago = Signer("ed", identities.key("ed"), clock=lambda: time.time() - 3600)
-    proof = an_hour_ago.sign(bound_to("demo:add", ARGUMENTS, request_id))
+    sign = signed_by(an_hour_ago, "demo:add", ARGUMENTS, request_id)
     async with lockgate_worker(tools=[add], directory=identities.directory):
-        result = await call_with_proof(temporal_client, task_queue, proof, request_id=request_id)
+        result = await call_with_proof(temporal_client, task_queue, sign, request_id=request_id)
 
     sentence = refusal_sentence(result)
     assert "expired at" in sentence
@@ -170,98 +203,87 @@ async def test_a_proof_from_the_future_is_refused_as_not_yet_valid(
 ) -> None:
     identities, request_id = people(), new_request_id()
     ahead = Signer("ed", identities.key("ed"), clock=lambda: time.time() + 3600)
-    proof = ahead.sign(bound_to("demo:add", ARGUMENTS, request_id))
+    sign = signed_by(ahead, "demo:add", ARGUMENTS, request_id)
     async with lockgate_worker(tools=[add], directory=identities.directory):
-        result = await call_with_proof(temporal_client, task_queue, proof, request_id=request_id)
+        result = await call_with_proof(temporal_client, task_queue, sign, request_id=request_id)
 
     assert "check the signer's clock" in refusal_sentence(result)
 
 
-async def test_a_proof_replayed_on_another_request_is_refused_as_bound_to_its_own(
+async def test_a_proof_for_another_request_is_refused_as_bound_to_its_own(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     identities, first_request, second_request = people(), new_request_id(), new_request_id()
-    proof = identities.signer("ed").sign(bound_to("demo:add", ARGUMENTS, first_request))
+    sign = signed_by(identities.signer("ed"), "demo:add", ARGUMENTS, first_request)
     async with lockgate_worker(tools=[add], directory=identities.directory):
-        first = await call_with_proof(temporal_client, task_queue, proof, request_id=first_request)
-        replayed = await call_with_proof(
-            temporal_client, task_queue, proof, request_id=second_request
-        )
+        result = await call_with_proof(temporal_client, task_queue, sign, request_id=second_request)
 
-    assert first["success"] is True, first
-    sentence = refusal_sentence(replayed)
+    sentence = refusal_sentence(result)
     assert f"authorizes request '{first_request}'" in sentence
     assert f"this call is on request '{second_request}'" in sentence
 
 
-async def test_a_proof_replayed_for_the_same_act_is_refused_as_already_used(
+async def test_a_tool_activity_scheduled_with_a_proof_is_refused_whoever_signed_it(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
+    # Nothing could keep a proof on an activity from being used again by another activity.
     identities = people()
-    proof = identities.signer("ed").sign(tool_binding("demo:add", ARGUMENTS))
+    proof = identities.signer("ed").sign(
+        tool_binding("demo:add", ARGUMENTS, "any", "any execution")
+    )
     async with lockgate_worker(
         tools=[add], directory=identities.directory, workflows=[ProvenToolActivity]
     ):
-        first = await temporal_client.execute_workflow(
-            ProvenToolActivity.run,
-            ProvenCall(ARGUMENTS, proof),
-            id=f"proven-{uuid4().hex}",
-            task_queue=task_queue,
-        )
-        replay = await temporal_client.start_workflow(
+        proven = await temporal_client.start_workflow(
             ProvenToolActivity.run,
             ProvenCall(ARGUMENTS, proof),
             id=f"proven-{uuid4().hex}",
             task_queue=task_queue,
         )
         with pytest.raises(WorkflowFailureError) as failed:
-            await outcome(replay)
-        await assert_no_failed_workflow_task(replay)
+            await outcome(proven)
+        assert await failed_workflow_tasks(proven) == []
 
-    assert first["success"] is True, first
     activity_error = failed.value.cause
     assert isinstance(activity_error, ActivityError)
     cause = activity_error.cause
     assert isinstance(cause, ApplicationError)
     assert cause.type == "UNAUTHORIZED"
     assert cause.non_retryable is True
-    assert f"The proof {proof['nonce']} has already been used" in cause.message
+    assert "a tool activity takes none" in cause.message
+    assert "durable call" in cause.message
 
 
-async def test_a_proof_for_another_tool_is_refused_as_wrongly_bound(
+async def test_a_proof_for_another_tool_is_refused_naming_both(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     identities, request_id = people(), new_request_id()
-    proof = identities.signer("ed").sign(bound_to("demo:subtract", ARGUMENTS, request_id))
+    sign = signed_by(identities.signer("ed"), "demo:subtract", ARGUMENTS, request_id)
     async with lockgate_worker(tools=[add, subtract], directory=identities.directory):
-        result = await call_with_proof(temporal_client, task_queue, proof, request_id=request_id)
+        result = await call_with_proof(temporal_client, task_queue, sign, request_id=request_id)
 
     sentence = refusal_sentence(result)
-    assert "authorizes tool 'demo:subtract', but this call is on tool 'demo:add'" in sentence
-    assert "good only for the exact act it names" in sentence
+    assert f"The proof calls 'demo:subtract', and call '{request_id}' is a call of" in sentence
 
 
-async def test_a_proof_for_other_arguments_is_refused_as_wrongly_bound(
+async def test_a_proof_for_other_arguments_is_refused(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     identities, request_id = people(), new_request_id()
-    proof = identities.signer("ed").sign(bound_to("demo:add", {"a": 1, "b": 3}, request_id))
+    sign = signed_by(identities.signer("ed"), "demo:add", {"a": 1, "b": 3}, request_id)
     async with lockgate_worker(tools=[add], directory=identities.directory):
-        result = await call_with_proof(temporal_client, task_queue, proof, request_id=request_id)
+        result = await call_with_proof(temporal_client, task_queue, sign, request_id=request_id)
 
-    sentence = refusal_sentence(result)
-    assert "The proof authorizes arguments" in sentence
-    assert "good only for the exact act it names" in sentence
+    assert "with other arguments than call" in refusal_sentence(result)
 
 
 async def test_a_proof_from_a_principal_the_directory_does_not_list_is_refused(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     request_id = new_request_id()
-    stranger = Signer("mallory", generate_private_key())
-    proof = stranger.sign(bound_to("demo:add", ARGUMENTS, request_id))
+    sign = signed_by(Signer("mallory", generate_private_key()), "demo:add", ARGUMENTS, request_id)
     async with lockgate_worker(tools=[add], directory=people().directory):
-        result = await call_with_proof(temporal_client, task_queue, proof, request_id=request_id)
+        result = await call_with_proof(temporal_client, task_queue, sign, request_id=request_id)
 
     assert "The directory lists no principal 'mallory'" in refusal_sentence(result)
     assert result["meta"].get("principal") is None
@@ -273,109 +295,100 @@ async def test_something_that_is_not_a_proof_is_refused_as_malformed(
     request_id = new_request_id()
     async with lockgate_worker(tools=[add], directory=people().directory):
         result = await call_with_proof(
-            temporal_client, task_queue, "trust me, I am ed", request_id=request_id
+            temporal_client,
+            task_queue,
+            lambda execution: "trust me, I am ed",
+            request_id=request_id,
         )
 
     assert "This is not a valid lockgate proof" in refusal_sentence(result)
 
 
-REPLAYED_UNDER = [
-    pytest.param(
-        lambda request_id: call_workflow_id(request_id),
-        "has already been used",
-        id="a new run of the same id",
-    ),
-    pytest.param(
-        lambda request_id: f"elsewhere-{uuid4().hex}",
-        "A signed call runs under the workflow id",
-        id="another workflow id",
-    ),
-]
-
-
-@pytest.mark.parametrize(("workflow_id_for", "why"), REPLAYED_UNDER)
-async def test_a_durable_calls_proof_replayed_in_another_run_is_refused(
-    lockgate_worker: WorkerFactory,
-    temporal_client: Client,
-    task_queue: str,
-    workflow_id_for: Callable[[str], str],
-    why: str,
-) -> None:
-    identities, request_id = people(), new_request_id()
-    proof = identities.signer("ed").sign(bound_to("demo:add", ARGUMENTS, request_id))
-    call = CallToolInput("demo:add", ARGUMENTS, proof, "temporal", request_id)
-    async with lockgate_worker(tools=[add], directory=identities.directory):
-        first = await call_with_proof(temporal_client, task_queue, proof, request_id=request_id)
-        replay = await temporal_client.start_workflow(
-            "lockgate.tool_call",
-            call,
-            id=workflow_id_for(request_id),
-            task_queue=task_queue,
-            result_type=dict,
-        )
-        replayed = await outcome(replay)
-        await assert_no_failed_workflow_task(replay)
-
-    assert first["success"] is True, first
-    assert replayed["error"]["code"] == "UNAUTHORIZED"
-    assert why in refusal_sentence(replayed)
-
-
-async def test_a_tool_activitys_proof_replayed_in_a_new_run_of_the_same_workflow_is_refused(
+async def test_a_durable_calls_proof_sent_to_a_new_execution_of_its_request_is_refused(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
-    identities, workflow_id = people(), f"proven-{uuid4().hex}"
-    proof = identities.signer("ed").sign(tool_binding("demo:add", ARGUMENTS))
-    async with lockgate_worker(
-        tools=[add], directory=identities.directory, workflows=[ProvenToolActivity]
-    ):
-        first = await temporal_client.execute_workflow(
-            ProvenToolActivity.run,
-            ProvenCall(ARGUMENTS, proof),
-            id=workflow_id,
-            task_queue=task_queue,
-        )
-        replay = await temporal_client.start_workflow(
-            ProvenToolActivity.run,
-            ProvenCall(ARGUMENTS, proof),
-            id=workflow_id,
-            task_queue=task_queue,
-        )
-        with pytest.raises(WorkflowFailureError) as failed:
-            await outcome(replay)
+    identities, request_id = people(), new_request_id()
+    sign = signed_by(identities.signer("ed"), "demo:add", ARGUMENTS, request_id)
+    async with lockgate_worker(tools=[add], directory=identities.directory):
+        handle = await start_signed_call(temporal_client, task_queue, request_id)
+        proof = sign(handle.first_execution_run_id or "")
+        first = await handle.execute_update("call", proof, result_type=dict)
+        # Read from the first call's history and sent to a new execution of the same id.
+        again = await start_signed_call(temporal_client, task_queue, request_id)
+        with pytest.raises(Exception) as refused:
+            await again.execute_update("call", proof, result_type=dict)
+        await again.cancel()
+        second = await outcome(again)
 
     assert first["success"] is True, first
-    activity_error = failed.value.cause
-    assert isinstance(activity_error, ActivityError)
-    assert isinstance(activity_error.cause, ApplicationError)
-    assert activity_error.cause.type == "UNAUTHORIZED"
-    assert "has already been used" in activity_error.cause.message
+    assert handle.first_execution_run_id != again.first_execution_run_id
+    error = update_refused(refused.value)
+    assert error["code"] == "UNAUTHORIZED"
+    assert "another execution of call" in error["message"]
+    assert second["success"] is False and second["meta"].get("principal") is None
 
 
-async def test_a_graph_start_proof_replayed_in_a_new_run_of_the_same_id_is_refused(
+async def test_a_signed_call_under_another_workflow_id_than_its_request_is_refused_at_once(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    request_id = new_request_id()
+    async with lockgate_worker(tools=[add], directory=people().directory):
+        handle = await start_signed_call(
+            temporal_client, task_queue, request_id, workflow_id=f"elsewhere-{uuid4().hex}"
+        )
+        with pytest.raises(Exception) as refused:
+            await handle.execute_update("call", {"not": "read"}, result_type=dict)
+        await handle.cancel()
+        ended = await outcome(handle)
+
+    assert update_refused(refused.value)["code"] == "VALIDATION_ERROR"
+    assert ended["error"]["code"] == "UNAUTHORIZED"
+    assert "runs under the workflow id" in ended["error"]["message"]
+
+
+async def test_a_graph_start_proof_sent_to_a_new_execution_of_its_run_is_refused(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     identities = Identities({"ed": {"scopes": ["essay:publish"]}})
     inputs = {"title": "Tides and the moon", "rubric": "tides, moon"}
     run_id = f"essay:review-{uuid4().hex[:12]}"
-    proof = identities.signer("ed").sign(
-        {"kind": "start", "graph": "essay:review", "run": run_id, "inputs": digest(inputs)}
-    )
     async with lockgate_worker(graphs=[EssayReview], directory=identities.directory):
-        runs = []
-        for _ in range(2):
-            handle = await temporal_client.start_workflow(
-                "essay:review",
-                StartGraphInput(inputs=inputs, proof=proof),
-                id=run_id,
-                task_queue=task_queue,
-                result_type=dict,
-            )
-            runs.append(await outcome(handle))
+        first = await temporal_client.start_workflow(
+            "essay:review",
+            StartGraphInput(inputs=inputs, signed=True),
+            id=run_id,
+            task_queue=task_queue,
+            result_type=dict,
+            start_delay=SIGNED_START_WITHIN,
+        )
+        finished = await prove_start(first, identities.signer("ed"), inputs)
+        # The first run's own proof, read from its history.
+        history = await first.fetch_history()
+        accepted = [
+            event.workflow_execution_update_accepted_event_attributes
+            for event in history.events
+            if event.HasField("workflow_execution_update_accepted_event_attributes")
+        ]
+        payload = accepted[0].accepted_request.input.args.payloads[0]
+        proof_of_first = temporal_client.data_converter.payload_converter.from_payload(payload)
+        again = await temporal_client.start_workflow(
+            "essay:review",
+            StartGraphInput(inputs=inputs, signed=True),
+            id=run_id,
+            task_queue=task_queue,
+            result_type=dict,
+            start_delay=SIGNED_START_WITHIN,
+        )
+        with pytest.raises(Exception) as refused:
+            await again.execute_update("start", proof_of_first, result_type=dict)
+        await again.cancel()
+        replayed = await outcome(again)
 
-    first, replayed = runs
-    assert first["status"] == "finished", first
-    assert first["requester"]["principal"] == "ed"
+    assert finished["status"] == "finished", finished
+    assert finished["requester"]["principal"] == "ed"
+    error = update_refused(refused.value)
+    assert error["code"] == "UNAUTHORIZED"
+    assert "another execution of" in error["message"]
     assert replayed["status"] == "refused", replayed
-    assert replayed["error"]["code"] == "UNAUTHORIZED"
-    assert "has already been used" in replayed["error"]["message"]
+    assert replayed["requester"]["verified"] is False
+    assert [row for row in replayed["trail"] if row["by"].get("principal") == "ed"] == []

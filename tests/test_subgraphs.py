@@ -219,7 +219,10 @@ async def test_a_child_started_by_the_attackers_own_parent_believes_no_handover(
             task_queue=attacker_queue,
         )
 
-    assert "no seal of this deployment's workers" in ended["failed"]
+    # Refused, it completes with its refusal as its result: nothing it was handed was believed.
+    assert ended["status"] == "refused" and ended["error"]["code"] == "UNAUTHORIZED"
+    assert "no seal of this deployment's workers" in ended["error"]["message"]
+    assert ended["trail"] == [] and ended["requester"]["verified"] is False
 
 
 def _handed_as(principal: str) -> dict[str, Any]:

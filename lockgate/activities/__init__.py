@@ -7,7 +7,6 @@ from lockgate.activities._activity_inputs import (
 )
 from lockgate.activities._budget import BudgetReport, context_tokens, estimate_tokens
 from lockgate.activities._events import ExecutedEvent, ExecutingEvent, FailedEvent, ToolFailure
-from lockgate.activities._ledger import SPENT_PROOF_WORKFLOW, TemporalNonceLedger, spent_proof_id
 from lockgate.activities._notify import (
     DELIVER_NOTIFICATION,
     DeliverNotificationInput,
@@ -47,7 +46,6 @@ __all__ = [
     "DELIVER_NOTIFICATION",
     "PIPELINE_STAGES",
     "SEAL_HEADER",
-    "SPENT_PROOF_WORKFLOW",
     "TOOL_ACTIVITY_PREFIX",
     "ArgumentsInvalid",
     "BudgetReport",
@@ -61,7 +59,6 @@ __all__ = [
     "Refusal",
     "Retry",
     "SealReader",
-    "TemporalNonceLedger",
     "ToolActivities",
     "ToolActivityInput",
     "ToolDeclarationError",
@@ -78,7 +75,6 @@ __all__ = [
     "is_tool",
     "notification_binding",
     "register_verification",
-    "spent_proof_id",
     "tool",
     "tool_activity_binding",
     "tool_activity_name",

@@ -23,6 +23,7 @@ __all__ = [
     "OPEN_START",
     "OPEN_WORKFLOW_START",
     "PREPARE_CALL",
+    "RUN_PROTOCOL",
     "TOOL_ACTIVITY_PREFIX",
     "VERIFY_CARRIED",
     "JudgeSignalsInput",
@@ -62,6 +63,17 @@ MODEL_CALL = "lockgate.model"
 seal: only lockgate's own runs spend the deployment's models)."""
 
 
+RUN_PROTOCOL = 2
+"""How a run started today behaves, as its start check records it (``protocol`` in the result of
+``lockgate.open_start``, ``lockgate.verify_carried``, ``lockgate.open_workflow_start`` and
+``lockgate.prepare_call``), so that every replay of its history behaves the same way.
+
+2: its search attributes are written when it settles (a gate opens, a node parks) and never when
+it ends; its start proof came after the start, naming the execution; a refused run completes
+with its refusal as its result. A history recorded before has no protocol: 1.
+"""
+
+
 def tool_activity_name(tool: str) -> str:
     """The activity name of tool ``tool``: ``lockgate.tool:<tool>``."""
     return TOOL_ACTIVITY_PREFIX + tool
@@ -76,8 +88,9 @@ class ToolActivityInput:
         actor: Who calls, as lockgate's workflow code verified them. Honoured only when the
             activity's header carries the worker secret's seal over this input and the execution
             that scheduled it; anyone else's ``actor`` is refused.
-        proof: A signed proof of ``{kind: "tool", tool, arguments}`` (the arguments' digest) to
-            verify and spend here, when no ``actor`` is given.
+        proof: Refused: a tool activity takes no proof, since nothing could keep one from being
+            used again by another activity. A signed call is a durable call
+            (``lockgate.tool_call``), whose proof names its execution.
         channel: The channel of an unsigned caller (``temporal`` by default).
         request_id: Correlates the call in results and audit records.
         idempotency_key: Stable across retries of one step (run, node, visit): a tool with side
@@ -98,15 +111,16 @@ class ToolActivityInput:
 
 @dataclass
 class OpenWorkflowStartInput:
-    """Verifies who started a workflow of the user's own: its start proof, spent for this
-    execution.
+    """Opens a workflow of the user's own that uses lockgate: the tools it runs local, and a
+    start proof in its memo as lockgate wrote it before proofs named their execution (refused
+    now; a history recorded then keeps its verdict).
 
     Attributes:
         workflow_type: The workflow type, as the server names it.
         run: The workflow id.
         execution: Its first run id.
         arguments: The run's arguments as its payload converter writes them (JSON values).
-        proof: The start proof the starter put in the memo, or None for an unsigned start.
+        proof: The start proof an older client put in the memo, or None.
         local_tools: The worker's tools that this run will run as local activities; the
             activity hands them back, so the run's history keeps the choice for every replay.
     """
@@ -122,7 +136,8 @@ class OpenWorkflowStartInput:
 @dataclass
 class OpenStartInput:
     """Opens a graph run's start: its channels checked against the graph's model (defaults made
-    for this run), and its proof, if any, verified and spent for this execution.
+    for this run), and what a parent run handed it. Who started it is judged before, by the
+    ``start`` update's validator.
 
     Attributes:
         graph: The graph.
@@ -130,7 +145,8 @@ class OpenStartInput:
         run: The run's workflow id.
         execution: Its first run id.
         inputs: The starting channel values as sent.
-        proof: The start proof, or None for an unsigned start.
+        proof: A start proof inside the start input, as lockgate sent it before proofs named
+            their execution: refused now (a history recorded then keeps its verdict).
         handed: What a parent run handed this sub-graph run (its driver, depth and parent),
             believed only if ``seal`` opens for exactly the parent run the server names.
         seal: The seal on ``handed``, from the start's headers.
@@ -251,7 +267,19 @@ class ModelCallInput:
 
 @dataclass
 class PrepareCallInput:
-    """Checks a durable tool call before it waits for anything: who, which tool, may they."""
+    """Checks a durable tool call before it waits for anything: which tool, may its caller.
+
+    Attributes:
+        tool: The tool.
+        arguments: Its arguments, as sent.
+        proof: A proof inside the call's start input, as lockgate sent it before proofs named
+            their execution: refused now (a history recorded then keeps its verdict).
+        channel: The channel of an unsigned caller.
+        request_id: The call's request id.
+        execution: The call's first run id.
+        actor: Who calls, as the ``call`` update's validator verified them; None for an
+            unsigned call.
+    """
 
     tool: str
     arguments: Any
@@ -259,3 +287,4 @@ class PrepareCallInput:
     channel: str = "temporal"
     request_id: str | None = None
     execution: str = ""
+    actor: dict[str, Any] | None = None

@@ -4,8 +4,10 @@ Lockgate's workflows schedule a tool declared ``local=True`` as a local activity
 and input, judged here the same way; any other tool runs only as a regular activity.
 
 The activity judges its caller on the worker: an actor handed over by lockgate's own workflow
-code under the worker secret's seal (see :mod:`._sealed_calls`), a signed proof it verifies and
-spends itself, or nobody (``unverified:<channel>``). The scopes come from the worker's Directory.
+code under the worker secret's seal (see :mod:`._sealed_calls`), or nobody
+(``unverified:<channel>``). It takes no proof: nothing could keep a proof on an activity from being
+used again by another, so a signed call is a durable call (``lockgate.tool_call``), whose proof
+names its execution. The scopes come from the worker's Directory.
 A caller's mistake is one non-retryable :class:`Refusal` whose ``type`` is the code, with no stack
 trace and nothing of what the caller holds; a tool's own exception goes to the retry policy.
 """
@@ -25,6 +27,7 @@ from lockgate.activities._activity_inputs import (
     JUDGE_SIGNALS,
     OPEN_START,
     PREPARE_CALL,
+    RUN_PROTOCOL,
     VERIFY_CARRIED,
     JudgeSignalsInput,
     OpenStartInput,
@@ -50,12 +53,9 @@ from lockgate.gating import (
     Judgement,
     OpenGate,
     ParkedNode,
-    ProofRefused,
     ToolResult,
     judge_answer,
     judge_resume,
-    start_binding,
-    tool_binding,
     why_node_refuses,
 )
 
@@ -72,33 +72,6 @@ CALLER_MISTAKES: frozenset[str] = frozenset(
     }
 )
 """Codes that a retry cannot fix: each is raised once, as a non-retryable ``ApplicationError``."""
-
-
-_NOT_JSON = (
-    "{what} are not JSON data a proof can name (NaN, infinity or an unpaired surrogate); send "
-    "plain JSON."
-)
-
-
-def _binding_or_refusal(
-    tool: str, arguments: object, request: str | None = None
-) -> dict[str, Any] | ToolResult:
-    """What a proof for this call must authorize, or a VALIDATION_ERROR if no proof can.
-
-    Computing the binding raises on arguments canonical JSON refuses; uncaught, that would be a
-    retryable activity failure (retried forever for a local activity) caused by the caller.
-    """
-    if not isinstance(arguments, Mapping):
-        return ToolResult.error(
-            ErrorCode.VALIDATION_ERROR,
-            f"Arguments for '{tool}' must be a JSON object of named arguments.",
-        )
-    try:
-        return tool_binding(tool, arguments, request)
-    except (TypeError, ValueError):
-        return ToolResult.error(
-            ErrorCode.VALIDATION_ERROR, _NOT_JSON.format(what=f"The arguments of '{tool}'")
-        )
 
 
 def only_local(info: activity.Info) -> None:
@@ -149,7 +122,7 @@ class ToolActivities:
 
     Args:
         registry: The tools.
-        authority: The worker's Directory, verifier, ledger, secret and audit log.
+        authority: The worker's Directory, verifier, secret and audit log.
         catalogue: Lists the graphs the worker serves, for :meth:`describe`.
         models: The channel model of a graph's version, for opening a run's start.
         evidence: The evidence models of a gate (by graph, version and gate state), for judging
@@ -206,10 +179,7 @@ class ToolActivities:
                 "local activity is run again when its worker dies before the workflow task "
                 "completes.",
             )
-        # The run id is part of the use: a new run of the same workflow id (allowed once the first
-        # closed) must not pass for a retry of the first run's activity.
-        holder = f"tool:{info.workflow_id}/{info.workflow_run_id}/{info.activity_id}"
-        actor = await self._caller(name, call, holder=holder)
+        actor = self._caller(name, call)
         ctx = self.authority.context_for(
             actor,
             request_id=call.request_id or f"{info.workflow_id}/{info.activity_id}",
@@ -246,26 +216,25 @@ class ToolActivities:
             raise self._mistake(name, actor, result)
         return result.to_dict()
 
-    async def _caller(self, name: str, call: ToolActivityInput, holder: str) -> Actor:
+    def _caller(self, name: str, call: ToolActivityInput) -> Actor:
         if call.actor is not None or call.confirmed:
             return self._sealed_caller(name, call)
         if call.proof is not None:
-            binding = _binding_or_refusal(name, call.arguments)
-            if isinstance(binding, ToolResult):
-                assert binding.error is not None
-                raise _refusal(binding.error.code, binding.error.message)
-            try:
-                return await self.authority.verify_once(call.proof, binding, holder)
-            except ProofRefused as refused:
-                self.authority.audit.event(
-                    "tool.proof",
-                    accepted=False,
-                    actor=None,
-                    reason=refused.sentence,
-                    code=refused.code,
-                    tool=name,
-                )
-                raise _refusal(refused.code, refused.sentence, reason=refused.reason) from None
+            sentence = (
+                f"'{name}' was scheduled with a proof, and a tool activity takes none: nothing "
+                "could keep it from being used again by another activity. Make a signed call a "
+                "durable call (ToolClient, `lockgate tools call --as YOU`), whose proof names "
+                "its execution."
+            )
+            self.authority.audit.event(
+                "tool.proof",
+                accepted=False,
+                actor=None,
+                reason=sentence,
+                code=ErrorCode.UNAUTHORIZED.value,
+                tool=name,
+            )
+            raise _refusal(ErrorCode.UNAUTHORIZED.value, sentence)
         return Actor.unverified(call.channel)
 
     def _sealed_caller(self, name: str, call: ToolActivityInput) -> Actor:
@@ -319,9 +288,13 @@ class ToolActivities:
         the run runs local are handed back as it named them, for the same reason.
         """
         only_local(activity.info())
-        return {**await self._open_start(start), "local_tools": list(start.local_tools)}
+        return {
+            **self._open_start(start),
+            "local_tools": list(start.local_tools),
+            "protocol": RUN_PROTOCOL,
+        }
 
-    async def _open_start(self, start: OpenStartInput) -> dict[str, Any]:
+    def _open_start(self, start: OpenStartInput) -> dict[str, Any]:
         model = self._models(start.graph, start.version) if self._models else None
         if model is None:
             return _start_refused(
@@ -353,38 +326,36 @@ class ToolActivities:
             return open_handover(self.authority, start, opened_start)
         if start.proof is None:
             return opened_start
-        try:
-            binding = start_binding(start.graph, start.run, start.inputs)
-        except (TypeError, ValueError):
-            # NaN, infinity or a lone surrogate: no proof can name them, and raising would retry
-            # this local activity.
-            return _start_refused(
-                ErrorCode.VALIDATION_ERROR, _NOT_JSON.format(what=f"The inputs of '{start.graph}'")
-            )
-        # Spent per execution (its first run id survives continue-as-new and resets): a new
-        # execution under the same id is not a retry of this one.
-        holder = f"start:{start.run}/{start.execution}"
-        try:
-            actor = await self.authority.verify_once(start.proof, binding, holder)
-        except ProofRefused as refused:
-            self.authority.audit.event(
-                "run.start",
-                accepted=False,
-                actor=None,
-                reason=refused.sentence,
-                code=refused.code,
-                graph=start.graph,
-                run=start.run,
-            )
-            return _start_refused(ErrorCode(refused.code), refused.sentence)
-        return opened_start | {"actor": actor.to_dict()}
+        # Lockgate before execution-bound proofs sent the start proof inside the start input,
+        # naming no execution: a copy read from history could start another run. Such a run
+        # recorded then keeps its verdict; one arriving now is refused.
+        sentence = (
+            f"Run '{start.run}' carries its start proof inside its start input, where lockgate "
+            "no longer takes one: a start proof names the execution the server started, and "
+            "reaches the run after the start (its `start` update). Start it again with a "
+            "current lockgate client."
+        )
+        self.authority.audit.event(
+            "run.start",
+            accepted=False,
+            actor=None,
+            reason=sentence,
+            code=ErrorCode.UNAUTHORIZED.value,
+            graph=start.graph,
+            run=start.run,
+        )
+        return _start_refused(ErrorCode.UNAUTHORIZED, sentence)
 
     @activity.defn(name=VERIFY_CARRIED)
     async def verify_carried(self, handed: VerifyCarriedInput) -> dict[str, Any]:
         """Whether the state a run was handed was sealed by a worker, for exactly this handover;
         and the tools the new run runs local, as it named them."""
         only_local(activity.info())
-        return {**self._verify_carried(handed), "local_tools": list(handed.local_tools)}
+        return {
+            **self._verify_carried(handed),
+            "local_tools": list(handed.local_tools),
+            "protocol": RUN_PROTOCOL,
+        }
 
     def _verify_carried(self, handed: VerifyCarriedInput) -> dict[str, Any]:
         problem: str | None = None
@@ -508,31 +479,37 @@ class ToolActivities:
                 Actor.unverified(call.channel), request_id=call.request_id
             ).as_plan()
             result = await self.registry.run_pipeline(call.tool, call.arguments, caller)
-            return {"ok": False, "result": result.to_dict()}
-        arguments = call.arguments if isinstance(call.arguments, dict) else {}
-        actor: Actor
+            return {"ok": False, "result": result.to_dict(), "protocol": RUN_PROTOCOL}
         if call.proof is not None:
-            binding = _binding_or_refusal(definition.name, arguments, call.request_id)
-            if isinstance(binding, ToolResult):
-                return {"ok": False, "result": binding.to_dict()}
-            # Spent per execution, not per request id: a start under another workflow id, or a
-            # new execution of this one, carries the same request id and must not pass for a
-            # retry. The ledger is the deployment's: every worker sees the same spending.
-            holder = f"call:{activity.info().workflow_id}/{call.execution}"
-            try:
-                actor = await self.authority.verify_once(call.proof, binding, holder)
-            except ProofRefused as refused:
-                error = ToolResult.error(refused.code, refused.sentence)
-                return {"ok": False, "result": error.to_dict()}
-        else:
-            actor = Actor.unverified(call.channel)
+            # As for a start: a proof inside the call's start input names no execution.
+            error = ToolResult.error(
+                ErrorCode.UNAUTHORIZED,
+                f"Call '{call.request_id}' carries its proof inside its start input, where "
+                "lockgate no longer takes one: a call's proof names the execution the server "
+                "started, and reaches it after the start (its `call` update). Call again with "
+                "a current lockgate client.",
+            )
+            return {"ok": False, "result": error.to_dict(), "protocol": RUN_PROTOCOL}
+        try:
+            actor = (
+                Actor.from_dict(call.actor)
+                if call.actor is not None
+                else Actor.unverified(call.channel)
+            )
+        except IdentityError as error:
+            return {
+                "ok": False,
+                "result": ToolResult.error(ErrorCode.UNAUTHORIZED, str(error)).to_dict(),
+                "protocol": RUN_PROTOCOL,
+            }
         ctx = self.authority.context_for(actor, request_id=call.request_id).as_plan()
         plan = await self.registry.run_pipeline(call.tool, call.arguments, ctx, rate_limit=False)
         if not plan.success:
-            return {"ok": False, "result": plan.to_dict()}
+            return {"ok": False, "result": plan.to_dict(), "protocol": RUN_PROTOCOL}
         planned = plan.data["plan"]
         return {
             "ok": True,
+            "protocol": RUN_PROTOCOL,
             "actor": actor.to_dict(),
             "needs_confirmation": bool(planned["requires_confirmation"]),
             "plan": planned,

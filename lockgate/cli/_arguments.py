@@ -240,7 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     sign_resume = sign_commands.add_parser("resume", parents=[common, signed])
     sign_resume.add_argument("run")
     sign_start = sign_commands.add_parser("start", parents=[common, signed])
-    sign_start.add_argument("graph")
-    sign_start.add_argument("run", help="the workflow id the run will be started with")
-    sign_start.add_argument("--inputs", default="{}")
+    sign_start.add_argument(
+        "run",
+        help='a run started as signed (`temporal workflow start ... --input \'{"inputs": '
+        '{...}, "signed": true}\'`): its proof names the execution the server started',
+    )
     return parser

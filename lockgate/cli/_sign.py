@@ -7,32 +7,40 @@ import json
 import sys
 import textwrap
 
-from lockgate.cli._arguments import json_argument
-from lockgate.cli._output import CommandError, print_json, report_result
+from lockgate.cli._output import CommandError, report_result
 from lockgate.cli._runs import evidence_argument
 from lockgate.cli._settings import connect, signer
-from lockgate.gating import start_binding
 from lockgate.workflows import GraphClient
 
 __all__ = ["print_signed_answer"]
 
+_SIGNAL_NOTE = (
+    "(or as a signal, recorded in the trail even when refused: temporal workflow signal ... "
+    "--name NAME --input '...')"
+)
+
 
 async def print_signed_answer(arguments: argparse.Namespace) -> int:
-    """``lockgate sign start|decide|resume ... --as PRINCIPAL``: prints the signed input.
+    """``lockgate sign start|decide|resume RUN ... --as PRINCIPAL``: prints the signed input.
 
-    A start's proof is made here, offline; a decide's or a resume's binds what the run waits at
-    now, so it asks the run first.
+    Each binds the run as the server and its first event (a start) or its worker (an answer, a
+    resume) report it now, so it asks the run first.
     """
     answerer = signer(arguments)
     if answerer is None:
         raise CommandError("sign needs --as PRINCIPAL (whose key in --keys-dir signs).")
-    if arguments.what == "start":
-        inputs = json_argument(arguments.inputs, "--inputs")
-        proof = answerer.sign(start_binding(arguments.graph, arguments.run, inputs))
-        print_json({"inputs": inputs, "proof": proof, "channel": "cli"})
-        return 0
     runs = GraphClient(await connect(arguments), arguments.task_queue, answerer)
-    if arguments.what == "decide":
+    name = arguments.what
+    if name == "start":
+        found = await runs.start_to_sign(arguments.run)
+        if found.get("ok") is False:
+            return report_result(found, arguments)
+        proof = answerer.sign(found["binding"])
+        name = found["update"]
+        if not arguments.json:
+            shown = json.dumps(found["shown"], separators=(",", ":"))
+            print(f"Signs the start of {arguments.run} with {shown}", file=sys.stderr)
+    elif name == "decide":
         proof = await runs.sign_decide(
             arguments.run,
             arguments.choice,
@@ -47,7 +55,6 @@ async def print_signed_answer(arguments: argparse.Namespace) -> int:
     if arguments.json:
         print(text)
         return 0
-    name = arguments.what
     print(text)
     print(
         textwrap.dedent(
@@ -56,8 +63,7 @@ async def print_signed_answer(arguments: argparse.Namespace) -> int:
               Temporal UI: the run's page → More Actions → Send an Update → Name: {name} → Data
               temporal CLI: temporal workflow update execute -w {arguments.run} --name {name} \\
                               --input '{text}'
-              (or as a signal, recorded in the trail even when refused:
-               temporal workflow signal -w {arguments.run} --name {name} --input '...')"""
+              {_SIGNAL_NOTE if name in ("decide", "resume") else ""}"""
         ),
         file=sys.stderr,
     )

@@ -48,7 +48,9 @@ from lockgate.gating._judgements import (
     Judgement,
     ViewerChoice,
     judge_answer,
+    judge_call,
     judge_resume,
+    judge_start,
     judge_viewer,
 )
 from lockgate.gating._keys import (
@@ -76,7 +78,6 @@ from lockgate.gating._limits import (
     shorten,
 )
 from lockgate.gating._names import check_principal_name, toml_key
-from lockgate.gating._nonces import InMemoryNonceLedger, NonceLedger
 from lockgate.gating._notifications import (
     GateEvent,
     Notifications,
@@ -181,13 +182,11 @@ __all__ = [
     "GatePolicy",
     "GovernedTool",
     "IdentityError",
-    "InMemoryNonceLedger",
     "InMemoryRateLimiter",
     "JsonLinesAuditSink",
     "Judgement",
     "Mode",
     "NewIdentity",
-    "NonceLedger",
     "Notifications",
     "OpenGate",
     "ParkedNode",
@@ -233,7 +232,9 @@ __all__ = [
     "gate_subject",
     "generate_private_key",
     "judge_answer",
+    "judge_call",
     "judge_resume",
+    "judge_start",
     "judge_viewer",
     "local_shell_context",
     "measure",

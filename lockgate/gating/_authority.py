@@ -10,15 +10,13 @@ comes from the worker's :class:`Directory`, here, each time they are judged. Thi
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from typing import Any
 
 from lockgate.gating._actors import Actor
 from lockgate.gating._audit import AuditLogger
 from lockgate.gating._context import ToolContext
 from lockgate.gating._directory import Directory
-from lockgate.gating._identity_errors import ProofRefused
-from lockgate.gating._nonces import InMemoryNonceLedger, NonceLedger
 from lockgate.gating._passkeys import RelyingParty
 from lockgate.gating._policy import PRIVATE_HOLDINGS
 from lockgate.gating._seals import WorkerSecret, WorkerSecretError
@@ -34,14 +32,12 @@ __all__ = [
 
 
 class Authority:
-    """The worker's judge of callers: its Directory, its proof verifier, its ledger, its secret.
+    """The worker's judge of callers: its Directory, its proof verifier, its secret.
 
     Args:
         directory: Principals, their public keys, roles and scopes.
         secret: The deployment's worker secret, which seals what workers hand each other (None
             where nothing is sealed, as in a client judging ``pending`` viewers).
-        ledger: Where single-use nonces of start and tool-call proofs are spent (in this process
-            by default; the plugin gives its workers lockgate's Temporal-backed ledger).
         window_seconds: How long a proof is good after it was signed.
         audit: Where judgements are recorded.
         clock: Unix seconds; real time, because judgements are made live, never replayed.
@@ -53,7 +49,6 @@ class Authority:
         directory: Directory,
         *,
         secret: WorkerSecret | None = None,
-        ledger: NonceLedger | None = None,
         window_seconds: float = 300,
         audit: AuditLogger | None = None,
         clock: Callable[[], float] = time.time,
@@ -63,7 +58,6 @@ class Authority:
         self.secret = secret
         self.window_seconds = window_seconds
         self.audit = audit or AuditLogger()
-        self.ledger: NonceLedger = ledger if ledger is not None else InMemoryNonceLedger(clock)
         self.verifier = Verifier(
             directory, window_seconds=window_seconds, clock=clock, relying_party=relying_party
         )
@@ -77,22 +71,6 @@ class Authority:
                 "hands over between workers: give LockgatePlugin a secret."
             )
         return self.secret
-
-    async def verify_once(self, value: object, expected: Mapping[str, Any], holder: str) -> Actor:
-        """Verifies a proof and spends it for ``holder`` in the ledger (a retry by the same
-        holder passes; any other use is refused as replayed).
-
-        Raises:
-            ProofRefused: The proof does not authorize this act, or another use spent it.
-        """
-        proof = self.verifier.verify_proof(value, expected)
-        if not await self.ledger.claim(proof.nonce, holder, proof.issued_at + self.window_seconds):
-            raise ProofRefused(
-                "replayed",
-                f"The proof {proof.nonce} has already been used: a proof is good for one act, "
-                "once; sign a fresh one.",
-            )
-        return Actor.of_proof(proof)
 
     def scopes_of(self, actor: Actor) -> frozenset[str]:
         """What ``actor`` holds now: nothing unless verified and listed in the Directory."""

@@ -1,9 +1,13 @@
 """What each kind of proof authorizes: one definition for the signer and the verifier.
 
-A proof is good only for the exact act its ``authorizes`` names. Clients build these to sign,
-workers build them to check; both call the functions here, so the two can never drift apart.
-Digests raise ``TypeError``/``ValueError`` on values canonical JSON refuses (NaN, infinity,
-lone surrogates): no proof can name those.
+A proof is good only for the exact act its ``authorizes`` names, and every act names the
+execution it acts on: the workflow id and the first run id the server gave it (the same across
+continue-as-new and resets, new for a new execution under the same id). A client starts a run or
+a durable call first, unsigned, and signs for the execution the server's reply names; so a proof
+read from history can never start, answer or call anything else, and no record of spent proofs is
+needed anywhere. Clients build these to sign, workers build them to check; both call the
+functions here, so the two can never drift apart. Digests raise ``TypeError``/``ValueError`` on
+values canonical JSON refuses (NaN, infinity, lone surrogates): no proof can name those.
 """
 
 from __future__ import annotations
@@ -24,9 +28,26 @@ __all__ = [
 ]
 
 
-def start_binding(graph: str, run: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """Starting run ``run`` of ``graph`` with exactly these inputs."""
-    return {"kind": "start", "graph": graph, "run": run, "inputs": digest(dict(inputs))}
+def start_binding(
+    graph: str,
+    run: str,
+    execution: str,
+    inputs: Mapping[str, Any],
+    version: int | None = None,
+) -> dict[str, Any]:
+    """Starting execution ``execution`` of run ``run`` of ``graph`` with exactly these inputs.
+
+    ``version`` is the graph version the signer starts (None: whichever its workers serve newest
+    when the run begins). A workflow of your own names its arguments as ``{"args": [...]}``.
+    """
+    return {
+        "kind": "start",
+        "graph": graph,
+        "run": run,
+        "execution": execution,
+        "version": version,
+        "inputs": digest(dict(inputs)),
+    }
 
 
 def gate_subject(target: Mapping[str, Any] | None, choices: Sequence[Mapping[str, Any]]) -> str:
@@ -88,13 +109,17 @@ def resume_binding(graph: str, run: str, execution: str, node: str | None) -> di
 
 
 def tool_binding(
-    tool: str, arguments: Mapping[str, Any], request: str | None = None
+    tool: str, arguments: Mapping[str, Any], request: str, execution: str
 ) -> dict[str, Any]:
-    """Calling ``tool`` with exactly these arguments (as request ``request`` of a durable call)."""
-    binding = {"kind": "tool", "tool": tool, "arguments": digest(dict(arguments))}
-    if request is not None:
-        binding["request"] = request
-    return binding
+    """Calling ``tool`` with exactly these arguments, as execution ``execution`` of the durable
+    call with request id ``request``."""
+    return {
+        "kind": "tool",
+        "tool": tool,
+        "arguments": digest(dict(arguments)),
+        "request": request,
+        "execution": execution,
+    }
 
 
 def confirm_binding(request: str, token: str) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Judgements: whether an answer to a gate, a resume of a parked run, or a viewer's option stands.
+"""Judgements: whether a start, a durable call, an answer to a gate, a resume of a parked run, or a
+viewer's option stands.
 
 Each is judged before anything about it is written, against the worker's :class:`Authority`
 (:mod:`lockgate.gating._authority`) and the gate records (:mod:`lockgate.gating._gates`).
@@ -16,6 +17,7 @@ from pydantic import BaseModel
 
 from lockgate.gating._actors import Actor
 from lockgate.gating._authority import Authority, answer_refusal_sentence, why_node_refuses
+from lockgate.gating._canonical import digest
 from lockgate.gating._evidence import evidence_problem
 from lockgate.gating._gates import OpenGate, ParkedNode
 from lockgate.gating._identity_errors import ProofRefused
@@ -29,7 +31,9 @@ __all__ = [
     "Judgement",
     "ViewerChoice",
     "judge_answer",
+    "judge_call",
     "judge_resume",
+    "judge_start",
     "judge_viewer",
 ]
 
@@ -128,6 +132,151 @@ def _verify(
             "The proof's nonce was already spent on this run: a proof is good for one use.",
         )
     return proof
+
+
+def judge_start(
+    authority: Authority,
+    value: object,
+    *,
+    graph: str,
+    run: str,
+    execution: str,
+    version: int | None,
+    inputs: Mapping[str, Any] | None,
+) -> Judgement:
+    """Judges the proof that says who started a run, before anything about it is written.
+
+    The proof must be valid and name exactly this run: its graph (or workflow type), its
+    workflow id, its execution (the first run id the server gave it), the version it runs (or
+    none, for the newest its workers serve) and the digest of its inputs. Every refusal is
+    ``UNAUTHORIZED`` with a sentence naming what differs.
+
+    Args:
+        authority: The worker's Directory and verifier.
+        value: The proof as received; anything.
+        graph: The run's graph, or the type of a workflow of your own.
+        run: The run's workflow id.
+        execution: Its first run id.
+        version: The graph version the run follows (None for a workflow of your own).
+        inputs: The inputs it started with (``{"args": [...]}`` for a workflow of your own), or
+            None where they are not known yet; the run then checks their digest itself.
+    """
+    proof = _proof_for(authority, value, "start", "run", run)
+    if isinstance(proof, Judgement):
+        return proof
+    actor = Actor.of_proof(proof)
+    act = proof.authorizes
+    if act.get("graph") != graph:
+        return _unauthorized(
+            f"The proof starts a run of '{act.get('graph')}', and run '{run}' is a run of "
+            f"'{graph}': a start proof starts only the graph it names.",
+            actor,
+        )
+    if act.get("execution") != execution:
+        return _unauthorized(
+            f"The proof starts another execution of '{run}' than this one (an execution that "
+            "ended, or was started again under the same id): a start proof names the execution "
+            "the server started, and is good for that one only.",
+            actor,
+        )
+    signed_version = act.get("version")
+    if signed_version is not None and signed_version != version:
+        return _unauthorized(
+            f"The proof starts version {signed_version!r} of '{graph}', and this run follows "
+            f"version {version!r}.",
+            actor,
+        )
+    unnamed = _unnameable(inputs, f"The inputs of run '{run}'") if inputs is not None else None
+    if unnamed is not None:
+        return dataclasses.replace(unnamed, actor=actor)
+    if inputs is not None and not _names_digest(act.get("inputs"), inputs):
+        return _unauthorized(
+            f"The proof starts run '{run}' with other inputs than the ones it was started with: "
+            "a start proof names exactly what it starts.",
+            actor,
+        )
+    return Judgement(True, actor=actor)
+
+
+def judge_call(
+    authority: Authority,
+    value: object,
+    *,
+    tool: str,
+    arguments: Mapping[str, Any],
+    request: str,
+    execution: str,
+) -> Judgement:
+    """Judges the proof of a durable tool call, before anything about it is written.
+
+    The proof must be valid and name exactly this call: its request id, its execution (the
+    call's first run id), the tool and the digest of its arguments. Every refusal is
+    ``UNAUTHORIZED`` with a sentence naming what differs.
+    """
+    proof = _proof_for(authority, value, "tool", "request", request)
+    if isinstance(proof, Judgement):
+        return proof
+    actor = Actor.of_proof(proof)
+    act = proof.authorizes
+    if act.get("execution") != execution:
+        return _unauthorized(
+            f"The proof makes another execution of call '{request}' than this one (one that "
+            "ended, or was started again under the same id): a call's proof names the execution "
+            "the server started, and is good for that one only.",
+            actor,
+        )
+    if act.get("tool") != tool:
+        return _unauthorized(
+            f"The proof calls '{act.get('tool')}', and call '{request}' is a call of '{tool}'.",
+            actor,
+        )
+    unnamed = _unnameable(arguments, f"The arguments of '{tool}'")
+    if unnamed is not None:
+        return dataclasses.replace(unnamed, actor=actor)
+    if not _names_digest(act.get("arguments"), arguments):
+        return _unauthorized(
+            f"The proof calls '{tool}' with other arguments than call '{request}' was made with: "
+            "a request id names one call, with the arguments it was first made with.",
+            actor,
+        )
+    return Judgement(True, actor=actor)
+
+
+def _proof_for(
+    authority: Authority, value: object, kind: str, key: str, name: str
+) -> Proof | Judgement:
+    """The proof, valid and of ``kind`` for ``key`` ``name``; or its refusal."""
+    try:
+        return authority.verifier.verify_proof(value, {"kind": kind, key: name})
+    except ProofRefused as refused:
+        return Judgement.refuse(ErrorCode.UNAUTHORIZED, refused.sentence)
+
+
+def _unauthorized(sentence: str, actor: Actor) -> Judgement:
+    return Judgement.refuse(ErrorCode.UNAUTHORIZED, sentence, actor=actor)
+
+
+def _names_digest(signed: object, values: Mapping[str, Any]) -> bool:
+    """Whether ``signed`` is the digest of ``values`` (never, for values no proof can name)."""
+    try:
+        return isinstance(signed, str) and signed == digest(dict(values))
+    except (TypeError, ValueError):
+        return False
+
+
+def _unnameable(values: Mapping[str, Any], what: str) -> Judgement | None:
+    """A ``VALIDATION_ERROR`` for values canonical JSON refuses (NaN, infinity, an unpaired
+    surrogate), which no proof can name; None for any others."""
+    try:
+        digest(dict(values))
+        return None
+    except (TypeError, ValueError):
+        pass
+    return Judgement.refuse(
+        ErrorCode.VALIDATION_ERROR,
+        f"{what} are not JSON data a proof can name (NaN, infinity or an unpaired surrogate); "
+        "send plain JSON.",
+    )
 
 
 def judge_answer(

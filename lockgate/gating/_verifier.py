@@ -3,8 +3,8 @@
 A *proof* is a small signed JSON object that says who authorizes exactly which act. A
 :class:`~lockgate.gating.Signer` makes one with a principal's Ed25519 private key; a
 :class:`Verifier` checks it against the public key a :class:`~lockgate.gating.Directory` lists for
-that principal, the act the call is about, and the proof's age; a
-:class:`~lockgate.gating.NonceLedger` says whether it was spent before. The result is an
+that principal, the act the call is about (which names the execution it acts on), and the
+proof's age. The result is an
 :class:`~lockgate.gating.Actor`: who the call is verified to come from, never what they hold.
 Scopes and roles are looked up in the Directory each time they are judged.
 
@@ -42,9 +42,9 @@ __all__ = ["Verifier"]
 class Verifier:
     """Checks proofs against a Directory and turns them into Actors.
 
-    A verifier checks shape, signer, signature, binding and age. Whether a proof was already
-    spent is the :class:`NonceLedger`'s to say (see :meth:`Authority.verify_once`), or, for
-    answers bound to one run, that run's own history.
+    A verifier checks shape, signer, signature, binding and age. Every act a proof authorizes
+    names one execution, so whether it was already used there is that run's own history to
+    say: a run takes one start proof, and spends each answer's nonce in its state.
 
     Example:
         >>> verifier = Verifier(directory)  # doctest: +SKIP

@@ -34,10 +34,10 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_SEARCH_ATTRIBUTES,
     LOCKGATE_STATE,
 )
+from lockgate.workflows._signed_starts import SIGNED_START_WITHIN, StartRefusedError
 from lockgate.workflows._tool_call import (
     CallToolInput,
     ConfirmCallInput,
-    SpentProofWorkflow,
     ToolCallWorkflow,
     WaitCallInput,
 )
@@ -49,6 +49,7 @@ __all__ = [
     "LOCKGATE_GRAPH",
     "LOCKGATE_SEARCH_ATTRIBUTES",
     "LOCKGATE_STATE",
+    "SIGNED_START_WITHIN",
     "SINGLE",
     "AgentStep",
     "Appends",
@@ -75,8 +76,8 @@ __all__ = [
     "Route",
     "SettleInput",
     "ShowInput",
-    "SpentProofWorkflow",
     "StartGraphInput",
+    "StartRefusedError",
     "Subgraph",
     "Target",
     "ToolCallWorkflow",

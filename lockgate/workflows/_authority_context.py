@@ -52,6 +52,7 @@ from lockgate.activities._activity_inputs import (
 )
 from lockgate.activities._sealed_calls import header_text
 from lockgate.gating import AuditLogger, Authority
+from lockgate.workflows._own_start import OwnStart
 
 __all__ = [
     "CARRY_SEAL_HEADER",
@@ -62,6 +63,7 @@ __all__ = [
     "carry_seal",
     "current_audit",
     "current_authority",
+    "current_own_start",
     "current_tools",
     "handover_seal",
     "run_arguments",
@@ -101,6 +103,10 @@ _ARGUMENTS: contextvars.ContextVar[Sequence[Any]] = contextvars.ContextVar(
 
 _OWN_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("lockgate_own_call", default=False)
 
+_OWN_START: contextvars.ContextVar[OwnStart | None] = contextvars.ContextVar(
+    "lockgate_own_start", default=None
+)
+
 
 def current_tools() -> ToolRegistry | None:
     """The tools of the worker running this workflow (its code, the same on every replay, as a
@@ -123,6 +129,12 @@ def sealing_own_call() -> Iterator[None]:
         yield
     finally:
         _OWN_CALL.reset(token)
+
+
+def current_own_start() -> OwnStart | None:
+    """This run's ``lockgate.start`` (who signed its start, if anyone did); None outside a run
+    on a lockgate worker."""
+    return _OWN_START.get()
 
 
 def current_audit() -> AuditLogger | None:
@@ -158,6 +170,10 @@ class _AuthorityInbound(WorkflowInboundInterceptor):
 
     def init(self, outbound: WorkflowOutboundInterceptor) -> None:
         self.next.init(self.outbound(outbound))
+        # Registered as the run is created, where a start proof that comes with its first task
+        # finds it; only on a workflow of the user's own marked as started signed.
+        self.own_start = OwnStart(self.authority)
+        self.own_start.register(outbound.info())
 
     async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
         # The run's task and the tasks it starts see the audit log (not the Authority). The run
@@ -166,6 +182,8 @@ class _AuthorityInbound(WorkflowInboundInterceptor):
         _AUDIT.set(self.authority.audit)
         _TOOLS.set(self.tools)
         _ARGUMENTS.set(tuple(input.args))
+        _OWN_START.set(self.own_start)
+        self.own_start.arguments = tuple(input.args)
         result = await self.next.execute_workflow(input)
         finished = getattr(workflow.instance(), OWN_RUN_FINISHED, None)
         if finished is not None:

@@ -4,17 +4,23 @@ Refusals come back as ``{"ok": False, "error": {"code": ..., "message": <sentenc
 stack trace; infrastructure failures (no server) still raise. :mod:`lockgate.contracts` names the
 keys of everything returned.
 
-What a client signs it takes from the server and the run's worker, never from memo or search
-attributes (anyone can write those on a workflow of their own): the execution from the server's
-description, the gate and what it shows from the run's ``awaiting`` query, and only for a run of
-a graph type served on the client's own task queue.
+What a client signs names what the server vouches for: the execution (a run's first run id) from
+the server's reply to the start, or its description. A gate to answer is read from that
+description too, from the memo the run's worker wrote: believed only for a run of a graph type
+on the client's own task queue, and only where it names that execution (a starter's memo is
+written before the server picks the execution; anyone can write memo on a workflow of their own,
+on a queue of their own). The run judges every proof again before anything is written, so a gate
+that changed since is refused, never answered unseen. No client reads a run through a billed query
+where a description does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import timedelta
 from typing import Any, cast
 
 from temporalio.client import (
@@ -23,11 +29,11 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowQueryFailedError,
-    WorkflowQueryRejectedError,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+    WorkflowUpdateStage,
 )
 from temporalio.common import (
-    QueryRejectCondition,
     SearchAttributePair,
     TypedSearchAttributes,
     WorkflowIDConflictPolicy,
@@ -51,22 +57,33 @@ from lockgate.workflows._client_support import (
     graph_name,
     plain_refusal,
     refusal,
+    refused_by_update,
     status_name,
     summary_of,
     update_refusal,
 )
-from lockgate.workflows._client_views import QUERY_TIMEOUT, RunViews
+from lockgate.workflows._client_views import RunViews
 from lockgate.workflows._declare import graph_spec
 from lockgate.workflows._graph_inputs import StartGraphInput
 from lockgate.workflows._graph_state import VERSION_MEMO
-from lockgate.workflows._own_state import START_PROOF_MEMO, start_arguments, workflow_type_name
+from lockgate.workflows._own_start import (
+    OWN_START_UPDATE,
+    SIGNED_START_MEMO,
+    payload_arguments,
+    start_arguments,
+)
+from lockgate.workflows._own_state import workflow_type_name
 from lockgate.workflows._search_attributes import (
     LOCKGATE_GRAPH,
     LOCKGATE_STATE,
 )
+from lockgate.workflows._signed_starts import SIGNED_START_WITHIN, StartRefusedError, withdraw
 
 __all__ = ["GraphClient"]
 
+
+_NO_WAIT = timedelta(milliseconds=100)
+"""How long ``start(wait=False)`` waits for the outcome of an accepted start proof."""
 
 _FIRST_PAUSE = 0.005
 _LONGEST_PAUSE = 0.05
@@ -122,7 +139,7 @@ class GraphClient(RunViews):
         self.directory = directory
         self.channel = channel
         self.wait_seconds = wait_seconds
-        # Judges pending()'s viewers; made once, since it builds verifiers and a nonce ledger.
+        # Judges pending()'s viewers; made once, since it builds a verifier.
         self._viewer_judge = Authority(directory) if directory is not None else None
 
     # Runs --------------------------------------------------------------------------------------
@@ -140,14 +157,20 @@ class GraphClient(RunViews):
 
         The run's id is ``<graph>-<12 hex>`` unless given. Inputs that are not channels of the
         graph are dropped by the run (listed in ``ignored_inputs``).
+
+        With a signer, the run is started first and held back; the signer then signs for the
+        execution the server started (its workflow id and first run id), the graph, ``version``
+        (or none: the newest its workers serve) and the inputs, and the proof goes to the run as
+        its ``start`` update, which lets it begin and answers once it settles. A proof the run
+        refuses is returned as the refusal, and the run, which ran nothing, is withdrawn.
         """
         name = graph_name(graph)
         run_id = run_id or f"{name}-{uuid.uuid4().hex[:12]}"
         inputs = dict(inputs)
-        proof = None
-        if self.signer is not None:
-            proof = self.signer.sign(start_binding(name, run_id, inputs))
-        start = StartGraphInput(inputs=inputs, proof=proof, channel=self.channel, version=version)
+        signer = self.signer
+        start = StartGraphInput(
+            inputs=inputs, channel=self.channel, version=version, signed=signer is not None
+        )
         options: dict[str, Any] = {
             "id": run_id,
             "task_queue": self.task_queue,
@@ -160,17 +183,18 @@ class GraphClient(RunViews):
             # run then finds it written and writes nothing (one event and one visibility write
             # fewer). Where the worker serves another newest version, the run puts it right.
             options["memo"] = {VERSION_MEMO: version if version is not None else spec.version}
-        try:
+        if signer is not None:
+            # Its first task waits for the proof, which names the execution about to start.
+            options["start_delay"] = SIGNED_START_WITHIN
+        else:
             # Eager: where this client's own process runs a worker for the task queue, the
             # run's first workflow task comes back in the start's reply (where the server allows
             # it: `system.enableEagerWorkflowStart`, on by default in 1.32); elsewhere nothing
             # changes.
-            await self.client.start_workflow(
-                name,
-                start,
-                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-                request_eager_start=True,
-                **options,
+            options["request_eager_start"] = True
+        try:
+            handle: WorkflowHandle[Any, Any] = await self.client.start_workflow(
+                name, start, id_conflict_policy=WorkflowIDConflictPolicy.FAIL, **options
             )
         except WorkflowAlreadyStartedError:
             return refusal(
@@ -178,42 +202,151 @@ class GraphClient(RunViews):
                 f"A run with id '{run_id}' already exists.",
                 run_id=run_id,
             )
-        if not wait:
-            return {"ok": True, "run_id": run_id, "graph": name, "status": "started"}
-        return await self._settled(self._until_settled(run_id, after=0), run_id, name)
+        execution = handle.first_execution_run_id or ""
+        handle = self.client.get_workflow_handle(run_id, run_id=execution)
+        if signer is None:
+            if not wait:
+                return {"ok": True, "run_id": run_id, "graph": name, "status": "started"}
+            return await self._settled(self._first_settle(handle), run_id, name)
+        proof = signer.sign(start_binding(name, run_id, execution, inputs, version))
+        return await self._prove_start(handle, proof, name, wait)
+
+    async def _prove_start(
+        self, handle: WorkflowHandle[Any, Any], proof: Mapping[str, Any], graph: str, wait: bool
+    ) -> RunView:
+        """Sends a run its start proof: the run once it settles (or, without ``wait``, once the
+        proof is accepted), or the refusal, after which the run is withdrawn. A run that refused
+        itself at its start (its input, its version) takes no proof: its own refusal is read."""
+        run_id = handle.id
+        try:
+            if wait:
+                shown = await self._settled(self._proven(handle, proof), run_id, graph)
+            else:
+                accepted = await handle.start_update(
+                    "start",
+                    dict(proof),
+                    wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+                    result_type=dict,
+                )
+                shown = {"ok": True, "run_id": run_id, "graph": graph, "status": "started"}
+                with contextlib.suppress(WorkflowUpdateRPCTimeoutOrCancelledError):
+                    # A refused proof is known at once; an accepted one is not waited for.
+                    shown = await accepted.result(rpc_timeout=_NO_WAIT)
+        except WorkflowUpdateFailedError as error:
+            shown = update_refusal(error, run_id=run_id)
+        if shown.get("ok") is False and shown.get("status") is None:
+            if shown["error"]["code"] == ErrorCode.GATE_NOT_PENDING.value:
+                # The run took no proof because it refused itself at its start: what it says.
+                return await self._settled(self._first_settle(handle), run_id, graph)
+            # It ran nothing, and without a proof never will: it ends refused at once, and shows
+            # why its proof was refused.
+            await withdraw(handle)
+            ended = await self._settled(self._ended(run_id, handle, None), run_id, graph)
+            if ended.get("status") == "refused":
+                return cast(RunView, {**ended, "error": shown["error"]})
+        return shown
+
+    async def _proven(self, handle: WorkflowHandle[Any, Any], proof: Mapping[str, Any]) -> RunView:
+        """The ``start`` update's answer: the run once it settles; or, where it closed first
+        (one refused at its start, or ended by someone else), its execution's own end."""
+        try:
+            shown: RunView = await handle.execute_update("start", dict(proof), result_type=dict)
+        except RPCError as error:
+            if error.status not in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
+                raise
+            return await self._execution_ended(handle)
+        return shown
+
+    async def _first_settle(self, handle: WorkflowHandle[Any, Any]) -> RunView:
+        """A run once it first settles: one ``settle`` update, which answers when it does; or,
+        where it closed first, its execution's own end."""
+        try:
+            shown: RunView = await handle.execute_update("settle", {"after": 0}, result_type=dict)
+        except RPCError as error:
+            if error.status not in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
+                raise
+            return await self._execution_ended(handle)
+        if shown.get("moving_to_new_history"):
+            return await self._until_settled(handle.id, after=0)
+        return shown
+
+    async def _execution_ended(self, handle: WorkflowHandle[Any, Any]) -> RunView:
+        """How the execution ``handle`` names (never a newer one under its id) ended: its
+        result, if it completed (a refused run's is its refusal); else a refusal saying so."""
+        run_id = handle.id
+        description = await describe_run(handle)
+        if isinstance(description, dict):
+            return description
+        if description.status == WorkflowExecutionStatus.COMPLETED:
+            return await self._ended(run_id, handle, description.status)
+        return refusal(
+            ErrorCode.GATE_NOT_PENDING,
+            f"Run '{run_id}' has {status_name(description.status)} before it settled (someone "
+            "ended the execution this client started): nothing ran for its proof.",
+            run_id=run_id,
+            status=status_name(description.status),
+        )
 
     async def start_workflow(
         self, workflow: str | Callable[..., Any], *args: Any, id: str, **options: Any
     ) -> WorkflowHandle[Any, Any]:
         """Starts a workflow of your own that asks lockgate's gates or calls its tools, signed:
-        the run's requester is the signer, verified on the worker the first time the run uses
-        lockgate (:func:`lockgate.workflows.gate`, :func:`lockgate.workflows.call_tool`).
+        the run's requester is the signer (:func:`lockgate.workflows.gate`,
+        :func:`lockgate.workflows.call_tool`).
 
-        The proof names the workflow type, ``id`` and exactly these arguments, and rides in the
-        run's memo; it is spent for the execution it starts. Without a signer the run is
+        The run is started held back; the signer then signs for the execution the server
+        started, the workflow type, ``id`` and exactly these arguments, and the proof goes to the
+        run as its ``lockgate.start`` update, which lets it begin. Without a signer the run is
         started unsigned (its requester is ``unverified:temporal``).
 
         Args:
             workflow: The workflow's run method (``MyWorkflow.run``) or its type name.
             args: Its arguments, as the workflow takes them (the proof names them as the
-                payload converter writes them, and the worker checks them the same way).
+                payload converter writes them, and the run checks them the same way).
             id: The workflow id.
             options: Anything else ``Client.start_workflow`` takes; ``task_queue`` defaults
-                to this client's.
+                to this client's. A signed start takes no ``start_delay`` (its proof ends one).
 
         Returns:
             The run's handle.
+
+        Raises:
+            ValueError: A signed start was given a ``start_delay`` or a ``cron_schedule``.
+            StartRefusedError: The run refused the proof (it names the reason); the run, which
+                ran none of its code, was withdrawn.
         """
         name = workflow if isinstance(workflow, str) else workflow_type_name(workflow)
-        memo = dict(options.pop("memo", None) or {})
-        if self.signer is not None:
-            arguments = start_arguments(self.client.data_converter.payload_converter, list(args))
-            memo[START_PROOF_MEMO] = self.signer.sign(start_binding(name, id, {"args": arguments}))
         options.setdefault("task_queue", self.task_queue)
         options["search_attributes"] = starting_attributes(name, options.get("search_attributes"))
-        return await self.client.start_workflow(
-            workflow, args=list(args), id=id, memo=memo, **options
+        signer = self.signer
+        if signer is None:
+            return await self.client.start_workflow(workflow, args=list(args), id=id, **options)
+        for taken in ("start_delay", "cron_schedule"):
+            if options.get(taken):
+                raise ValueError(
+                    f"A signed start takes no {taken}: its run waits for the proof that names "
+                    "it, which the start's reply makes possible and which ends any delay."
+                )
+        memo = dict(options.pop("memo", None) or {})
+        memo[SIGNED_START_MEMO] = True
+        handle = await self.client.start_workflow(
+            workflow,
+            args=list(args),
+            id=id,
+            memo=memo,
+            start_delay=SIGNED_START_WITHIN,
+            **options,
         )
+        execution = handle.first_execution_run_id or ""
+        arguments = start_arguments(self.client.data_converter.payload_converter, list(args))
+        proof = signer.sign(start_binding(name, id, execution, {"args": arguments}))
+        proven = self.client.get_workflow_handle(id, run_id=execution)
+        try:
+            await proven.execute_update(OWN_START_UPDATE, proof, result_type=dict)
+        except WorkflowUpdateFailedError as error:
+            await withdraw(proven)
+            raise StartRefusedError(*refused_by_update(error), run_id=id) from None
+        return handle
 
     async def _settled(
         self, pending: Awaitable[RunView], run_id: str, graph: str | None = None
@@ -283,18 +416,17 @@ class GraphClient(RunViews):
     ) -> RunView:
         """Answers the gate open on ``run_id`` with ``choice``, as the signer.
 
-        The answer names the gate the run's worker reports, the execution the server reports,
-        and a digest of what the gate shows (its target and options); it is refused if any of
-        them has changed by the time it arrives. ``evidence`` is what the gate asks for with
-        ``choice`` (see the gate's ``evidence``), signed with the answer. ``waiver`` is the
-        reason when the signer waives the gate (see :meth:`waive`). Returns the run once it
-        settles again, or the refusal (nothing written).
+        The answer names the gate open now (as the run's worker last wrote it in its memo), the
+        execution the server reports, and a digest of what the gate shows (its target and
+        options); it is refused if any of them has changed by the time it arrives. ``evidence``
+        is what the gate asks for with ``choice`` (see the gate's ``evidence``), signed with the
+        answer. ``waiver`` is the reason when the signer waives the gate (see :meth:`waive`).
+        Returns the run once it settles again, or the refusal (nothing written).
 
         ``shown`` is the run as the signer saw it: what :meth:`show` returned, or an earlier
         answer. The answer then names the gate as it was shown, and only the server is asked
         again (that the run is still that execution, on this task queue): a gate that has
-        changed since is refused by the run, never answered unseen, and the answer goes out
-        without first asking the run's worker what it waits for.
+        changed since is refused by the run, never answered unseen.
         """
         signed = (
             await self.sign_decide(run_id, choice, evidence=evidence, waiver=waiver, shown=shown)
@@ -437,6 +569,67 @@ class GraphClient(RunViews):
             gate, choice, execution=found["execution"], evidence=evidence, waiver=waiver
         )
 
+    async def sign_start(self, run_id: str) -> dict[str, Any]:
+        """The signed start of a run someone started with the `temporal` CLI or UI as signed
+        (``"signed": true`` in a graph run's input; memo ``lockgate_signed`` on a workflow of
+        your own), for its ``start`` (or ``lockgate.start``) update; or a refusal.
+
+        It names the execution the server started, its graph or type, and the inputs the run
+        was started with as its first event holds them (shown under ``shown``): the signer
+        approves what the run really starts with, never what anyone says it does.
+        """
+        found = await self.start_to_sign(run_id)
+        if "error" in found:
+            return found
+        return self._signer().sign(found["binding"])
+
+    async def start_to_sign(self, run_id: str) -> dict[str, Any]:
+        """``{binding, update, shown}``: what :meth:`sign_start` signs for ``run_id``, the update
+        that takes it, and the inputs it names; or a refusal. Signs nothing."""
+        handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
+        description = await self._ours(run_id, handle)
+        if isinstance(description, dict):
+            if description.get("closed"):
+                return plain_refusal(
+                    ErrorCode.GATE_NOT_PENDING,
+                    f"Run '{run_id}' is not waiting for its start proof: it has "
+                    f"{description['closed']}.",
+                    run_id=run_id,
+                )
+            return description
+        execution = description.raw_description.workflow_execution_info.first_run_id
+        first = self.client.get_workflow_handle(run_id, run_id=execution)
+        started = None
+        async for event in first.fetch_history_events(page_size=1):
+            started = event.workflow_execution_started_event_attributes
+            break
+        if started is None:
+            return plain_refusal(
+                ErrorCode.NOT_FOUND, f"Run '{run_id}' has no start event.", run_id=run_id
+            )
+        payloads = list(started.input.payloads)
+        codec = self.client.data_converter.payload_codec
+        if codec is not None:  # encrypted: read as the run's worker reads it
+            payloads = await codec.decode(payloads)
+        graph = description.workflow_type
+        if SIGNED_START_MEMO in await description.memo():
+            arguments = payload_arguments(payloads)
+            return {
+                "binding": start_binding(graph, run_id, execution, {"args": arguments}),
+                "update": OWN_START_UPDATE,
+                "shown": {"args": arguments},
+            }
+        values = self.client.data_converter.payload_converter.from_payloads(payloads)
+        start = values[0] if len(values) == 1 and isinstance(values[0], dict) else {}
+        given = start.get("inputs")
+        inputs: dict[str, Any] = given if isinstance(given, dict) else {}
+        version = start.get("version") if isinstance(start.get("version"), int) else None
+        return {
+            "binding": start_binding(graph, run_id, execution, inputs, version),
+            "update": "start",
+            "shown": {"inputs": inputs, "version": version},
+        }
+
     async def sign_resume(self, run_id: str) -> dict[str, Any]:
         """The signed resume to paste into the Temporal UI's or CLI's ``resume``, or a refusal."""
         found = await self._awaiting(run_id)
@@ -469,28 +662,43 @@ class GraphClient(RunViews):
     async def _awaiting(self, run_id: str) -> dict[str, Any]:
         """``{graph, execution, gate, parked, closed}`` of a run of ours, or a refusal.
 
-        The graph and execution are the server's (the workflow type and its first run id), the
-        gate and park the worker's answer to ``awaiting``; a run on another task queue is not
-        ours to answer, whatever it calls itself.
+        One description from the server, no worker asked (a query that reaches a worker is a
+        billed action): the graph and execution are the server's (the workflow type and its
+        first run id); the gate and the park are what the run's worker last wrote in its memo,
+        believed only where they name this run of this graph and, a gate, this execution (a
+        starter's memo is written before the server picks the execution). A run on another task
+        queue is not ours to answer, whatever it calls itself. What is signed is judged again by
+        the run itself, before anything is written: a gate that changed since is refused.
         """
-        handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
-        # Asked at once, believed only once the server's description says the run is ours.
-        asking = asyncio.ensure_future(
-            handle.query(
-                "awaiting",
-                result_type=dict,
-                rpc_timeout=QUERY_TIMEOUT,
-                # Believed only for a running run; a closed one is never replayed to answer it.
-                reject_condition=QueryRejectCondition.NOT_OPEN,
-            )
-        )
-        try:
-            return await self._judge_awaiting(run_id, handle, asking)
-        finally:
-            if not asking.done():
-                asking.cancel()
-            elif not asking.cancelled():
-                asking.exception()  # retrieved: a refusal above already said what went wrong
+        description = await self._ours(run_id, self.client.get_workflow_handle(run_id))
+        if isinstance(description, dict):
+            return description
+        execution = description.raw_description.workflow_execution_info.first_run_id
+        graph = description.workflow_type
+        memo = await description.memo()
+        gate, parked = memo.get("lockgate_gate"), memo.get("lockgate_parked")
+        if not (
+            isinstance(gate, dict)
+            and gate.get("graph") == graph
+            and gate.get("run_id") == run_id
+            and gate.get("execution") == execution
+        ):
+            gate = None
+        if not (
+            isinstance(parked, dict)
+            and parked.get("graph") == graph
+            and parked.get("run_id") == run_id
+        ):
+            parked = None
+        if gate is not None:
+            gate = {**gate, "options": [choice.get("option") for choice in gate.get("choices", [])]}
+        return {
+            "graph": graph,
+            "execution": execution,
+            "gate": gate,
+            "parked": parked,
+            "closed": None,
+        }
 
     async def _ours(
         self, run_id: str, handle: WorkflowHandle[Any, Any]
@@ -542,46 +750,6 @@ class GraphClient(RunViews):
             "execution": execution,
             "gate": dict(gate),
             "parked": None,
-            "closed": None,
-        }
-
-    async def _judge_awaiting(
-        self,
-        run_id: str,
-        handle: WorkflowHandle[Any, Any],
-        asking: Awaitable[dict[str, Any]],
-    ) -> dict[str, Any]:
-        description = await self._ours(run_id, handle)
-        if isinstance(description, dict):
-            return description
-        execution = description.raw_description.workflow_execution_info.first_run_id
-        try:
-            reported = await asking
-        except WorkflowQueryRejectedError as rejected:  # it closed since it was described
-            return _closed(rejected.status)
-        except (WorkflowQueryFailedError, RPCError) as error:
-            return plain_refusal(
-                ErrorCode.NOT_FOUND,
-                f"Run '{run_id}' did not say what it waits for ({error}); is a lockgate worker "
-                f"serving '{self.task_queue}'?",
-                run_id=run_id,
-            )
-        graph = description.workflow_type
-        if reported.get("graph") != graph or reported.get("execution") != execution:
-            return plain_refusal(
-                ErrorCode.NOT_FOUND,
-                f"Run '{run_id}' reports a graph or execution other than the server's; nothing "
-                "was signed for it.",
-                run_id=run_id,
-            )
-        gate = reported.get("gate")
-        if gate is not None and (gate.get("graph") != graph or gate.get("run_id") != run_id):
-            gate = None
-        return {
-            "graph": graph,
-            "execution": execution,
-            "gate": gate,
-            "parked": reported.get("parked"),
             "closed": None,
         }
 

@@ -182,6 +182,25 @@ class CompiledGraph:
         found += [Transition(ask, ask) for ask in sorted(escapes)]
         return found
 
+    def may_open_a_gate_from(self, state: str) -> bool:
+        """Whether a run at ``state`` may still open a gate of its own: a gate (or an agent
+        step's budget gate) is reachable from it. A node may park anywhere; a park writes what
+        it needs to itself."""
+        seen: set[str] = set()
+        ahead = [state]
+        while ahead:
+            current = ahead.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if current in self.asks:
+                return True
+            node = self.nodes.get(current)
+            if node is not None and node.agent is not None:
+                return True
+            ahead += [transition.to for transition in self.transitions_from(current)]
+        return False
+
     def is_terminal(self, state: str) -> bool:
         """Whether a run ends after ``state`` runs."""
         return state in self.terminals

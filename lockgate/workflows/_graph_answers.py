@@ -1,5 +1,5 @@
-"""Updates and queries: answering a gate, resuming a parked run, waiting for a run to settle,
-reading it.
+"""Updates and queries: proving who started a run, answering a gate, resuming a parked run,
+waiting for a run to settle, reading it.
 
 Every update has a validator that refuses, before anything is written, whatever the rules refuse:
 a payload of the wrong shape, size or depth, an answer no verified approver gave for exactly this
@@ -28,6 +28,7 @@ from lockgate.gating import (
     WorkerSecretError,
     judge_answer,
     judge_resume,
+    judge_start,
     shorten,
 )
 from lockgate.workflows._authority_context import carry_seal, current_authority
@@ -39,8 +40,75 @@ __all__ = ["GraphAnswers"]
 
 
 class GraphAnswers(GraphSignals):
-    """The ``decide``, ``resume`` and ``settle`` updates and the ``show`` and ``awaiting``
-    queries of every graph's workflow."""
+    """The ``start``, ``decide``, ``resume`` and ``settle`` updates and the ``show`` and
+    ``awaiting`` queries of every graph's workflow."""
+
+    @workflow.update(
+        name="start",
+        description=(
+            "Say who started this run: paste the signed start that `lockgate sign start RUN "
+            "--as YOU` prints. Taken once, before the run begins."
+        ),
+    )
+    async def start(self, *args: Any) -> dict[str, Any]:
+        """Records the starter the validator accepted, then returns once the run settles."""
+        proof = Proof.parse(args[0])
+        actor = Actor.of_proof(proof)
+        if self._begun or self._start_actor is not None:
+            # Another start proof got in first, validated in the same task as this one.
+            raise Refusal(
+                ErrorCode.GATE_NOT_PENDING.value,
+                f"Run '{self._run_id}' already knows who started it.",
+            )
+        _audit("run.start", True, actor, graph=self._graph.name, run=self._run_id)
+        self._start_actor = actor
+        return await self._after_settling(self._settles)
+
+    @start.validator
+    def validate_start(self, *args: Any) -> None:
+        """Refuses, before anything is written, a start proof that does not name exactly this
+        run (graph, workflow id, execution, version, inputs), and any once the run has begun."""
+        authority = _authority()
+        value, problem = one_answer(args, "start")
+        judgement = (
+            _refused_payload(problem)
+            or self._start_taken()
+            or judge_start(
+                authority,
+                value,
+                graph=self._graph.name,
+                run=self._run_id,
+                execution=self._execution,
+                version=self._graph.version,
+                inputs=self._start.inputs,
+            )
+        )
+        if not judgement.accepted:
+            self._refuse(authority, "run.start", judgement)
+
+    def _start_taken(self) -> Judgement | None:
+        """A refusal once the run takes no start proof: it has begun, was refused at its start,
+        or is one a parent run or an earlier run of its chain started."""
+        if self._start.carried is not None or self._start.handed is not None:
+            return Judgement.refuse(
+                ErrorCode.GATE_NOT_PENDING,
+                f"Run '{self._run_id}' was started by lockgate itself (a run it continued, or a "
+                "sub-graph its parent started): it takes no start proof.",
+            )
+        if self._refusal is not None:
+            return Judgement.refuse(
+                ErrorCode.GATE_NOT_PENDING,
+                f"Run '{self._run_id}' was refused at its start, so nothing runs for any proof: "
+                f"{self._refusal.sentence}",
+            )
+        if self._begun or self._start_actor is not None:
+            who = (self._start_actor or self._requester).actor
+            return Judgement.refuse(
+                ErrorCode.GATE_NOT_PENDING,
+                f"Run '{self._run_id}' has begun, started by {who}: a run takes its start proof "
+                "once, before it begins.",
+            )
+        return None
 
     @workflow.update(
         name="decide",

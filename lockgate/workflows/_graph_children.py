@@ -72,6 +72,10 @@ class GraphChildren(GraphGates):
             return None, f"its sub-graph run {child_id} did not finish: {shorten(why)}", named
         finally:
             self._child = None
+        if ended.get("status") == "refused":
+            # A refused run completes, its refusal its result (one recorded before failed).
+            why = str((ended.get("error") or {}).get("message") or "it was refused")
+            return None, f"its sub-graph run {child_id} did not finish: {shorten(why)}", named
         channels = ended.get("channels") or {}
         named |= {"status": ended.get("status")}
         handed_back = {name: channels.get(name) for name in node.writes}

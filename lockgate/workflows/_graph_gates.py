@@ -96,8 +96,8 @@ class GraphGates(GraphWaiting):
         self._makers = []
         self._status = "running"
         workflow.upsert_memo({"lockgate_gate": None})
-        self._upsert_search_attributes()
         self._state = self._take(state, decided)
+        self._settle_attributes_moving_on(self._state)
 
     async def _deadline_passes(self, state: str) -> str | None:
         """The open gate's deadline passed undecided: the option it takes, or None once it has

@@ -37,7 +37,7 @@ __all__ = [
 MAX_CARRIED_BYTES = 1_900_000
 """A continued run's start (its carried state) must still fit Temporal's ~2 MB payload limit."""
 
-_START_KEYS = ("inputs", "proof", "channel", "version", "carried", "handed")
+_START_KEYS = ("inputs", "signed", "proof", "channel", "version", "carried", "handed")
 
 
 @dataclass
@@ -46,9 +46,13 @@ class StartGraphInput:
 
     Attributes:
         inputs: Starting channel values; keys that are not channels of the graph are dropped.
-        proof: A signed proof of ``{kind: start, graph, run, inputs}`` (the inputs' digest); the
-            verified signer becomes the run's requester. Without one the requester is
-            ``unverified:<channel>``, and a graph with gates refuses to start.
+        signed: The starter signs this run: it runs nothing until the ``start`` update brings
+            a proof naming this execution (:func:`~lockgate.gating.start_binding`), whose
+            verified signer becomes its requester, and ends refused if none comes within
+            :data:`~lockgate.workflows.SIGNED_START_WITHIN` of its start. An unsigned run's
+            requester is ``unverified:<channel>``, and a graph with gates refuses to start one.
+        proof: A start proof inside the start input, as lockgate sent it before proofs named
+            their execution: a run recorded then keeps its verdict; a new one is refused.
         channel: The channel of an unsigned starter.
         version: The graph version to run; new runs take the newest this worker serves, and
             any other is refused (older versions only finish their runs).
@@ -65,6 +69,7 @@ class StartGraphInput:
     version: int | None = None
     carried: dict[str, Any] | None = None
     handed: dict[str, Any] | None = None
+    signed: bool = False
 
 
 @dataclass
@@ -95,14 +100,14 @@ def parse_start(starts: Sequence[Any]) -> tuple[StartGraphInput, PayloadProblem 
     """Reads a run's start payloads into a :class:`StartGraphInput`, or says what is wrong."""
     if len(starts) != 1:
         return StartGraphInput(), _invalid(
-            f"A run starts with one input, {{inputs, proof?, channel?}}; it got {len(starts)}."
+            f"A run starts with one input, {{inputs, signed?, channel?}}; it got {len(starts)}."
         )
     raw = starts[0]
     if raw is None:
         return StartGraphInput(), None
     if not isinstance(raw, dict):
         return StartGraphInput(), _invalid(
-            "A run starts with an object {inputs, proof?, channel?, version?}, not "
+            "A run starts with an object {inputs, signed?, channel?, version?}, not "
             f"{type(raw).__name__}."
         )
     limit = MAX_CARRIED_BYTES if raw.get("carried") is not None else MAX_START_BYTES
@@ -114,7 +119,7 @@ def parse_start(starts: Sequence[Any]) -> tuple[StartGraphInput, PayloadProblem 
         shown = ", ".join(name[:40] for name in unknown[:5])
         return StartGraphInput(), _invalid(
             f"The start input has unknown keys ({shown}): a run starts with "
-            "{inputs, proof?, channel?, version?}. Put channel values under 'inputs'."
+            "{inputs, signed?, channel?, version?}. Put channel values under 'inputs'."
         )
     inputs, proof, channel = raw.get("inputs", {}), raw.get("proof"), raw.get("channel")
     version, carried = raw.get("version"), raw.get("carried")
@@ -126,12 +131,20 @@ def parse_start(starts: Sequence[Any]) -> tuple[StartGraphInput, PayloadProblem 
         )
     if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
         return StartGraphInput(), _invalid("'version' must be a whole number.")
+    signed = raw.get("signed", False)
+    if not isinstance(signed, bool):
+        return StartGraphInput(), _invalid(
+            "'signed' is true when a signed `start` update follows the start, else false."
+        )
     if carried is not None and not isinstance(carried, dict):
         return StartGraphInput(), _invalid("'carried' is lockgate's own: leave it out.")
     handed = raw.get("handed")
     if handed is not None and (not isinstance(handed, dict) or carried is not None):
         return StartGraphInput(), _invalid("'handed' is lockgate's own: leave it out.")
-    return StartGraphInput(inputs, proof, channel or "temporal", version, carried, handed), None
+    return (
+        StartGraphInput(inputs, proof, channel or "temporal", version, carried, handed, signed),
+        None,
+    )
 
 
 def one_answer(args: Sequence[Any], update: str) -> tuple[Any, PayloadProblem | None]:

@@ -92,6 +92,11 @@ class GraphState:
     _carry: str  # "none"; "pending" until a carried state's seal opens; then "open"
     _carried_signals: int  # how many of the inbox's first entries the carried state brought
     _local_tools: frozenset[str] | None  # as the start check recorded them (None: by patch)
+    # The protocol the run's start check recorded (None until one ran; see RUN_PROTOCOL).
+    _protocol: int | None
+    # Who signed the run's start, once its `start` update was accepted.
+    _start_actor: Actor | None
+    _begun: bool  # the run has settled who started it: no start proof is taken any more
     # The run.
     _status: str
     _state: str
@@ -260,10 +265,31 @@ class GraphState:
     def _settled(self) -> None:
         self._settles += 1
 
+    def _quiet_attributes(self) -> bool:
+        """Whether the run writes its search attributes only when it settles (a gate opens, a
+        node parks), as runs recorded with :data:`RUN_PROTOCOL` 2 do; runs recorded before also
+        wrote them when an answer or resume moved them on and when they finished."""
+        return (self._protocol or 1) >= 2
+
+    def _settle_attributes_moving_on(self, state: str) -> None:
+        """After an answer or a resume sends the run on to ``state``: its search attributes
+        still name the gate or park just left. They are put right only if the run may still open
+        a gate from there; a run that will only run nodes and end leaves them (its memo says no
+        gate is open, which ``pending`` reads; ExecutionStatus says when it has ended), one
+        billed upsert fewer."""
+        if not self._quiet_attributes() or self._graph.may_open_a_gate_from(state):
+            self._upsert_search_attributes()
+        else:
+            self._show_details()
+
+    def _show_details(self) -> None:
+        """Tells the Temporal UI what the run is doing (its current details; no write)."""
+        workflow.set_current_details(self._details())
+
     def _upsert_search_attributes(self) -> None:
         """Brings the run's search attributes up to date, writing only what changed, and tells
         the Temporal UI what the run waits for (its current details)."""
-        workflow.set_current_details(self._details())
+        self._show_details()
         current = workflow.info().typed_search_attributes
         wanted = {
             LOCKGATE_GRAPH: self._graph.name,
@@ -305,6 +331,10 @@ class GraphState:
             return f"{graph}: refused [{self._refusal.code}] {self._refusal.sentence}"
         if self._status == "finished":
             return f"{graph} finished."
+        if self._status == "starting":
+            return (
+                f"{graph} waits for its signed start proof (`lockgate sign start {self._run_id}`)."
+            )
         return f"{graph} is running (at `{self._state}`, driven by {self._driver.actor})."
 
     def _sync_memo(self) -> None:

@@ -23,6 +23,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from lockgate.activities import CALLER_MISTAKES
 from lockgate.activities._activity_inputs import (
     OPEN_START,
+    RUN_PROTOCOL,
     VERIFY_CARRIED,
     OpenStartInput,
     ToolActivityInput,
@@ -55,6 +56,7 @@ from lockgate.workflows._graph_inputs import (
     parse_start,
 )
 from lockgate.workflows._graph_state import END, VERSION_MEMO, invalid
+from lockgate.workflows._signed_starts import await_signed_start
 
 __all__ = ["GraphRun", "graph_workflow"]
 
@@ -94,6 +96,9 @@ class GraphRun(GraphAgents):
         self._carry = "none"  # "pending" until a carried state's seal is opened, then "open"
         self._carried_signals = 0
         self._unserved_version: object = None
+        self._start_actor = None
+        self._begun = False
+        self._protocol = None
         # The tools this run runs local, as its start check recorded them (None: a run recorded
         # before runs named them, which decides by patch; see `runs_local`).
         self._local_tools: frozenset[str] | None = None
@@ -115,7 +120,12 @@ class GraphRun(GraphAgents):
                     "'handed' is lockgate's own, handed by a parent run to the sub-graph it "
                     "starts: leave it out.",
                 )
-        elif problem is None and start.proof is None and self._graph.needs_signed_start:
+        elif (
+            problem is None
+            and start.proof is None
+            and not start.signed
+            and self._graph.needs_signed_start
+        ):
             problem = PayloadProblem(
                 ErrorCode.UNAUTHORIZED.value,
                 f"'{self._graph.name}' has human gates, so a run starts only from a signed "
@@ -123,6 +133,8 @@ class GraphRun(GraphAgents):
                 "the work. A graph may declare @graph(..., allow_unsigned_start=True).",
             )
         self._refusal = problem
+        if problem is None and start.signed:
+            self._status = "starting"
 
     def _choose_version(self, start: StartGraphInput) -> tuple[int, PayloadProblem | None]:
         versions = type(self).graphs
@@ -166,7 +178,10 @@ class GraphRun(GraphAgents):
         if self._carry == "pending":
             await self._open_carried()
         elif self._refusal is None:
-            await self._open_start()
+            await self._take_starter()
+            if self._refusal is None:
+                await self._open_start()
+        self._begun = True
         if self._refusal is not None:
             self._status = "refused"
             self._settled()
@@ -175,6 +190,8 @@ class GraphRun(GraphAgents):
                 # starter claimed none write nothing here, as they always have: replay holds.)
                 self._sync_memo()
             shown = await self._finish()
+            if self._refusals_complete():
+                return shown
             raise refused_run(self._refusal.code, self._refusal.sentence, shown)
         self._sync_memo()
         self._upsert_search_attributes()
@@ -185,6 +202,35 @@ class GraphRun(GraphAgents):
             else:
                 await self._run_node(self._state)
         return await self._finish()
+
+    async def _take_starter(self) -> None:
+        """Who started the run: the signer of the proof its ``start`` update brought (it names
+        this execution; a client sends it right after the start), awaited for as long as
+        :data:`SIGNED_START_WITHIN` from the start where the start says it is signed; else the
+        unverified starter."""
+        missing = (
+            await await_signed_start(lambda: self._start_actor is not None, "its start proof")
+            if self._start.signed
+            else None
+        )
+        if self._start_actor is not None:
+            self._requester = self._driver = self._start_actor
+        elif missing is not None:
+            self._refusal = PayloadProblem(
+                ErrorCode.UNAUTHORIZED.value,
+                f"Run '{self._run_id}' was started as signed and holds no start proof, so "
+                f"nothing ran: {missing}. (`lockgate sign start {self._run_id} --as YOU` "
+                "prints one for this execution.)",
+            )
+        self._status = "running"
+
+    def _refusals_complete(self) -> bool:
+        """Whether this run ends refused as a completed run (its result the refusal), as runs
+        do today, rather than as a failed one, as runs recorded before did: its start check
+        recorded which (or, refused before any, a patch marker does)."""
+        if self._protocol is not None:
+            return self._protocol >= RUN_PROTOCOL
+        return workflow.patched(REFUSALS_COMPLETE)
 
     async def _open_carried(self) -> None:
         info = workflow.info()
@@ -206,6 +252,8 @@ class GraphRun(GraphAgents):
                 "ok": False,
                 "reason": f"It could not be checked: {_first_sentence_error(error)}",
             }
+        if "protocol" in verdict:
+            self._protocol = int(verdict["protocol"])
         if verdict["ok"] and self._unserved_version is None:
             self._carry = "open"
             self._local_tools = recorded_local_tools(verdict)
@@ -251,6 +299,8 @@ class GraphRun(GraphAgents):
                 "code": ErrorCode.INTERNAL_ERROR.value,
                 "reason": f"The start could not be checked: {_first_sentence_error(error)}",
             }
+        if "protocol" in opened:
+            self._protocol = int(opened["protocol"])
         if opened["channels"] is None:
             self._refusal = PayloadProblem(str(opened["code"]), str(opened["reason"]))
             return
@@ -438,14 +488,19 @@ class GraphRun(GraphAgents):
         self._parked = None
         self._status = "running"
         workflow.upsert_memo({"lockgate_parked": None})
-        self._upsert_search_attributes()
+        self._settle_attributes_moving_on(node.state)
 
     async def _finish(self) -> dict[str, Any]:
         if self._status != "refused":
             self._status = "finished"
             self._state = END
             self._settled()
-        self._upsert_search_attributes()
+        if self._status == "refused" or not self._quiet_attributes():
+            self._upsert_search_attributes()
+        else:
+            # The run's search attributes stay as it last wrote them: the server's
+            # ExecutionStatus says it closed (one billed upsert fewer per run).
+            self._show_details()
         while True:
             while self._inbox:
                 await self._judge_inbox()
@@ -464,6 +519,10 @@ class UnservedVersionError(Exception):
     the run carries on where it was.
     """
 
+
+REFUSALS_COMPLETE = "lockgate:refusals-complete"
+"""The patch marking a run refused before any start check as one that completes (with its
+refusal as its result) rather than fails; a run whose start check ran records that instead."""
 
 UNMARKED_VERSION = 1
 """The version a run records no marker for: a graph's first (``@graph``'s default)."""

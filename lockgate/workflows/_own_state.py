@@ -5,14 +5,11 @@ it writes for ``pending`` (memo, search attributes)."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from temporalio import workflow
-from temporalio.api.common.v1 import Payload
 from temporalio.common import SearchAttributeUpdate
-from temporalio.converter import PayloadConverter
 from temporalio.exceptions import ActivityError
 
 from lockgate.activities._activity_inputs import OPEN_WORKFLOW_START, OpenWorkflowStartInput
@@ -26,32 +23,29 @@ from lockgate.gating import (
 from lockgate.workflows._activity_options import local, local_tool_names, recorded_local_tools
 from lockgate.workflows._authority_context import (
     current_audit,
+    current_own_start,
     current_tools,
     run_arguments,
 )
+from lockgate.workflows._own_start import start_arguments
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,
     LOCKGATE_GRAPH,
     LOCKGATE_STATE,
 )
+from lockgate.workflows._signed_starts import await_signed_start
 
 __all__ = [
     "DEADLINE_ACTOR",
     "START_PROOF_MEMO",
     "GivenAnswer",
     "OwnRunState",
-    "start_arguments",
     "workflow_type_name",
 ]
 
 START_PROOF_MEMO = "lockgate_start"
-"""The memo key under which ``GraphClient.start_workflow`` puts the start proof."""
-
-
-def start_arguments(converter: PayloadConverter, args: list[Any]) -> list[Any]:
-    """A run's arguments as a start proof names them: each as its payload converter writes it,
-    read back as JSON (a payload that is not JSON as its encoding and bytes)."""
-    return [_as_json(payload) for payload in converter.to_payloads(args)]
+"""The memo key under which lockgate's clients put a start proof before proofs named their
+execution: a run recorded then keeps its verdict; a new one's is refused."""
 
 
 def workflow_type_name(run: Callable[..., Any]) -> str:
@@ -60,15 +54,6 @@ def workflow_type_name(run: Callable[..., Any]) -> str:
     if definition is None or definition.name is None:
         raise ValueError(f"{run!r} is not the @workflow.run method of a @workflow.defn class.")
     return definition.name
-
-
-def _as_json(payload: Payload) -> Any:
-    encoding = payload.metadata.get("encoding", b"").decode("utf-8", "replace")
-    if encoding == "json/plain":
-        return json.loads(payload.data)
-    if encoding == "binary/null":
-        return None
-    return {"encoding": encoding, "data": payload.data.hex()}
 
 
 DEADLINE_ACTOR = Actor.unverified(DEADLINE_CHANNEL)
@@ -115,11 +100,20 @@ class OwnRunState:
         self.settles = 0
         self.deadline_passed = False
         self.local_tools: frozenset[str] | None = None
+        self.protocol = 1
 
     async def _open(self) -> None:
-        """Verifies who started the run (once; the history keeps the verdict)."""
+        """Settles who started the run, once: the signer of its ``lockgate.start`` update
+        (awaited, if the run was started as signed), else an unverified caller; and records the
+        tools it runs local (the history keeps both for every replay)."""
         if self.requester is not None:
             return
+        own = current_own_start()
+        missing = (
+            await await_signed_start(lambda: own.actor is not None, "its start proof")
+            if own is not None and own.signed
+            else None
+        )
         arguments = start_arguments(workflow.payload_converter(), list(run_arguments()))
         try:
             opened = await local(
@@ -146,16 +140,23 @@ class OwnRunState:
         # when a query split that workflow task (the run would fail replay). A run recorded
         # before this key existed keeps deciding by patch (None).
         self.local_tools = recorded_local_tools(opened)
+        self.protocol = int(opened.get("protocol") or 1)
+        # A run recorded before proofs named their execution has its verified starter here.
         self.requester = Actor.from_dict(opened["actor"])
+        if not self.requester.verified and own is not None and own.actor is not None:
+            self.requester = own.actor
         self.driver = self.requester
-        if opened.get("reason"):
+        reason = opened.get("reason") or (
+            f"it was started as signed, and {missing}." if missing is not None else None
+        )
+        if reason:
             self.trail.append(
                 {
                     "operation": "start",
                     "outcome": "refused",
                     "by": self.requester.to_dict(),
-                    "why": f"The start proof was refused: {opened['reason']} The run goes on "
-                    "as started by an unverified caller.",
+                    "why": f"The start proof was refused: {reason} The run goes on as started "
+                    "by an unverified caller.",
                 }
             )
         self._upsert(self.status)
@@ -208,9 +209,11 @@ class OwnRunState:
         return memo
 
     def finished(self) -> None:
-        """The run function returned: the run's search attributes say so."""
+        """The run function returned. A run recorded before :data:`RUN_PROTOCOL` 2 wrote so in
+        its search attributes; today's leave them (ExecutionStatus says it has closed)."""
         self.status = "finished"
-        self._upsert("finished")
+        if self.protocol < 2:
+            self._upsert("finished")
 
     def _upsert(self, status: str) -> None:
         current = workflow.info().typed_search_attributes

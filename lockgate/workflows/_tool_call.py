@@ -1,8 +1,11 @@
-"""A durable single tool call, and the small workflows that describe a worker and record spent
-proofs.
+"""A durable single tool call.
 
 The call runs once per request id: the workflow id is the request id, so asking again returns
-the first answer. A tool that must be confirmed waits, durably, for a ``confirm`` update with
+the first answer. A signed call is started first and held back; its caller's proof, naming the
+execution the server started (:func:`~lockgate.gating.tool_binding`), comes as the ``call``
+update, judged by its validator before anything is written (see :mod:`._signed_starts`).
+
+A tool that must be confirmed waits, durably, for a ``confirm`` update with
 the token; the token expires on a workflow timer, and the call runs with the arguments of the
 first request whatever a later request sends. The token is derived from the worker secret and
 handed out by a query, so it is never written to the call's history.
@@ -23,9 +26,10 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from lockgate.activities import CALLER_MISTAKES, SPENT_PROOF_WORKFLOW, Refusal, Retry
+from lockgate.activities import CALLER_MISTAKES, Refusal, Retry
 from lockgate.activities._activity_inputs import (
     PREPARE_CALL,
+    RUN_PROTOCOL,
     PrepareCallInput,
     ToolActivityInput,
 )
@@ -35,20 +39,23 @@ from lockgate.gating import (
     Actor,
     Authority,
     ErrorCode,
+    Proof,
     ProofRefused,
     ToolResult,
     action_summary,
     confirm_binding,
+    judge_call,
     measure,
 )
 from lockgate.workflows._activity_options import execute_tool, local
 from lockgate.workflows._authority_context import current_authority
 from lockgate.workflows._failures import UnreadableStart, refused_run
+from lockgate.workflows._graph_inputs import one_answer
+from lockgate.workflows._signed_starts import await_signed_start
 
 __all__ = [
     "CallToolInput",
     "ConfirmCallInput",
-    "SpentProofWorkflow",
     "ToolCallWorkflow",
     "WaitCallInput",
     "call_workflow_id",
@@ -62,7 +69,20 @@ def call_workflow_id(request_id: str) -> str:
 
 @dataclass
 class CallToolInput:
-    """One tool call: which tool, its arguments, and who calls (a proof, or a channel)."""
+    """One tool call: which tool, its arguments, and who calls.
+
+    Attributes:
+        tool: The tool.
+        arguments: Its arguments.
+        proof: A proof inside the call's start input, as lockgate sent it before proofs named
+            their execution: a call recorded then keeps its verdict; a new one is refused.
+        channel: The channel of an unsigned caller.
+        request_id: The call's request id (its workflow id is ``lockgate-call-<request_id>``).
+        plan: Check everything (caller, arguments, scopes, confirmation) and run nothing: the
+            result is the plan.
+        signed: Its caller signs it: the call runs nothing until the ``call`` update brings a
+            proof naming this execution, and ends refused if none comes in time.
+    """
 
     tool: str
     arguments: Any = None
@@ -70,8 +90,7 @@ class CallToolInput:
     channel: str = "temporal"
     request_id: str | None = None
     plan: bool = False
-    """Check everything (caller, arguments, scopes, confirmation) and run nothing: the result is
-    the plan."""
+    signed: bool = False
 
 
 @dataclass
@@ -110,10 +129,12 @@ class ToolCallWorkflow:
         self._confirmed = False
         self._result: dict[str, Any] | None = None
         self._request: dict[str, Any] | None = None
+        self._caller: Actor | None = None  # who signed the call, once `call` was accepted
+        self._protocol: int | None = None  # as its check recorded it (see RUN_PROTOCOL)
         self._problem = self._read(calls)
 
     def _read(self, calls: tuple[Any, ...]) -> tuple[str, str] | None:
-        shape = "{tool, arguments, proof?, channel?, request_id?, plan?}"
+        shape = "{tool, arguments, signed?, channel?, request_id?, plan?}"
         if len(calls) != 1 or not isinstance(calls[0], dict):
             return (
                 ErrorCode.VALIDATION_ERROR.value,
@@ -144,10 +165,11 @@ class ToolCallWorkflow:
             channel=channel if isinstance(channel, str) else "temporal",
             request_id=request_id,
             plan=raw.get("plan") is True,
+            signed=raw.get("signed") is True,
         )
-        if raw.get("proof") is not None and workflow_id != call_workflow_id(request_id):
-            # A signed call names its request; run under another id, a copy of its input read
-            # from history would be a second call of the same proof.
+        signed = raw.get("proof") is not None or self._call.signed
+        if signed and workflow_id != call_workflow_id(request_id):
+            # One request id, one call: a signed call runs under the id its request names.
             return (
                 ErrorCode.UNAUTHORIZED.value,
                 f"A signed call runs under the workflow id {call_workflow_id(request_id)!r}, "
@@ -157,25 +179,43 @@ class ToolCallWorkflow:
 
     @workflow.run
     async def run(self, *calls: Any) -> dict[str, Any]:
-        """The call's result; a call that did not succeed (refused, failed, expired) fails the
-        run with its code and sentence, so the Temporal UI never shows it as completed."""
+        """The call's result. A call refused (its caller's mistake, or a confirmation that
+        expired) completes with the refusal as its result, so it counts in no failure metric;
+        one whose tool failed, or that could not be checked, fails with its code and sentence.
+        (A call recorded before :data:`RUN_PROTOCOL` 2 failed on a refusal too.)"""
         result = await self._call_once()
         if not result.get("success"):
             # The `outcome` updates waiting for the result answer first.
             await workflow.wait_condition(workflow.all_handlers_finished)
             error = result.get("error") or {}
+            code = str(error.get("code") or ErrorCode.INTERNAL_ERROR.value)
+            if code not in _FAILURES and self._refusals_complete():
+                return result
             raise refused_run(
-                str(error.get("code") or ErrorCode.INTERNAL_ERROR.value),
-                str(error.get("message") or "The call did not succeed."),
-                result,
+                code, str(error.get("message") or "The call did not succeed."), result
             )
         return result
+
+    def _refusals_complete(self) -> bool:
+        if self._protocol is not None:
+            return self._protocol >= RUN_PROTOCOL
+        return workflow.patched(_REFUSALS_COMPLETE)
 
     async def _call_once(self) -> dict[str, Any]:
         call = self._call
         if call is None or self._problem is not None:
             code, sentence = self._problem or (ErrorCode.VALIDATION_ERROR.value, "")
             return self._done(ToolResult.error(code, sentence))
+        if call.signed:
+            missing = await await_signed_start(lambda: self._caller is not None, "its proof")
+            if missing is not None:
+                return self._done(
+                    ToolResult.error(
+                        ErrorCode.UNAUTHORIZED,
+                        f"Call '{call.request_id}' was made as signed and holds no proof, so "
+                        f"nothing ran: {missing}.",
+                    )
+                )
         try:
             prepared = await local(
                 PREPARE_CALL,
@@ -186,6 +226,7 @@ class ToolCallWorkflow:
                     call.channel,
                     call.request_id,
                     execution=workflow.info().first_execution_run_id,
+                    actor=self._caller.to_dict() if self._caller is not None else None,
                 ),
                 result_type=dict,
             )
@@ -196,6 +237,8 @@ class ToolCallWorkflow:
                     f"The call could not be checked: {error.cause or error}",
                 )
             )
+        if "protocol" in prepared:
+            self._protocol = int(prepared["protocol"])
         if not prepared["ok"]:
             return self._done(ToolResult.from_dict(prepared["result"]))
         self._actor = Actor.from_dict(prepared["actor"])
@@ -289,7 +332,14 @@ class ToolCallWorkflow:
         Takes a :class:`WaitCallInput` (or nothing, for the defaults). The request carries no
         token (it is written to history): :meth:`ToolClient.call` asks the `confirmation` query.
         """
-        wait = _wait_of(args)
+        return await self._outcome(_wait_of(args))
+
+    @outcome.validator
+    def validate_outcome(self, *args: Any) -> None:
+        """Refuses a payload that is not a :class:`WaitCallInput`."""
+        _wait_of(args)
+
+    async def _outcome(self, wait: WaitCallInput) -> dict[str, Any]:
         await workflow.wait_condition(
             lambda: (
                 self._result is not None
@@ -304,10 +354,65 @@ class ToolCallWorkflow:
             self._request,
         ).to_dict()
 
-    @outcome.validator
-    def validate_outcome(self, *args: Any) -> None:
-        """Refuses a payload that is not a :class:`WaitCallInput`."""
-        _wait_of(args)
+    @workflow.update(
+        name="call",
+        description="Make this call as the signer of the proof: what `ToolClient` sends.",
+    )
+    async def call(self, *args: Any) -> dict[str, Any]:
+        """Records the caller the validator accepted; returns the result, or the request to
+        confirm the call."""
+        proof = Proof.parse(args[0])
+        if self._caller is not None or self._status != "checking":
+            # Another proof got in first, validated in the same task as this one.
+            raise Refusal(
+                ErrorCode.GATE_NOT_PENDING.value,
+                "This call already knows who makes it.",
+            )
+        self._caller = Actor.of_proof(proof)
+        return await self._outcome(WaitCallInput())
+
+    @call.validator
+    def validate_call(self, *args: Any) -> None:
+        """Refuses, before anything is written, a proof that does not name exactly this call
+        (request, execution, tool, arguments), and any once the call knows its caller."""
+        value, problem = one_answer(args, "call")
+        call = self._call
+        if problem is not None:
+            raise Refusal(problem.code, problem.sentence, never_stored=True)
+        if call is None or self._problem is not None:
+            raise Refusal(
+                ErrorCode.VALIDATION_ERROR.value,
+                "This call could not be read, so no proof makes it.",
+                never_stored=True,
+            )
+        if self._caller is not None or self._status != "checking" or not call.signed:
+            raise Refusal(
+                ErrorCode.GATE_NOT_PENDING.value,
+                f"Call '{call.request_id}' "
+                + (
+                    f"is made by {self._caller.actor}"
+                    if self._caller is not None
+                    else "was not made as a signed call"
+                    if not call.signed
+                    else "has begun"
+                )
+                + ": it takes its proof once, before it begins.",
+                never_stored=True,
+            )
+        judgement = judge_call(
+            _judge(),
+            value,
+            tool=call.tool,
+            arguments=call.arguments if isinstance(call.arguments, dict) else {},
+            request=str(call.request_id),
+            execution=workflow.info().first_execution_run_id,
+        )
+        if not judgement.accepted:
+            raise Refusal(
+                judgement.code or ErrorCode.UNAUTHORIZED.value,
+                judgement.reason or "",
+                never_stored=True,
+            )
 
     @workflow.update(name="confirm", description="Confirm the pending call with its token.")
     async def confirm(self, *args: Any) -> dict[str, Any]:
@@ -388,7 +493,26 @@ class ToolCallWorkflow:
         }
 
 
-_CALL_KEYS = ("tool", "arguments", "proof", "channel", "request_id", "plan")
+_CALL_KEYS = ("tool", "arguments", "proof", "channel", "request_id", "plan", "signed")
+
+_FAILURES = frozenset({ErrorCode.INTERNAL_ERROR.value, ErrorCode.TIMEOUT.value})
+"""Codes of a call that failed (its tool, or its check), rather than was refused."""
+
+_REFUSALS_COMPLETE = "lockgate:call-refusals-complete"
+"""The patch marking a call refused before its check ran as one that completes (with the
+refusal as its result); a call whose check ran records that instead."""
+
+
+def _judge() -> Authority:
+    """The worker's Authority, which judges a caller's proof (a secret is not needed)."""
+    authority = current_authority()
+    if authority is None:
+        raise Refusal(
+            ErrorCode.UNAUTHORIZED.value,
+            "This worker judges no callers: add LockgatePlugin to it.",
+            never_stored=True,
+        )
+    return authority
 
 
 def _authority() -> Authority:
@@ -447,13 +571,3 @@ def _confirmation_of(args: tuple[Any, ...]) -> ConfirmCallInput:
         "`confirm` takes one object {token, proof?}: the confirm_token the call handed out, and "
         "for a signed call its signer's proof of that token.",
     )
-
-
-@workflow.defn(name=SPENT_PROOF_WORKFLOW, sandboxed=False)
-class SpentProofWorkflow:
-    """The record of a spent proof (see :class:`~lockgate.activities.TemporalNonceLedger`):
-    its id and memo are the record, so it has nothing to do."""
-
-    @workflow.run
-    async def run(self, *args: Any) -> None:
-        return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from collections.abc import Mapping
@@ -11,6 +12,7 @@ from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
     WorkflowFailureError,
+    WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
@@ -23,11 +25,14 @@ from lockgate.gating import ErrorCode, Signer, confirm_binding, tool_binding
 from lockgate.workflows._catalogue import describe_worker
 from lockgate.workflows._client_support import (
     DEFAULT_TASK_QUEUE,
+    quote_literal,
     refused_by_update,
     settle_operation,
+    status_name,
     tool_refusal,
 )
 from lockgate.workflows._failures import outcome_of
+from lockgate.workflows._signed_starts import SIGNED_START_WITHIN, withdraw
 from lockgate.workflows._tool_call import (
     CallToolInput,
     ConfirmCallInput,
@@ -36,6 +41,10 @@ from lockgate.workflows._tool_call import (
 )
 
 __all__ = ["ToolClient"]
+
+_VISIBILITY_READS = 20
+_VISIBILITY_PAUSE = 0.05
+"""How often, and how far apart, a listing is read again until it catches up with a start."""
 
 
 class ToolClient:
@@ -75,22 +84,61 @@ class ToolClient:
         Asking again with the same ``request_id`` returns the first answer, never runs twice.
         With ``plan``, the worker checks everything a call is checked for and runs nothing: the
         result's ``data["plan"]`` says what would run (a plan spends no rate budget).
+
+        A signed call is started first and held back; the signer then signs for the execution
+        the server started, the tool, these arguments and the request id, and the proof goes to
+        the call as its ``call`` update. A proof the call refuses is returned as the refusal,
+        and the call, which ran nothing, is withdrawn.
         """
         request_id = request_id or uuid.uuid4().hex
         arguments = dict(arguments or {})
-        proof = None
-        if self.signer is not None:
-            proof = self.signer.sign(tool_binding(tool, arguments, request_id))
-        call = CallToolInput(tool, arguments, proof, self.channel, request_id, plan)
+        signer = self.signer
+        call = CallToolInput(
+            tool, arguments, None, self.channel, request_id, plan, signed=signer is not None
+        )
         workflow_id = call_workflow_id(request_id)
+        options: dict[str, Any] = {
+            "id": workflow_id,
+            "task_queue": self.task_queue,
+            "id_reuse_policy": WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            "static_summary": f"{tool} ({request_id})",
+        }
+        if signer is None:
+            return await self._call_unsigned(call, options)
+        try:
+            # Held back until the proof, which names the execution about to start, arrives.
+            started = await self.client.start_workflow(
+                "lockgate.tool_call",
+                call,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                start_delay=SIGNED_START_WITHIN,
+                **options,
+            )
+        except WorkflowAlreadyStartedError as running:
+            # Asked before: the call runs once, and answers every ask with its first outcome.
+            return await self._asked_again(workflow_id, request_id, running.run_id)
+        execution = started.first_execution_run_id or ""
+        handle = self.client.get_workflow_handle(workflow_id, run_id=execution)
+        proof = signer.sign(tool_binding(tool, arguments, request_id, execution))
+        try:
+            result: ToolCallResult = await handle.execute_update("call", proof, result_type=dict)
+        except WorkflowUpdateFailedError as error:
+            await withdraw(handle)  # it ran nothing, and without a proof never will
+            return tool_refusal(*refused_by_update(error), request_id=request_id)
+        except RPCError as error:
+            if error.status not in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
+                raise
+            # Someone ended the execution this client started before its proof reached it.
+            return await self._answer_of(handle, request_id)
+        return await self._with_token(result, workflow_id)
+
+    async def _call_unsigned(self, call: CallToolInput, options: dict[str, Any]) -> ToolCallResult:
+        request_id = str(call.request_id)
         operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
             "lockgate.tool_call",
             call,
-            id=workflow_id,
-            task_queue=self.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            static_summary=f"{tool} ({request_id})",
+            **options,
         )
         try:
             result: ToolCallResult = await self.client.execute_update_with_start_workflow(
@@ -99,27 +147,85 @@ class ToolClient:
                 start_workflow_operation=operation,
                 result_type=dict,
             )
-            if (result.get("meta") or {}).get("requires_confirmation"):
-                # The token is not in the update's result (history keeps that); ask for it.
-                handle = self.client.get_workflow_handle(workflow_id)
-                with contextlib.suppress(WorkflowQueryFailedError):
-                    # Fails only if the call expired meanwhile; the result says it needed one.
-                    result["data"] = await handle.query("confirmation", result_type=dict)
-            return result
         except WorkflowAlreadyStartedError:
             # The call already ran and closed: its first answer stands.
             await settle_operation(operation)
-            handle = self.client.get_workflow_handle(workflow_id, result_type=dict)
-            try:
-                finished: ToolCallResult = await handle.result()
-            except WorkflowFailureError as error:
-                outcome = outcome_of(error)
-                if outcome is None:
-                    raise
-                return cast(ToolCallResult, outcome)
-            return finished
+            return await self._first_answer(options["id"], request_id)
         except WorkflowUpdateFailedError as error:
             return tool_refusal(*refused_by_update(error), request_id=request_id)
+        return await self._with_token(result, options["id"])
+
+    async def _asked_again(
+        self, workflow_id: str, request_id: str, current_run: str | None
+    ) -> ToolCallResult:
+        """The outcome of a call asked for before, from its first execution (never one someone
+        started later under its request id): its confirmation request while it waits for one,
+        else its result once it has one."""
+        handle = await self._first_execution(workflow_id, current_run)
+        try:
+            result: ToolCallResult = await handle.execute_update(
+                "outcome", WaitCallInput(), result_type=dict
+            )
+        except WorkflowUpdateFailedError as error:
+            return tool_refusal(*refused_by_update(error), request_id=request_id)
+        except RPCError as error:
+            if error.status not in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
+                raise
+            return await self._answer_of(handle, request_id)  # it closed
+        return await self._with_token(result, workflow_id)
+
+    async def _first_answer(self, workflow_id: str, request_id: str) -> ToolCallResult:
+        """What a closed call answered first."""
+        return await self._answer_of(await self._first_execution(workflow_id, None), request_id)
+
+    async def _first_execution(
+        self, workflow_id: str, current_run: str | None
+    ) -> WorkflowHandle[Any, Any]:
+        """The first execution of a call's workflow id: the call its request id made. Anyone
+        may start another under that id once it closed; asking again answers from the first.
+
+        Visibility is written after the fact: the listing is read until it shows the execution
+        running now (``current_run``, when known), so that one before it is listed too.
+        """
+        query = f"WorkflowId = {quote_literal(workflow_id)}"
+        listed: list[Any] = []
+        for _ in range(_VISIBILITY_READS):
+            listed = [execution async for execution in self.client.list_workflows(query)]
+            if current_run is None or any(e.run_id == current_run for e in listed):
+                break
+            await asyncio.sleep(_VISIBILITY_PAUSE)
+        first = min(listed, key=lambda e: (e.start_time, e.run_id), default=None)
+        # Not listed at all: the current one.
+        run_id = first.run_id if first is not None else current_run
+        return self.client.get_workflow_handle(workflow_id, run_id=run_id, result_type=dict)
+
+    async def _answer_of(self, handle: WorkflowHandle[Any, Any], request_id: str) -> ToolCallResult:
+        """How the call execution ``handle`` names ended: its result (a refused call's is its
+        refusal), or a refusal saying how it ended."""
+        try:
+            finished: ToolCallResult = await handle.result(follow_runs=False)
+        except WorkflowFailureError as error:
+            outcome = outcome_of(error)
+            if outcome is not None:
+                return cast(ToolCallResult, outcome)
+            description = await handle.describe()
+            return tool_refusal(
+                ErrorCode.INTERNAL_ERROR,
+                f"Call '{request_id}' ended {status_name(description.status)}: "
+                f"{error.cause or error}",
+                request_id=request_id,
+            )
+        return finished
+
+    async def _with_token(self, result: ToolCallResult, workflow_id: str) -> ToolCallResult:
+        """A request to confirm, with its token: not in the update's result (history keeps
+        that), but from the call's ``confirmation`` query."""
+        if (result.get("meta") or {}).get("requires_confirmation"):
+            handle = self.client.get_workflow_handle(workflow_id)
+            with contextlib.suppress(WorkflowQueryFailedError):
+                # Fails only if the call expired meanwhile; the result says it needed one.
+                result["data"] = await handle.query("confirmation", result_type=dict)
+        return result
 
     async def confirm(self, request_id: str, token: str) -> ToolCallResult:
         """Confirms a pending call with its token; returns the call's result."""
