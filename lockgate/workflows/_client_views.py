@@ -194,21 +194,42 @@ class RunViews:
         return gate.execution == described.raw_description.workflow_execution_info.first_run_id
 
     async def list(self, graph: str | type | None = None) -> list[dict[str, Any]]:
-        """Every lockgate run (of ``graph``), newest visibility first as the server returns them."""
+        """Every lockgate run (of ``graph``) on this client's task queue, newest visibility first
+        as the server returns them.
+
+        A closed run's ``status`` is how it closed (``completed``, ``terminated``...; ``refused``
+        for a run refused); a running run's is what its memo says it waits for (``waiting`` at a
+        gate, ``parked`` at a node, else ``running``): a run writes its search attributes only
+        when it settles, so they may still name a gate it has since been answered at.
+        """
         query = (
             f"{LOCKGATE_GRAPH.name} = {quote_literal(graph_name(graph))}"
             if graph is not None
             else f"{LOCKGATE_GRAPH.name} IS NOT NULL"
-        )
+        ) + f" AND TaskQueue = {quote_literal(self.task_queue)}"
         rows = []
         async for execution in self.client.list_workflows(query):
             attributes = execution.typed_search_attributes
+            # A refused run wrote so; any other closed run is as the server says it closed.
+            refused = attributes.get(LOCKGATE_STATE) == "refused"
+            status = "refused" if refused else status_name(execution.status)
+            awaiting = None
+            if execution.status == WorkflowExecutionStatus.RUNNING and not refused:
+                try:
+                    memo = await execution.memo()
+                except Exception:  # a memo this client cannot read (keys it lacks)
+                    status = str(attributes.get(LOCKGATE_STATE) or "running")
+                else:
+                    gate = memo.get("lockgate_gate")
+                    parked = memo.get("lockgate_parked")
+                    status = "waiting" if gate else "parked" if parked else "running"
+                    awaiting = gate.get("role") if isinstance(gate, dict) else None
             rows.append(
                 {
                     "run_id": execution.id,
                     "graph": attributes.get(LOCKGATE_GRAPH),
-                    "status": attributes.get(LOCKGATE_STATE),
-                    "awaiting": attributes.get(LOCKGATE_AWAITING),
+                    "status": status,
+                    "awaiting": awaiting,
                     "started_at": execution.start_time.isoformat()
                     if execution.start_time
                     else None,
