@@ -177,6 +177,24 @@ async def test_a_refused_run_completes_with_its_refusal_as_its_result_and_says_s
     assert [row["status"] for row in listed if row["run_id"] == run["run_id"]] == ["refused"]
 
 
+async def test_a_signed_start_without_waiting_answers_once_its_proof_is_recorded(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    who = people()
+    async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
+        ada = GraphClient(temporal_client, task_queue, signer=who.signer("ada"))
+        started = await ada.start(EssayReview, ALWAYS_FAILS, wait=False)
+        waiting = await eventually(
+            lambda: ada.show(started["run_id"]),
+            lambda shown: shown.get("status") == "waiting",
+            what="the run going on by itself to its gate",
+        )
+
+    assert started["ok"] is True and started["status"] == "starting", started
+    assert started["requester"]["principal"] == "ada" and started["trail"] == []
+    assert waiting["requester"]["principal"] == "ada"
+
+
 async def test_a_start_whose_checks_keep_failing_is_refused_not_a_failed_run(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:

@@ -17,10 +17,8 @@ where a description does.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import timedelta
 from typing import Any, cast
 
 from temporalio.client import (
@@ -30,8 +28,6 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
-    WorkflowUpdateStage,
 )
 from temporalio.common import (
     SearchAttributePair,
@@ -81,9 +77,6 @@ from lockgate.workflows._signed_starts import SIGNED_START_WITHIN, StartRefusedE
 
 __all__ = ["GraphClient"]
 
-
-_NO_WAIT = timedelta(milliseconds=100)
-"""How long ``start(wait=False)`` waits for the outcome of an accepted start proof."""
 
 _FIRST_PAUSE = 0.005
 _LONGEST_PAUSE = 0.05
@@ -218,22 +211,9 @@ class GraphClient(RunViews):
         proof is accepted), or the refusal, after which the run is withdrawn. A run that refused
         itself at its start (its input, its version) takes no proof: its own refusal is read."""
         run_id = handle.id
-        try:
-            if wait:
-                shown = await self._settled(self._proven(handle, proof), run_id, graph)
-            else:
-                accepted = await handle.start_update(
-                    "start",
-                    dict(proof),
-                    wait_for_stage=WorkflowUpdateStage.ACCEPTED,
-                    result_type=dict,
-                )
-                shown = {"ok": True, "run_id": run_id, "graph": graph, "status": "started"}
-                with contextlib.suppress(WorkflowUpdateRPCTimeoutOrCancelledError):
-                    # A refused proof is known at once; an accepted one is not waited for.
-                    shown = await accepted.result(rpc_timeout=_NO_WAIT)
-        except WorkflowUpdateFailedError as error:
-            shown = update_refusal(error, run_id=run_id)
+        # Without wait, answered as soon as the proof is recorded: the run goes on by itself.
+        sent = dict(proof) if wait else {"proof": dict(proof), "settle": False}
+        shown = await self._settled(self._proven(handle, sent), run_id, graph)
         if shown.get("ok") is False and shown.get("status") is None:
             if shown["error"]["code"] == ErrorCode.GATE_NOT_PENDING.value:
                 # The run took no proof because it refused itself at its start: what it says.
@@ -246,11 +226,12 @@ class GraphClient(RunViews):
                 return cast(RunView, {**ended, "error": shown["error"]})
         return shown
 
-    async def _proven(self, handle: WorkflowHandle[Any, Any], proof: Mapping[str, Any]) -> RunView:
-        """The ``start`` update's answer: the run once it settles; or, where it closed first
-        (one refused at its start, or ended by someone else), its execution's own end."""
+    async def _proven(self, handle: WorkflowHandle[Any, Any], sent: Mapping[str, Any]) -> RunView:
+        """The ``start`` update's answer: the run once it settles (or once it recorded the
+        proof); or, where it closed first (one refused at its start, or ended by someone else),
+        its execution's own end."""
         try:
-            shown: RunView = await handle.execute_update("start", dict(proof), result_type=dict)
+            shown: RunView = await handle.execute_update("start", dict(sent), result_type=dict)
         except RPCError as error:
             if error.status not in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
                 raise

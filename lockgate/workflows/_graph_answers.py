@@ -32,7 +32,7 @@ from lockgate.gating import (
     shorten,
 )
 from lockgate.workflows._authority_context import carry_seal, current_authority
-from lockgate.workflows._graph_inputs import one_answer, settle_input, show_input
+from lockgate.workflows._graph_inputs import one_answer, settle_input, show_input, start_proof
 from lockgate.workflows._graph_signals import GraphSignals
 from lockgate.workflows._graph_state import GivenAnswer, invalid
 
@@ -51,9 +51,10 @@ class GraphAnswers(GraphSignals):
         ),
     )
     async def start(self, *args: Any) -> dict[str, Any]:
-        """Records the starter the validator accepted, then returns once the run settles."""
-        proof = Proof.parse(args[0])
-        actor = Actor.of_proof(proof)
+        """Records the starter the validator accepted, then returns once the run settles (or at
+        once, asked with ``{proof, settle: false}``)."""
+        value, settle, _ = start_proof(args)
+        actor = Actor.of_proof(Proof.parse(value))
         if self._begun or self._start_actor is not None:
             # Another start proof got in first, validated in the same task as this one.
             raise Refusal(
@@ -61,7 +62,9 @@ class GraphAnswers(GraphSignals):
                 f"Run '{self._run_id}' already knows who started it.",
             )
         _audit("run.start", True, actor, graph=self._graph.name, run=self._run_id)
-        self._start_actor = actor
+        self._start_actor = self._requester = self._driver = actor
+        if not settle:
+            return self._view()
         return await self._after_settling(self._settles)
 
     @start.validator
@@ -69,7 +72,7 @@ class GraphAnswers(GraphSignals):
         """Refuses, before anything is written, a start proof that does not name exactly this
         run (graph, workflow id, execution, version, inputs), and any once the run has begun."""
         authority = _authority()
-        value, problem = one_answer(args, "start")
+        value, _, problem = start_proof(args)
         judgement = (
             _refused_payload(problem)
             or self._start_taken()

@@ -32,6 +32,7 @@ __all__ = [
     "parse_start",
     "settle_input",
     "show_input",
+    "start_proof",
 ]
 
 MAX_CARRIED_BYTES = 1_900_000
@@ -155,6 +156,20 @@ def one_answer(args: Sequence[Any], update: str) -> tuple[Any, PayloadProblem | 
             f"it got {len(args)}."
         )
     return args[0], measure(args[0], what=f"The `{update}` payload", max_bytes=MAX_ANSWER_BYTES)
+
+
+def start_proof(args: Sequence[Any]) -> tuple[Any, bool, PayloadProblem | None]:
+    """The proof a ``start`` update takes, and whether its caller waits for the run to settle.
+
+    The payload is the signed proof (what ``lockgate sign start`` prints: the caller waits), or
+    ``{proof, settle: false}`` from a caller who only waits for the proof to be recorded.
+    """
+    value, problem = one_answer(args, "start")
+    if problem is not None or not isinstance(value, dict) or set(value) != {"proof", "settle"}:
+        return value, True, problem
+    if not isinstance(value["settle"], bool):
+        return value, True, _invalid("'settle' is true (wait for the run to settle) or false.")
+    return value["proof"], value["settle"], None
 
 
 def settle_input(args: Sequence[Any]) -> tuple[SettleInput, PayloadProblem | None]:
