@@ -52,6 +52,7 @@ __all__ = [
     "EssayInput",
     "GateLoop",
     "HandEssay",
+    "HandEssayGate",
     "HandGateLoop",
     "HandLinear",
     "Linear20",
@@ -467,7 +468,65 @@ class HandEssay:
             raise ApplicationError(f"No option {decision.choice!r}.", type="VALIDATION_ERROR")
 
 
-HANDWRITTEN_WORKFLOWS: list[type] = [HandLinear, HandGateLoop, HandEssay]
+@workflow.defn(name="bench.hand_essay_gate")
+class HandEssayGate:
+    """The essay's gated path by hand, with the fewest actions: write and grade as local
+    activities until three rewrites have failed (the fourth failure), then wait for a ``decide``
+    update, checked by nothing, and publish as a regular activity (or abandon, or go round once
+    more). The update's handler waits until the run reaches the gate, so a client may send the
+    answer at once: nothing to poll, query or upsert to learn that the run waits."""
+
+    def __init__(self) -> None:
+        self.waiting = False
+        self.choice: str | None = None
+
+    @workflow.run
+    async def run(self, essay_input: EssayInput) -> dict[str, Any]:
+        title, rubric = essay_input.title, essay_input.rubric
+        draft, feedback, failures, steps = "", "", 0, 0
+        while True:
+            written = await workflow.execute_local_activity(
+                "bare.essay.write",
+                args=[title, rubric, draft, feedback],
+                start_to_close_timeout=_ACTIVITY_TIMEOUT,
+                result_type=dict,
+            )
+            graded = await workflow.execute_local_activity(
+                "bare.essay.grade",
+                args=[rubric, written["draft"]],
+                start_to_close_timeout=_ACTIVITY_TIMEOUT,
+                result_type=dict,
+            )
+            draft, feedback, steps = written["draft"], graded["feedback"], steps + 2
+            if graded["verdict"] == essay.Verdict.PASSED.value:
+                break
+            failures += 1
+            if failures > 3:
+                self.waiting = True
+                await workflow.wait_condition(lambda: self.choice is not None)
+                choice, self.choice, self.waiting = self.choice, None, False
+                if choice == essay.EditorCall.ABANDON.value:
+                    await workflow.execute_activity(
+                        "bare.essay.abandon", title, start_to_close_timeout=_ACTIVITY_TIMEOUT
+                    )
+                    return {"url": None, "steps": steps + 1}
+                if choice == essay.EditorCall.PUBLISH_AS_IS.value:
+                    break
+        published = await workflow.execute_activity(
+            "bare.essay.publish",
+            args=[title, draft],
+            start_to_close_timeout=_ACTIVITY_TIMEOUT,
+            result_type=dict,
+        )
+        return {"url": published["url"], "steps": steps + 1}
+
+    @workflow.update
+    async def decide(self, decision: DecideInput) -> None:
+        await workflow.wait_condition(lambda: self.waiting and self.choice is None)
+        self.choice = decision.choice
+
+
+HANDWRITTEN_WORKFLOWS: list[type] = [HandLinear, HandGateLoop, HandEssay, HandEssayGate]
 HANDWRITTEN_ACTIVITIES: list[Callable[..., Any]] = [
     *_LINEAR_ACTIVITIES,
     bare_tick,
