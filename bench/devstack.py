@@ -4,7 +4,7 @@
 measures that server (a ``DevServer`` on free ports, headless, its SQLite file in a temporary
 directory) with one worker in this process, built as ``lockgate dev`` builds its own (a
 ``Worker`` with the ``LockgatePlugin`` and nothing else), on the event loop ``lockgate dev`` runs
-on (uvloop where it is installed). Two figures:
+on (uvloop where it is installed). Three figures:
 
 - ``sequential_node_ms``: the 20-node linear graph (``Linear20``), one run at a time, started
   with ``GraphClient.start(..., wait=False)`` (unsigned; its first workflow task is handed back
@@ -12,8 +12,22 @@ on (uvloop where it is installed). Two figures:
   median run's wall time divided by its 20 nodes.
 - ``essay_runs_per_second``: ``--runs`` essays (``essay:review``, inputs that pass the first
   time: write, grade, publish) started signed all at once, to the end.
+- ``lockgate_over_handwritten_node_ms`` (target 1.10), on ``lockgate_dev``'s server only: the
+  same sequential ``Linear20`` runs against ``HandLinear``, the hand-written Temporal workflow
+  calling the same 20 functions as bare activities one after another (``bench/graph_overhead.py``
+  compares the two on the in-memory server). Both run on one worker in each turn (as
+  ``graph_overhead`` builds it: the ``LockgatePlugin`` beside the hand-written workflows and
+  activities), a fresh one after the turn's other figures, and both start alike: lockgate's with
+  ``GraphClient.start(..., wait=False)``, which asks for an eager start, the hand-written one with
+  ``start_workflow(..., request_eager_start=True)``; then each handle's ``result()``. The runs
+  alternate, the order flipping each pair; the figure is the median of the pairs' ratios of
+  per-node ms (``--pairs`` pairs over the rounds). The per-node ms of each side are printed too,
+  each saying whether its runs started eagerly.
 
-So that each setting's share can be told, the same two figures are measured in the same run on
+The absolute figures (ms per node, runs per second) depend on the machine: they are printed as
+information (target None); only the ratio has a target.
+
+So that each setting's share can be told, the first two figures are measured in the same run on
 the configurations that lead there, each on its own fresh server: ``before`` (what ``lockgate
 dev`` ran: a SQLite file with default pragmas, only the search-attribute cache flag),
 ``prompt_transfer`` (plus the transfer-queue poll limit), ``lockgate_dev`` (plus SQLite's
@@ -28,7 +42,7 @@ Each ``sequential_node_ms`` line says whether its runs started eagerly (``starte
 the server answered): ``GraphClient.start`` asks for it and Server 1.32 allows it by default,
 so every configuration does, ``before`` included.
 
-    python bench/devstack.py [--runs 200] [--repeats 15] [--rounds 3]
+    python bench/devstack.py [--runs 200] [--repeats 15] [--rounds 3] [--pairs 30]
 """
 
 from __future__ import annotations
@@ -55,7 +69,15 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from bench._exit import leave
-from bench._workloads import CpuMeter, Linear20, emit, median_ratio, stdout_to_stderr
+from bench._workloads import (
+    CpuMeter,
+    HandLinear,
+    Linear20,
+    bench_worker,
+    emit,
+    median_ratio,
+    stdout_to_stderr,
+)
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.cli._loop import event_loop_name, run_on_the_fastest_loop
 from lockgate.devserver import DevServer, free_port, server_args, temporal_binary
@@ -67,6 +89,8 @@ BENCH = "devstack"
 NODES = 20
 PASSES_FIRST_TIME = {"title": "Tides and the moon", "rubric": "tides, moon"}  # 3 node steps
 WARMUP_ESSAYS = 4
+LOCKGATE_OVER_HANDWRITTEN_NODE_MS = 1.10
+"""Target: a sequential node on lockgate dev's server within 10% of a hand-written workflow's."""
 
 # The settings of the configurations before lockgate_dev, spelled out: they are a history, not
 # defaults. Each must still be one of server_args'; main() checks it, so a renamed key shows.
@@ -162,6 +186,23 @@ async def linear_run(client: Client, graphs: GraphClient) -> tuple[float, str]:
     return seconds, started["run_id"]
 
 
+async def handwritten_linear_run(client: Client, task_queue: str) -> tuple[float, str]:
+    """Wall seconds of one ``HandLinear`` run, started eagerly as ``GraphClient.start`` starts
+    an unsigned run, from the start request to its result, and its id."""
+    began = time.perf_counter()
+    handle = await client.start_workflow(
+        HandLinear.run,
+        0,
+        id=f"hand-linear-{uuid.uuid4().hex[:12]}",
+        task_queue=task_queue,
+        request_eager_start=True,
+    )
+    result = await handle.result()
+    seconds = time.perf_counter() - began
+    assert result == NODES, result
+    return seconds, handle.id
+
+
 async def started_eagerly(client: Client, run_id: str) -> bool:
     """Whether the server handed run ``run_id``'s first workflow task back in the start's reply."""
     history = await client.get_workflow_handle(run_id).fetch_history()
@@ -201,6 +242,14 @@ class Stack:
     runs_per_second: list[float] = field(default_factory=list)
     eager: set[bool] = field(default_factory=set)
     """Whether runs started eagerly, as the server answered (checked once a turn)."""
+    pairs_per_round: list[int] = field(default_factory=list)
+    """Linear20 / HandLinear pairs a turn runs (the main configuration's only)."""
+    paired_lockgate_ms: list[float] = field(default_factory=list)
+    paired_handwritten_ms: list[float] = field(default_factory=list)
+    """Per-node ms of each pair's two runs, in the order they were run."""
+    paired_eager: dict[str, set[bool]] = field(
+        default_factory=lambda: {"lockgate": set(), "handwritten": set()}
+    )
 
 
 async def take_turn(
@@ -234,8 +283,35 @@ async def take_turn(
                 stack.eager.add(await started_eagerly(client, last_run))
             await essay_phase(client, writer, WARMUP_ESSAYS)
             stack.runs_per_second.append(runs / await essay_phase(client, writer, runs))
+        if stack.pairs_per_round:
+            await paired_runs(stack, people, stack.pairs_per_round[round_index], warmup)
     others = machine_busy_seconds() - busy_before - ours.process - ours.server
     return max(others, 0.0) / (time.perf_counter() - began)
+
+
+async def paired_runs(stack: Stack, people: Identities, pairs: int, warmup: int) -> None:
+    """``pairs`` sequential ``Linear20`` runs alternating with ``HandLinear`` runs, on a fresh
+    worker serving both (the only one polling meanwhile), the order flipping each pair."""
+    client = stack.client
+    task_queue = f"bench-devstack-pairs-{uuid.uuid4().hex[:8]}"
+    plugin = LockgatePlugin(graphs=[Linear20], directory=people.directory, secret=people.secret)
+    graphs = GraphClient(client, task_queue)
+    async with bench_worker(client, task_queue, plugin):
+        for _ in range(warmup):
+            await linear_run(client, graphs)
+            await handwritten_linear_run(client, task_queue)
+        last: dict[str, str] = {}
+        for pair in range(pairs):
+            if pair % 2 == 0:
+                lockgate, last["lockgate"] = await linear_run(client, graphs)
+                handwritten, last["handwritten"] = await handwritten_linear_run(client, task_queue)
+            else:
+                handwritten, last["handwritten"] = await handwritten_linear_run(client, task_queue)
+                lockgate, last["lockgate"] = await linear_run(client, graphs)
+            stack.paired_lockgate_ms.append(1000 * lockgate / NODES)
+            stack.paired_handwritten_ms.append(1000 * handwritten / NODES)
+        for side, run_id in last.items():
+            stack.paired_eager[side].add(await started_eagerly(client, run_id))
 
 
 def spread(total: int, rounds: int) -> list[int]:
@@ -243,7 +319,7 @@ def spread(total: int, rounds: int) -> list[int]:
     return [total // rounds + (1 if index < total % rounds else 0) for index in range(rounds)]
 
 
-async def main(runs: int, repeats: int, rounds: int, warmup: int) -> int:
+async def main(runs: int, repeats: int, rounds: int, warmup: int, pairs: int) -> int:
     known = server_args(database=True)
     for configuration in CONFIGURATIONS:
         missing = [setting for setting in configuration.settings if setting not in known]
@@ -257,7 +333,10 @@ async def main(runs: int, repeats: int, rounds: int, warmup: int) -> int:
                 client = await servers.enter_async_context(
                     fresh_server(configuration, Path(scratch))
                 )
-                stacks.append(Stack(configuration, client, spread(repeats, rounds)))
+                stack = Stack(configuration, client, spread(repeats, rounds))
+                if configuration.main:
+                    stack.pairs_per_round = spread(pairs, rounds)
+                stacks.append(stack)
             # Every server is up (an idle one costs ~0.2% of a core) and the configurations take
             # turns, the order reversed each round, so a machine that slows down or speeds up
             # during the run weighs on all of them alike.
@@ -285,6 +364,7 @@ async def main(runs: int, repeats: int, rounds: int, warmup: int) -> int:
             f"sequential_node_ms{suffix}",
             statistics.median(stack.node_ms),
             "ms",
+            target=None,
             configuration=configuration.name,
             adds=configuration.adds,
             runs=len(stack.node_ms),
@@ -296,12 +376,42 @@ async def main(runs: int, repeats: int, rounds: int, warmup: int) -> int:
             f"essay_runs_per_second{suffix}",
             statistics.median(stack.runs_per_second),
             "runs/s",
+            target=None,
             configuration=configuration.name,
             phases=len(stack.runs_per_second),
         )
     before = stacks[0]
     main_stack = next(stack for stack in stacks if stack.configuration.main)
     main_name = main_stack.configuration.name
+    # lockgate against the hand-written workflow on lockgate dev's own server, side by side.
+    for side, node_ms in (
+        ("lockgate", main_stack.paired_lockgate_ms),
+        ("handwritten", main_stack.paired_handwritten_ms),
+    ):
+        emit(
+            BENCH,
+            f"paired_{side}_node_ms",
+            statistics.median(node_ms),
+            "ms",
+            target=None,
+            configuration=main_name,
+            runs=len(node_ms),
+            nodes=NODES,
+            started_eagerly=sorted(main_stack.paired_eager[side]),
+        )
+    emit(
+        BENCH,
+        "lockgate_over_handwritten_node_ms",
+        median_ratio(main_stack.paired_lockgate_ms, main_stack.paired_handwritten_ms),
+        "ratio",
+        target=LOCKGATE_OVER_HANDWRITTEN_NODE_MS,
+        configuration=main_name,
+        server="server_args(database=True) on a SQLite file",
+        pairs=len(main_stack.paired_lockgate_ms),
+        lockgate="Linear20, GraphClient.start(wait=False) unsigned + handle.result()",
+        handwritten="HandLinear, start_workflow(request_eager_start=True) + handle.result()",
+        note="median of the per-node ms ratios of pairs run back to back",
+    )
     emit(
         BENCH,
         "sequential_node_speedup",
@@ -357,6 +467,12 @@ if __name__ == "__main__":
     )
     parser.add_argument("--rounds", type=int, default=3, help="turns each configuration takes")
     parser.add_argument("--warmup", type=int, default=2, help="untimed Linear20 runs per turn")
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=30,
+        help="Linear20 / HandLinear pairs on lockgate_dev's server, over the rounds",
+    )
     options = parser.parse_args()
     run_on_the_fastest_loop(
         main(
@@ -364,6 +480,7 @@ if __name__ == "__main__":
             options.repeats,
             options.rounds,
             options.warmup,
+            options.pairs,
         )
     )
     leave()

@@ -5,10 +5,12 @@ The graph's 20 nodes are trivial async ``@tool`` functions passing a counter cha
 hand-written workflow calls the same 20 functions as bare ``@activity.defn`` activities, one
 after another. Both are started the same way: ``start_workflow`` (for lockgate through
 ``GraphClient.start(..., wait=False)``, unsigned), then the handle's ``result()``. Runs are
-sequential and interleaved (lockgate, hand-written, then the other order), and the figure is the
-median of the pairwise ratios. A signed start (the run's requester verified by a local activity)
-is measured as a third side. CPU seconds per run, of this process (worker and client) and of
-the dev server, are reported beside the wall time.
+sequential and interleaved (lockgate, hand-written, then the other order), and the figure,
+``lockgate_over_handwritten`` (target 1.05), is the median of the pairwise ratios. A signed start
+(the run held back until its proof arrives as its ``start`` update, which the run's own update
+validator verifies; ``wait=False`` returns once the proof is accepted) is measured as a third
+side, for information. CPU seconds per run, of this process (worker and client) and of the dev
+server, are reported beside the wall time.
 
     python bench/graph_overhead.py [--repeats 20]
 """
@@ -42,7 +44,7 @@ from lockgate import GraphClient, LockgatePlugin
 from lockgate.testing import Identities
 
 BENCH = "graph_overhead"
-TARGET_RATIO = 1.15
+TARGET_RATIO = 1.05
 
 
 async def run_lockgate(client: Client, graphs: GraphClient) -> None:
