@@ -85,6 +85,19 @@ class LookupWorkflow:
         return f"ticket {ticket}: {found.data['customer'] if found.success else found.code}"
 
 
+@workflow.defn(name="support:lookup-continued")
+class ContinuedLookup:
+    """Reads a ticket, then continues as new once and reads it again: what each run read as."""
+
+    @workflow.run
+    async def run(self, ticket: int, read_before: str | None = None) -> list[str | None]:
+        found = await call_tool(read_ticket, {"ticket": ticket})
+        read_as = found.code or "read"
+        if read_before is None:
+            workflow.continue_as_new(args=[ticket, read_as])
+        return [read_before, read_as]
+
+
 @workflow.defn(name="support:misdeclared")
 class MisdeclaredGateWorkflow:
     """Asks a gate whose options are no enum: a mistake in the workflow's own code."""

@@ -37,6 +37,7 @@ from tests.graphs_for_tests import eventually
 from tests.own_workflow_support import open_gate_of, support_people
 from tests.own_workflows_for_tests import (
     OWN_TOOLS,
+    ContinuedLookup,
     LookupWorkflow,
     MisdeclaredGateWorkflow,
     RefundRequest,
@@ -228,6 +229,24 @@ async def test_a_start_proof_names_its_run_execution_and_arguments_and_nothing_e
     assert shown["requester"]["actor"] == "unverified:temporal"
     assert shown["trail"][0]["operation"] == "start"
     assert "withdrew it" in shown["trail"][0]["why"]
+
+
+async def test_a_signed_run_that_continues_as_new_goes_on_unverified_without_waiting(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    """lockgate carries no state of a workflow of your own across continue-as-new: its memo
+    (marking it signed) goes along, but the new run was started by no one's proof. It neither
+    waits five minutes for one nor believes the last run's: it goes on unverified."""
+    people = support_people()
+    async with lockgate_worker(plugin=plugin_for(people), workflows=[ContinuedLookup]):
+        handle = await GraphClient(
+            temporal_client, task_queue, people.signer("ada")
+        ).start_workflow(ContinuedLookup.run, 42, id=f"continued-{uuid4().hex[:8]}")
+        read = await handle.result()  # follows the continued run
+        shown = await GraphClient(temporal_client, task_queue).show(handle.id)
+
+    assert read == ["read", "FORBIDDEN"]  # ada held tickets:read; nobody after the handover
+    assert shown["requester"]["actor"] == "unverified:temporal"
 
 
 @workflow.defn(name="support:forged-refund", sandboxed=False)
