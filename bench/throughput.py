@@ -8,8 +8,8 @@ run held back) and the proof as the run's ``start`` update, which returns once t
 here when it has finished. So each run's end comes back in its own update, and a run costs
 lockgate's client what a run of the floor below costs its own (``start_workflow``, then
 ``handle.result()``): one start, one long wait for the end. (``wait=False`` and then each
-handle's ``result()`` would add a third request, and a poll of the accepted update's outcome
-that lasts 100 ms or more, which no caller waiting for the end needs.) Half the essays pass on
+handle's ``result()`` would add a third request, which no caller waiting for the end needs.)
+Half the essays pass on
 the first draft (write, grade, publish: 3 node steps), half on the second (write, grade, write,
 grade, publish: 5), so no run needs a human. The tools run as the example declares them: those
 it marks ``local=True`` (cheap, changing nothing) as local activities (the ``local_tools`` of
@@ -32,15 +32,16 @@ same shape (write -> grade -> publish, or back to write at most three times, the
 interrupt) calling the SAME ``@tool`` functions directly, compiled with ``AsyncSqliteSaver`` on a
 temp file; 200 threads run concurrently with ``asyncio.gather``, each with its own
 ``thread_id``. LangGraph has no server and no durable history of its own, so the LangGraph
-ratios say where Temporal-based runners stand, not what lockgate adds. The sides alternate for
-``--rounds`` rounds, the order reversed each round; figures are medians.
+ratios say where Temporal-based runners stand, not what lockgate adds. Every side runs once in
+each of ``--rounds`` rounds; lockgate and the floor run back to back, in turns first, and the
+ratios to the floor are the medians of the rounds' ratios; other figures are medians.
 
 Then one more lockgate phase (100 runs by default) runs under pyinstrument, on a worker in
 ``debug_mode`` (its workflow activations run on the event-loop thread instead of a thread pool,
 so one main-thread profile sees all of the worker's Python), and its samples are grouped into
 named costs; the top three are printed (``BENCH_ALL_COSTS=1`` prints them all to stderr).
 
-    python bench/throughput.py [--runs 200] [--rounds 2] [--what-if-unsandboxed]
+    python bench/throughput.py [--runs 200] [--rounds 4] [--what-if-unsandboxed]
 """
 
 from __future__ import annotations
@@ -470,11 +471,13 @@ async def main(runs: int, rounds: int, profile_runs: int, what_if: bool, html: s
         await langgraph_phase(4, Path(scratch))  # warm-up
         async with dev_server() as environment:
             client = environment.client
-            order = list(sides)
-            for _ in range(rounds):
-                for side in order:
+            # lockgate and its floor run back to back in every round, in turns first: each round
+            # gives one ratio of the two measured under the same conditions.
+            pair = ["lockgate", "temporal_local_tools"]
+            others = [side for side in sides if side not in pair]
+            for round_ in range(rounds):
+                for side in [*others, *(pair if round_ % 2 == 0 else pair[::-1])]:
                     phases[side].append(await run_phase(side, client, people, runs, Path(scratch)))
-                order.reverse()
             costs, profiled_seconds, profiled_cpu = await profiled_phase(
                 client, people, profile_runs, html
             )
@@ -529,11 +532,14 @@ async def main(runs: int, rounds: int, profile_runs: int, what_if: bool, html: s
     emit(
         BENCH,
         "lockgate_over_temporal_local_tools_runs_per_second",
-        rate["lockgate"] / rate["temporal_local_tools"],
+        median_ratio(
+            [runs / phase.seconds for phase in phases["lockgate"]],
+            [runs / phase.seconds for phase in phases["temporal_local_tools"]],
+        ),
         "ratio",
         target=LOCKGATE_OVER_FLOOR_RUNS_PER_SECOND,
         rounds=rounds,
-        note="median runs/s of each side over the interleaved rounds",
+        note="median of the rounds' ratios, the two sides run back to back in each",
     )
     # The same phases' CPU: this process (worker and client) plus the dev server, per run; the
     # pairs measured in the same round, divided, then the median.
@@ -605,7 +611,7 @@ async def main(runs: int, rounds: int, profile_runs: int, what_if: bool, html: s
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--profile-runs", type=int, default=100)
     parser.add_argument(
         "--what-if-unsandboxed",
