@@ -182,7 +182,9 @@ class ToolActivities:
         actor = self._caller(name, call)
         ctx = self.authority.context_for(
             actor,
-            request_id=call.request_id or f"{info.workflow_id}/{info.activity_id}",
+            # A standalone activity (started by a client, no workflow around it) has no workflow id.
+            request_id=call.request_id
+            or (f"{info.workflow_id}/{info.activity_id}" if info.workflow_id else info.activity_id),
             idempotency_key=call.idempotency_key,
             attempt=info.attempt,
             workflow_id=info.workflow_id,
