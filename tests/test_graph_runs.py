@@ -161,7 +161,12 @@ async def test_a_refused_run_completes_with_its_refusal_as_its_result_and_says_s
         described = await handle.describe()
         closing = (await handle.fetch_history()).events[-1]
         shown = await GraphClient(temporal_client, task_queue).show(run["run_id"])
-        listed = await GraphClient(temporal_client, task_queue).list(EssayReview)
+        # Visibility is written after the fact: wait until the run is listed.
+        listed = await eventually(
+            lambda: GraphClient(temporal_client, task_queue).list(EssayReview),
+            lambda rows: any(row["run_id"] == run["run_id"] for row in rows),
+            what="the refused run listed",
+        )
 
     assert described.status == WorkflowExecutionStatus.COMPLETED
     assert described.typed_search_attributes.get(LOCKGATE_STATE) == "refused"
