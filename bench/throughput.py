@@ -27,7 +27,10 @@ the very phases that give the runs/s, paired by round; the median. Above 1 would
 cheaper than the floor; 0.85 is lockgate spending at most ~18% more CPU per run.
 
 For information (target None): ``temporal_handwritten`` runs the workflow with every tool as a
-regular activity (what Temporal itself costs), and LangGraph's side is a ``StateGraph`` of the
+regular activity (what Temporal itself costs); ``temporal_local_tools_not_eager`` runs the floor
+started without eager start, as a signed lockgate run must start (its first task waits for its
+proof), so ``temporal_local_tools_not_eager_over_eager_runs_per_second`` says what that alone
+costs; and LangGraph's side is a ``StateGraph`` of the
 same shape (write -> grade -> publish, or back to write at most three times, then an editor
 interrupt) calling the SAME ``@tool`` functions directly, compiled with ``AsyncSqliteSaver`` on a
 temp file; 200 threads run concurrently with ``asyncio.gather``, each with its own
@@ -105,6 +108,10 @@ SIDES: dict[str, dict[str, str]] = {
     "temporal_local_tools": {
         "worker": "the hand-written workflow, write and grade as local activities",
         "why": "the leanest Temporal workflow of the shape lockgate runs: what lockgate adds",
+    },
+    "temporal_local_tools_not_eager": {
+        "worker": "the same, started without eager start",
+        "why": "what eager start is worth: a signed lockgate run's first task waits for its proof",
     },
     "lockgate_unsandboxed": {
         "worker": "LockgatePlugin, UnsandboxedWorkflowRunner",
@@ -416,10 +423,13 @@ async def lockgate_timed_phase(
         return await lockgate_phase(writer, runs)
 
 
-async def handwritten_phase(client: Client, runs: int, *, local_tools: bool = False) -> Phase:
+async def handwritten_phase(
+    client: Client, runs: int, *, local_tools: bool = False, eager: bool | None = None
+) -> Phase:
     """The hand-written essay workflow: ``runs`` started at once, on its own fresh worker. With
     ``local_tools`` it runs as lockgate's runs do: write and grade local, started eagerly (as
-    ``GraphClient.start`` asks)."""
+    ``GraphClient.start`` asks for an unsigned run), unless ``eager`` says otherwise."""
+    eager = local_tools if eager is None else eager
     task_queue = f"bench-handwritten-{uuid.uuid4().hex[:8]}"
 
     async def drive(count: int) -> Phase:
@@ -432,7 +442,7 @@ async def handwritten_phase(client: Client, runs: int, *, local_tools: bool = Fa
                         EssayInput(**inputs, local_tools=local_tools),
                         id=f"hand-essay-{uuid.uuid4().hex[:12]}",
                         task_queue=task_queue,
-                        request_eager_start=local_tools,
+                        request_eager_start=eager,
                     )
                     for inputs in essay_inputs(count)
                 )
@@ -456,6 +466,8 @@ async def run_phase(
         return await handwritten_phase(client, runs)
     if side == "temporal_local_tools":
         return await handwritten_phase(client, runs, local_tools=True)
+    if side == "temporal_local_tools_not_eager":
+        return await handwritten_phase(client, runs, local_tools=True, eager=False)
     if side == "lockgate_unsandboxed":
         return await lockgate_timed_phase(
             client, people, runs, workflow_runner=UnsandboxedWorkflowRunner()
@@ -540,6 +552,14 @@ async def main(runs: int, rounds: int, profile_runs: int, what_if: bool, html: s
         target=LOCKGATE_OVER_FLOOR_RUNS_PER_SECOND,
         rounds=rounds,
         note="median of the rounds' ratios, the two sides run back to back in each",
+    )
+    # What eager start is worth to the floor itself: a signed lockgate run cannot have it.
+    emit(
+        BENCH,
+        "temporal_local_tools_not_eager_over_eager_runs_per_second",
+        rate["temporal_local_tools_not_eager"] / rate["temporal_local_tools"],
+        "ratio",
+        target=None,
     )
     # The same phases' CPU: this process (worker and client) plus the dev server, per run; the
     # pairs measured in the same round, divided, then the median.
