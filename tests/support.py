@@ -14,7 +14,7 @@ from lockgate.gating import Signer, WorkerSecret
 
 if TYPE_CHECKING:
     from temporalio.api.history.v1 import HistoryEvent
-    from temporalio.client import WorkflowHandle, WorkflowUpdateHandle
+    from temporalio.client import Client, WorkflowHandle, WorkflowUpdateHandle
 
     from lockgate.activities import ToolDefinition, ToolRegistry
 
@@ -219,3 +219,25 @@ async def worker_process(
     ready = await asyncio.wait_for(process.stdout.readline(), 60)
     assert b"worker ready" in ready, ready
     return process
+
+
+async def temporal_cli(client: Client, *arguments: str) -> str:
+    """Runs ``temporal ARGUMENTS`` against the test server (on the event loop: a blocking run
+    would stall the worker sharing it); returns stdout. The test fails if the command does."""
+    import asyncio
+
+    from lockgate.devserver import temporal_binary
+
+    process = await asyncio.create_subprocess_exec(
+        str(temporal_binary()),
+        *arguments,
+        "--address",
+        client.service_client.config.target_host,
+        "--namespace",
+        client.namespace,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=30)
+    assert process.returncode == 0, err.decode()
+    return out.decode()

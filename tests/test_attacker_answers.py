@@ -21,7 +21,6 @@ played here, each on the real dev server:
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import Mapping
 from enum import Enum
@@ -42,7 +41,6 @@ from temporalio.worker import Worker
 from lockgate import Ask, Edge, GraphClient, LockgatePlugin, Route, Target, ToolContext, graph, tool
 from lockgate.activities import TOOL_ACTIVITY_PREFIX
 from lockgate.contracts import RunView, TrailRow
-from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import answer_binding, gate_subject
 from lockgate.testing import Identities, WorkerFactory
@@ -70,6 +68,7 @@ from tests.support import (
     outcome,
     parked_of,
     prove_start,
+    temporal_cli,
     update_refused,
 )
 
@@ -957,23 +956,6 @@ class Notice(BaseModel):
 
 def notice_people() -> Identities:
     return Identities({"ada": {}, "ed": {"roles": ["editor"], "scopes": ["notice:publish"]}})
-
-
-async def temporal_cli(client: Client, *arguments: str) -> str:
-    """Runs ``temporal ARGUMENTS`` against the test server (on the event loop); returns stdout."""
-    process = await asyncio.create_subprocess_exec(
-        str(temporal_binary()),
-        *arguments,
-        "--address",
-        client.service_client.config.target_host,
-        "--namespace",
-        client.namespace,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=30)
-    assert process.returncode == 0, err.decode()
-    return out.decode()
 
 
 async def reset_before(

@@ -66,7 +66,6 @@ from temporalio.worker import Worker
 from lockgate import GraphClient, LockgatePlugin, ToolClient, ToolContext, tool
 from lockgate.activities import TOOL_ACTIVITY_PREFIX
 from lockgate.contracts import RunView
-from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.publish_post import PublishPost
 from lockgate.gating import start_binding, tool_binding
@@ -82,6 +81,7 @@ from tests.support import (
     gate_of,
     outcome,
     prove_start,
+    temporal_cli,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -919,23 +919,6 @@ async def test_a_client_whose_run_was_restarted_before_its_proof_is_not_shown_th
 
 
 # --- 6. A reset after the proof ------------------------------------------------------------------
-
-
-async def temporal_cli(client: Client, *arguments: str) -> str:
-    """Runs ``temporal ARGUMENTS`` against the test server; returns stdout."""
-    process = await asyncio.create_subprocess_exec(
-        str(temporal_binary()),
-        *arguments,
-        "--address",
-        client.service_client.config.target_host,
-        "--namespace",
-        client.namespace,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=30)
-    assert process.returncode == 0, err.decode()
-    return out.decode()
 
 
 async def runs_of(client: Client, run_id: str) -> list[str]:
