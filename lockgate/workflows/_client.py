@@ -35,7 +35,7 @@ from temporalio.common import (
     WorkflowIDConflictPolicy,
 )
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from lockgate.contracts import RunView
 from lockgate.gating import (
@@ -50,6 +50,7 @@ from lockgate.gating import (
 from lockgate.workflows._client_support import (
     DEFAULT_TASK_QUEUE,
     describe_run,
+    execution_closed,
     graph_name,
     plain_refusal,
     refusal,
@@ -233,7 +234,7 @@ class GraphClient(RunViews):
         try:
             shown: RunView = await handle.execute_update("start", dict(sent), result_type=dict)
         except RPCError as error:
-            if error.status not in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
+            if not execution_closed(error):
                 raise
             return await self._execution_ended(handle)
         return shown
@@ -244,7 +245,7 @@ class GraphClient(RunViews):
         try:
             shown: RunView = await handle.execute_update("settle", {"after": 0}, result_type=dict)
         except RPCError as error:
-            if error.status not in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
+            if not execution_closed(error):
                 raise
             return await self._execution_ended(handle)
         if shown.get("moving_to_new_history"):
@@ -352,7 +353,7 @@ class GraphClient(RunViews):
                 run_id=run_id,
             )
         except RPCError as error:
-            if error.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
+            if execution_closed(error):
                 # The run ended between looking it up and answering it.
                 return refusal(
                     ErrorCode.GATE_NOT_PENDING,

@@ -23,6 +23,7 @@ from lockgate.workflows._declare import graph_spec
 __all__ = [
     "DEFAULT_TASK_QUEUE",
     "describe_run",
+    "execution_closed",
     "graph_name",
     "plain_refusal",
     "quote_literal",
@@ -87,6 +88,12 @@ async def describe_run(
         if error.status == RPCStatusCode.NOT_FOUND:
             return refusal(ErrorCode.NOT_FOUND, f"No run '{handle.id}'.", run_id=handle.id)
         raise
+
+
+def execution_closed(error: RPCError) -> bool:
+    """Whether an update failed because the execution it names has closed (or is gone): the
+    caller then reads how it ended instead."""
+    return error.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION)
 
 
 def plain_refusal(code: str | ErrorCode, message: str, **facts: Any) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from lockgate.gating import ErrorCode, Signer, confirm_binding, tool_binding
 from lockgate.workflows._catalogue import describe_worker
 from lockgate.workflows._client_support import (
     DEFAULT_TASK_QUEUE,
+    execution_closed,
     quote_literal,
     refused_by_update,
     settle_operation,
@@ -126,7 +127,7 @@ class ToolClient:
             await withdraw(handle)  # it ran nothing, and without a proof never will
             return tool_refusal(*refused_by_update(error), request_id=request_id)
         except RPCError as error:
-            if error.status not in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
+            if not execution_closed(error):
                 raise
             # Someone ended the execution this client started before its proof reached it.
             return await self._answer_of(handle, request_id)
@@ -169,7 +170,7 @@ class ToolClient:
         except WorkflowUpdateFailedError as error:
             return tool_refusal(*refused_by_update(error), request_id=request_id)
         except RPCError as error:
-            if error.status not in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
+            if not execution_closed(error):
                 raise
             return await self._answer_of(handle, request_id)  # it closed
         return await self._with_token(result, workflow_id)
