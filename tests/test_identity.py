@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import pickle
 import stat
@@ -16,7 +17,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lockgate.gating import Authority, judge_call, judge_start, start_binding, tool_binding
+from lockgate.gating import (
+    Authority,
+    judge_call,
+    judge_start,
+    judge_start_inputs,
+    start_binding,
+    tool_binding,
+)
 from lockgate.gating._actors import Actor
 from lockgate.gating._directory import Directory, DirectoryEntry
 from lockgate.gating._identity_errors import IdentityError, ProofRefused
@@ -380,6 +388,26 @@ def test_a_start_proof_naming_no_version_starts_whichever_the_run_follows(
 
     assert judge_essay_start(authority, proof, version=1).accepted
     assert judge_essay_start(authority, proof, version=7).accepted
+
+
+def test_a_start_proof_checked_against_inputs_learned_later_names_exactly_them(
+    signer: Signer,
+) -> None:
+    """A workflow of your own learns its arguments only after its proof's validator ran: its
+    handler judges them by the same rule, in its own words, and arguments no proof can name
+    (NaN) are refused rather than raised inside the handler."""
+    arguments = {"args": [{"ticket": 42}]}
+    proof = Proof.parse(signer.sign(start_binding("support:refund", "r-1", EXECUTION, arguments)))
+
+    named = judge_start_inputs(proof, "r-1", arguments, what="arguments")
+    other = judge_start_inputs(proof, "r-1", {"args": [{"ticket": 43}]}, what="arguments")
+    unnameable = judge_start_inputs(proof, "r-1", {"args": [math.nan]}, what="arguments")
+
+    assert named.accepted and named.actor is not None and named.actor.principal == "ed"
+    assert (other.accepted, other.code) == (False, "UNAUTHORIZED")
+    assert "with other arguments than the ones it was started with" in (other.reason or "")
+    assert (unnameable.accepted, unnameable.code) == (False, "VALIDATION_ERROR")
+    assert "The arguments of run 'r-1' are not JSON data" in (unnameable.reason or "")
 
 
 def test_an_answer_is_no_start_proof(signer: Signer, authority: Authority) -> None:

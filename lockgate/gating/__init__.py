@@ -51,6 +51,7 @@ from lockgate.gating._judgements import (
     judge_call,
     judge_resume,
     judge_start,
+    judge_start_inputs,
     judge_viewer,
 )
 from lockgate.gating._keys import (
@@ -235,6 +236,7 @@ __all__ = [
     "judge_call",
     "judge_resume",
     "judge_start",
+    "judge_start_inputs",
     "judge_viewer",
     "local_shell_context",
     "measure",

@@ -34,6 +34,7 @@ __all__ = [
     "judge_call",
     "judge_resume",
     "judge_start",
+    "judge_start_inputs",
     "judge_viewer",
 ]
 
@@ -186,12 +187,30 @@ def judge_start(
             f"version {version!r}.",
             actor,
         )
-    unnamed = _unnameable(inputs, f"The inputs of run '{run}'") if inputs is not None else None
+    if inputs is not None:
+        return judge_start_inputs(proof, run, inputs)
+    return Judgement(True, actor=actor)
+
+
+def judge_start_inputs(
+    proof: Proof, run: str, inputs: Mapping[str, Any], *, what: str = "inputs"
+) -> Judgement:
+    """Judges whether a start proof names exactly the inputs its run started with (the part of
+    :func:`judge_start` a run that learns its inputs only after the proof makes itself).
+
+    Args:
+        proof: The start proof, already judged for everything else.
+        run: The run's workflow id.
+        inputs: What it started with (``{"args": [...]}`` for a workflow of your own).
+        what: How a refusal calls them (``inputs``, ``arguments``).
+    """
+    actor = Actor.of_proof(proof)
+    unnamed = _unnameable(inputs, f"The {what} of run '{run}'")
     if unnamed is not None:
         return dataclasses.replace(unnamed, actor=actor)
-    if inputs is not None and not _names_digest(act.get("inputs"), inputs):
+    if not _names_digest(proof.authorizes.get("inputs"), inputs):
         return _unauthorized(
-            f"The proof starts run '{run}' with other inputs than the ones it was started with: "
+            f"The proof starts run '{run}' with other {what} than the ones it was started with: "
             "a start proof names exactly what it starts.",
             actor,
         )

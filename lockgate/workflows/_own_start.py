@@ -21,7 +21,15 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadConverter
 
 from lockgate.activities import Refusal
-from lockgate.gating import Actor, Authority, ErrorCode, Judgement, Proof, digest, judge_start
+from lockgate.gating import (
+    Actor,
+    Authority,
+    ErrorCode,
+    Judgement,
+    Proof,
+    judge_start,
+    judge_start_inputs,
+)
 from lockgate.workflows._graph_inputs import one_answer
 
 __all__ = [
@@ -117,12 +125,11 @@ class OwnStart:
                 f"Run '{info.workflow_id}' already knows who started it.",
             )
         arguments = start_arguments(workflow.payload_converter(), list(self.arguments))
-        if proof.authorizes.get("inputs") != digest({"args": arguments}):
-            raise Refusal(
-                ErrorCode.UNAUTHORIZED.value,
-                f"The proof starts run '{info.workflow_id}' with other arguments than the ones "
-                "it was started with: a start proof names exactly what it starts.",
-            )
+        judgement = judge_start_inputs(
+            proof, info.workflow_id, {"args": arguments}, what="arguments"
+        )
+        if not judgement.accepted:
+            raise Refusal(judgement.code or ErrorCode.UNAUTHORIZED.value, judgement.reason or "")
         self.actor = Actor.of_proof(proof)
         return {"ok": True, "run_id": info.workflow_id, "requester": self.actor.to_dict()}
 
