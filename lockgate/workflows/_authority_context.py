@@ -39,6 +39,7 @@ from temporalio.worker import (
 
 from lockgate.activities import (
     SEAL_HEADER,
+    Refusal,
     SealReader,
     ToolActivityInput,
     ToolRegistry,
@@ -51,7 +52,7 @@ from lockgate.activities._activity_inputs import (
     handover_binding,
 )
 from lockgate.activities._sealed_calls import header_text
-from lockgate.gating import AuditLogger, Authority
+from lockgate.gating import AuditLogger, Authority, ErrorCode
 from lockgate.workflows._own_start import OwnStart
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "current_own_start",
     "current_tools",
     "handover_seal",
+    "judging_authority",
     "run_arguments",
     "sealing_own_call",
 ]
@@ -147,6 +149,20 @@ def current_audit() -> AuditLogger | None:
 def current_authority() -> Authority | None:
     """The Authority of the worker running this validator, update or query; None elsewhere."""
     return _CURRENT.get()
+
+
+def judging_authority() -> Authority:
+    """The Authority this validator judges a proof by; where the worker has none (built without
+    lockgate's plugin), an ``UNAUTHORIZED`` refusal saying so, never written to history."""
+    authority = current_authority()
+    if authority is None:
+        raise Refusal(
+            ErrorCode.UNAUTHORIZED.value,
+            "This worker judges no proofs: it was built without lockgate's plugin, which brings "
+            "the Directory proofs are judged by. Add LockgatePlugin to the worker.",
+            never_stored=True,
+        )
+    return authority
 
 
 def carry_seal(headers: Mapping[str, Payload]) -> str | None:

@@ -1,5 +1,6 @@
-"""How lockgate's workflows end when they did not do what they were asked: an unreadable start
-fails the run at once, and a refused run fails with its refusal, never as a completed run.
+"""How lockgate's workflows refuse what they are sent and end when they did not do what they
+were asked: a validator's refusal is audited once and never stored, an unreadable start fails the
+run at once, and a refused run ends with its refusal, never as a run that did its work.
 
 Before any lockgate code runs, the SDK decodes a workflow's start payloads; a payload it cannot
 decode (an unknown encoding, broken JSON) raises ``RuntimeError("Failed decoding arguments")``.
@@ -12,14 +13,15 @@ or judged and recorded, never raised.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 from lockgate.activities import Refusal
+from lockgate.gating import AuditLogger, ErrorCode, Judgement
 
-__all__ = ["UnreadableStart", "outcome_of", "refused_run"]
+__all__ = ["UnreadableStart", "outcome_of", "refuse_update", "refused_run"]
 
 # The messages temporalio raises when it cannot decode a workflow's arguments (see
 # temporalio/worker/_workflow_instance.py `_convert_payloads`).
@@ -39,6 +41,27 @@ class UnreadableStart(Exception, metaclass=_MatchesSdkDecodeFailure):
     ``isinstance(error, UnreadableStart)`` is also true of the SDK's own decode failure, which is
     how the SDK's ``failure_exception_types`` check recognises it.
     """
+
+
+def refuse_update(
+    audit: AuditLogger | None, event: str, judgement: Judgement, **facts: Any
+) -> NoReturn:
+    """Refuses an update in its validator: audits the refusal as ``event`` with ``facts``
+    (validators never replay, so exactly once), then raises it, never written to history."""
+    if audit is not None:
+        audit.event(
+            event,
+            accepted=False,
+            actor=judgement.actor.to_dict() if judgement.actor else None,
+            reason=judgement.reason,
+            code=judgement.code,
+            **facts,
+        )
+    raise Refusal(
+        judgement.code or ErrorCode.VALIDATION_ERROR.value,
+        judgement.reason or "",
+        never_stored=True,
+    )
 
 
 def refused_run(code: str, sentence: str, outcome: dict[str, Any]) -> Refusal:

@@ -31,7 +31,12 @@ from lockgate.gating import (
     judge_start,
     shorten,
 )
-from lockgate.workflows._authority_context import carry_seal, current_authority
+from lockgate.workflows._authority_context import (
+    carry_seal,
+    current_authority,
+    judging_authority,
+)
+from lockgate.workflows._failures import refuse_update
 from lockgate.workflows._graph_inputs import one_answer, settle_input, show_input, start_proof
 from lockgate.workflows._graph_signals import GraphSignals
 from lockgate.workflows._graph_state import GivenAnswer, invalid
@@ -71,7 +76,7 @@ class GraphAnswers(GraphSignals):
     def validate_start(self, *args: Any) -> None:
         """Refuses, before anything is written, a start proof that does not name exactly this
         run (graph, workflow id, execution, version, inputs), and any once the run has begun."""
-        authority = _authority()
+        authority = judging_authority()
         value, _, problem = start_proof(args)
         judgement = (
             _refused_payload(problem)
@@ -166,7 +171,7 @@ class GraphAnswers(GraphSignals):
     @decide.validator
     def validate_decide(self, *args: Any) -> None:
         """Refuses, before anything is written, every answer the gate rules refuse."""
-        authority = _authority()
+        authority = judging_authority()
         answer, problem = one_answer(args, "decide")
         judgement = (
             self._not_ready(authority)
@@ -223,7 +228,7 @@ class GraphAnswers(GraphSignals):
     @resume.validator
     def validate_resume(self, *args: Any) -> None:
         """Refuses, before anything is written, a resume the rules refuse."""
-        authority = _authority()
+        authority = judging_authority()
         value, problem = one_answer(args, "resume")
         judgement = (
             self._not_ready(authority)
@@ -282,21 +287,9 @@ class GraphAnswers(GraphSignals):
     def _refuse(
         self, authority: Authority, event: str, judgement: Judgement, **facts: Any
     ) -> NoReturn:
-        """Audits a validator's refusal (validators never replay: exactly once), then raises it."""
-        authority.audit.event(
-            event,
-            accepted=False,
-            actor=judgement.actor.to_dict() if judgement.actor else None,
-            reason=judgement.reason,
-            code=judgement.code,
-            graph=self._graph.name,
-            run=self._run_id,
-            **facts,
-        )
-        raise Refusal(
-            judgement.code or ErrorCode.VALIDATION_ERROR.value,
-            judgement.reason or "",
-            never_stored=True,
+        """Audits a validator's refusal on this run, then raises it."""
+        refuse_update(
+            authority.audit, event, judgement, graph=self._graph.name, run=self._run_id, **facts
         )
 
     @workflow.update(
@@ -375,18 +368,6 @@ def _refused_payload(problem: PayloadProblem | None) -> Judgement | None:
     if problem is None:
         return None
     return Judgement.refuse(ErrorCode(problem.code), problem.sentence)
-
-
-def _authority() -> Authority:
-    authority = current_authority()
-    if authority is None:
-        raise Refusal(
-            ErrorCode.UNAUTHORIZED.value,
-            "This worker judges no answers: it was built without lockgate's plugin (which "
-            "brings the Directory the gate rules need). Add LockgatePlugin to the worker.",
-            never_stored=True,
-        )
-    return authority
 
 
 def _audit(event: str, accepted: bool, actor: Actor, **facts: Any) -> None:

@@ -16,6 +16,7 @@ from lockgate.gating import (
     DEADLINE_CHANNEL,
     SINGLE_POLICY,
     Actor,
+    Authority,
     ErrorCode,
     GateAnswer,
     GateChoice,
@@ -32,10 +33,12 @@ from lockgate.gating import (
 from lockgate.workflows._authority_context import (
     current_authority,
     current_tools,
+    judging_authority,
 )
 from lockgate.workflows._compile import _snake
 from lockgate.workflows._compile_asks import ask_deadline, ask_evidence, ask_policy, ask_waiver
 from lockgate.workflows._declare import Ask, GraphDeclarationError
+from lockgate.workflows._failures import refuse_update
 from lockgate.workflows._graph_inputs import one_answer
 from lockgate.workflows._own_state import DEADLINE_ACTOR, GivenAnswer, OwnRunState
 
@@ -341,13 +344,7 @@ class OwnGates(OwnRunState):
 
     def validate_decide(self, *args: Any) -> None:
         """Refuses, before anything is written, every answer the gate rules refuse."""
-        authority = current_authority()
-        if authority is None:
-            raise Refusal(
-                ErrorCode.UNAUTHORIZED.value,
-                "This worker judges no answers: add LockgatePlugin to it.",
-                never_stored=True,
-            )
+        authority = judging_authority()
         answer, problem = one_answer(args, "decide")
         judgement = (
             Judgement.refuse(ErrorCode(problem.code), problem.sentence)
@@ -363,7 +360,7 @@ class OwnGates(OwnRunState):
             )
         )
         if not judgement.accepted:
-            self._refuse(judgement)
+            self._refuse(authority, judgement)
 
     def _gate_to_judge(self) -> OpenGate | None:
         gate, given = self.gate, self.answer
@@ -379,24 +376,15 @@ class OwnGates(OwnRunState):
             return None
         return dataclasses.replace(gate, answers=answers)
 
-    def _refuse(self, judgement: Judgement) -> NoReturn:
-        authority = current_authority()
-        if authority is not None:
-            authority.audit.event(
-                "gate.decide",
-                accepted=False,
-                actor=judgement.actor.to_dict() if judgement.actor else None,
-                reason=judgement.reason,
-                code=judgement.code,
-                graph=self.workflow_type,
-                run=self.run_id,
-                gate=self.gate.gate if self.gate else None,
-                answer=shorten(judgement.choice),
-            )
-        raise Refusal(
-            judgement.code or ErrorCode.VALIDATION_ERROR.value,
-            judgement.reason or "",
-            never_stored=True,
+    def _refuse(self, authority: Authority, judgement: Judgement) -> NoReturn:
+        refuse_update(
+            authority.audit,
+            "gate.decide",
+            judgement,
+            graph=self.workflow_type,
+            run=self.run_id,
+            gate=self.gate.gate if self.gate else None,
+            answer=shorten(judgement.choice),
         )
 
 

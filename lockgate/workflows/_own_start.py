@@ -30,6 +30,7 @@ from lockgate.gating import (
     judge_start,
     judge_start_inputs,
 )
+from lockgate.workflows._failures import refuse_update
 from lockgate.workflows._graph_inputs import one_answer
 
 __all__ = [
@@ -94,22 +95,14 @@ class OwnStart:
                 version=None,
                 inputs=None,  # not known to a validator; the handler checks them
             )
-        if judgement.accepted:
-            return
-        self.authority.audit.event(
-            "run.start",
-            accepted=False,
-            actor=judgement.actor.to_dict() if judgement.actor else None,
-            reason=judgement.reason,
-            code=judgement.code,
-            graph=info.workflow_type,
-            run=info.workflow_id,
-        )
-        raise Refusal(
-            judgement.code or ErrorCode.UNAUTHORIZED.value,
-            judgement.reason or "",
-            never_stored=True,
-        )
+        if not judgement.accepted:
+            refuse_update(
+                self.authority.audit,
+                "run.start",
+                judgement,
+                graph=info.workflow_type,
+                run=info.workflow_id,
+            )
 
     async def start(self, *args: Any) -> dict[str, Any]:
         """Keeps the signer, once the proof is seen to name the run's arguments (a check replay

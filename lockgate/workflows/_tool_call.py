@@ -48,7 +48,7 @@ from lockgate.gating import (
     measure,
 )
 from lockgate.workflows._activity_options import execute_tool, local
-from lockgate.workflows._authority_context import current_authority
+from lockgate.workflows._authority_context import current_authority, judging_authority
 from lockgate.workflows._failures import UnreadableStart, refused_run
 from lockgate.workflows._graph_inputs import one_answer
 from lockgate.workflows._signed_starts import await_signed_start
@@ -400,7 +400,7 @@ class ToolCallWorkflow:
                 never_stored=True,
             )
         judgement = judge_call(
-            _judge(),
+            judging_authority(),
             value,
             tool=call.tool,
             arguments=call.arguments if isinstance(call.arguments, dict) else {},
@@ -501,18 +501,6 @@ _FAILURES = frozenset({ErrorCode.INTERNAL_ERROR.value, ErrorCode.TIMEOUT.value})
 _REFUSALS_COMPLETE = "lockgate:call-refusals-complete"
 """The patch marking a call refused before its check ran as one that completes (with the
 refusal as its result); a call whose check ran records that instead."""
-
-
-def _judge() -> Authority:
-    """The worker's Authority, which judges a caller's proof (a secret is not needed)."""
-    authority = current_authority()
-    if authority is None:
-        raise Refusal(
-            ErrorCode.UNAUTHORIZED.value,
-            "This worker judges no callers: add LockgatePlugin to it.",
-            never_stored=True,
-        )
-    return authority
 
 
 def _authority() -> Authority:
