@@ -25,8 +25,9 @@ Played here, each on the real dev server:
 - The same for durable tool calls: a call's proof read from history, offered to a new execution
   of its request id (same or other tool and arguments), to another request id, or inside an
   old-style call input; a proof for this very execution naming another tool or other
-  arguments; a second proof for a call that knows its caller; a terminate-and-restart between
-  the call's start and its proof.
+  arguments; a second proof for a call that knows its caller, or for one made unsigned; a
+  terminate-and-restart between the call's start and its proof. Every refused call proof is
+  audited, as a refused start proof is.
 
 Each refusal is asserted by its code and sentence, nothing runs as the signer, no workflow task
 fails, and the honest path still works. The honest client is told about the execution it started,
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
@@ -76,6 +78,7 @@ from tests.graphs_for_tests import ALWAYS_FAILS, essay_people, event_types, even
 from tests.reliability_graphs import DocReviewV1, DocReviewV2
 from tests.support import (
     assert_nothing_written_but_a_workflow_task,
+    audit_facts,
     error_of,
     failed_workflow_tasks,
     gate_of,
@@ -1281,6 +1284,69 @@ async def test_a_second_proof_for_a_call_that_knows_its_caller_is_refused(
     assert runs_before == 0
     assert done["success"] is True and done["meta"]["principal"] == "ed", done
     assert RUNS[request_id] == 1
+    assert failed == []
+
+
+async def test_every_refused_call_proof_is_audited_for_the_operator_who_looks_for_replays(
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The attacker's tries leave a trace, as a refused start proof does: a call proof read
+    from history and offered to a new execution of its request id, and ed's proof offered to a
+    call the attacker made unsigned (to run it as ed) are each refused and audited as
+    ``tool.proof``, naming the tool, the request and, where the proof was verified, its
+    signer. Neither runs the tool."""
+    people, request_id, unsigned_request = math_people(), new_request_id(), new_request_id()
+    caplog.set_level(logging.INFO, logger="lockgate.audit")
+    async with lockgate_worker(tools=[add], directory=people.directory):
+        ed = ToolClient(temporal_client, task_queue, signer=people.signer("ed"))
+        first = await ed.call("demo:add", ARGUMENTS, request_id=request_id)
+        first_handle = temporal_client.get_workflow_handle(call_workflow_id(request_id))
+        stolen = await accepted_proof(temporal_client, first_handle, "call")
+        again = await held_back_call(temporal_client, task_queue, request_id, ARGUMENTS)
+        replayed = await refused(again, "call", stolen)
+        await withdrawn(again)
+
+        unsigned = await temporal_client.start_workflow(
+            "lockgate.tool_call",
+            CallToolInput("demo:add", ARGUMENTS, None, "temporal", unsigned_request),
+            id=call_workflow_id(unsigned_request),
+            task_queue=task_queue,
+            result_type=dict,
+            start_delay=SIGNED_START_WITHIN,
+        )
+        eds = people.signer("ed").sign(
+            tool_binding("demo:add", ARGUMENTS, unsigned_request, execution_of(unsigned))
+        )
+        made_unsigned = await refused(unsigned, "call", eds)
+        failed = await no_failed_tasks(first_handle, again, unsigned)
+        with contextlib.suppress(RPCError):  # the refused update may have woken it: it ended
+            await unsigned.terminate("the test is done with it")
+
+    audited = [
+        audit_facts(record)
+        for record in caplog.records
+        if "lockgate_audit" in record.__dict__ and audit_facts(record)["event"] == "tool.proof"
+    ]
+    assert first["success"] is True, first
+    assert replayed == ("UNAUTHORIZED", another_call_execution(request_id))
+    assert made_unsigned == (
+        "GATE_NOT_PENDING",
+        f"Call '{unsigned_request}' was not made as a signed call: it takes its proof once, "
+        "before it begins.",
+    )
+    assert [
+        (facts["outcome"], facts["code"], facts["reason"], facts["tool"], facts["request_id"])
+        for facts in audited
+    ] == [
+        ("refused", "UNAUTHORIZED", another_call_execution(request_id), "demo:add", request_id),
+        ("refused", "GATE_NOT_PENDING", made_unsigned[1], "demo:add", unsigned_request),
+    ]
+    assert audited[0]["actor"]["principal"] == "ed"  # verified: the proof was ed's
+    assert audited[1]["actor"] is None  # refused before its proof was looked at
+    assert RUNS[request_id] == 1 and RUNS[unsigned_request] == 0
     assert failed == []
 
 

@@ -39,6 +39,7 @@ from lockgate.gating import (
     Actor,
     Authority,
     ErrorCode,
+    Judgement,
     Proof,
     ProofRefused,
     ToolResult,
@@ -49,7 +50,7 @@ from lockgate.gating import (
 )
 from lockgate.workflows._activity_options import execute_tool, local
 from lockgate.workflows._authority_context import current_authority, judging_authority
-from lockgate.workflows._failures import UnreadableStart, refused_run
+from lockgate.workflows._failures import UnreadableStart, refuse_update, refused_run
 from lockgate.workflows._graph_inputs import one_answer
 from lockgate.workflows._signed_starts import await_signed_start
 
@@ -374,45 +375,51 @@ class ToolCallWorkflow:
     @call.validator
     def validate_call(self, *args: Any) -> None:
         """Refuses, before anything is written, a proof that does not name exactly this call
-        (request, execution, tool, arguments), and any once the call knows its caller."""
+        (request, execution, tool, arguments), and any once the call knows its caller; a
+        refused proof is audited (``tool.proof``), as a refused start proof is."""
         value, problem = one_answer(args, "call")
         call = self._call
         if problem is not None:
-            raise Refusal(problem.code, problem.sentence, never_stored=True)
-        if call is None or self._problem is not None:
-            raise Refusal(
-                ErrorCode.VALIDATION_ERROR.value,
-                "This call could not be read, so no proof makes it.",
-                never_stored=True,
+            judgement = Judgement.refuse(ErrorCode(problem.code), problem.sentence)
+        elif call is None or self._problem is not None:
+            judgement = Judgement.refuse(
+                ErrorCode.VALIDATION_ERROR, "This call could not be read, so no proof makes it."
             )
-        if self._caller is not None or self._status != "checking" or not call.signed:
-            raise Refusal(
-                ErrorCode.GATE_NOT_PENDING.value,
-                f"Call '{call.request_id}' "
-                + (
-                    f"is made by {self._caller.actor}"
-                    if self._caller is not None
-                    else "was not made as a signed call"
-                    if not call.signed
-                    else "has begun"
-                )
-                + ": it takes its proof once, before it begins.",
-                never_stored=True,
+        else:
+            judgement = self._proof_not_taken(call) or judge_call(
+                judging_authority(),
+                value,
+                tool=call.tool,
+                arguments=call.arguments if isinstance(call.arguments, dict) else {},
+                request=str(call.request_id),
+                execution=workflow.info().first_execution_run_id,
             )
-        judgement = judge_call(
-            judging_authority(),
-            value,
-            tool=call.tool,
-            arguments=call.arguments if isinstance(call.arguments, dict) else {},
-            request=str(call.request_id),
-            execution=workflow.info().first_execution_run_id,
-        )
         if not judgement.accepted:
-            raise Refusal(
-                judgement.code or ErrorCode.UNAUTHORIZED.value,
-                judgement.reason or "",
-                never_stored=True,
+            authority = current_authority()
+            refuse_update(
+                authority.audit if authority is not None else None,
+                "tool.proof",
+                judgement,
+                tool=call.tool if call is not None else None,
+                request_id=call.request_id if call is not None else None,
+                run=workflow.info().workflow_id,
             )
+
+    def _proof_not_taken(self, call: CallToolInput) -> Judgement | None:
+        """A refusal once the call takes no proof: it knows its caller, was not made signed, or
+        has begun."""
+        if self._caller is not None:
+            why = f"is made by {self._caller.actor}"
+        elif not call.signed:
+            why = "was not made as a signed call"
+        elif self._status != "checking":
+            why = "has begun"
+        else:
+            return None
+        return Judgement.refuse(
+            ErrorCode.GATE_NOT_PENDING,
+            f"Call '{call.request_id}' {why}: it takes its proof once, before it begins.",
+        )
 
     @workflow.update(name="confirm", description="Confirm the pending call with its token.")
     async def confirm(self, *args: Any) -> dict[str, Any]:
