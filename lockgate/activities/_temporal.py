@@ -473,15 +473,19 @@ class ToolActivities:
 
     @activity.defn(name=PREPARE_CALL)
     async def prepare_call(self, call: PrepareCallInput) -> dict[str, Any]:
-        """Everything a durable call checks before it waits: the caller, the tool, a dry run."""
+        """Everything a durable call checks before it waits: the caller, the tool, a dry run;
+        and the protocol the call follows from then on."""
         only_local(activity.info())
+        return {**await self._prepare_call(call), "protocol": RUN_PROTOCOL}
+
+    async def _prepare_call(self, call: PrepareCallInput) -> dict[str, Any]:
         definition = self.registry.get(call.tool) if isinstance(call.tool, str) else None
         if definition is None:
             caller = self.authority.context_for(
                 Actor.unverified(call.channel), request_id=call.request_id
             ).as_plan()
             result = await self.registry.run_pipeline(call.tool, call.arguments, caller)
-            return {"ok": False, "result": result.to_dict(), "protocol": RUN_PROTOCOL}
+            return {"ok": False, "result": result.to_dict()}
         if call.proof is not None:
             # As for a start: a proof inside the call's start input names no execution.
             error = ToolResult.error(
@@ -491,7 +495,7 @@ class ToolActivities:
                 "started, and reaches it after the start (its `call` update). Call again with "
                 "a current lockgate client.",
             )
-            return {"ok": False, "result": error.to_dict(), "protocol": RUN_PROTOCOL}
+            return {"ok": False, "result": error.to_dict()}
         try:
             actor = (
                 Actor.from_dict(call.actor)
@@ -502,16 +506,14 @@ class ToolActivities:
             return {
                 "ok": False,
                 "result": ToolResult.error(ErrorCode.UNAUTHORIZED, str(error)).to_dict(),
-                "protocol": RUN_PROTOCOL,
             }
         ctx = self.authority.context_for(actor, request_id=call.request_id).as_plan()
         plan = await self.registry.run_pipeline(call.tool, call.arguments, ctx, rate_limit=False)
         if not plan.success:
-            return {"ok": False, "result": plan.to_dict(), "protocol": RUN_PROTOCOL}
+            return {"ok": False, "result": plan.to_dict()}
         planned = plan.data["plan"]
         return {
             "ok": True,
-            "protocol": RUN_PROTOCOL,
             "actor": actor.to_dict(),
             "needs_confirmation": bool(planned["requires_confirmation"]),
             "plan": planned,
