@@ -222,6 +222,25 @@ async def accepted_proof(
     raise AssertionError(f"no accepted {update!r} update in the history of {handle.id}")
 
 
+async def stolen_start(
+    client: Client, run: Mapping[str, Any]
+) -> tuple[WorkflowHandle[Any, Any], dict[str, Any]]:
+    """The execution a signed start answered with, and the start proof anyone reads in its
+    history: what the attacker takes to another execution."""
+    handle = client.get_workflow_handle(run["run_id"], run_id=run["execution"])
+    return handle, await accepted_proof(client, handle, "start")
+
+
+async def stolen_call(
+    client: Client, request_id: str
+) -> tuple[WorkflowHandle[Any, Any], dict[str, Any]]:
+    """The first execution of a durable call, and the call proof anyone reads in its history."""
+    workflow_id = call_workflow_id(request_id)
+    execution = (await client.get_workflow_handle(workflow_id).describe()).run_id
+    handle = client.get_workflow_handle(workflow_id, run_id=execution)
+    return handle, await accepted_proof(client, handle, "call")
+
+
 def accepted_updates(events: list[HistoryEvent]) -> list[str]:
     """The names of the updates a history accepted, in order. A reapplied update is accepted
     without its request, which the UpdateAdmitted event that brought it holds."""
@@ -315,8 +334,7 @@ async def test_a_start_proof_read_from_a_finished_run_is_refused_by_a_new_execut
         ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
         first = await ed.start(EssayReview, PUBLISHES)
         run_id = first["run_id"]
-        first_handle = temporal_client.get_workflow_handle(run_id, run_id=first["execution"])
-        stolen = await accepted_proof(temporal_client, first_handle, "start")
+        first_handle, stolen = await stolen_start(temporal_client, first)
 
         again = await held_back(temporal_client, task_queue, SPAM, run_id=run_id)
         code, sentence = await refused(again, "start", stolen)
@@ -357,8 +375,7 @@ async def test_a_start_proof_read_from_a_terminated_run_is_refused_by_a_new_exec
         ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
         first = await ada.start(EssayReview, ALWAYS_FAILS)
         run_id = first["run_id"]
-        first_handle = temporal_client.get_workflow_handle(run_id, run_id=first["execution"])
-        stolen = await accepted_proof(temporal_client, first_handle, "start")
+        first_handle, stolen = await stolen_start(temporal_client, first)
         await first_handle.terminate("the attacker")
 
         again = await held_back(temporal_client, task_queue, ALWAYS_FAILS, run_id=run_id)
@@ -393,10 +410,7 @@ async def test_a_start_proof_read_from_history_is_refused_by_a_run_under_another
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
         first = await ed.start(EssayReview, PUBLISHES)
-        first_handle = temporal_client.get_workflow_handle(
-            first["run_id"], run_id=first["execution"]
-        )
-        stolen = await accepted_proof(temporal_client, first_handle, "start")
+        first_handle, stolen = await stolen_start(temporal_client, first)
 
         elsewhere = await held_back(temporal_client, task_queue, PUBLISHES, run_id=other_id)
         code, sentence = await refused(elsewhere, "start", stolen)
@@ -424,8 +438,7 @@ async def test_a_start_proof_read_from_history_is_refused_by_a_run_of_another_gr
         ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
         first = await ed.start(EssayReview, PUBLISHES)
         run_id = first["run_id"]
-        first_handle = temporal_client.get_workflow_handle(run_id, run_id=first["execution"])
-        stolen = await accepted_proof(temporal_client, first_handle, "start")
+        first_handle, stolen = await stolen_start(temporal_client, first)
 
         # Under the same workflow id, so that only the graph tells the proof's run from this one.
         other_graph = await held_back(
@@ -460,8 +473,7 @@ async def test_a_start_proof_read_from_history_and_put_inside_a_start_input_is_r
         ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
         first = await ed.start(EssayReview, PUBLISHES)
         run_id = first["run_id"]
-        first_handle = temporal_client.get_workflow_handle(run_id, run_id=first["execution"])
-        stolen = await accepted_proof(temporal_client, first_handle, "start")
+        first_handle, stolen = await stolen_start(temporal_client, first)
 
         inline = await temporal_client.start_workflow(
             "essay:review",
@@ -509,8 +521,7 @@ async def test_a_start_proof_read_from_a_version_1_run_is_refused_by_a_version_2
         first = await ada.start(DocReviewV1, inputs, version=1)
         run_id = first["run_id"]
         done = await ed.decide(run_id, "approve")
-        first_handle = temporal_client.get_workflow_handle(run_id, run_id=first["execution"])
-        stolen = await accepted_proof(temporal_client, first_handle, "start")
+        first_handle, stolen = await stolen_start(temporal_client, first)
     async with lockgate_worker(plugin=both):
         again = await held_back(
             temporal_client, task_queue, inputs, run_id=run_id, graph="doc:review"
@@ -1109,13 +1120,8 @@ async def test_a_call_proof_read_from_a_finished_call_is_refused_by_a_new_execut
     async with lockgate_worker(tools=[add, subtract], directory=people.directory):
         ed = ToolClient(temporal_client, task_queue, signer=people.signer("ed"))
         first = await ed.call("demo:add", ARGUMENTS, request_id=request_id)
-        first_execution = (
-            await temporal_client.get_workflow_handle(call_workflow_id(request_id)).describe()
-        ).run_id
-        first_handle = temporal_client.get_workflow_handle(
-            call_workflow_id(request_id), run_id=first_execution
-        )
-        stolen = await accepted_proof(temporal_client, first_handle, "call")
+        first_handle, stolen = await stolen_call(temporal_client, request_id)
+        first_execution = (await first_handle.describe()).run_id
         runs_before = RUNS[request_id]
 
         again = await held_back_call(
@@ -1148,8 +1154,7 @@ async def test_a_call_proof_read_from_history_is_refused_by_a_call_with_another_
     async with lockgate_worker(tools=[add], directory=people.directory):
         ed = ToolClient(temporal_client, task_queue, signer=people.signer("ed"))
         first = await ed.call("demo:add", ARGUMENTS, request_id=request_id)
-        first_handle = temporal_client.get_workflow_handle(call_workflow_id(request_id))
-        stolen = await accepted_proof(temporal_client, first_handle, "call")
+        first_handle, stolen = await stolen_call(temporal_client, request_id)
 
         elsewhere = await held_back_call(temporal_client, task_queue, other_request, ARGUMENTS)
         code, sentence = await refused(elsewhere, "call", stolen)
@@ -1175,13 +1180,7 @@ async def test_a_call_proof_read_from_history_and_put_inside_a_call_input_is_ref
     async with lockgate_worker(tools=[add], directory=people.directory):
         ed = ToolClient(temporal_client, task_queue, signer=people.signer("ed"))
         first = await ed.call("demo:add", ARGUMENTS, request_id=request_id)
-        first_execution = (
-            await temporal_client.get_workflow_handle(call_workflow_id(request_id)).describe()
-        ).run_id
-        first_handle = temporal_client.get_workflow_handle(
-            call_workflow_id(request_id), run_id=first_execution
-        )
-        stolen = await accepted_proof(temporal_client, first_handle, "call")
+        first_handle, stolen = await stolen_call(temporal_client, request_id)
 
         inline = await temporal_client.start_workflow(
             "lockgate.tool_call",
@@ -1303,8 +1302,7 @@ async def test_every_refused_call_proof_is_audited_for_the_operator_who_looks_fo
     async with lockgate_worker(tools=[add], directory=people.directory):
         ed = ToolClient(temporal_client, task_queue, signer=people.signer("ed"))
         first = await ed.call("demo:add", ARGUMENTS, request_id=request_id)
-        first_handle = temporal_client.get_workflow_handle(call_workflow_id(request_id))
-        stolen = await accepted_proof(temporal_client, first_handle, "call")
+        first_handle, stolen = await stolen_call(temporal_client, request_id)
         again = await held_back_call(temporal_client, task_queue, request_id, ARGUMENTS)
         replayed = await refused(again, "call", stolen)
         await withdrawn(again)
