@@ -2,7 +2,9 @@
 is written, and never wedge a workflow task.
 
 A signed durable call is started first and held back; its proof names the execution the server
-started and comes as the call's ``call`` update, judged by the update's validator.
+started and comes as the call's ``call`` update, judged by the update's validator. Proofs read
+from history and offered to another execution are the attacker's, in
+``test_attacker_execution_bound_proofs``.
 """
 
 from __future__ import annotations
@@ -22,14 +24,13 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from lockgate import Signer, tool
 from lockgate.activities._activity_inputs import ToolActivityInput
-from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import generate_private_key, tool_binding
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.workflows import SIGNED_START_WITHIN, StartGraphInput
+from lockgate.workflows import SIGNED_START_WITHIN
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id
 
 with workflow.unsafe.imports_passed_through():  # this module's test workflow runs sandboxed
-    from tests.support import failed_workflow_tasks, outcome, prove_start, update_refused
+    from tests.support import failed_workflow_tasks, outcome, update_refused
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -304,30 +305,6 @@ async def test_something_that_is_not_a_proof_is_refused_as_malformed(
     assert "This is not a valid lockgate proof" in refusal_sentence(result)
 
 
-async def test_a_durable_calls_proof_sent_to_a_new_execution_of_its_request_is_refused(
-    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
-) -> None:
-    identities, request_id = people(), new_request_id()
-    sign = signed_by(identities.signer("ed"), "demo:add", ARGUMENTS, request_id)
-    async with lockgate_worker(tools=[add], directory=identities.directory):
-        handle = await start_signed_call(temporal_client, task_queue, request_id)
-        proof = sign(handle.first_execution_run_id or "")
-        first = await handle.execute_update("call", proof, result_type=dict)
-        # Read from the first call's history and sent to a new execution of the same id.
-        again = await start_signed_call(temporal_client, task_queue, request_id)
-        with pytest.raises(Exception) as refused:
-            await again.execute_update("call", proof, result_type=dict)
-        await again.cancel()
-        second = await outcome(again)
-
-    assert first["success"] is True, first
-    assert handle.first_execution_run_id != again.first_execution_run_id
-    error = update_refused(refused.value)
-    assert error["code"] == "UNAUTHORIZED"
-    assert "another execution of call" in error["message"]
-    assert second["success"] is False and second["meta"].get("principal") is None
-
-
 async def test_a_signed_call_under_another_workflow_id_than_its_request_is_refused_at_once(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
@@ -344,51 +321,3 @@ async def test_a_signed_call_under_another_workflow_id_than_its_request_is_refus
     assert update_refused(refused.value)["code"] == "VALIDATION_ERROR"
     assert ended["error"]["code"] == "UNAUTHORIZED"
     assert "runs under the workflow id" in ended["error"]["message"]
-
-
-async def test_a_graph_start_proof_sent_to_a_new_execution_of_its_run_is_refused(
-    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
-) -> None:
-    identities = Identities({"ed": {"scopes": ["essay:publish"]}})
-    inputs = {"title": "Tides and the moon", "rubric": "tides, moon"}
-    run_id = f"essay:review-{uuid4().hex[:12]}"
-    async with lockgate_worker(graphs=[EssayReview], directory=identities.directory):
-        first = await temporal_client.start_workflow(
-            "essay:review",
-            StartGraphInput(inputs=inputs, signed=True),
-            id=run_id,
-            task_queue=task_queue,
-            result_type=dict,
-            start_delay=SIGNED_START_WITHIN,
-        )
-        finished = await prove_start(first, identities.signer("ed"), inputs)
-        # The first run's own proof, read from its history.
-        history = await first.fetch_history()
-        accepted = [
-            event.workflow_execution_update_accepted_event_attributes
-            for event in history.events
-            if event.HasField("workflow_execution_update_accepted_event_attributes")
-        ]
-        payload = accepted[0].accepted_request.input.args.payloads[0]
-        proof_of_first = temporal_client.data_converter.payload_converter.from_payload(payload)
-        again = await temporal_client.start_workflow(
-            "essay:review",
-            StartGraphInput(inputs=inputs, signed=True),
-            id=run_id,
-            task_queue=task_queue,
-            result_type=dict,
-            start_delay=SIGNED_START_WITHIN,
-        )
-        with pytest.raises(Exception) as refused:
-            await again.execute_update("start", proof_of_first, result_type=dict)
-        await again.cancel()
-        replayed = await outcome(again)
-
-    assert finished["status"] == "finished", finished
-    assert finished["requester"]["principal"] == "ed"
-    error = update_refused(refused.value)
-    assert error["code"] == "UNAUTHORIZED"
-    assert "another execution of" in error["message"]
-    assert replayed["status"] == "refused", replayed
-    assert replayed["requester"]["verified"] is False
-    assert [row for row in replayed["trail"] if row["by"].get("principal") == "ed"] == []
