@@ -52,7 +52,6 @@ __all__ = [
     "EssayInput",
     "GateLoop",
     "HandEssay",
-    "HandEssayGate",
     "HandGateLoop",
     "HandLinear",
     "Linear20",
@@ -409,9 +408,13 @@ class EssayInput:
 
 @workflow.defn(name="bench.hand_essay")
 class HandEssay:
-    """The essay graph's shape by hand: write, grade, publish or rewrite (three times), then ask."""
+    """The essay graph's shape by hand: write, grade, publish or rewrite (three times), then ask.
+
+    The ``decide`` update's handler waits until the run reaches the gate, so a client may send
+    the answer at once: nothing to poll, query or upsert to learn that the run waits."""
 
     def __init__(self) -> None:
+        self.waiting = False
         self.choice: str | None = None
 
     @workflow.run
@@ -431,67 +434,6 @@ class HandEssay:
                 result_type=dict,
             )
             graded = await cheap(
-                "bare.essay.grade",
-                args=[rubric, written["draft"]],
-                start_to_close_timeout=_ACTIVITY_TIMEOUT,
-                result_type=dict,
-            )
-            draft, feedback, steps = written["draft"], graded["feedback"], steps + 2
-            if graded["verdict"] == essay.Verdict.PASSED.value:
-                break
-            failures += 1
-            if failures > 3:
-                await workflow.wait_condition(lambda: self.choice is not None)
-                if self.choice == essay.EditorCall.ABANDON.value:
-                    await workflow.execute_activity(
-                        "bare.essay.abandon", title, start_to_close_timeout=_ACTIVITY_TIMEOUT
-                    )
-                    return {"url": None, "steps": steps + 1}
-                if self.choice == essay.EditorCall.PUBLISH_AS_IS.value:
-                    break
-                self.choice = None
-        published = await workflow.execute_activity(
-            "bare.essay.publish",
-            args=[title, draft],
-            start_to_close_timeout=_ACTIVITY_TIMEOUT,
-            result_type=dict,
-        )
-        return {"url": published["url"], "steps": steps + 1}
-
-    @workflow.update
-    def decide(self, decision: DecideInput) -> None:
-        self.choice = decision.choice
-
-    @decide.validator
-    def validate_decide(self, decision: DecideInput) -> None:
-        if decision.choice not in {case.value for case in essay.EditorCall}:
-            raise ApplicationError(f"No option {decision.choice!r}.", type="VALIDATION_ERROR")
-
-
-@workflow.defn(name="bench.hand_essay_gate")
-class HandEssayGate:
-    """The essay's gated path by hand, with the fewest actions: write and grade as local
-    activities until three rewrites have failed (the fourth failure), then wait for a ``decide``
-    update, checked by nothing, and publish as a regular activity (or abandon, or go round once
-    more). The update's handler waits until the run reaches the gate, so a client may send the
-    answer at once: nothing to poll, query or upsert to learn that the run waits."""
-
-    def __init__(self) -> None:
-        self.waiting = False
-        self.choice: str | None = None
-
-    @workflow.run
-    async def run(self, essay_input: EssayInput) -> dict[str, Any]:
-        title, rubric = essay_input.title, essay_input.rubric
-        draft, feedback, failures, steps = "", "", 0, 0
-        while True:
-            written = await workflow.execute_local_activity(
-                "bare.essay.write",
-                args=[title, rubric, draft, feedback],
-                start_to_close_timeout=_ACTIVITY_TIMEOUT,
-                result_type=dict,
-            )
-            graded = await workflow.execute_local_activity(
                 "bare.essay.grade",
                 args=[rubric, written["draft"]],
                 start_to_close_timeout=_ACTIVITY_TIMEOUT,
@@ -525,8 +467,13 @@ class HandEssayGate:
         await workflow.wait_condition(lambda: self.waiting and self.choice is None)
         self.choice = decision.choice
 
+    @decide.validator
+    def validate_decide(self, decision: DecideInput) -> None:
+        if decision.choice not in {case.value for case in essay.EditorCall}:
+            raise ApplicationError(f"No option {decision.choice!r}.", type="VALIDATION_ERROR")
 
-HANDWRITTEN_WORKFLOWS: list[type] = [HandLinear, HandGateLoop, HandEssay, HandEssayGate]
+
+HANDWRITTEN_WORKFLOWS: list[type] = [HandLinear, HandGateLoop, HandEssay]
 HANDWRITTEN_ACTIVITIES: list[Callable[..., Any]] = [
     *_LINEAR_ACTIVITIES,
     bare_tick,

@@ -10,7 +10,7 @@ a regular activity, started eagerly, no checks at all):
   ``HandEssay`` with local tools, started and awaited.
 - ``gate_flow``: started signed by ``ada`` with a rubric no draft meets, so it parks at the editor
   gate once its loop budget is spent; ``ed`` answers ``publish_as_is`` (``GraphClient.decide``,
-  which returns once the run has finished). The floor is ``HandEssayGate``: its client starts it
+  which returns once the run has finished). The floor is ``HandEssay`` again: its client starts it
   and sends the ``decide`` update at once, and the update's handler waits until the run reaches
   the gate. That is the fewest actions a hand-written app needs to learn that the run waits and
   answer it (one update, no query or poll); waiting on the history long-poll for a memo change
@@ -112,7 +112,6 @@ from bench._workloads import (
     DecideInput,
     EssayInput,
     HandEssay,
-    HandEssayGate,
     bench_worker,
     dev_server,
     emit,
@@ -450,15 +449,15 @@ async def floor_pass(client: Client, task_queue: str, people: Identities) -> Non
 
 async def floor_gate(client: Client, task_queue: str, people: Identities) -> None:
     handle = await client.start_workflow(
-        HandEssayGate.run,
-        EssayInput(GATED["title"], GATED["rubric"]),
+        HandEssay.run,
+        EssayInput(GATED["title"], GATED["rubric"], local_tools=True),
         id=f"hand-essay-gate-{uuid.uuid4().hex[:12]}",
         task_queue=task_queue,
         request_eager_start=True,
     )
     # Sent at once: the handler waits until the run reaches the gate.
     await handle.execute_update(
-        HandEssayGate.decide, DecideInput(choice=essay.EditorCall.PUBLISH_AS_IS.value)
+        HandEssay.decide, DecideInput(choice=essay.EditorCall.PUBLISH_AS_IS.value)
     )
     result = await handle.result()
     check(bool(result["url"]) and result["steps"] == 9, result)
