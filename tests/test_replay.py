@@ -31,12 +31,14 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
 from lockgate import GraphClient, LockgatePlugin
+from lockgate.activities._activity_inputs import RUN_PROTOCOL, SETTLING_PROTOCOL
 from lockgate.contracts import RunView
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.memo_clearance import MemoClearance
 from lockgate.examples.publish_post import PublishPost
 from lockgate.gating import Signer, answer_binding
 from lockgate.testing import Identities, WorkerFactory
+from lockgate.workflows._failures import refusals_complete
 from tests.graphs_for_tests import (
     ALWAYS_FAILS,
     DIRTY_MEMO,
@@ -169,3 +171,15 @@ async def test_a_history_does_not_replay_on_a_reshaped_graph_of_the_same_name() 
         saved_history("essay_review"), raise_on_replay_failure=False
     )
     assert result.replay_failure is not None
+
+
+@pytest.mark.parametrize(
+    ("recorded", "completes"),
+    [(1, False), (SETTLING_PROTOCOL, True), (RUN_PROTOCOL, True), (RUN_PROTOCOL + 1, True)],
+)
+def test_a_run_keeps_the_refusal_its_recorded_protocol_chose_under_any_later_protocol(
+    recorded: int, completes: bool
+) -> None:
+    """A run recorded with protocol 2 ends refused as a completed run however far today's
+    protocol has moved on; one recorded before protocol 2 fails with its refusal, as it did."""
+    assert refusals_complete(recorded, "never-asked: the protocol decides") is completes

@@ -24,6 +24,7 @@ __all__ = [
     "OPEN_WORKFLOW_START",
     "PREPARE_CALL",
     "RUN_PROTOCOL",
+    "SETTLING_PROTOCOL",
     "TOOL_ACTIVITY_PREFIX",
     "VERIFY_CARRIED",
     "JudgeSignalsInput",
@@ -72,6 +73,11 @@ RUN_PROTOCOL = 2
 it ends; its start proof came after the start, naming the execution; a refused run completes
 with its refusal as its result. A history recorded before has no protocol: 1.
 """
+
+SETTLING_PROTOCOL = 2
+"""The protocol that brought what :data:`RUN_PROTOCOL` 2 describes. A run asks whether its
+recorded protocol is at least this one, never at least :data:`RUN_PROTOCOL`, which grows: a
+run recorded with protocol 2 keeps behaving so under any later one."""
 
 
 def tool_activity_name(tool: str) -> str:

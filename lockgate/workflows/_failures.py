@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from temporalio import workflow
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 from lockgate.activities import Refusal
+from lockgate.activities._activity_inputs import SETTLING_PROTOCOL
 from lockgate.gating import AuditLogger, ErrorCode, Judgement
 
-__all__ = ["UnreadableStart", "outcome_of", "refuse_update", "refused_run"]
+__all__ = ["UnreadableStart", "outcome_of", "refusals_complete", "refuse_update", "refused_run"]
 
 # The messages temporalio raises when it cannot decode a workflow's arguments (see
 # temporalio/worker/_workflow_instance.py `_convert_payloads`).
@@ -70,6 +72,16 @@ def refused_run(code: str, sentence: str, outcome: dict[str, Any]) -> Refusal:
     returned as its one detail, so a client reads the same dict either way (:func:`outcome_of`).
     """
     return Refusal(code, sentence, outcome)
+
+
+def refusals_complete(protocol: int | None, patch: str) -> bool:
+    """Whether a run ends refused as a completed run, its result the refusal (as runs do from
+    :data:`SETTLING_PROTOCOL` on), rather than failed with it (as runs recorded before did). The
+    run's start check recorded its ``protocol``; a run refused before any check ran decides by
+    the workflow patch ``patch``."""
+    if protocol is not None:
+        return protocol >= SETTLING_PROTOCOL
+    return workflow.patched(patch)
 
 
 def outcome_of(error: WorkflowFailureError) -> dict[str, Any] | None:

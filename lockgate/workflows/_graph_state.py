@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from temporalio import workflow
 from temporalio.common import SearchAttributeUpdate
 
-from lockgate.activities._activity_inputs import SignalEntry
+from lockgate.activities._activity_inputs import SETTLING_PROTOCOL, SignalEntry
 from lockgate.gating import (
     MAX_REFUSED_SIGNALS_KEPT,
     TRAIL_PAGE,
@@ -267,9 +267,9 @@ class GraphState:
 
     def _quiet_attributes(self) -> bool:
         """Whether the run writes its search attributes only when it settles (a gate opens, a
-        node parks), as runs recorded with :data:`RUN_PROTOCOL` 2 do; runs recorded before also
-        wrote them when an answer or resume moved them on and when they finished."""
-        return (self._protocol or 1) >= 2
+        node parks), as runs recorded from :data:`SETTLING_PROTOCOL` on do; runs recorded before
+        also wrote them when an answer or resume moved them on and when they finished."""
+        return (self._protocol or 1) >= SETTLING_PROTOCOL
 
     def _settle_attributes_moving_on(self, state: str) -> None:
         """After an answer or a resume sends the run on to ``state``: its search attributes

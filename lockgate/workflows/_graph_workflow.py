@@ -23,7 +23,6 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from lockgate.activities import CALLER_MISTAKES
 from lockgate.activities._activity_inputs import (
     OPEN_START,
-    RUN_PROTOCOL,
     VERIFY_CARRIED,
     OpenStartInput,
     ToolActivityInput,
@@ -48,7 +47,7 @@ from lockgate.workflows._activity_options import (
 from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal, handover_seal
 from lockgate.workflows._carry import CarriedState, CarriedStateError
 from lockgate.workflows._compiled import CompiledGraph, CompiledNode
-from lockgate.workflows._failures import UnreadableStart, refused_run
+from lockgate.workflows._failures import UnreadableStart, refusals_complete, refused_run
 from lockgate.workflows._graph_agents import GraphAgents
 from lockgate.workflows._graph_inputs import (
     StartGraphInput,
@@ -190,7 +189,7 @@ class GraphRun(GraphAgents):
                 # starter claimed none write nothing here, as they always have: replay holds.)
                 self._sync_memo()
             shown = await self._finish()
-            if self._refusals_complete():
+            if refusals_complete(self._protocol, REFUSALS_COMPLETE):
                 return shown
             raise refused_run(self._refusal.code, self._refusal.sentence, shown)
         self._sync_memo()
@@ -223,14 +222,6 @@ class GraphRun(GraphAgents):
                 "prints one for this execution.)",
             )
         self._status = "running"
-
-    def _refusals_complete(self) -> bool:
-        """Whether this run ends refused as a completed run (its result the refusal), as runs
-        do today, rather than as a failed one, as runs recorded before did: its start check
-        recorded which (or, refused before any, a patch marker does)."""
-        if self._protocol is not None:
-            return self._protocol >= RUN_PROTOCOL
-        return workflow.patched(REFUSALS_COMPLETE)
 
     async def _open_carried(self) -> None:
         info = workflow.info()

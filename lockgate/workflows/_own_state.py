@@ -12,7 +12,11 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeUpdate
 from temporalio.exceptions import ActivityError
 
-from lockgate.activities._activity_inputs import OPEN_WORKFLOW_START, OpenWorkflowStartInput
+from lockgate.activities._activity_inputs import (
+    OPEN_WORKFLOW_START,
+    SETTLING_PROTOCOL,
+    OpenWorkflowStartInput,
+)
 from lockgate.gating import (
     DEADLINE_CHANNEL,
     TRAIL_PAGE,
@@ -209,10 +213,10 @@ class OwnRunState:
         return memo
 
     def finished(self) -> None:
-        """The run function returned. A run recorded before :data:`RUN_PROTOCOL` 2 wrote so in
+        """The run function returned. A run recorded before :data:`SETTLING_PROTOCOL` wrote so in
         its search attributes; today's leave them (ExecutionStatus says it has closed)."""
         self.status = "finished"
-        if self.protocol < 2:
+        if self.protocol < SETTLING_PROTOCOL:
             self._upsert("finished")
 
     def _upsert(self, status: str) -> None:

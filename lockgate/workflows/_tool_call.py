@@ -29,7 +29,6 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from lockgate.activities import CALLER_MISTAKES, Refusal, Retry
 from lockgate.activities._activity_inputs import (
     PREPARE_CALL,
-    RUN_PROTOCOL,
     PrepareCallInput,
     ToolActivityInput,
 )
@@ -50,7 +49,12 @@ from lockgate.gating import (
 )
 from lockgate.workflows._activity_options import execute_tool, local
 from lockgate.workflows._authority_context import current_authority, judging_authority
-from lockgate.workflows._failures import UnreadableStart, refuse_update, refused_run
+from lockgate.workflows._failures import (
+    UnreadableStart,
+    refusals_complete,
+    refuse_update,
+    refused_run,
+)
 from lockgate.workflows._graph_inputs import one_answer
 from lockgate.workflows._signed_starts import await_signed_start
 
@@ -183,24 +187,19 @@ class ToolCallWorkflow:
         """The call's result. A call refused (its caller's mistake, or a confirmation that
         expired) completes with the refusal as its result, so it counts in no failure metric;
         one whose tool failed, or that could not be checked, fails with its code and sentence.
-        (A call recorded before :data:`RUN_PROTOCOL` 2 failed on a refusal too.)"""
+        (A call recorded before :data:`SETTLING_PROTOCOL` failed on a refusal too.)"""
         result = await self._call_once()
         if not result.get("success"):
             # The `outcome` updates waiting for the result answer first.
             await workflow.wait_condition(workflow.all_handlers_finished)
             error = result.get("error") or {}
             code = str(error.get("code") or ErrorCode.INTERNAL_ERROR.value)
-            if code not in _FAILURES and self._refusals_complete():
+            if code not in _FAILURES and refusals_complete(self._protocol, _REFUSALS_COMPLETE):
                 return result
             raise refused_run(
                 code, str(error.get("message") or "The call did not succeed."), result
             )
         return result
-
-    def _refusals_complete(self) -> bool:
-        if self._protocol is not None:
-            return self._protocol >= RUN_PROTOCOL
-        return workflow.patched(_REFUSALS_COMPLETE)
 
     async def _call_once(self) -> dict[str, Any]:
         call = self._call
