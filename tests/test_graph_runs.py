@@ -161,11 +161,14 @@ async def test_a_refused_run_completes_with_its_refusal_as_its_result_and_says_s
         described = await handle.describe()
         closing = (await handle.fetch_history()).events[-1]
         shown = await GraphClient(temporal_client, task_queue).show(run["run_id"])
-        # Visibility is written after the fact: wait until the run is listed.
+        # Visibility is written after the fact, and a run is listed as started before it is listed
+        # as closed: wait until the listing has its close.
         listed = await eventually(
             lambda: GraphClient(temporal_client, task_queue).list(EssayReview),
-            lambda rows: any(row["run_id"] == run["run_id"] for row in rows),
-            what="the refused run listed",
+            lambda rows: any(
+                row["run_id"] == run["run_id"] and row["execution"] != "running" for row in rows
+            ),
+            what="the refused run listed as closed",
         )
 
     assert described.status == WorkflowExecutionStatus.COMPLETED
