@@ -26,6 +26,7 @@ from lockgate.gating._bindings import (
     decide_binding,
     gate_subject,
     resume_binding,
+    sign_in_binding,
     start_binding,
     tool_binding,
 )
@@ -39,6 +40,12 @@ from lockgate.gating._confirm import (
 )
 from lockgate.gating._context import Mode, ToolContext, local_shell_context, new_request_id
 from lockgate.gating._directory import Directory, DirectoryEntry
+from lockgate.gating._enrolment import (
+    ENROLMENT_SECRET_FILE_ENV,
+    EnrolmentRefused,
+    EnrolmentSecret,
+    EnrolmentSecretError,
+)
 from lockgate.gating._evidence import evidence_problem, evidence_shown
 from lockgate.gating._gates import GateChoice, OpenGate, ParkedNode
 from lockgate.gating._identity_errors import IdentityError, ProofRefused, RefusalReason
@@ -145,6 +152,7 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_SENSITIVE_NAMES",
     "DEFAULT_WINDOW_SECONDS",
+    "ENROLMENT_SECRET_FILE_ENV",
     "FAIL_CLOSED_POLICY",
     "MADE_THE_WORK",
     "MAX_ANSWER_BYTES",
@@ -175,6 +183,9 @@ __all__ = [
     "DefaultRenderer",
     "Directory",
     "DirectoryEntry",
+    "EnrolmentRefused",
+    "EnrolmentSecret",
+    "EnrolmentSecretError",
     "ErrorCode",
     "GateAnswer",
     "GateChoice",
@@ -253,6 +264,7 @@ __all__ = [
     "redact",
     "resume_binding",
     "shorten",
+    "sign_in_binding",
     "signature_of",
     "start_binding",
     "tally",

@@ -23,6 +23,7 @@ __all__ = [
     "decide_binding",
     "gate_subject",
     "resume_binding",
+    "sign_in_binding",
     "start_binding",
     "tool_binding",
 ]
@@ -120,6 +121,15 @@ def tool_binding(
         "request": request,
         "execution": execution,
     }
+
+
+def sign_in_binding(inbox: str, challenge: str) -> dict[str, Any]:
+    """Signing in to the inbox at origin ``inbox`` with the one-time ``challenge`` it handed out.
+
+    The origin is the one the browser was on when it signed, so a proof made for one inbox never
+    signs anyone in to another that relayed its challenge.
+    """
+    return {"kind": "sign_in", "inbox": inbox, "challenge": challenge}
 
 
 def confirm_binding(request: str, token: str) -> dict[str, Any]:
