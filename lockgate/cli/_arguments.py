@@ -12,7 +12,7 @@ from typing import Any
 
 from lockgate.cli._output import CommandError
 from lockgate.encryption import PAYLOAD_KEYS_FILE_ENV
-from lockgate.gating import AUDIT_FILE_ENV, WORKER_SECRET_FILE_ENV
+from lockgate.gating import AUDIT_FILE_ENV, ENROLMENT_SECRET_FILE_ENV, WORKER_SECRET_FILE_ENV
 from lockgate.worker import DEFAULT_TASK_QUEUE
 
 __all__ = ["build_parser", "json_argument"]
@@ -52,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"payload keys: encrypt what runs carry (default {PAYLOAD_KEYS_FILE_ENV}; none: "
         "payloads are stored as they are)",
     )
+    enrolling = argparse.ArgumentParser(add_help=False)
+    enrolling.add_argument(
+        "--enrolment-secret",
+        metavar="FILE",
+        help=f"the secret enrolment codes are made with (default {ENROLMENT_SECRET_FILE_ENV} or "
+        ".lockgate/enrolment.secret)",
+    )
     signed = argparse.ArgumentParser(add_help=False)
     signed.add_argument(
         "--as", dest="as_principal", metavar="PRINCIPAL", help="sign as this principal"
@@ -62,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    dev = commands.add_parser("dev", parents=[common], help="dev server + worker + demo people")
+    dev = commands.add_parser(
+        "dev", parents=[common, enrolling], help="dev server + worker + demo people"
+    )
     dev.add_argument("--port", type=int, default=7233, help="the server's port (default 7233)")
     dev.add_argument("--ui-port", type=int, help="the Web UI's port (default: port + 1000)")
     dev.add_argument("--headless", action="store_true", help="no Web UI")
@@ -110,13 +119,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="webhooks told when a gate of their role opens or closes",
     )
 
-    inbox = commands.add_parser("inbox", parents=[common], help="the web inbox for people")
+    inbox = commands.add_parser(
+        "inbox", parents=[common, enrolling], help="the web inbox for people"
+    )
     inbox.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
     inbox.add_argument("--port", type=int, default=8240, help="port (default 8240)")
     inbox.add_argument(
         "--origin",
         help="the address people open, for passkeys (default http://localhost:PORT; passkeys "
         "refuse IP addresses)",
+    )
+    inbox.add_argument(
+        "--session-minutes",
+        type=float,
+        default=60.0,
+        help="how long a sign-in lasts (default 60 minutes)",
     )
 
     commands.add_parser("setup", parents=[common], help="register lockgate's search attributes")
@@ -187,6 +204,19 @@ def build_parser() -> argparse.ArgumentParser:
     keys_commands = keys.add_subparsers(dest="keys_command", required=True)
     keys_new = keys_commands.add_parser("new", parents=[common], help="a new private key")
     keys_new.add_argument("principal")
+    keys_enrol = keys_commands.add_parser(
+        "enrol",
+        parents=[common, enrolling],
+        help="an enrolment code: lets PRINCIPAL register a passkey in the inbox",
+    )
+    keys_enrol.add_argument("principal")
+    keys_enrol.add_argument(
+        "--valid-for",
+        type=float,
+        default=24.0,
+        metavar="HOURS",
+        help="how long the code is good (default 24 hours)",
+    )
 
     tools = commands.add_parser("tools", parents=[common], help="tools through Temporal")
     tools_commands = tools.add_subparsers(dest="tools_command", required=True)

@@ -150,8 +150,14 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
     try:
         client = server.client
         if inbox_origin is not None:
+            # Open for the tour: anyone on this machine reads every run, as the banner says.
             inbox = await start_inbox(
-                arguments, client, "127.0.0.1", arguments.inbox_port, inbox_origin
+                arguments,
+                client,
+                "127.0.0.1",
+                arguments.inbox_port,
+                inbox_origin,
+                open_to_anyone=True,
             )
         await run_worker(
             client,
@@ -197,7 +203,10 @@ def _inbox_installed() -> bool:
 
 def _inbox_line(origin: str | None, arguments: argparse.Namespace) -> str:
     if origin is not None:
-        return f"{origin}  (answer gates here: import a key from {keys_dir(arguments)})"
+        return (
+            f"{origin}  (open to anyone on this machine; answer gates by importing a key "
+            f"from {keys_dir(arguments)}; a passkey needs `lockgate keys enrol NAME`)"
+        )
     if arguments.no_inbox:
         return "(off)"
     return "(not installed: pip install 'lockgate[inbox]')"

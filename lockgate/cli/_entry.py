@@ -12,7 +12,7 @@ from lockgate.cli._arguments import build_parser
 from lockgate.cli._codec import manage_payload_keys, serve_codec
 from lockgate.cli._dev import run_dev_stack
 from lockgate.cli._inbox import serve_inbox
-from lockgate.cli._keys import manage_worker_secret, new_key
+from lockgate.cli._keys import manage_keys, manage_worker_secret
 from lockgate.cli._loop import run_on_the_fastest_loop
 from lockgate.cli._mcp import serve_mcp
 from lockgate.cli._output import CommandError, fail
@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = build_parser().parse_args(argv)
     try:
         if arguments.command == "keys":
-            return new_key(arguments)
+            return manage_keys(arguments)
         if arguments.command == "secret":
             return manage_worker_secret(arguments)
         if arguments.command == "payload-keys":

@@ -9,8 +9,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from lockgate.cli._keys import enrolment_secret
 from lockgate.cli._output import CommandError
-from lockgate.cli._settings import connect, local_directory, payload_keys
+from lockgate.cli._settings import (
+    connect,
+    directory_path,
+    enrolment_secret_path,
+    local_directory,
+    payload_keys,
+)
 from lockgate.gating import IdentityError, RelyingParty
 
 __all__ = ["PASSKEY_ORIGINS_ENV", "relying_party_of", "serve_inbox", "start_inbox"]
@@ -39,13 +46,20 @@ def relying_party_of(origins: Sequence[str] | None) -> RelyingParty | None:
 
 
 async def start_inbox(
-    arguments: argparse.Namespace, client: Any, host: str, port: int, origin: str
+    arguments: argparse.Namespace,
+    client: Any,
+    host: str,
+    port: int,
+    origin: str,
+    *,
+    open_to_anyone: bool = False,
 ) -> tuple[Any, asyncio.Task[None]]:
     """Starts the inbox's server as a task on this loop; returns it and its task, once it
-    listens.
+    listens. ``open_to_anyone`` lets visitors read every run without signing in (``lockgate
+    dev`` only).
 
     Raises:
-        CommandError: the inbox's extra is missing, or the port is taken.
+        CommandError: the inbox's extra is missing, there is no Directory, or the port is taken.
     """
     try:
         import uvicorn
@@ -59,11 +73,20 @@ async def start_inbox(
         from lockgate.encryption import encrypting_client
 
         client = encrypting_client(client, keys)
+    directory = local_directory(arguments)
+    if directory is None:
+        raise CommandError(
+            f"The inbox signs people in against the workers' Directory, and there is none at "
+            f"{directory_path(arguments)}: name it with --directory (or LOCKGATE_DIRECTORY)."
+        )
     app = inbox_app(
         client,
         arguments.task_queue,
         RelyingParty.of_origins([origin]),
-        directory=local_directory(arguments),
+        directory=directory,
+        enrolment=enrolment_secret(arguments, make=open_to_anyone),
+        open_to_anyone=open_to_anyone,
+        session_seconds=getattr(arguments, "session_minutes", 60.0) * 60,
     )
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
     task = asyncio.create_task(server.serve())
@@ -79,9 +102,15 @@ async def serve_inbox(arguments: argparse.Namespace) -> int:
     origin = arguments.origin or f"http://localhost:{arguments.port}"
     client = await connect(arguments)
     server, task = await start_inbox(arguments, client, arguments.host, arguments.port, origin)
+    enrolling = (
+        "passkeys registered with codes from `lockgate keys enrol NAME`"
+        if enrolment_secret_path(arguments).exists()
+        else f"no passkey registration: no enrolment secret at {enrolment_secret_path(arguments)}"
+    )
     print(
         f"lockgate inbox: {origin} (workers accept its passkey answers with "
-        f"--passkey-origin {origin}); Ctrl-C stops it",
+        f"--passkey-origin {origin}); people sign in with their key or passkey; {enrolling}; "
+        "Ctrl-C stops it",
         file=sys.stderr,
         flush=True,
     )

@@ -1,15 +1,25 @@
-"""Key material on disk: ``lockgate keys new`` (a principal's key) and ``lockgate secret new``,
-``rotate`` and ``retire`` (the workers' shared secret). Neither talks to Temporal."""
+"""Key material on disk: ``lockgate keys new`` (a principal's key), ``lockgate keys enrol`` (a
+code to register a passkey with) and ``lockgate secret new``, ``rotate`` and ``retire`` (the
+workers' shared secret). None of them talks to Temporal."""
 
 from __future__ import annotations
 
 import argparse
+import time
 
 from lockgate.cli._output import CommandError
-from lockgate.cli._settings import keys_dir, secret_path
-from lockgate.gating import IdentityError, WorkerSecret, WorkerSecretError, new_identity
+from lockgate.cli._settings import enrolment_secret_path, keys_dir, secret_path
+from lockgate.gating import (
+    EnrolmentSecret,
+    EnrolmentSecretError,
+    IdentityError,
+    WorkerSecret,
+    WorkerSecretError,
+    check_principal_name,
+    new_identity,
+)
 
-__all__ = ["manage_worker_secret", "new_key"]
+__all__ = ["enrolment_secret", "manage_keys", "manage_worker_secret"]
 
 
 def manage_worker_secret(arguments: argparse.Namespace) -> int:
@@ -39,7 +49,57 @@ def manage_worker_secret(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def new_key(arguments: argparse.Namespace) -> int:
+def manage_keys(arguments: argparse.Namespace) -> int:
+    """``lockgate keys new|enrol PRINCIPAL``."""
+    if arguments.keys_command == "enrol":
+        return _enrol(arguments)
+    return _new_key(arguments)
+
+
+def enrolment_secret(arguments: argparse.Namespace, *, make: bool) -> EnrolmentSecret | None:
+    """The enrolment secret; made (and written) where ``make`` and there is none yet, else None
+    where there is none.
+
+    Raises:
+        CommandError: the file is there but unusable, or cannot be written.
+    """
+    path = enrolment_secret_path(arguments)
+    try:
+        if path.exists():
+            return EnrolmentSecret.load(path)
+        if not make:
+            return None
+        made = EnrolmentSecret.generate()
+        made.write(path)
+        return made
+    except EnrolmentSecretError as error:
+        raise CommandError(str(error)) from None
+
+
+def _enrol(arguments: argparse.Namespace) -> int:
+    """``lockgate keys enrol PRINCIPAL``: prints a code that lets PRINCIPAL register a passkey."""
+    try:
+        check_principal_name(arguments.principal)
+    except IdentityError as error:
+        raise CommandError(str(error)) from None
+    if not (0 < arguments.valid_for <= 24 * 30):
+        raise CommandError("--valid-for is a number of hours, more than 0 and at most 720.")
+    secret = enrolment_secret(arguments, make=True)
+    assert secret is not None
+    expires_at = int(time.time() + arguments.valid_for * 3600)
+    code = secret.code(arguments.principal, expires_at)
+    until = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(expires_at))
+    print(f"# enrolment code for {arguments.principal}, good until {until}:")
+    print(code)
+    print(
+        f"# {arguments.principal} enters it in the inbox (who you are → a passkey) with their "
+        "name; the inbox reads the same enrolment secret "
+        f"({enrolment_secret_path(arguments)})."
+    )
+    return 0
+
+
+def _new_key(arguments: argparse.Namespace) -> int:
     """``lockgate keys new PRINCIPAL``: writes a private key and prints its Directory entry."""
     try:
         made = new_identity(arguments.principal, keys_dir(arguments))

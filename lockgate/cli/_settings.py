@@ -33,6 +33,7 @@ from lockgate.encryption import (
     encrypted_data_converter,
 )
 from lockgate.gating import (
+    ENROLMENT_SECRET_FILE_ENV,
     WORKER_SECRET_ENV,
     WORKER_SECRET_FILE_ENV,
     Directory,
@@ -46,6 +47,7 @@ __all__ = [
     "STATE_DIRECTORY",
     "connect",
     "directory_path",
+    "enrolment_secret_path",
     "keys_dir",
     "local_directory",
     "payload_keys",
@@ -93,6 +95,14 @@ def worker_secret(arguments: argparse.Namespace) -> WorkerSecret:
             f"{error} A worker needs the deployment's worker secret (--secret-file, "
             f"{WORKER_SECRET_FILE_ENV} or {WORKER_SECRET_ENV})."
         ) from None
+
+
+def enrolment_secret_path(arguments: argparse.Namespace) -> Path:
+    """The enrolment secret's file: ``--enrolment-secret``, its variable, else ``.lockgate/``'s."""
+    chosen = getattr(arguments, "enrolment_secret", None) or os.environ.get(
+        ENROLMENT_SECRET_FILE_ENV
+    )
+    return Path(chosen or STATE_DIRECTORY / "enrolment.secret")
 
 
 def payload_keys_path(arguments: argparse.Namespace) -> Path | None:

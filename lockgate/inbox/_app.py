@@ -2,14 +2,18 @@
 
 Server-rendered pages (Starlette, Jinja2 with autoescaping) and one script, ``inbox.js``. The
 browser makes every proof: it builds the unsigned proof around what this server says the answer
-authorizes, shows it, and signs it with the person's passkey (WebAuthn, the challenge being the
-proof's digest) or with their Ed25519 key imported into the browser (WebCrypto, not
-extractable). This server only relays the proof; the run's worker verifies it as every answer is
-verified, so the inbox is never trusted for who answers.
+authorizes, checks that it names exactly the run, execution, gate and choice the page showed,
+shows it, and signs it with the person's passkey (WebAuthn, the challenge being the proof's
+digest) or with their Ed25519 key imported into the browser (WebCrypto, not extractable). This
+server only relays the proof; the run's worker verifies it as every answer is verified, so the
+inbox is never trusted for who answers.
 
-Who is looking is the identity the browser holds (a passkey it registered, or a key it
-imported); it only changes what the pages show (which options that person may take, and why
-not). An anonymous visitor sees the gates and is told why they may take none.
+Nobody reads a run without saying who they are. A person signs in by signing a one-time
+challenge with their key or passkey, checked against the Directory; the inbox then holds a
+short-lived session (an HttpOnly, same-site cookie) and shows them the gates of the roles they
+hold and the runs they started, drove or may answer. Anyone else sees the sign-in page. Only
+``open_to_anyone`` (what ``lockgate dev`` runs, for the tour) lets a visitor read every run.
+Every request that changes something is same-origin JSON: a foreign page cannot post to it.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ import secrets
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote, urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
@@ -31,27 +35,43 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionDescription
 
 from lockgate.gating import (
     Directory,
+    EnrolmentRefused,
+    EnrolmentSecret,
     ErrorCode,
     IdentityError,
+    ProofRefused,
     RelyingParty,
+    Verifier,
     check_principal_name,
     encode_base64url,
+    sign_in_binding,
     toml_key,
 )
-from lockgate.workflows import GraphClient
+from lockgate.workflows import LOCKGATE_GRAPH, GraphClient
+from lockgate.workflows._client_support import describe_run
 
 __all__ = ["inbox_app"]
 
 logger = logging.getLogger("lockgate.inbox")
 
-_REGISTRATION_SECONDS = 300
-"""How long a passkey registration's challenge is good."""
+_CHALLENGE_SECONDS = 300
+"""How long a sign-in or passkey registration challenge is good."""
+
+_SESSION_COOKIE = "lockgate_session"
+
+_MAX_BODY_BYTES = 64 * 1024
+"""The largest request body the inbox reads: a proof with its evidence fits many times over."""
+
+_CATALOGUE_SECONDS = 30.0
+"""How long the graphs the workers serve are remembered (asking is a query, a billed action)."""
 
 _HERE = Path(__file__).parent
+
+_T = TypeVar("_T")
 
 
 def _refusal(code: str | ErrorCode, message: str, status: int = 400) -> JSONResponse:
@@ -60,24 +80,32 @@ def _refusal(code: str | ErrorCode, message: str, status: int = 400) -> JSONResp
     )
 
 
-class _Registrations:
-    """Challenges handed out for passkey registrations, each good once, for a few minutes."""
+class _Expiring(Generic[_T]):
+    """Values under random tokens, each good for ``seconds``: challenges, registrations,
+    sessions. Kept in this process only: a restarted inbox asks people to sign in again."""
 
-    def __init__(self) -> None:
-        self._open: dict[str, tuple[bytes, str, float]] = {}
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._held: dict[str, tuple[_T, float]] = {}
 
-    def open(self, principal: str) -> tuple[str, bytes]:
+    def put(self, value: _T) -> str:
         now = time.monotonic()
-        self._open = {k: v for k, v in self._open.items() if v[2] > now}
-        token, challenge = secrets.token_urlsafe(16), secrets.token_bytes(32)
-        self._open[token] = (challenge, principal, now + _REGISTRATION_SECONDS)
-        return token, challenge
+        self._held = {k: v for k, v in self._held.items() if v[1] > now}
+        token = secrets.token_urlsafe(24)
+        self._held[token] = (value, now + self.seconds)
+        return token
 
-    def take(self, token: str) -> tuple[bytes, str] | None:
-        found = self._open.pop(token, None)
-        if found is None or found[2] < time.monotonic():
+    def get(self, token: object) -> _T | None:
+        found = self._held.get(token) if isinstance(token, str) else None
+        if found is None or found[1] < time.monotonic():
             return None
-        return found[0], found[1]
+        return found[0]
+
+    def take(self, token: object) -> _T | None:
+        found = self.get(token)
+        if found is not None:
+            self._held.pop(str(token), None)
+        return found
 
 
 def inbox_app(
@@ -85,38 +113,97 @@ def inbox_app(
     task_queue: str,
     relying_party: RelyingParty,
     *,
-    directory: Directory | None = None,
+    directory: Directory,
+    enrolment: EnrolmentSecret | None = None,
+    open_to_anyone: bool = False,
+    session_seconds: float = 3600.0,
     poll_seconds: float = 2.0,
 ) -> Starlette:
     """The inbox for the runs of ``task_queue``.
 
     Args:
         client: A Temporal client.
-        task_queue: Where the lockgate workers listen.
-        relying_party: The inbox's site and origins (the workers must be given the same).
-        directory: A copy of the workers' Directory, to tell a viewer which options they may
-            take (the worker judges again when they answer); without one, pages do not say.
+        task_queue: Where the lockgate workers listen; the inbox shows no run of another queue.
+        relying_party: The inbox's site and origins (the workers must be given the same). A
+            request that changes something must come from one of these origins.
+        directory: A copy of the workers' Directory: who may sign in (their keys and passkeys),
+            and which gates and options each person may see and take (the worker judges again
+            when they answer).
+        enrolment: The enrolment secret ``lockgate keys enrol`` issues codes with; without it,
+            the inbox registers no passkey.
+        open_to_anyone: Lets visitors who have not signed in read every run of the task queue
+            (a local ``lockgate dev``, for the tour). Answering still takes a proof.
+        session_seconds: How long a sign-in lasts.
         poll_seconds: How often an open page asks whether the gates changed.
+
+    Raises:
+        TypeError: ``directory`` is not a :class:`~lockgate.gating.Directory`.
     """
+    if not isinstance(directory, Directory):
+        raise TypeError(
+            "inbox_app(directory=...) takes the workers' Directory (people sign in against it), "
+            f"not {type(directory).__name__}."
+        )
     runs = GraphClient(client, task_queue, directory=directory, channel="web")
-    registrations = _Registrations()
+    verifier = Verifier(directory, relying_party=relying_party)
+    challenges: _Expiring[bool] = _Expiring(_CHALLENGE_SECONDS)
+    registrations: _Expiring[tuple[bytes, str]] = _Expiring(_CHALLENGE_SECONDS)
+    sessions: _Expiring[str] = _Expiring(session_seconds)
+    served = _ServedRuns(runs, task_queue)
+    secure = all(origin.startswith("https://") for origin in relying_party.origins)
     pages = Environment(
         loader=PackageLoader("lockgate.inbox", "templates"),
         autoescape=select_autoescape(["html"]),
     )
+    pages.filters["url_id"] = url_id
 
-    def render(name: str, request: Request, **values: Any) -> HTMLResponse:
+    def viewer_of(request: Request) -> str | None:
+        return sessions.get(request.cookies.get(_SESSION_COOKIE))
+
+    def render(name: str, request: Request, status: int = 200, **values: Any) -> HTMLResponse:
         page = pages.get_template(name).render(
             request=request,
-            viewer=_viewer(request),
+            viewer=viewer_of(request),
+            open_to_anyone=open_to_anyone,
             rp_id=relying_party.id,
             poll_ms=int(poll_seconds * 1000),
             **values,
         )
-        return HTMLResponse(page)
+        return HTMLResponse(page, status_code=status)
+
+    def may_see(viewer: str | None, row: Mapping[str, Any]) -> bool:
+        """Whether ``viewer`` may see a run (as ``show`` has it) or an open gate (as ``pending``
+        has it): one they started or drove, or whose open gate they may answer or waive."""
+        if open_to_anyone:
+            return True
+        if viewer is None:
+            return False
+        people = {_actor_of(row.get("requester"))} | {
+            _actor_of(each.get("by")) for each in row.get("trail") or () if isinstance(each, dict)
+        }
+        if viewer in people:
+            return True
+        gate = row.get("awaiting", row)
+        if not isinstance(gate, Mapping):
+            return False
+        panel = (gate.get("policy") or {}).get("panel") or ()
+        if viewer in panel or viewer in (gate.get("makers") or ()):
+            return True
+        return bool({gate.get("role"), gate.get("waivable_by")} & directory.roles_of(viewer))
+
+    async def visible_gates(request: Request) -> list[dict[str, Any]]:
+        viewer = viewer_of(request)
+        role = request.query_params.get("role") or None
+        graph = request.query_params.get("graph") or None
+        rows = [dict(row) for row in await runs.pending(of=role, viewer=viewer)]
+        return [
+            row for row in rows if may_see(viewer, row) and (graph is None or row["graph"] == graph)
+        ]
 
     async def gates(request: Request) -> Response:
-        rows = await _open_gates(runs, request)
+        if viewer_of(request) is None and not open_to_anyone:
+            return render("sign_in.html", request, status=401)
+        rows = await visible_gates(request)
         graphs = sorted({row["graph"] for row in rows})
         return render(
             "gates.html",
@@ -129,30 +216,41 @@ def inbox_app(
         )
 
     async def gates_json(request: Request) -> Response:
-        rows = await _open_gates(runs, request)
+        if viewer_of(request) is None and not open_to_anyone:
+            return _refusal(ErrorCode.UNAUTHORIZED, "Sign in first.", 401)
+        rows = await visible_gates(request)
         return JSONResponse({"fingerprint": _fingerprint(rows), "count": len(rows)})
 
-    async def run_page(request: Request) -> Response:
-        run_id = request.path_params["run"]
+    async def shown_run(request: Request, run_id: str) -> dict[str, Any] | None:
+        """The run as the viewer may see it; None where it is not a run of ours they may see
+        (which is said as "not found": whether a run exists is not told to whoever asks)."""
+        if not await served.holds(client, run_id):
+            return None
         shown = dict(await runs.show(run_id))
-        if shown.get("ok") is False:
-            return render("refused.html", request, error=shown["error"], run_id=run_id)
+        if shown.get("ok") is False or not may_see(viewer_of(request), shown):
+            return None
+        return shown
+
+    async def run_page(request: Request) -> Response:
+        if viewer_of(request) is None and not open_to_anyone:
+            return render("sign_in.html", request, status=401)
+        run_id = request.path_params["run"]
+        shown = await shown_run(request, run_id)
+        if shown is None:
+            return render("not_found.html", request, status=404, run_id=run_id)
         verdicts: dict[str, dict[str, Any]] = {}
         if shown.get("status") == "waiting":
-            for row in await _open_gates(runs, request):
+            for row in await runs.pending(viewer=viewer_of(request)):
                 if row["run_id"] == run_id:
-                    verdicts = {choice["option"]: choice for choice in row["choices"]}
-        return render(
-            "run.html",
-            request,
-            run=shown,
-            verdicts=verdicts,
-        )
+                    verdicts = {choice["option"]: dict(choice) for choice in row["choices"]}
+        return render("run.html", request, run=shown, verdicts=verdicts)
 
     async def binding(request: Request) -> Response:
-        body = await _json_body(request)
+        body = await _json_body(request, relying_party)
         if isinstance(body, Response):
             return body
+        if viewer_of(request) is None:
+            return _refusal(ErrorCode.UNAUTHORIZED, "Sign in first: your session ended.", 401)
         choice = body.get("choice")
         if not isinstance(choice, str) or not choice:
             return _refusal(ErrorCode.VALIDATION_ERROR, "Say which option: `choice`.", 422)
@@ -162,17 +260,23 @@ def inbox_app(
         gate = body.get("gate")
         if gate is not None and not isinstance(gate, str):
             return _refusal(ErrorCode.VALIDATION_ERROR, "`gate` is the key of the gate shown.", 422)
+        run_id = request.path_params["run"]
+        if await shown_run(request, run_id) is None:
+            return _refusal(ErrorCode.NOT_FOUND, f"No run {run_id!r} you may see here.", 404)
         found = await runs.decide_binding(
-            request.path_params["run"], choice, evidence=evidence or None, gate_shown=gate
+            run_id, choice, evidence=evidence or None, gate_shown=gate
         )
         if "error" in found:
             return JSONResponse(found, status_code=409)
         return JSONResponse({"ok": True, "authorizes": found})
 
     async def decide(request: Request) -> Response:
-        body = await _json_body(request)
+        body = await _json_body(request, relying_party)
         if isinstance(body, Response):
             return body
+        viewer = viewer_of(request)
+        if viewer is None:
+            return _refusal(ErrorCode.UNAUTHORIZED, "Sign in first: your session ended.", 401)
         proof = body.get("proof")
         if not isinstance(proof, dict):
             return _refusal(
@@ -181,20 +285,87 @@ def inbox_app(
                 "key in this page.",
                 403,
             )
-        result = dict(await runs.decide_signed(request.path_params["run"], proof))
+        if proof.get("principal") != viewer:
+            return _refusal(
+                ErrorCode.UNVERIFIED_APPROVER,
+                f"You are signed in as {viewer}, but the answer is signed as "
+                f"{proof.get('principal')!r}: sign in as the person who answers.",
+                403,
+            )
+        run_id = request.path_params["run"]
+        if await shown_run(request, run_id) is None:
+            return _refusal(ErrorCode.NOT_FOUND, f"No run {run_id!r} you may see here.", 404)
+        result = dict(await runs.decide_signed(run_id, proof))
         return JSONResponse(result, status_code=200 if result.get("ok", True) else 409)
 
+    async def sign_in_challenge(request: Request) -> Response:
+        body = await _json_body(request, relying_party)
+        if isinstance(body, Response):
+            return body
+        return JSONResponse({"ok": True, "challenge": challenges.put(True)})
+
+    async def sign_in(request: Request) -> Response:
+        body = await _json_body(request, relying_party)
+        if isinstance(body, Response):
+            return body
+        proof = body.get("proof")
+        authorizes = proof.get("authorizes") if isinstance(proof, dict) else None
+        challenge = authorizes.get("challenge") if isinstance(authorizes, dict) else None
+        if challenges.take(challenge) is None:
+            return _refusal(
+                ErrorCode.UNAUTHORIZED,
+                "This sign-in expired or was used: sign in again.",
+                401,
+            )
+        try:
+            actor = verifier.verify(
+                proof, sign_in_binding(request.headers["origin"], str(challenge))
+            )
+        except ProofRefused as refused:
+            return _refusal(ErrorCode.UNAUTHORIZED, _sign_in_refusal(refused, proof), 401)
+        response = JSONResponse({"ok": True, "principal": actor.actor})
+        response.set_cookie(
+            _SESSION_COOKIE,
+            sessions.put(actor.actor),
+            max_age=int(session_seconds),
+            httponly=True,
+            samesite="strict",
+            secure=secure,
+        )
+        return response
+
+    async def sign_out(request: Request) -> Response:
+        body = await _json_body(request, relying_party)
+        if isinstance(body, Response):
+            return body
+        sessions.take(request.cookies.get(_SESSION_COOKIE))
+        response = JSONResponse({"ok": True})
+        response.delete_cookie(_SESSION_COOKIE, httponly=True, samesite="strict", secure=secure)
+        return response
+
     async def passkey_options(request: Request) -> Response:
-        body = await _json_body(request)
+        body = await _json_body(request, relying_party)
         if isinstance(body, Response):
             return body
         principal = body.get("principal")
         if not isinstance(principal, str) or not principal.strip():
             return _refusal(ErrorCode.VALIDATION_ERROR, "Say whose passkey this is.", 422)
+        principal = principal.strip()
         try:
-            check_principal_name(principal.strip())
+            check_principal_name(principal)
         except IdentityError as error:
             return _refusal(ErrorCode.VALIDATION_ERROR, str(error), 422)
+        if enrolment is None:
+            return _refusal(
+                ErrorCode.UNAUTHORIZED,
+                "This inbox registers no passkeys: it was started without the enrolment secret "
+                "`lockgate keys enrol` issues codes with.",
+                403,
+            )
+        try:
+            enrolment.check(body.get("code"), principal, time.time())
+        except EnrolmentRefused as refused:
+            return _refusal(ErrorCode.UNAUTHORIZED, str(refused), 403)
         import webauthn
         from webauthn.helpers.structs import (
             AuthenticatorSelectionCriteria,
@@ -202,11 +373,12 @@ def inbox_app(
             UserVerificationRequirement,
         )
 
-        token, challenge = registrations.open(principal.strip())
+        challenge = secrets.token_bytes(32)
+        token = registrations.put((challenge, principal))
         options = webauthn.generate_registration_options(
             rp_id=relying_party.id,
             rp_name="lockgate inbox",
-            user_name=principal.strip(),
+            user_name=principal,
             challenge=challenge,
             authenticator_selection=AuthenticatorSelectionCriteria(
                 resident_key=ResidentKeyRequirement.PREFERRED,
@@ -218,10 +390,10 @@ def inbox_app(
         )
 
     async def passkey_register(request: Request) -> Response:
-        body = await _json_body(request)
+        body = await _json_body(request, relying_party)
         if isinstance(body, Response):
             return body
-        opened = registrations.take(str(body.get("token")))
+        opened = registrations.take(body.get("token"))
         if opened is None:
             return _refusal(
                 ErrorCode.VALIDATION_ERROR,
@@ -261,10 +433,17 @@ def inbox_app(
     async def identity_page(request: Request) -> Response:
         return render("identity.html", request)
 
+    async def no_icon(request: Request) -> Response:
+        return Response(status_code=204)
+
     routes = [
         Route("/", gates),
         Route("/gates.json", gates_json),
         Route("/identity", identity_page),
+        Route("/favicon.ico", no_icon),
+        Route("/session/challenge", sign_in_challenge, methods=["POST"]),
+        Route("/session", sign_in, methods=["POST"]),
+        Route("/session/end", sign_out, methods=["POST"]),
         Route("/runs/{run:path}/binding", binding, methods=["POST"]),
         Route("/runs/{run:path}/decide", decide, methods=["POST"]),
         Route("/runs/{run:path}", run_page),
@@ -280,36 +459,116 @@ def inbox_app(
     )
 
 
+def url_id(run_id: object) -> str:
+    """A run id as one path segment of a URL: every ``/`` of it encoded, so no id can walk the
+    path to another run's page once a browser normalises it."""
+    return quote(str(run_id), safe=":")
+
+
+def _actor_of(who: object) -> str | None:
+    """The principal of a requester or a trail row's ``by``, as a run shows either."""
+    if isinstance(who, Mapping):
+        actor = who.get("actor")
+        return actor if isinstance(actor, str) else None
+    return who if isinstance(who, str) else None
+
+
+class _ServedRuns:
+    """Whether a run is one the inbox's workers serve: on their task queue, of a graph they
+    serve (or a workflow of your own that lockgate marks)."""
+
+    def __init__(self, runs: GraphClient, task_queue: str) -> None:
+        self._runs = runs
+        self._task_queue = task_queue
+        self._names: frozenset[str] = frozenset()
+        self._read_at = float("-inf")
+
+    async def holds(self, client: Client, run_id: str) -> bool:
+        description = await describe_run(client.get_workflow_handle(run_id))
+        if not isinstance(description, WorkflowExecutionDescription):
+            return False
+        if description.task_queue != self._task_queue:
+            return False
+        # Only these workers run what is on their queue: a graph, or a workflow of your own
+        # that lockgate marks with its type. Whatever else a stranger starts there never runs.
+        kind = description.workflow_type
+        marked = description.typed_search_attributes.get(LOCKGATE_GRAPH) == kind
+        return marked or kind in await self._graphs()
+
+    async def _graphs(self) -> frozenset[str]:
+        if time.monotonic() - self._read_at > _CATALOGUE_SECONDS:
+            try:
+                catalogue = await self._runs.catalogue()
+            except Exception:  # no worker answered: the graphs known last still stand
+                logger.warning("lockgate inbox: the workers' catalogue did not answer")
+            else:
+                self._names = frozenset(str(graph["name"]) for graph in catalogue["graphs"])
+                self._read_at = time.monotonic()
+        return self._names
+
+
+def _sign_in_refusal(refused: ProofRefused, proof: object) -> str:
+    principal = proof.get("principal") if isinstance(proof, dict) else None
+    if refused.reason == "forged" and isinstance(proof, dict) and "signature" in proof:
+        return (
+            f"This is not the key the Directory lists for {principal}: sign in with "
+            f"{principal}'s own key, or ask your administrator to list this one."
+        )
+    return refused.sentence
+
+
 def _host_of(origin: str) -> str:
     return urlsplit(origin).hostname or origin
-
-
-def _viewer(request: Request) -> str | None:
-    viewer = request.query_params.get("as")
-    return viewer.strip() if viewer and viewer.strip() else None
 
 
 def _fingerprint(rows: list[dict[str, Any]]) -> str:
     return ",".join(sorted(f"{row['run_id']}#{row['gate']}" for row in rows))
 
 
-async def _open_gates(runs: GraphClient, request: Request) -> list[dict[str, Any]]:
-    role = request.query_params.get("role") or None
-    graph = request.query_params.get("graph") or None
-    rows = [dict(row) for row in await runs.pending(of=role, viewer=_viewer(request))]
-    if graph:
-        rows = [row for row in rows if row["graph"] == graph]
-    return rows
-
-
-async def _json_body(request: Request) -> Mapping[str, Any] | Response:
+async def _json_body(request: Request, relying_party: RelyingParty) -> Mapping[str, Any] | Response:
+    """The JSON object a state-changing request carries, from a page of the inbox itself; else
+    the refusal. An ``Origin`` of the inbox and a JSON body are what a foreign page cannot
+    send without the browser asking the inbox first (which it never allows)."""
+    origin = request.headers.get("origin")
+    if origin not in relying_party.origins:
+        return _refusal(
+            ErrorCode.UNAUTHORIZED,
+            f"This request comes from {origin or 'no page'}, not from the inbox "
+            f"({', '.join(relying_party.origins)}): open the inbox at that address.",
+            403,
+        )
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        return _refusal(
+            ErrorCode.VALIDATION_ERROR,
+            "The inbox takes JSON (Content-Type: application/json).",
+            415,
+        )
+    raw = await _read_body(request)
+    if raw is None:
+        return _refusal(
+            ErrorCode.VALIDATION_ERROR,
+            f"The request body is over {_MAX_BODY_BYTES // 1024} KiB, the most the inbox reads.",
+            413,
+        )
     try:
-        body = json.loads(await request.body() or b"{}")
-    except ValueError:
-        return _refusal(ErrorCode.VALIDATION_ERROR, "The request body is not JSON.")
+        body = json.loads(raw or b"{}")
+    except (ValueError, RecursionError):
+        return _refusal(ErrorCode.VALIDATION_ERROR, "The request body is not JSON.", 422)
     if not isinstance(body, dict):
-        return _refusal(ErrorCode.VALIDATION_ERROR, "The request body must be a JSON object.")
+        return _refusal(ErrorCode.VALIDATION_ERROR, "The request body must be a JSON object.", 422)
     return body
+
+
+async def _read_body(request: Request) -> bytes | None:
+    """The body, or None once it passes the limit (read no further)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > _MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 async def _no_trace(request: Request, error: Exception) -> Response:

@@ -65,9 +65,16 @@ async function postJSON(url, body) {
   return response.json();
 }
 
-// Signs `unsigned` as the browser's identity: the proof to send.
-async function signProof(unsigned) {
-  const me = identity();
+function freshProof(principal, authorizes) {
+  return {
+    lockgate_proof: 1, principal, channel: "web", authorizes,
+    issued_at: Math.floor(Date.now() / 1000), nonce: hex(crypto.getRandomValues(new Uint8Array(16))),
+  };
+}
+
+// Signs `unsigned` as `me` (the browser's identity), with `key` where given (a key being
+// imported) or else the key this browser keeps for it: the proof to send.
+async function signProof(unsigned, me = identity(), key = null) {
   const bytes = new TextEncoder().encode(canon(unsigned));
   if (me.kind === "passkey") {
     const challenge = await crypto.subtle.digest("SHA-256", bytes);
@@ -77,38 +84,99 @@ async function signProof(unsigned) {
     } });
     return { ...unsigned, passkey: credential.toJSON() };
   }
-  const key = await storedKey(me.principal);
-  if (!key) throw new Error("This browser holds no key for " + me.principal + ": import it again.");
-  const signature = await crypto.subtle.sign({ name: "Ed25519" }, key, bytes);
+  const signing = key || await storedKey(me.principal);
+  if (!signing) throw new Error("This browser holds no key for " + me.principal + ": import it again.");
+  const signature = await crypto.subtle.sign({ name: "Ed25519" }, signing, bytes);
   return { ...unsigned, signature: b64url(signature) };
 }
 
-// Answers the gate open on `run` with `choice` (and the evidence typed for it, where the gate
-// asks for some); returns what the worker said. With `gate`, the key of the gate the page showed,
-// the answer is signed only while that gate is the one open: never for a gate nobody looked at.
-async function answerGate(run, choice, gate) {
-  const me = identity();
+// Signs in as `me`: signs the inbox's one-time challenge; the inbox checks it against the
+// Directory and keeps a session. Returns what the inbox said.
+async function signIn(me = identity(), key = null) {
   if (!me) {
-    say("A gate is answered by a verified person: say who you are (a passkey or key) first.", "refused");
+    say("This browser holds no identity: import your key or register a passkey first.", "refused");
     return { ok: false };
   }
-  const asked = gate ? { choice, gate } : { choice };
-  const field = document.querySelector(`textarea.evidence-input[data-run="${CSS.escape(run)}"][data-option="${CSS.escape(choice)}"]`);
+  const opened = await postJSON("/session/challenge", {});
+  if (opened.ok === false) { say(opened.error.message, "refused"); return opened; }
+  const unsigned = freshProof(me.principal, { kind: "sign_in", inbox: location.origin, challenge: opened.challenge });
+  const signedIn = await postJSON("/session", { proof: await signProof(unsigned, me, key) });
+  if (signedIn.ok === false) say(signedIn.error.message, "refused");
+  return signedIn;
+}
+
+async function signOut() {
+  await postJSON("/session/end", {});
+}
+
+// What an answer to the gate a page shows may authorize: exactly its run, execution, gate and
+// the choice clicked (with the evidence typed for it), nothing else. The inbox is never trusted
+// for this: it could be confused, or compromised.
+function expectedBinding(shown, choice, evidence) {
+  const expected = {
+    kind: "decide", graph: shown.graph, run: shown.run, execution: shown.execution,
+    gate: shown.gate, choice,
+  };
+  // The inbox asks for no evidence where none was typed ({}), as the worker counts it.
+  if (evidence !== undefined && Object.keys(evidence).length) expected.evidence = evidence;
+  return expected;
+}
+
+function namesWhatWasShown(authorizes, expected) {
+  if (!authorizes || typeof authorizes !== "object") return false;
+  const { subject, ...rest } = authorizes;
+  return typeof subject === "string" && canon(rest) === canon(expected);
+}
+
+// The gate of `run` this page shows: {graph, run, execution, gate}, or null.
+function gateShown(run) {
+  const section = Array.from(document.querySelectorAll("section.gate")).find((each) => each.dataset.run === run);
+  if (!section) return null;
+  const { graph, execution, gate } = section.dataset;
+  return { graph, run, execution, gate };
+}
+
+// Answers the gate of `run` this page shows with `choice` (and the evidence typed for it, where
+// the gate asks for some); returns what the worker said. The answer is signed only while that
+// gate is the one open (never one nobody looked at), and only if what the inbox hands back to
+// sign names exactly that run, execution, gate and choice.
+async function answerGate(run, choice) {
+  const me = identity();
+  const viewer = document.body.dataset.viewer;
+  if (!me || !viewer) {
+    say("A gate is answered by a verified person: sign in with your passkey or key first.", "refused");
+    return { ok: false };
+  }
+  if (me.principal !== viewer) {
+    say("You are signed in as " + viewer + " but this browser holds " + me.principal + "'s identity: sign in again.", "refused");
+    return { ok: false };
+  }
+  const shown = gateShown(run);
+  if (!shown) {
+    say("This page shows no gate of " + run + ": nothing was signed.", "refused");
+    return { ok: false, error: { code: "NOT_SIGNED", message: "no gate of this run shown" } };
+  }
+  const asked = { choice, gate: shown.gate };
+  const field = Array.from(document.querySelectorAll("textarea.evidence-input")).find((each) => each.dataset.run === run && each.dataset.option === choice);
   if (field) {
     try { asked.evidence = JSON.parse(field.value || "{}"); } catch {
       say("The evidence must be a JSON object, such as {\"ticket\": \"…\"}.", "refused");
       return { ok: false };
     }
   }
-  const bound = await postJSON("/runs/" + run + "/binding", asked);
+  const place = "/runs/" + encodeURIComponent(run);
+  const bound = await postJSON(place + "/binding", asked);
   if (!bound.ok) { say(bound.error.message, "refused"); return bound; }
-  const unsigned = {
-    lockgate_proof: 1, principal: me.principal, channel: "web", authorizes: bound.authorizes,
-    issued_at: Math.floor(Date.now() / 1000), nonce: hex(crypto.getRandomValues(new Uint8Array(16))),
-  };
-  const proof = await signProof(unsigned);
+  const expected = expectedBinding(shown, choice, asked.evidence);
+  if (!namesWhatWasShown(bound.authorizes, expected)) {
+    const message = "The inbox asked this browser to sign something other than what this page shows ("
+      + canon(bound.authorizes) + " instead of " + canon(expected) + "): nothing was signed.";
+    say(message, "refused");
+    return { ok: false, error: { code: "NOT_SIGNED", message } };
+  }
+  const proof = await signProof(freshProof(me.principal, bound.authorizes), me);
   window.lockgateLastProof = proof;
-  const answered = await postJSON("/runs/" + run + "/decide", { proof });
+  const answered = await postJSON(place + "/decide", { proof });
   if (answered.ok === false) {
     say(answered.error.message, "refused");
   } else {
@@ -118,8 +186,8 @@ async function answerGate(run, choice, gate) {
   return answered;
 }
 
-async function registerPasskey(principal) {
-  const opened = await postJSON("/passkeys/options", { principal });
+async function registerPasskey(principal, code) {
+  const opened = await postJSON("/passkeys/options", { principal, code });
   if (opened.ok === false) { say(opened.error.message, "refused"); return opened; }
   const publicKey = PublicKeyCredential.parseCreationOptionsFromJSON(opened.options);
   const credential = await navigator.credentials.create({ publicKey });
@@ -129,46 +197,59 @@ async function registerPasskey(principal) {
   const entry = document.getElementById("directory-entry");
   entry.textContent = registered.entry;
   entry.hidden = false;
-  say("Registered. Give your administrator this Directory entry; once it is added you can answer as " + principal + ".", "done");
+  say("Registered. Give your administrator this Directory entry; once it is added you can sign in and answer as " + principal + ".", "done");
   showIdentity();
   return registered;
 }
 
+// Imports `principal`'s key: kept only if the Directory lists it for `principal` (the import
+// signs in with it); otherwise nothing is kept and the page says why.
 async function importKey(principal, pem) {
-  const der = Uint8Array.from(atob(pem.replace(/-----(BEGIN|END) PRIVATE KEY-----|\s+/g, "")), (c) => c.charCodeAt(0));
-  const key = await crypto.subtle.importKey("pkcs8", der, { name: "Ed25519" }, false, ["sign"]);
+  let key;
+  try {
+    const der = Uint8Array.from(atob(pem.replace(/-----(BEGIN|END) PRIVATE KEY-----|\s+/g, "")), (c) => c.charCodeAt(0));
+    key = await crypto.subtle.importKey("pkcs8", der, { name: "Ed25519" }, false, ["sign"]);
+  } catch {
+    say("This is not an Ed25519 private key in PKCS8 PEM (the file `lockgate keys new` wrote): nothing was imported.", "refused");
+    return { ok: false };
+  }
+  const me = { principal, kind: "key" };
+  const signedIn = await signIn(me, key);
+  if (signedIn.ok === false) {
+    say("Not imported: " + signedIn.error.message, "refused");
+    return signedIn;
+  }
   const store = await keyStore("readwrite");
   await new Promise((resolve, reject) => {
     const writing = store.put(key, principal);
     writing.onsuccess = resolve;
     writing.onerror = () => reject(writing.error);
   });
-  localStorage.setItem(IDENTITY, JSON.stringify({ principal, kind: "key" }));
-  say("Imported " + principal + "'s key into this browser (it cannot be read back out).", "done");
-  showIdentity();
+  localStorage.setItem(IDENTITY, JSON.stringify(me));
+  say("Imported " + principal + "'s key into this browser (it cannot be read back out); you are signed in as " + principal + ".", "done");
+  setTimeout(() => location.reload(), 800);
+  return signedIn;
 }
 
 function showIdentity() {
   const me = identity();
   const current = document.getElementById("current");
-  if (current && me) current.textContent = "You are " + me.principal + " (" + (me.kind === "passkey" ? "a passkey" : "an Ed25519 key") + " in this browser).";
+  if (current && me) current.textContent = "This browser holds " + me.principal + "'s " + (me.kind === "passkey" ? "passkey" : "Ed25519 key") + ".";
+  const button = document.getElementById("sign-in");
+  if (button && me) { button.textContent = "sign in as " + me.principal; button.hidden = false; }
+  const note = document.getElementById("signing-in");
+  if (note && me) note.textContent = "Signing in as " + me.principal + "…";
 }
 
-// Pages say what the person looking may do: the server is told who that is with ?as=.
-function lookAsMe() {
+// A browser that holds a key signs in by itself once its session has ended; a passkey asks the
+// person (the "sign in" button).
+async function signInOnArrival() {
   const me = identity();
-  const url = new URL(location.href);
-  if (me && url.searchParams.get("as") !== me.principal) {
-    url.searchParams.set("as", me.principal);
-    location.replace(url);
-    return true;
-  }
-  if (!me && url.searchParams.has("as")) {
-    url.searchParams.delete("as");
-    location.replace(url);
-    return true;
-  }
-  return false;
+  if (!me || document.body.dataset.viewer || me.kind !== "key") return;
+  if (sessionStorage.getItem("lockgate.signing-in")) return;
+  sessionStorage.setItem("lockgate.signing-in", "1");
+  const signedIn = await signIn(me);
+  if (signedIn.ok !== false) location.reload();
 }
 
 // The gates page reloads itself when a gate opens or closes.
@@ -182,16 +263,23 @@ function watchGates() {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  if (lookAsMe()) return;
+  if (document.body.dataset.viewer) sessionStorage.removeItem("lockgate.signing-in");
   showIdentity();
+  signInOnArrival();
   watchGates();
   for (const button of document.querySelectorAll("button.answer")) {
-    button.addEventListener("click", () => answerGate(button.dataset.run, button.dataset.choice, button.dataset.gate));
+    button.addEventListener("click", () => answerGate(button.dataset.run, button.dataset.choice));
   }
+  const signInButton = document.getElementById("sign-in");
+  if (signInButton) signInButton.addEventListener("click", async () => { if ((await signIn()).ok !== false) location.reload(); });
+  const signOutButton = document.getElementById("sign-out");
+  if (signOutButton) signOutButton.addEventListener("click", async () => { await signOut(); location.replace("/"); });
   const register = document.getElementById("register-passkey");
-  if (register) register.addEventListener("click", () => registerPasskey(document.getElementById("passkey-principal").value.trim()));
+  if (register) register.addEventListener("click", () => registerPasskey(document.getElementById("passkey-principal").value.trim(), document.getElementById("passkey-code").value.trim()));
+  const keyFile = document.getElementById("key-file");
+  if (keyFile) keyFile.addEventListener("change", async () => { if (keyFile.files[0]) document.getElementById("key-pem").value = await keyFile.files[0].text(); });
   const importing = document.getElementById("import-key");
   if (importing) importing.addEventListener("click", () => importKey(document.getElementById("key-principal").value.trim(), document.getElementById("key-pem").value));
   const forget = document.getElementById("forget");
-  if (forget) forget.addEventListener("click", () => { localStorage.removeItem(IDENTITY); location.replace("/"); });
+  if (forget) forget.addEventListener("click", async () => { localStorage.removeItem(IDENTITY); await signOut(); location.replace("/"); });
 });
