@@ -224,7 +224,7 @@ def gate_admits(name: str, ctx: ToolContext) -> bool:
     """The parts of authorization that hold on every channel: authentication and scopes."""
     definition = definition_of(REGISTRY, name)
     needs_auth = ctx.channel not in ("cli", "tui", "telegram", "temporal")
-    if needs_auth and not ctx.principal:
+    if needs_auth and (not ctx.principal or ctx.principal.startswith("unverified:")):
         return False
     return not definition.scopes or ctx.has_any_scope(definition.scopes)
 

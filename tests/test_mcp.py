@@ -53,7 +53,7 @@ async def mcp_client(
     if as_principal:
         assert identities is not None, "a server signing as someone needs their Identities"
         signer = identities.signer(as_principal, "mcp")
-    operations = Operations(temporal_client, task_queue, signer, channel="mcp")
+    operations = Operations(temporal_client, task_queue, signer)
     server = build_mcp_server(operations, poll_seconds=0.1)
     async with Client(
         server,
@@ -147,7 +147,7 @@ async def test_every_refusal_is_a_result_with_its_code_and_sentence(
     assert refusal_of(forbidden)["code"] == "FORBIDDEN"
     assert "demo:secret" in refusal_of(forbidden)["message"]
     assert refusal_of(unknown)["code"] == "TOOL_NOT_FOUND"
-    # The pipe is unverified:mcp, one caller with one budget per tool.
+    # The pipe is unverified:temporal, one caller with one budget per tool.
     assert [each.is_error for each in calls] == [False] * RATE_BUDGET + [True]
     assert refusal_of(calls[-1])["code"] == "RATE_LIMITED"
     assert runs[token] == RATE_BUDGET

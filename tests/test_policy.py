@@ -369,6 +369,25 @@ async def test_an_unknown_channel_denies_an_anonymous_caller_with_require_auth()
     assert "'carrier-pigeon'" in result.error.message
 
 
+async def test_an_unverified_caller_on_an_unknown_channel_is_not_authenticated() -> None:
+    registry = make()
+
+    result = await registry.call("wipe", {}, ToolContext("unverified:evil", "evil"))
+
+    assert result.meta["check"] == "require_auth"
+    assert result.error is not None
+    assert "unverified:evil is not one" in result.error.message
+    assert "not a registered channel" in result.error.message
+
+
+async def test_an_unverified_caller_never_satisfies_a_registered_require_auth() -> None:
+    registry = make()
+
+    result = await registry.call("ping", {}, ToolContext("unverified:web", "web"))
+
+    assert result.meta["check"] == "require_auth"
+
+
 async def test_an_unknown_channel_logs_a_fail_closed_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -1,7 +1,8 @@
 """``lockgate mcp``: the MCP server, over stdio or (``--http``) streamable HTTP with a JSON API.
 
-Over stdio whoever holds the pipe is the caller: without ``--as`` that is ``unverified:mcp``,
-which may start runs and call tools that need no scope, and never answers a gate. ``--as
+Over stdio whoever holds the pipe is the caller: without ``--as`` that is a client with no
+signer, ``unverified:temporal``, which may start runs and call tools that need no scope, and never
+answers a gate (the ``mcp`` and ``http`` channels require a verified principal). ``--as
 agent-7`` signs every call as that principal with its key (judged against the workers'
 Directory); gate answers are still only relayed, as proofs their approvers signed. Over HTTP
 every request also needs the bearer token the operator configured.
@@ -68,7 +69,6 @@ async def serve_mcp(arguments: argparse.Namespace) -> int:
         await connect(arguments),
         arguments.task_queue,
         signer,
-        channel=channel,
         directory=local_directory(arguments),
     )
     server = build_mcp_server(operations, poll_seconds=arguments.poll_seconds)

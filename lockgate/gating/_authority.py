@@ -101,9 +101,10 @@ class Authority:
         }
         if actor.verified:
             marks["signer"] = actor.principal
-        # An unverified caller is named by its transport (``unverified:mcp``), as a host names an
-        # MCP pipe ``stdio``: a channel that requires a principal then serves it what needs no
-        # scope, and it holds none. Over Temporal a caller picks its channel anyway.
+        # An unverified caller is named by its channel (``unverified:temporal``), so records and
+        # rate budgets tell callers apart. The name is never an authentication: a channel that
+        # requires a principal refuses it (over Temporal a caller picks its channel, so an
+        # unregistered one must stay closed), and elsewhere it is served what needs no scope.
         principal = actor.principal if actor.verified else actor.actor
         return ToolContext(
             principal, actor.channel, self.scopes_of(actor), request_id, "execute", marks

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from lockgate.gating._context import ToolContext
+from lockgate.gating._names import UNVERIFIED_PREFIX
 
 __all__ = [
     "DEADLINE_CHANNEL",
@@ -50,7 +51,8 @@ class ChannelPolicy:
 
     Attributes:
         allow_all: Allows at the last step (it never skips authentication, consent or scopes).
-        require_auth: Refuses a call that names no principal.
+        require_auth: Refuses a call that names no principal, or names an unverified caller
+            (``unverified:<channel>``, a caller on Temporal that sent no proof).
         block_mutating: Refuses every mutating tool on this channel.
         require_confirmation_for_mutating: A mutating tool asks for a confirmation token first.
         confirmation_requires_signature: A tool that needs confirmation runs only with consent
@@ -234,13 +236,8 @@ class PolicyGate:
     ) -> PolicyDecision:
         """Judges one call; see the class docstring for the order of checks."""
         policy = self._policies.get(ctx.channel) or self.policy_for(ctx.channel)
-        if policy.require_auth and not ctx.principal:
-            return PolicyDecision(
-                False,
-                f"Channel '{ctx.channel}' requires an authenticated principal (require_auth), "
-                "and none was provided.",
-                "require_auth",
-            )
+        if policy.require_auth and not _authenticated(ctx.principal):
+            return PolicyDecision(False, self._unauthenticated(ctx), "require_auth")
         # Inlined _needs_confirmation: this runs on every call.
         needs_confirmation = (
             tool.confirm or (tool.mutating and policy.require_confirmation_for_mutating)
@@ -277,6 +274,27 @@ class PolicyGate:
                 "block_mutating",
             )
         return _ALLOWED_AFTER_CONFIRMATION if needs_confirmation else _ALLOWED
+
+    def _unauthenticated(self, ctx: ToolContext) -> str:
+        """Why ``ctx`` does not pass ``require_auth``: no principal, or an unverified one."""
+        which = (
+            "require_auth"
+            if ctx.channel in self._policies
+            else "require_auth: it is not a registered channel, so it fails closed"
+        )
+        if not ctx.principal:
+            who = "none was provided"
+        else:
+            who = f"{ctx.principal} is not one: a caller that sent no proof is never authenticated"
+        return f"Channel '{ctx.channel}' requires an authenticated principal ({which}), and {who}."
+
+
+def _authenticated(principal: str | None) -> bool:
+    # A principal named unverified:<channel> is how lockgate names a caller on Temporal that sent
+    # no proof (no real principal may be named so): a name, never an authentication.
+    if not principal:
+        return False
+    return not principal.startswith(UNVERIFIED_PREFIX)
 
 
 def _needs_confirmation(ctx: ToolContext, tool: GovernedTool, policy: ChannelPolicy) -> bool:

@@ -6,7 +6,7 @@ what is wrong, never an exception for a caller's mistake. Inputs follow the seed
 operations: ``graph``, ``inputs`` (a JSON object, or its text), ``run``, ``choice``.
 
 Who calls is the server's principal when it was started with a key (every start, tool call and
-resume is signed as it), else ``unverified:<channel>``. A gate answer is never signed here: it is
+resume is signed as it), else ``unverified:temporal``. A gate answer is never signed here: it is
 relayed only as a proof its approver signed elsewhere (``lockgate sign decide``), and the run's
 worker judges it as it judges every answer.
 """
@@ -78,9 +78,11 @@ class Operations:
     Args:
         client: A Temporal client.
         task_queue: Where the lockgate workers listen.
-        signer: Signs starts, tool calls and resumes as the server's principal; None: the
-            caller is ``unverified:<channel>``.
-        channel: The surface's channel (``mcp``, ``web``).
+        signer: Signs starts, tool calls and resumes as the server's principal, on its
+            channel (``mcp``, ``http``); None: the caller is ``unverified:<channel>``.
+        channel: The channel of unsigned starts and calls: ``temporal``, the channel of a client
+            with no signer. A surface's own channel (``mcp``, ``http``) requires an
+            authenticated principal, which an unsigned caller never is.
         directory: Judges, in :meth:`pending`, which options the server's principal may take.
         wait_seconds: How long a start, answer or resume waits for the run to settle.
     """
@@ -91,7 +93,7 @@ class Operations:
         task_queue: str,
         signer: Signer | None = None,
         *,
-        channel: str = "mcp",
+        channel: str = "temporal",
         directory: Directory | None = None,
         wait_seconds: float = 30.0,
     ) -> None:
