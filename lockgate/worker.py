@@ -58,6 +58,7 @@ from lockgate.gating import (
     WorkerSecret,
     WorkerSecretError,
 )
+from lockgate.gating._configuration import check_flag, check_setting, refused_setting
 from lockgate.namespace import SearchAttributesMissingError, check_search_attributes
 from lockgate.workflows._authority_context import AuthorityInterceptor
 from lockgate.workflows._catalogue import catalogue_workflow
@@ -204,6 +205,20 @@ class LockgatePlugin(SimplePlugin):
         telemetry: LockgateTelemetry | None = None,
         models: Mapping[str, Any] | None = None,
     ) -> None:
+        _check_plugin_settings(
+            tools=tools,
+            graphs=graphs,
+            directory=directory,
+            secret=secret,
+            authority=authority,
+            audit=audit,
+            check_search_attributes=check_search_attributes,
+            relying_party=relying_party,
+            notifications=notifications,
+            encryption=encryption,
+            telemetry=telemetry,
+            models=models,
+        )
         self.registry = _registry_of(tools)
         if audit is not None and not isinstance(tools, ToolRegistry):
             # One audit log for the tool calls and the judgements of the plugin's own registry.
@@ -319,6 +334,82 @@ class LockgatePlugin(SimplePlugin):
                     await notifier
             if self._owns_directory:
                 directory.close()
+
+
+def _check_plugin_settings(
+    *,
+    tools: object,
+    graphs: object,
+    directory: object,
+    secret: object,
+    authority: object,
+    audit: object,
+    check_search_attributes: object,
+    relying_party: object,
+    notifications: object,
+    encryption: object,
+    telemetry: object,
+    models: object,
+) -> None:
+    """Refuses, before anything is built, a setting of the wrong type (a dict for a Directory, a
+    string for the secret), naming it, what it got and what it takes."""
+    where = "LockgatePlugin"
+    # A string is iterable too, and its letters are neither tools nor graphs.
+    if isinstance(tools, (str, bytes)) or not (tools is None or isinstance(tools, Iterable)):
+        raise refused_setting(where, "tools", tools, "a ToolRegistry or a list of @tool functions")
+    if isinstance(graphs, (str, bytes)) or not isinstance(graphs, Iterable):
+        raise refused_setting(where, "graphs", graphs, "a list of @graph classes")
+    check_setting(
+        where,
+        "directory",
+        directory,
+        (Directory, str, os.PathLike),
+        "a Directory or the path of its TOML file",
+        optional=True,
+    )
+    check_setting(
+        where,
+        "secret",
+        secret,
+        WorkerSecret,
+        "a WorkerSecret (WorkerSecret.load(...))",
+        optional=True,
+    )
+    check_setting(where, "authority", authority, Authority, "an Authority", optional=True)
+    check_setting(where, "audit", audit, AuditLogger, "an AuditLogger", optional=True)
+    check_flag(where, "check_search_attributes", check_search_attributes)
+    check_setting(
+        where,
+        "relying_party",
+        relying_party,
+        RelyingParty,
+        "a RelyingParty (RelyingParty.of_origins([...]))",
+        optional=True,
+    )
+    check_setting(
+        where,
+        "notifications",
+        notifications,
+        Notifications,
+        "a Notifications (Notifications.load(...))",
+        optional=True,
+    )
+    check_setting(
+        where,
+        "encryption",
+        encryption,
+        (PayloadKeys, EncryptionCodec),
+        "PayloadKeys or an EncryptionCodec",
+        optional=True,
+    )
+    if telemetry is not None:
+        # Imported only when given: it needs lockgate[otel].
+        from lockgate.telemetry import LockgateTelemetry
+
+        check_setting(where, "telemetry", telemetry, LockgateTelemetry, "a LockgateTelemetry")
+    check_setting(
+        where, "models", models, Mapping, "a mapping of model names to models", optional=True
+    )
 
 
 _NO_SECRET = (

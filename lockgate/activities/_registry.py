@@ -46,6 +46,7 @@ from lockgate.gating import (
     rate_key,
     to_jsonable,
 )
+from lockgate.gating._configuration import check_setting, refused_setting
 
 __all__ = [
     "PIPELINE_STAGES",
@@ -106,6 +107,21 @@ class ToolRegistry:
         confirmations: ConfirmationStore | None = None,
         audit: AuditLogger | None = None,
     ) -> None:
+        where = "ToolRegistry"
+        check_setting(where, "gate", gate, PolicyGate, "a PolicyGate", optional=True)
+        if rate_limiter is not None and not callable(getattr(rate_limiter, "consume", None)):
+            raise refused_setting(
+                where, "rate_limiter", rate_limiter, "a RateLimiter (InMemoryRateLimiter())"
+            )
+        check_setting(
+            where,
+            "confirmations",
+            confirmations,
+            ConfirmationStore,
+            "a ConfirmationStore",
+            optional=True,
+        )
+        check_setting(where, "audit", audit, AuditLogger, "an AuditLogger", optional=True)
         self.gate = gate or PolicyGate()
         self.rate_limiter = rate_limiter
         self.confirmations = confirmations or ConfirmationStore()

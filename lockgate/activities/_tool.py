@@ -16,6 +16,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
 from lockgate.gating import ToolContext, to_jsonable
+from lockgate.gating._configuration import check_flag, check_number, check_setting, checked_names
 
 __all__ = [
     "ArgumentsInvalid",
@@ -297,6 +298,35 @@ def tool(
         raise ToolDeclarationError(
             f"Tool '{name}': scopes must be a list of names, not the string {scopes!r}."
         )
+    where = f"@tool('{name}')"
+    check_setting(where, "description", description, str, "text", error=ToolDeclarationError)
+    scope_names = checked_names(where, "scopes", scopes, error=ToolDeclarationError)
+    sensitive_names = checked_names(where, "sensitive", sensitive, error=ToolDeclarationError)
+    for flag, value in (
+        ("mutating", mutating),
+        ("confirm", confirm),
+        ("open_world", open_world),
+        ("local", local),
+    ):
+        check_flag(where, flag, value, error=ToolDeclarationError)
+    check_number(where, "timeout", timeout, "a number of seconds", error=ToolDeclarationError)
+    check_number(
+        where,
+        "heartbeat",
+        heartbeat,
+        "a number of seconds",
+        optional=True,
+        error=ToolDeclarationError,
+    )
+    check_setting(
+        where,
+        "retry",
+        retry,
+        Retry,
+        "a Retry (Retry(max_attempts=5))",
+        optional=True,
+        error=ToolDeclarationError,
+    )
     if timeout <= 0:
         raise ToolDeclarationError(f"Tool '{name}': timeout must be positive, not {timeout}.")
     if heartbeat is not None and not 0 < heartbeat <= timeout:
@@ -311,11 +341,11 @@ def tool(
     spec = _ToolSpec(
         name=name,
         description=description,
-        scopes=frozenset(scopes),
+        scopes=scope_names,
         mutating=mutating,
         confirm=confirm,
         timeout=float(timeout),
-        sensitive=frozenset(sensitive),
+        sensitive=sensitive_names,
         retry=retry,
         open_world=open_world,
         heartbeat=heartbeat,

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from lockgate.gating._configuration import check_flag, check_setting, refused_setting
 from lockgate.gating._context import ToolContext
 from lockgate.gating._names import UNVERIFIED_PREFIX
 
@@ -67,6 +68,11 @@ class ChannelPolicy:
     require_confirmation_for_mutating: bool = False
     confirmation_requires_signature: bool = False
     signature_is_consent: bool = True
+
+    def __post_init__(self) -> None:
+        # A flag given as the string "false" is truthy: it would mean its opposite, silently.
+        for name in self.__slots__:
+            check_flag("ChannelPolicy", name, getattr(self, name))
 
 
 DEADLINE_CHANNEL = "(deadline)"
@@ -199,13 +205,41 @@ class PolicyGate:
         policies: Mapping[str, ChannelPolicy] | None = None,
         rules: PolicyRuleProvider | None = None,
     ) -> None:
-        self._policies: dict[str, ChannelPolicy] = dict(
-            DEFAULT_CHANNEL_POLICIES if policies is None else policies
+        check_setting(
+            "PolicyGate",
+            "policies",
+            policies,
+            Mapping,
+            "a mapping of channel names to ChannelPolicy",
+            optional=True,
         )
+        self._policies: dict[str, ChannelPolicy] = {}
+        for channel, policy in (DEFAULT_CHANNEL_POLICIES if policies is None else policies).items():
+            self._register("PolicyGate", channel, policy)
+        if rules is not None and not callable(getattr(rules, "find_matching_rule", None)):
+            raise refused_setting(
+                "PolicyGate", "rules", rules, "a PolicyRuleProvider (with find_matching_rule)"
+            )
         self.rules = rules
 
     def set_channel_policy(self, channel: str, policy: ChannelPolicy) -> None:
-        """Registers or replaces the policy of ``channel``."""
+        """Registers or replaces the policy of ``channel``.
+
+        Raises:
+            TypeError: ``channel`` is not a string, or ``policy`` not a :class:`ChannelPolicy`.
+        """
+        self._register("PolicyGate.set_channel_policy", channel, policy)
+
+    def _register(self, where: str, channel: str, policy: ChannelPolicy) -> None:
+        # Checked here, once: a dict taken as a policy would fail every later call on the channel.
+        check_setting(where, "channel", channel, str, "a channel name")
+        check_setting(
+            where,
+            f"the policy of channel {channel!r}",
+            policy,
+            ChannelPolicy,
+            "a ChannelPolicy (ChannelPolicy(require_auth=True, ...))",
+        )
         self._policies[channel] = policy
 
     def policy_for(self, channel: str) -> ChannelPolicy:

@@ -13,6 +13,7 @@ from datetime import timedelta
 from pydantic import BaseModel
 
 from lockgate.gating import Directory, GateDeadline, GatePolicy, needed_phrase
+from lockgate.gating._configuration import check_flag
 from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
 from lockgate.workflows._declare import ApprovalPolicy, Ask, Deadline, GraphDeclarationError
 
@@ -45,6 +46,12 @@ def ask_policy(graph: str, ask: Ask) -> GatePolicy:
             f": Ask({options.__name__}) declares policy={declared!r}; use SINGLE, DUAL, "
             "Dual(...) or Quorum(m, of_n, ...).",
         )
+    check_flag(
+        f"{graph}: Ask({options.__name__})'s policy",
+        "any_rejection_rejects",
+        declared.any_rejection_rejects,
+        error=GraphDeclarationError,
+    )
     m, n = declared.approvals, declared.panel
     if not isinstance(m, int) or isinstance(m, bool) or m < 1:
         raise _fail(graph, f"{where} of {m!r} approvals; it needs 1 or more, as a count.")

@@ -1,0 +1,205 @@
+"""Attacker review (issue 24), finding 3: a setting of the wrong type fails where it is given.
+
+``set_channel_policy("evil", {...})`` used to be taken, and every later call on that channel
+crashed with an AttributeError; a flag given as the string ``"false"`` meant True. Each public
+configuration entry point now refuses such a setting at once, in a sentence naming where, the
+setting, what it got and what it takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from lockgate import (
+    ChannelPolicy,
+    GraphDeclarationError,
+    LockgatePlugin,
+    PolicyGate,
+    ToolRegistry,
+    WorkerSecret,
+    compile_graph,
+    tool,
+)
+from lockgate.activities import ToolDeclarationError
+from lockgate.workflows import ApprovalPolicy
+from tests.gate_graphs import payment_graph
+
+
+def refusal(configure: Callable[[], object]) -> str:
+    with pytest.raises(TypeError) as refused:
+        configure()
+    return str(refused.value)
+
+
+# Policies ---------------------------------------------------------------------------------------
+
+
+def test_a_channel_policy_given_as_a_dict_is_refused_when_it_is_set() -> None:
+    gate = PolicyGate()
+
+    assert refusal(lambda: gate.set_channel_policy("evil", {"require_auth": True})) == (  # type: ignore[arg-type]
+        "PolicyGate.set_channel_policy: the policy of channel 'evil' must be a ChannelPolicy "
+        "(ChannelPolicy(require_auth=True, ...)), and it got dict {'require_auth': True}."
+    )
+    assert "evil" not in gate._policies
+
+
+def test_a_channel_named_by_something_else_than_text_is_refused() -> None:
+    assert refusal(lambda: PolicyGate().set_channel_policy(7, ChannelPolicy())) == (  # type: ignore[arg-type]
+        "PolicyGate.set_channel_policy: channel must be a channel name, and it got int 7."
+    )
+
+
+def test_a_policy_gate_built_with_a_dict_for_a_policy_is_refused() -> None:
+    assert refusal(lambda: PolicyGate({"web": {"require_auth": True}})) == (  # type: ignore[dict-item]
+        "PolicyGate: the policy of channel 'web' must be a ChannelPolicy "
+        "(ChannelPolicy(require_auth=True, ...)), and it got dict {'require_auth': True}."
+    )
+
+
+def test_a_policy_gate_built_with_a_list_of_policies_or_rules_it_cannot_ask_is_refused() -> None:
+    assert "PolicyGate: policies must be a mapping of channel names to ChannelPolicy or None, " in (
+        refusal(lambda: PolicyGate([ChannelPolicy()]))  # type: ignore[arg-type]
+    )
+    assert refusal(lambda: PolicyGate(rules={"deny": "all"})) == (  # type: ignore[arg-type]
+        "PolicyGate: rules must be a PolicyRuleProvider (with find_matching_rule), and it got "
+        "dict {'deny': 'all'}."
+    )
+
+
+def test_a_channel_policy_flag_given_as_text_is_refused() -> None:
+    assert refusal(lambda: ChannelPolicy(require_auth="false")) == (  # type: ignore[arg-type]
+        "ChannelPolicy: require_auth must be True or False, and it got str 'false'."
+    )
+
+
+def test_a_registry_given_a_dict_for_its_gate_is_refused() -> None:
+    refused = refusal(lambda: ToolRegistry(gate={"web": ChannelPolicy()}))  # type: ignore[arg-type]
+
+    assert refused.startswith(
+        "ToolRegistry: gate must be a PolicyGate or None, and it got dict {'web': ChannelPolicy("
+    )
+
+
+# Tools ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "sentence"),
+    [
+        ({"mutating": "yes"}, "mutating must be True or False, and it got str 'yes'."),
+        ({"confirm": 1}, "confirm must be True or False, and it got int 1."),
+        ({"scopes": ["notes:read", None]}, "scopes must be a list of non-empty names"),
+        ({"sensitive": "token"}, "sensitive must be a list of non-empty names, and it got str"),
+        ({"timeout": "30"}, "timeout must be a number of seconds, and it got str '30'."),
+        ({"heartbeat": True}, "heartbeat must be a number of seconds or None, and it got bool"),
+        ({"retry": {"max_attempts": 5}}, "retry must be a Retry (Retry(max_attempts=5)) or None"),
+    ],
+)
+def test_a_tool_option_of_the_wrong_type_is_refused_when_declared(
+    options: dict[str, Any], sentence: str
+) -> None:
+    with pytest.raises(ToolDeclarationError) as refused:
+        tool("notes:wipe", "Wipes the notes", **options)
+
+    assert str(refused.value).startswith("@tool('notes:wipe'): ")
+    assert sentence in str(refused.value)
+
+
+def test_tool_scopes_given_as_a_generator_are_read_once_and_kept() -> None:
+    @tool("notes:read", "Reads notes", scopes=(scope for scope in ["notes:read"]))
+    def read() -> str:
+        return "notes"
+
+    registry = ToolRegistry()
+    registry.register(read)
+
+    definition = registry.get("notes:read")
+    assert definition is not None and definition.scopes == {"notes:read"}
+
+
+# Gate policies ----------------------------------------------------------------------------------
+
+
+def test_a_gate_policy_flag_given_as_text_is_refused_when_the_graph_compiles() -> None:
+    policy = ApprovalPolicy("dual", 2, any_rejection_rejects="no")  # type: ignore[arg-type]
+
+    with pytest.raises(GraphDeclarationError) as refused:
+        compile_graph(payment_graph("pay:flagged", policy))
+
+    assert str(refused.value) == (
+        "Graph Pay_Flagged: Ask(Release)'s policy: any_rejection_rejects must be True or False, "
+        "and it got str 'no'."
+    )
+
+
+def test_a_gate_policy_that_is_not_one_is_refused_when_the_graph_compiles() -> None:
+    with pytest.raises(GraphDeclarationError, match="declares policy=\\{'approvals': 2\\}; use"):
+        compile_graph(payment_graph("pay:dict", {"approvals": 2}))
+
+
+# The plugin -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("settings", "sentence"),
+    [
+        (
+            {"directory": {"ed": {"roles": ["editor"]}}},
+            "LockgatePlugin: directory must be a Directory or the path of its TOML file or None, "
+            "and it got dict {'ed': {'roles': ['editor']}}.",
+        ),
+        (
+            {"secret": "hunter2"},
+            "LockgatePlugin: secret must be a WorkerSecret (WorkerSecret.load(...)) or None, and "
+            "it got str 'hunter2'.",
+        ),
+        (
+            {"check_search_attributes": "false"},
+            "LockgatePlugin: check_search_attributes must be True or False, and it got str "
+            "'false'.",
+        ),
+        (
+            {"tools": "notes:read"},
+            "LockgatePlugin: tools must be a ToolRegistry or a list of @tool functions, and it "
+            "got str 'notes:read'.",
+        ),
+        (
+            {"graphs": 7},
+            "LockgatePlugin: graphs must be a list of @graph classes, and it got int 7.",
+        ),
+        (
+            {"audit": "audit.jsonl"},
+            "LockgatePlugin: audit must be an AuditLogger or None, and it got str 'audit.jsonl'.",
+        ),
+        (
+            {"relying_party": "http://localhost:8240"},
+            "LockgatePlugin: relying_party must be a RelyingParty (RelyingParty.of_origins([...])) "
+            "or None, and it got str 'http://localhost:8240'.",
+        ),
+        (
+            {"notifications": ["https://example.com/hook"]},
+            "LockgatePlugin: notifications must be a Notifications (Notifications.load(...)) or "
+            "None, and it got list ['https://example.com/hook'].",
+        ),
+        (
+            {"encryption": b"0" * 32},
+            "LockgatePlugin: encryption must be PayloadKeys or an EncryptionCodec or None, and it "
+            "got bytes",
+        ),
+        (
+            {"models": ["support-model"]},
+            "LockgatePlugin: models must be a mapping of model names to models or None, and it "
+            "got list ['support-model'].",
+        ),
+    ],
+)
+def test_a_plugin_setting_of_the_wrong_type_is_refused_when_the_plugin_is_built(
+    settings: dict[str, Any], sentence: str
+) -> None:
+    settings.setdefault("secret", WorkerSecret.generate("test"))
+
+    assert refusal(lambda: LockgatePlugin(**settings)).startswith(sentence)
