@@ -7,18 +7,19 @@ restart. Lookups only read memory.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockgate.gating._identity_errors import IdentityError
-from lockgate.gating._keys import parse_public_key
+from lockgate.gating._keys import decode_base64url, parse_public_key, public_key_bytes
 from lockgate.gating._names import check_principal_name, toml_key
 from lockgate.gating._passkeys import Passkey
 from lockgate.gating._quoting import quoted
@@ -94,18 +95,23 @@ class Directory:
     touches the disk.
     """
 
-    def __init__(self, entries: Iterable[DirectoryEntry] = ()) -> None:
+    def __init__(
+        self, entries: Iterable[DirectoryEntry] = (), *, source: str = "<entries>"
+    ) -> None:
         """Makes a fixed directory.
 
         Args:
             entries: One entry per principal.
+            source: Where the entries came from, named in error messages.
 
         Raises:
-            IdentityError: Two entries name the same principal.
+            IdentityError: Two entries name the same principal, or two principals hold the same
+                public key or passkey (each approver counts once, so each holds keys of their
+                own).
         """
         self._entries: dict[str, DirectoryEntry] = {}
         self._public_keys: dict[str, Ed25519PublicKey] = {}
-        self._replace_entries(entries, source="<entries>")
+        self._replace_entries(entries, source=source)
         self._watched_path: Path | None = None
         self._clock: Callable[[], float] = time.monotonic
         self._last_check = 0.0
@@ -131,7 +137,7 @@ class Directory:
             IdentityError: The text is not valid TOML or not a valid directory; the message names
                 ``source`` and the principal at fault.
         """
-        return cls(_parse_directory(text, source))
+        return cls(_parse_directory(text, source), source=source)
 
     @classmethod
     def load(
@@ -156,7 +162,9 @@ class Directory:
         """
         file_path = Path(path)
         stamp = _file_stamp(file_path)
-        directory = cls(_parse_directory(_read_directory_text(file_path), str(file_path)))
+        directory = cls(
+            _parse_directory(_read_directory_text(file_path), str(file_path)), source=str(file_path)
+        )
         if watch:
             directory._watched_path = file_path
             directory._clock = clock
@@ -231,6 +239,7 @@ class Directory:
             for principal, listed in by_principal.items()
             if listed.public_key is not None
         }
+        _check_keys_are_distinct(by_principal, public_keys, source)
         # Lookups read these two attributes without the lock; rebinding them (never mutating the
         # dicts) keeps each lookup consistent with one version of the file.
         self._entries = by_principal
@@ -260,6 +269,37 @@ class Directory:
                 self._replace_entries(entries, str(path))
             except IdentityError as error:
                 _logger.warning("Keeping the last good directory: %s", error)
+
+
+def _check_keys_are_distinct(
+    by_principal: Mapping[str, DirectoryEntry],
+    public_keys: Mapping[str, Ed25519PublicKey],
+    source: str,
+) -> None:
+    """Refuses a key or passkey listed under two principals.
+
+    Every rule that counts people (a quorum's distinct approvers, four eyes) counts principals;
+    two names holding one key would let one person count as two. Compared as raw key bytes, so
+    two spellings of one key are one key.
+    """
+    holders: dict[tuple[str, bytes], str] = {}
+    for principal, listed in by_principal.items():
+        held: list[tuple[str, bytes]] = []
+        if principal in public_keys:
+            held.append(("public key", public_key_bytes(public_keys[principal])))
+        for passkey in listed.passkeys:
+            held.append(("passkey", passkey.cose_key()))
+            held.append(("passkey credential", decode_base64url(passkey.credential_id) or b""))
+        for kind, raw in held:
+            other = holders.setdefault((kind, raw), principal)
+            if other != principal:
+                fingerprint = "sha256:" + hashlib.sha256(raw).hexdigest()
+                raise IdentityError(
+                    f"{source}: principals {quoted(other)} and {quoted(principal)} hold the same "
+                    f"{kind} ({fingerprint}). Every approver counts once, so each holds keys of "
+                    "their own: give one of them a new key (`lockgate keys new NAME`) and list "
+                    "each key under one principal only."
+                )
 
 
 def _parse_directory(text: str, source: str) -> list[DirectoryEntry]:

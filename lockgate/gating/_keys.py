@@ -100,6 +100,15 @@ def public_key_text(key: Ed25519PrivateKey | Ed25519PublicKey) -> str:
     return _PUBLIC_KEY_PREFIX + encode_base64url(raw)
 
 
+def public_key_bytes(key: Ed25519PublicKey) -> bytes:
+    """The raw 32 bytes of a public key: the key itself, however its text was spelled."""
+    crypto = load_cryptography()
+    raw: bytes = key.public_bytes(
+        crypto.serialization.Encoding.Raw, crypto.serialization.PublicFormat.Raw
+    )
+    return raw
+
+
 def parse_public_key(text: str) -> Ed25519PublicKey:
     """Reads a public key in the form :func:`public_key_text` writes.
 
