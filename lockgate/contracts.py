@@ -260,7 +260,11 @@ class RunView(_RunViewRequired, total=False):
 
 
 class ViewerView(TypedDict):
-    """In ``pending``: who is looking, and what stands in their way whatever they choose."""
+    """In ``pending``: who is looking, and what stands in their way whatever they choose.
+
+    ``verified`` says whether the Directory could verify a proof of theirs (it lists a public key
+    or passkey for the name); the name itself is proven by nothing.
+    """
 
     principal: str
     is_requester: bool

@@ -212,6 +212,12 @@ class Directory:
             return None
         return self._public_keys.get(principal)
 
+    def can_verify(self, principal: str | None) -> bool:
+        """Whether a proof from ``principal`` could be verified: it is listed with a public key
+        or a passkey. A name listed with neither, or not listed, is nobody anyone can verify."""
+        found = self.entry(principal)
+        return found is not None and (found.public_key is not None or bool(found.passkeys))
+
     def roles_of(self, principal: str | None) -> frozenset[str]:
         """Returns the roles ``principal`` holds; empty if it is None or unlisted."""
         found = self.entry(principal)

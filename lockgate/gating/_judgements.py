@@ -579,39 +579,42 @@ class ViewerChoice:
 
 
 def judge_viewer(
-    authority: Authority, viewer: Actor, gate: OpenGate
+    authority: Authority, viewer: str, gate: OpenGate
 ) -> tuple[dict[str, Any], list[ViewerChoice]]:
     """For a pending list: may ``viewer`` take each option? Writes nothing, echoes no holdings.
 
-    Judged in the order :func:`judge_answer` judges: verified, neither the requester nor a maker
-    of the work, holds the role, may run the first node.
+    ``viewer`` is a name someone says is theirs, proven by nothing: the list says what they could
+    take once they sign. They count as verified only when the Directory could verify a proof of
+    theirs (it lists a public key or passkey for them); for anyone else every option is refused
+    as unverified. Then judged in the order :func:`judge_answer` judges: neither the requester
+    nor a maker of the work, holds the role, may run the first node.
     """
+    verifiable = authority.directory.can_verify(viewer)
     summary = {
-        "is_requester": viewer.actor == gate.requester,
-        "made_the_work": viewer.principal in gate.makers,
-        "verified": viewer.verified,
+        "is_requester": viewer == gate.requester,
+        "made_the_work": viewer in gate.makers,
+        "verified": verifiable,
     }
+    if not verifiable:
+        why_not = (
+            "a gate is answered by a verified actor, a signed call, and the Directory holds no "
+            f"key or passkey for {viewer}, so nobody can sign as them"
+        )
+        return summary, [
+            ViewerChoice(choice.option, False, "unverified", why_not) for choice in gate.choices
+        ]
+    # The viewer as they would be once they sign: the rules below judge who, never how.
+    actor = Actor(viewer, True, "viewing", viewer, "viewing")
     verdicts: list[ViewerChoice] = []
-    roles = authority.roles_of(viewer)
-    holds = authority.scopes_of(viewer)
+    roles = authority.roles_of(actor)
+    holds = authority.scopes_of(actor)
     for choice in gate.choices:
-        if not viewer.verified:
-            verdicts.append(
-                ViewerChoice(
-                    choice.option,
-                    False,
-                    "unverified",
-                    "a gate is answered by a verified actor, a signed call, and whoever is "
-                    "looking is not one",
-                )
-            )
-            continue
-        conflict = _four_eyes(viewer, gate)
+        conflict = _four_eyes(actor, gate)
         if conflict is not None:
-            because = "requester" if viewer.actor == gate.requester else "maker"
+            because = "requester" if actor.actor == gate.requester else "maker"
             verdicts.append(ViewerChoice(choice.option, False, because, conflict))
             continue
-        counted = _counted_already(viewer, gate)
+        counted = _counted_already(actor, gate)
         if counted is not None:
             verdicts.append(ViewerChoice(choice.option, False, "answered", counted))
             continue
@@ -621,11 +624,11 @@ def judge_viewer(
                     choice.option,
                     False,
                     "role",
-                    f"{viewer.actor} does not hold the role '{gate.role}' this gate asks for",
+                    f"{viewer} does not hold the role '{gate.role}' this gate asks for",
                 )
             )
             continue
-        why = why_node_refuses(viewer, holds, choice.needs)
+        why = why_node_refuses(actor, holds, choice.needs)
         if why is not None and choice.leads_to is not None:
             verdicts.append(
                 ViewerChoice(

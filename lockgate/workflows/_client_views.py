@@ -22,7 +22,7 @@ from temporalio.common import QueryRejectCondition
 from temporalio.service import RPCError
 
 from lockgate.contracts import PendingGate, RunView
-from lockgate.gating import Actor, Authority, ErrorCode, OpenGate, Signer, judge_viewer
+from lockgate.gating import Authority, ErrorCode, OpenGate, Signer, judge_viewer
 from lockgate.workflows._catalogue import describe_worker
 from lockgate.workflows._client_support import (
     describe_run,
@@ -135,7 +135,8 @@ class RunViews:
         Args:
             of: Only gates asking this role.
             viewer: A principal: each option says whether they ``may`` take it and ``why_not``
-                (judged against the client's Directory). Defaults to the signer.
+                (judged against the client's Directory). A name the Directory holds no key or
+                passkey for is not verified, and may take nothing. Defaults to the signer.
 
         Returns:
             One row per open gate, each option with ``leads_to`` and ``needs``.
@@ -169,8 +170,7 @@ class RunViews:
             row["target"] = gate_memo.get("target")
             row["opened_at"] = gate_memo.get("opened_at")
             if viewer is not None and authority is not None:
-                actor = Actor(viewer, True, "cli", viewer, "viewing")
-                summary, verdicts = judge_viewer(authority, actor, gate)
+                summary, verdicts = judge_viewer(authority, viewer, gate)
                 row["viewer"] = {
                     "principal": viewer,
                     "is_requester": summary["is_requester"],
