@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio.client import Client
 from temporalio.converter import DataConverter
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from lockgate.activities import (
@@ -69,6 +69,7 @@ from lockgate.workflows._declare import GraphDeclarationError
 from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
 from lockgate.workflows._notify import GateNotifier, NotifyWorkflow
+from lockgate.workflows._stack_traces import TracelessWorkflowRunner, without_activity_stack_traces
 from lockgate.workflows._tool_call import ToolCallWorkflow
 
 if TYPE_CHECKING:
@@ -273,6 +274,12 @@ class LockgatePlugin(SimplePlugin):
         self.graph_workflows = [
             graph_workflow(name, self.graphs.versions(name)) for name in self.graphs.names()
         ]
+        self.own_workflows: list[type] = [
+            ToolCallWorkflow,
+            NotifyWorkflow,
+            catalogue_workflow(self.tool_activities.describe),
+            *self.graph_workflows,
+        ]
         super().__init__(
             "lockgate",
             activities=[
@@ -281,12 +288,7 @@ class LockgatePlugin(SimplePlugin):
                 self.notification_activities.deliver,
                 *([ModelCalls(self.models, self.authority).call_model] if self.models else []),
             ],
-            workflows=[
-                ToolCallWorkflow,
-                NotifyWorkflow,
-                catalogue_workflow(self.tool_activities.describe),
-                *self.graph_workflows,
-            ],
+            workflows=self.own_workflows,
             interceptors=[
                 AuthorityInterceptor(self.authority, self.registry),
                 *([telemetry.interceptor] if telemetry is not None else []),
@@ -303,10 +305,23 @@ class LockgatePlugin(SimplePlugin):
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         """Adds the tools, graphs and judges; with payload keys, gives the worker a client on
         the same connection that encrypts (a worker uses its client's data converter), and
-        that passes on a payload it cannot decrypt as unreadable rather than fail the task."""
+        that passes on a payload it cannot decrypt as unreadable rather than fail the task.
+
+        What lockgate's own workflows and activities write carries no stack trace (anyone with
+        namespace access reads every history, and can make them fail): their failures keep
+        type, message and details; a shop's own workflows and activities keep their traces."""
         config = super().configure_worker(config)
+        client = config["client"]
         if self.codec is not None:
-            config["client"] = worker_client(config["client"], self.codec)
+            client = worker_client(client, self.codec)
+        config["client"] = _with_data_converter(
+            client, without_activity_stack_traces(client.data_converter)
+        )
+        # lockgate's workflows all opt out of the sandbox, so they run on this runner.
+        config["unsandboxed_workflow_runner"] = TracelessWorkflowRunner(
+            config.get("unsandboxed_workflow_runner") or UnsandboxedWorkflowRunner(),
+            self.own_workflows,
+        )
         return config
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
@@ -420,6 +435,18 @@ _NO_SECRET = (
     f"secret=WorkerSecret.load(...), or set {WORKER_SECRET_FILE_ENV} (or {WORKER_SECRET_ENV}) "
     "on every worker."
 )
+
+
+def _with_data_converter(client: Client, converter: DataConverter) -> Client:
+    """``client`` on the same connection with ``converter``; ``client`` when it has it."""
+    if client.data_converter is converter:
+        return client
+    settings = client.config(active_config=True)
+    settings["data_converter"] = converter
+    # The plugins already configured these settings; running them again would add their
+    # interceptors twice.
+    settings["plugins"] = []
+    return Client(**settings)
 
 
 def _secret_of(secret: WorkerSecret | None) -> WorkerSecret:
