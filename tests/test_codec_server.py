@@ -1,6 +1,8 @@
 """``lockgate codec-server`` with a real HTTP client against the real server: it decodes a real
-run's history for the UI's origin and for a token, refuses everyone else, answers the UI's CORS
-preflight, and what it encodes is accepted by the run as a gate's answer (the UI's decide path)."""
+run's history for a caller with its token (the UI's origin gets CORS headers), refuses everyone
+else (an allowed ``Origin`` without the token too: any program can write one), answers the UI's
+CORS preflight, serves the UI without a token only in its local mode, which binds loopback only,
+and what it encodes is accepted by the run as a gate's answer (the UI's decide path)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from lockgate.devserver import free_port, temporal_binary
 from lockgate.encryption import (
     ENCRYPTED_ENCODING,
     CodecAccess,
+    CodecAccessError,
     CodecServer,
     EncryptionCodec,
     PayloadKeys,
@@ -80,8 +83,25 @@ def payloads_of(body: bytes) -> list[Payload]:
     return list(json_format.Parse(body, Payloads()).payloads)
 
 
-def from_browser(origin: str = UI) -> dict[str, str]:
-    return {"Content-Type": "application/json", "X-Namespace": "default", "Origin": origin}
+def from_browser(origin: str = UI, token: str | None = None) -> dict[str, str]:
+    headers = {"Content-Type": "application/json", "X-Namespace": "default", "Origin": origin}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
+
+
+@pytest.fixture
+def local_codec_server(keys: PayloadKeys) -> Iterator[CodecServer]:
+    """The local mode, as ``lockgate dev`` runs it: the UI's origins answered without a token."""
+    server = CodecServer(
+        EncryptionCodec(keys),
+        CodecAccess(origins=(UI, "http://127.0.0.1:8233"), tokenless_local=True),
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 async def encrypted_run(
@@ -102,7 +122,7 @@ async def encrypted_run(
     return marker, list(started.input.payloads)
 
 
-async def test_the_ui_origin_reads_a_run_decoded_and_gets_cors_headers(
+async def test_the_ui_origin_with_the_token_reads_a_run_decoded_and_gets_cors_headers(
     lockgate_worker: WorkerFactory,
     temporal_client: Client,
     task_queue: str,
@@ -116,7 +136,7 @@ async def test_the_ui_origin_reads_a_run_decoded_and_gets_cors_headers(
         codec_server.url,
         "/decode?preserveStorageRefs=true",
         payloads_body(stored),
-        from_browser(),
+        from_browser(token=TOKEN),
     )
 
     assert stored[0].metadata["encoding"] == ENCRYPTED_ENCODING
@@ -148,11 +168,20 @@ async def test_a_program_with_the_token_reads_a_run_decoded(
 @pytest.mark.parametrize(
     "headers, why",
     [
-        ({"Content-Type": "application/json"}, "no bearer token and no allowed origin"),
+        (
+            {"Content-Type": "application/json"},
+            "no bearer token (send Authorization: Bearer <token>)",
+        ),
         ({"Authorization": "Bearer guessed"}, "the bearer token is not one of this server's"),
         (from_browser("http://evil.example"), "origin 'http://evil.example' is not allowed"),
+        (
+            from_browser(UI),
+            f"origin '{UI}' is allowed, but an Origin header is no access (any program can "
+            "write one): send Authorization: Bearer <token>, or run the server in its local "
+            "mode, on loopback, for a UI on this machine that cannot send one",
+        ),
     ],
-    ids=["nothing", "a wrong token", "another origin"],
+    ids=["nothing", "a wrong token", "another origin", "an allowed origin without the token"],
 )
 async def test_a_request_without_access_is_refused_and_decodes_nothing(
     lockgate_worker: WorkerFactory,
@@ -172,7 +201,38 @@ async def test_a_request_without_access_is_refused_and_decodes_nothing(
     assert status == 401
     assert json.loads(body) == {"message": f"Not allowed: {why}."}
     assert marker.encode() not in body
-    assert "access-control-allow-origin" not in answer_headers
+    # An allowed origin's page may read why it was refused; no other page may read anything.
+    assert ("access-control-allow-origin" in answer_headers) == (headers.get("Origin") == UI)
+
+
+async def test_the_local_mode_answers_the_ui_origin_without_a_token(
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    keys: PayloadKeys,
+    local_codec_server: CodecServer,
+) -> None:
+    marker, stored = await encrypted_run(lockgate_worker, temporal_client, task_queue, keys)
+
+    status, headers, body = await asyncio.to_thread(
+        post, local_codec_server.url, "/decode", payloads_body(stored), from_browser()
+    )
+    refused, _, _ = await asyncio.to_thread(
+        post, local_codec_server.url, "/decode", payloads_body(stored), {}
+    )
+
+    assert local_codec_server.url.startswith("http://127.0.0.1:")
+    assert status == 200 and headers["access-control-allow-origin"] == UI
+    assert marker in payloads_of(body)[0].data.decode()
+    assert refused == 401
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", ""])
+def test_the_local_mode_refuses_to_bind_anything_but_loopback(keys: PayloadKeys, host: str) -> None:
+    access = CodecAccess(origins=(UI,), tokenless_local=True)
+
+    with pytest.raises(CodecAccessError, match="binds only to a loopback address"):
+        CodecServer(EncryptionCodec(keys), access, host=host)
 
 
 def test_the_ui_preflight_is_answered_for_its_origin_only(codec_server: CodecServer) -> None:
@@ -200,8 +260,12 @@ def test_a_tampered_payload_is_refused_with_a_sentence(codec_server: CodecServer
     sealed = codec_server.codec.encode_one(Payload(metadata={"encoding": b"json/plain"}, data=b"1"))
     sealed.data = sealed.data[:-1] + bytes([sealed.data[-1] ^ 1])
 
-    status, _, body = post(codec_server.url, "/decode", payloads_body([sealed]), from_browser())
-    garbage, _, garbage_body = post(codec_server.url, "/decode", b"{not json", from_browser())
+    status, _, body = post(
+        codec_server.url, "/decode", payloads_body([sealed]), from_browser(token=TOKEN)
+    )
+    garbage, _, garbage_body = post(
+        codec_server.url, "/decode", b"{not json", from_browser(token=TOKEN)
+    )
 
     assert status == 400 and "does not decrypt: it was altered" in json.loads(body)["message"]
     assert garbage == 400 and "not protobuf-JSON Payloads" in json.loads(garbage_body)["message"]
@@ -232,7 +296,7 @@ async def test_an_answer_encoded_by_the_server_as_the_ui_sends_it_is_accepted(
             codec_server.url,
             "/encode?preserveStorageRefs=true",
             payloads_body([typed]),
-            from_browser(),
+            from_browser(token=TOKEN),
         )
         encoded = payloads_of(body)[0]
         handle = temporal_client.get_workflow_handle(run["run_id"])
@@ -328,10 +392,42 @@ def test_lockgate_codec_server_refuses_to_start_without_an_access_rule(tmp_path:
     )
 
     assert ran.returncode == 2
-    assert "answers nobody without an access rule" in ran.stderr
+    assert "codec-server answers only callers with its token" in ran.stderr
 
 
-async def test_lockgate_codec_server_serves_the_ui_origin_until_stopped(tmp_path: Any) -> None:
+def test_lockgate_codec_server_refuses_its_local_mode_on_another_address(tmp_path: Any) -> None:
+    keys_file = PayloadKeys.generate("k1").write(tmp_path / "payload.keys")
+
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lockgate.cli",
+            "codec-server",
+            "--payload-keys",
+            str(keys_file),
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(free_port()),
+            "--allow-origin",
+            UI,
+            "--local-without-token",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPOSITORY,
+        check=False,
+    )
+
+    assert ran.returncode == 2
+    assert "binds only to a loopback address" in ran.stderr
+
+
+async def test_lockgate_codec_server_in_local_mode_serves_the_ui_origin_until_stopped(
+    tmp_path: Any,
+) -> None:
     keys = PayloadKeys.generate("k1")
     keys_file = keys.write(tmp_path / "payload.keys")
     port = free_port()
@@ -346,6 +442,7 @@ async def test_lockgate_codec_server_serves_the_ui_origin_until_stopped(tmp_path
         str(port),
         "--allow-origin",
         UI,
+        "--local-without-token",
         cwd=REPOSITORY,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

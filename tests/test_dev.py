@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,21 @@ async def test_closing_the_terminal_ends_lockgate_dev_and_its_server(tmp_path: P
     assert not _accepts_connections(ui_port)
 
 
+def _post_empty_payloads(endpoint: str, headers: dict[str, str]) -> int:
+    request = urllib.request.Request(
+        f"{endpoint}/decode",
+        data=b'{"payloads": []}',
+        headers={"Content-Type": "application/json", **headers},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            status: int = answer.status
+            return status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
 def _get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=10) as response:
         return str(response.read().decode())
@@ -183,6 +199,12 @@ async def test_lockgate_dev_with_payload_keys_points_its_ui_at_a_codec_server(
             assert line, "lockgate dev exited before it was up"
             printed.append(line.decode())
         settings = await asyncio.to_thread(_ui_settings, ui_port)
+        endpoint = settings["Codec"]["Endpoint"]
+        # Its codec server runs in the local mode: the UI's origin without a token, nobody else.
+        from_ui = await asyncio.to_thread(
+            _post_empty_payloads, endpoint, {"Origin": f"http://localhost:{ui_port}"}
+        )
+        from_nobody = await asyncio.to_thread(_post_empty_payloads, endpoint, {})
         called = await _run(
             tmp_path,
             {**environment, "TEMPORAL_ADDRESS": f"127.0.0.1:{port}"},
@@ -218,9 +240,10 @@ async def test_lockgate_dev_with_payload_keys_points_its_ui_at_a_codec_server(
 
     assert run_id in inbox_page
     note = "".join(printed)
-    endpoint = settings["Codec"]["Endpoint"]
     assert endpoint.startswith("http://127.0.0.1:")
     assert f"through the codec server at {endpoint}" in note
+    assert "answers the UI's origin without a token (local mode" in note
+    assert (from_ui, from_nobody) == (200, 401)
     assert called[0] == 0, called[2]
     assert status == 0
     assert not _accepts_connections(int(endpoint.rsplit(":", 1)[1]))

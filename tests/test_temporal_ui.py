@@ -52,7 +52,9 @@ async def test_the_ui_shows_a_run_decoded_and_a_gate_answered_from_it_is_accepte
     keys = PayloadKeys.generate("k1")
     ui_port = free_port()
     origins = (f"http://localhost:{ui_port}", f"http://127.0.0.1:{ui_port}")
-    codec_server = CodecServer(EncryptionCodec(keys), CodecAccess(origins=origins))
+    codec_server = CodecServer(
+        EncryptionCodec(keys), CodecAccess(origins=origins, tokenless_local=True)
+    )
     codec_server.start()
     environment = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(temporal_binary()),

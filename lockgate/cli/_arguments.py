@@ -190,8 +190,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-origin",
         action="append",
         metavar="ORIGIN",
-        help="a browser origin answered without a token, e.g. the UI's http://localhost:8233 "
-        "(repeatable)",
+        help="a browser origin whose pages may read the answers (CORS), e.g. the UI's "
+        "http://localhost:8233 (repeatable); it still needs the token, unless "
+        "--local-without-token",
+    )
+    codec.add_argument(
+        "--local-without-token",
+        action="store_true",
+        help="answer the allowed origins without a token (for a Temporal UI on this machine "
+        "that cannot send one); binds loopback only, and any program here can then decrypt",
     )
     codec.add_argument(
         "--only-namespace",

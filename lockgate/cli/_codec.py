@@ -13,6 +13,7 @@ from lockgate.encryption import (
     CODEC_SERVER_TOKEN_ENV,
     PAYLOAD_KEYS_FILE_ENV,
     CodecAccess,
+    CodecAccessError,
     CodecServer,
     EncryptionCodec,
     PayloadKeys,
@@ -63,19 +64,29 @@ async def serve_codec(arguments: argparse.Namespace) -> int:
         )
     token = os.environ.get(CODEC_SERVER_TOKEN_ENV, "")
     origins = tuple(origin.rstrip("/") for origin in arguments.allow_origin or ())
-    if not token and not origins:
+    local = bool(arguments.local_without_token)
+    if not token and not local:
         raise CommandError(
-            "codec-server answers nobody without an access rule: --allow-origin ORIGIN for "
-            f"the Temporal UI (e.g. http://localhost:8233), and/or {CODEC_SERVER_TOKEN_ENV} "
-            "for programs (`temporal --codec-auth 'Bearer TOKEN'`)."
+            f"codec-server answers only callers with its token: set {CODEC_SERVER_TOKEN_ENV} "
+            "(programs send `temporal --codec-auth 'Bearer TOKEN'`). For a Temporal UI on this "
+            "machine that cannot send one, --local-without-token --allow-origin ORIGIN serves "
+            "it on loopback without a token (any program here can then decrypt)."
+        )
+    if local and not origins:
+        raise CommandError(
+            "--local-without-token answers the allowed origins only: name the UI's with "
+            "--allow-origin (e.g. http://localhost:8233)."
         )
     access = CodecAccess(
         tokens=(token,) if token else (),
         origins=origins,
         namespaces=tuple(arguments.only_namespace or ()),
+        tokenless_local=local,
     )
     try:
         server = CodecServer(EncryptionCodec(keys), access, arguments.host, arguments.port)
+    except CodecAccessError as error:
+        raise CommandError(str(error)) from None
     except OSError as error:
         raise CommandError(
             f"Cannot listen on {arguments.host}:{arguments.port}: {error}."
@@ -83,7 +94,8 @@ async def serve_codec(arguments: argparse.Namespace) -> int:
     server.start()
     print(
         f"codec server at {server.url}: keys {', '.join(keys.key_ids)}; origins "
-        f"{', '.join(origins) or '(none)'}; bearer token {'set' if token else 'not set'}. "
+        f"{', '.join(origins) or '(none)'}; bearer token {'set' if token else 'not set'}"
+        f"{'; local mode: the origins are answered without a token' if local else ''}. "
         f"Point the UI at it (temporal server start-dev --ui-codec-endpoint {server.url}) and "
         f"the CLI (temporal --codec-endpoint {server.url}); Ctrl-C stops it",
         flush=True,

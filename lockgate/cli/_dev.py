@@ -96,19 +96,22 @@ def _codec_note(codec: CodecServer | None, keys: PayloadKeys | None) -> str:
     )
     return (
         f"Payloads are encrypted (keys {', '.join(keys.key_ids)}). The Web UI decodes them "
-        f"through the codec server at {codec.url}.\nThe temporal CLI goes through it with a "
-        f"token: {cli}\n"
+        f"through the codec server at {codec.url}, which answers the UI's origin without a "
+        "token (local mode: loopback only, and any program on this machine can ask it too)."
+        f"\nThe temporal CLI goes through it with a token: {cli}\n"
     )
 
 
 def _codec_server(arguments: argparse.Namespace, keys: PayloadKeys) -> CodecServer:
-    """A codec server on a free loopback port for the dev UI's origins (and the token in
-    ``LOCKGATE_CODEC_SERVER_TOKEN``, if set)."""
+    """A codec server on a free loopback port, in its local mode: the dev UI (plain http, no
+    login) cannot send a token, so its origins are answered without one; programs use the token
+    in ``LOCKGATE_CODEC_SERVER_TOKEN``, if set."""
     ui_port = arguments.ui_port or arguments.port + 1000
     token = os.environ.get(CODEC_SERVER_TOKEN_ENV, "")
     access = CodecAccess(
         tokens=(token,) if token else (),
         origins=(f"http://localhost:{ui_port}", f"http://127.0.0.1:{ui_port}"),
+        tokenless_local=True,
     )
     server = CodecServer(EncryptionCodec(keys), access)
     server.start()

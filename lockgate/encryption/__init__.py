@@ -22,7 +22,12 @@ from lockgate.encryption._keys import (
     PayloadKeys,
     PayloadKeysError,
 )
-from lockgate.encryption._server import CODEC_SERVER_TOKEN_ENV, CodecAccess, CodecServer
+from lockgate.encryption._server import (
+    CODEC_SERVER_TOKEN_ENV,
+    CodecAccess,
+    CodecAccessError,
+    CodecServer,
+)
 
 __all__ = [
     "CODEC_SERVER_TOKEN_ENV",
@@ -32,6 +37,7 @@ __all__ = [
     "PAYLOAD_KEYS_FILE_ENV",
     "UNREADABLE_ENCODING",
     "CodecAccess",
+    "CodecAccessError",
     "CodecServer",
     "EncryptionCodec",
     "LockgateFailureConverter",

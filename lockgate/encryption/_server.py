@@ -4,10 +4,12 @@ The Temporal UI (in the browser) and the ``temporal`` CLI POST protobuf-JSON ``P
 ``/decode`` to show what a run carries, and to ``/encode`` to send a signal or update (a gate's
 answer) encrypted. The server holds the payload keys, so it is a decryption oracle: whoever may
 call it may read every run. Hence the access rule (:class:`CodecAccess`): a request is answered
-only if it carries one of the server's bearer tokens, or comes from one of the allowed browser
-origins. An ``Origin`` header is what browsers send and cannot be forged by a page, but any
-other program can write one: bind the server to loopback (the default) or a private network,
-and give programs a token.
+only if it carries one of the server's bearer tokens. An ``Origin`` header keeps other web pages
+out (a page cannot forge it), but any program can write one, so an origin alone is no access.
+The one exception is named by the operator: the local mode (``tokenless_local``), for a Temporal
+UI on this machine that cannot send a token (the UI sends one only over https with its own
+login configured). It answers the allowed origins without a token, and the server then binds
+only to a loopback address: every program on this machine can decrypt, nobody else can.
 
 It is the standard library's threading HTTP server: the codec is CPU work of microseconds, and
 nothing here needs an event loop or a dependency.
@@ -17,8 +19,10 @@ from __future__ import annotations
 
 import hmac
 import http.server
+import ipaddress
 import json
 import logging
+import socket
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +32,7 @@ from temporalio.api.common.v1 import Payloads
 
 from lockgate.encryption._codec import EncryptionCodec, PayloadDecryptionError
 
-__all__ = ["CODEC_SERVER_TOKEN_ENV", "CodecAccess", "CodecServer"]
+__all__ = ["CODEC_SERVER_TOKEN_ENV", "CodecAccess", "CodecAccessError", "CodecServer"]
 
 CODEC_SERVER_TOKEN_ENV = "LOCKGATE_CODEC_SERVER_TOKEN"
 """The environment variable that may hold the codec server's bearer token."""
@@ -45,16 +49,21 @@ class CodecAccess:
     Attributes:
         tokens: Bearer tokens: a request with ``Authorization: Bearer <token>`` (what
             ``temporal --codec-auth "Bearer <token>"`` sends) is answered.
-        origins: Browser origins (``http://localhost:8233``): a request whose ``Origin`` is one
-            of them is answered, and CORS lets that origin's pages read the answer. The UI on a
-            dev server sends no token, so this is how it gets in. ``localhost`` and
-            ``127.0.0.1`` are different origins: list both if both are used.
+        origins: Browser origins (``http://localhost:8233``) whose pages may read the answers
+            (CORS). An origin grants nothing by itself: its requests need a token too, unless
+            ``tokenless_local``. ``localhost`` and ``127.0.0.1`` are different origins: list
+            both if both are used.
         namespaces: When given, only requests whose ``X-Namespace`` is one of these.
+        tokenless_local: The local mode: requests from ``origins`` are answered without a
+            token, and the server refuses to bind anything but a loopback address. For a
+            Temporal UI on this machine that sends no token (a dev server's); any program on
+            this machine can then decrypt by writing that ``Origin``.
     """
 
     tokens: tuple[str, ...] = ()
     origins: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = field(default=())
+    tokenless_local: bool = False
 
     def refusal(self, headers: Any) -> str | None:
         """Why a request with these headers is refused; None when it is answered."""
@@ -68,11 +77,35 @@ class CodecAccess:
                 return None
             return "the bearer token is not one of this server's"
         origin = headers.get("Origin")
-        if origin and origin in self.origins:
+        if origin and origin not in self.origins:
+            return f"origin {origin!r} is not allowed"
+        if origin and self.tokenless_local:
             return None
         if origin:
-            return f"origin {origin!r} is not allowed"
-        return "no bearer token and no allowed origin"
+            return (
+                f"origin {origin!r} is allowed, but an Origin header is no access (any program "
+                "can write one): send Authorization: Bearer <token>, or run the server in its "
+                "local mode, on loopback, for a UI on this machine that cannot send one"
+            )
+        return "no bearer token (send Authorization: Bearer <token>)"
+
+
+class CodecAccessError(ValueError):
+    """A codec server was asked to answer without a token somewhere other than loopback."""
+
+
+def _only_loopback(host: str) -> bool:
+    """Whether every address ``host`` names is a loopback one ("" is every interface)."""
+    if not host:
+        return False
+    try:
+        found = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except OSError:
+        return False
+    addresses = {str(info[4][0]).split("%", 1)[0] for info in found}
+    return bool(addresses) and all(
+        ipaddress.ip_address(address).is_loopback for address in addresses
+    )
 
 
 class CodecServer:
@@ -81,7 +114,8 @@ class CodecServer:
     Example::
 
         server = CodecServer(EncryptionCodec(PayloadKeys.load("payload.keys")),
-                             CodecAccess(origins=("http://localhost:8233",)), port=8081)
+                             CodecAccess(tokens=(token,), origins=("https://temporal.example",)),
+                             port=8081)
         server.start()      # then: temporal server start-dev --ui-codec-endpoint server.url
         ...
         server.stop()
@@ -91,11 +125,21 @@ class CodecServer:
         access: Who is answered.
         host: The address to bind; loopback by default.
         port: The port; 0 picks a free one (see :attr:`url`).
+
+    Raises:
+        CodecAccessError: ``access`` is the local mode and ``host`` is not a loopback address.
     """
 
     def __init__(
         self, codec: EncryptionCodec, access: CodecAccess, host: str = "127.0.0.1", port: int = 0
     ) -> None:
+        if access.tokenless_local and not _only_loopback(host):
+            # Checked before binding: not even a moment on another address.
+            raise CodecAccessError(
+                "The codec server's local mode answers without a token, so it binds only to a "
+                f"loopback address (127.0.0.1, ::1, localhost), not {host!r}: give callers a "
+                f"token ({CODEC_SERVER_TOKEN_ENV}) to serve another address."
+            )
         self.codec = codec
         self.access = access
         self._httpd = http.server.ThreadingHTTPServer((host, port), _handler_for(self))
