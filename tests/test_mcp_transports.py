@@ -24,7 +24,13 @@ from temporalio.client import Client as TemporalClient
 
 from lockgate.devserver import free_port
 from lockgate.examples.essay_review import EssayReview
-from lockgate.serving import BearerToken, Operations, build_mcp_server, http_app
+from lockgate.serving import (
+    DEFAULT_MAX_BODY_BYTES,
+    BearerToken,
+    Operations,
+    build_mcp_server,
+    http_app,
+)
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS, eventually, signed_answer
 from tests.mcp_support import MCP_NAME, data_of, people, refusal_of, registry, runs
@@ -195,9 +201,40 @@ async def test_the_json_api_runs_a_graph_answers_refusals_below_500_and_needs_th
     assert run["requester"]["actor"] == "ada"
     assert [row["run_id"] for row in pending[1]["pending"]] == [run["run_id"]]
     assert unsigned[0] == 403 and unsigned[1]["error"]["code"] == "UNVERIFIED_APPROVER"
-    assert bad_json.status_code == 400
+    assert bad_json.status_code == 422
     assert by_ada[0] == 403 and by_ada[1]["error"]["code"] == "SELF_APPROVAL_FORBIDDEN"
     assert answered[0] == 200 and answered[1]["status"] == "finished"
     assert again[0] == 409 and again[1]["error"]["code"] == "GATE_NOT_PENDING"
     assert missing[0] == 404 and missing[1]["error"]["code"] == "NOT_FOUND"
     assert unknown_graph[0] == 404
+
+
+def deep_start(levels: int) -> bytes:
+    return b'{"graph": "essay:review", "inputs": {"title": ' + b"[" * levels + b"]" * levels + b"}}"
+
+
+async def test_the_json_api_refuses_a_body_too_large_or_too_deep_with_a_sentence_naming_the_limit(
+    temporal_client: TemporalClient, task_queue: str
+) -> None:
+    crowd = people()
+    three_megabytes = {"graph": "essay:review", "inputs": {"title": "x" * 3_000_000}}
+
+    async def chunked() -> AsyncIterator[bytes]:
+        for _ in range(3):
+            yield b" " * DEFAULT_MAX_BODY_BYTES
+
+    async with (
+        http_server(temporal_client, task_queue, crowd, "ada") as url,
+        httpx2.AsyncClient(base_url=f"{url}/api", timeout=30) as plain,
+    ):
+        large = await api(plain, "POST", "/runs", three_megabytes)
+        undeclared = await plain.post("/runs", content=chunked(), headers=bearer())
+        deep = await plain.post("/runs", content=deep_start(200_000), headers=bearer())
+        not_utf8 = await plain.post("/tools/essay:grade", content=b"\xff\xfe{", headers=bearer())
+
+    assert large[0] == 413 and large[1]["error"]["code"] == "PAYLOAD_TOO_LARGE"
+    assert f"over {DEFAULT_MAX_BODY_BYTES} bytes" in large[1]["error"]["message"]
+    assert undeclared.status_code == 413
+    assert deep.status_code == 422 and deep.json()["error"]["code"] == "VALIDATION_ERROR"
+    assert "nested at most 32 levels" in deep.json()["error"]["message"]
+    assert not_utf8.status_code == 422

@@ -18,6 +18,9 @@ the handshake era get elicitation and notifications) and ``/api/...``:
 Every request carries ``Authorization: Bearer <token>``, the token the operator configured;
 without it the answer is 401. A refusal is answered with a status below 500 and
 ``{ok: false, error: {code, message}}``; only lockgate's own failure is a 500, without a trace.
+A body is read only up to :data:`DEFAULT_MAX_BODY_BYTES` (``http_app(max_body_bytes=...)``):
+a larger one is refused with 413 before it is parsed; one that is not a JSON object, or nests
+too deep to parse, with 422.
 """
 
 from __future__ import annotations
@@ -37,10 +40,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
+from lockgate.gating import MAX_DEPTH, MAX_START_BYTES
 from lockgate.serving._mcp import LockgateMCPServer
 from lockgate.serving._operations import Operations, refusal_of
 
-__all__ = ["STATUS_OF_CODE", "BearerToken", "http_app"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "STATUS_OF_CODE", "BearerToken", "http_app"]
 
 logger = logging.getLogger("lockgate.mcp")
 
@@ -61,6 +65,10 @@ STATUS_OF_CODE: dict[str, int] = {
     "TIMEOUT": 504,
 }
 """The HTTP status of each refusal code; any other code is a 400."""
+
+DEFAULT_MAX_BODY_BYTES = 2 * MAX_START_BYTES
+"""The largest request body the JSON API reads: twice the largest start input a run takes
+(:data:`~lockgate.gating.MAX_START_BYTES`, 256 kB), so every body a run could accept fits."""
 
 
 class BearerToken:
@@ -97,22 +105,46 @@ def _answer(result: Any) -> JSONResponse:
     return JSONResponse(result, status_code=_status(result))
 
 
-async def _body(request: Request) -> dict[str, Any] | JSONResponse:
-    raw = await request.body()
+async def _body(request: Request, max_bytes: int) -> dict[str, Any] | JSONResponse:
+    """The request's JSON object, read up to ``max_bytes``; else the refusal to answer."""
+    too_large = JSONResponse(
+        refusal_of(
+            "PAYLOAD_TOO_LARGE",
+            f"The request body is over {max_bytes} bytes, the most this API reads; it was "
+            "not read.",
+        ),
+        status_code=413,
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        return too_large
+    # The length is checked as the body arrives too: a chunked body declares none.
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            return too_large
+        chunks.append(chunk)
+    raw = b"".join(chunks)
     if not raw.strip():
         return {}
     try:
         body = json.loads(raw)
+    except RecursionError:
+        return _unreadable(
+            f"The request body nests too deep to read; lockgate takes JSON nested at most "
+            f"{MAX_DEPTH} levels."
+        )
     except ValueError:
-        return JSONResponse(
-            refusal_of("VALIDATION_ERROR", "The request body is not JSON."), status_code=400
-        )
+        return _unreadable("The request body is not JSON (UTF-8).")
     if not isinstance(body, dict):
-        return JSONResponse(
-            refusal_of("VALIDATION_ERROR", "The request body must be a JSON object."),
-            status_code=400,
-        )
+        return _unreadable("The request body must be a JSON object.")
     return body
+
+
+def _unreadable(sentence: str) -> JSONResponse:
+    return JSONResponse(refusal_of("VALIDATION_ERROR", sentence), status_code=422)
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -147,12 +179,12 @@ def _guarded(token: BearerToken, handler: Handler) -> Handler:
     return guarded
 
 
-def _api_routes(operations: Operations, token: BearerToken) -> list[Route]:
+def _api_routes(operations: Operations, token: BearerToken, max_body_bytes: int) -> list[Route]:
     async def graphs(request: Request) -> Response:
         return _answer(await operations.list_graphs({}))
 
     async def start(request: Request) -> Response:
-        body = await _body(request)
+        body = await _body(request, max_body_bytes)
         if isinstance(body, Response):
             return body
         return _answer(await operations.start(body))
@@ -164,13 +196,13 @@ def _api_routes(operations: Operations, token: BearerToken) -> list[Route]:
         return _answer(await operations.pending({"role": request.query_params.get("role")}))
 
     async def decide(request: Request) -> Response:
-        body = await _body(request)
+        body = await _body(request, max_body_bytes)
         if isinstance(body, Response):
             return body
         return _answer(await operations.decide({**body, "run": request.path_params["run"]}))
 
     async def resume(request: Request) -> Response:
-        body = await _body(request)
+        body = await _body(request, max_body_bytes)
         if isinstance(body, Response):
             return body
         return _answer(await operations.resume({**body, "run": request.path_params["run"]}))
@@ -179,7 +211,7 @@ def _api_routes(operations: Operations, token: BearerToken) -> list[Route]:
         return _answer(await operations.list_tools())
 
     async def call(request: Request) -> Response:
-        body = await _body(request)
+        body = await _body(request, max_body_bytes)
         if isinstance(body, Response):
             return body
         request_id = body.get("request_id")
@@ -192,7 +224,7 @@ def _api_routes(operations: Operations, token: BearerToken) -> list[Route]:
         return _answer(dict(result))
 
     async def confirm(request: Request) -> Response:
-        body = await _body(request)
+        body = await _body(request, max_body_bytes)
         if isinstance(body, Response):
             return body
         return _answer(dict(await operations.confirm_tool(body)))
@@ -217,6 +249,7 @@ def http_app(
     token: BearerToken,
     *,
     allowed_hosts: list[str] | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> Starlette:
     """The app serving ``/mcp`` and ``/api``, both behind ``token``.
 
@@ -226,6 +259,8 @@ def http_app(
         token: The bearer token every request must carry.
         allowed_hosts: ``Host`` values MCP accepts besides localhost (DNS-rebinding protection),
             for a server behind a proxy or a real name.
+        max_body_bytes: The largest JSON API request body read; a larger one is refused with
+            413 before it is parsed.
     """
     security = None
     if allowed_hosts:
@@ -253,6 +288,9 @@ def http_app(
             yield
 
     return Starlette(
-        routes=[Mount("/api", routes=_api_routes(operations, token)), Mount("/", app=mcp_app)],
+        routes=[
+            Mount("/api", routes=_api_routes(operations, token, max_body_bytes)),
+            Mount("/", app=mcp_app),
+        ],
         lifespan=lifespan,
     )
