@@ -271,6 +271,21 @@ def test_a_tampered_payload_is_refused_with_a_sentence(codec_server: CodecServer
     assert garbage == 400 and "not protobuf-JSON Payloads" in json.loads(garbage_body)["message"]
 
 
+def test_a_body_too_deep_or_of_a_negative_length_is_refused_with_a_sentence(
+    codec_server: CodecServer,
+) -> None:
+    deep = b'{"payloads": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    headers = from_browser(token=TOKEN)
+
+    status, _, body = post(codec_server.url, "/decode", deep, headers)
+    negative, _, negative_body = post(
+        codec_server.url, "/decode", b"", {**headers, "Content-Length": "-1"}
+    )
+
+    assert status == 400 and "recursion depth" in json.loads(body)["message"]
+    assert negative == 411 and "Content-Length" in json.loads(negative_body)["message"]
+
+
 async def test_an_answer_encoded_by_the_server_as_the_ui_sends_it_is_accepted(
     lockgate_worker: WorkerFactory,
     temporal_client: Client,

@@ -241,10 +241,16 @@ def _handler_for(server: CodecServer) -> type[http.server.BaseHTTPRequestHandler
                     "codec server refused %s from %s: %s", path, self.client_address[0], refusal
                 )
                 return
-            length = int(self.headers.get("Content-Length") or 0)
+            declared = self.headers.get("Content-Length") or "0"
+            if not declared.isdigit():
+                # read() of a negative length would read until the caller hangs up.
+                self.close_connection = True
+                self._refuse(411, "The body needs a Content-Length of 0 or more bytes.")
+                return
+            length = int(declared)
             if length > _MAX_BODY:
                 self.close_connection = True
-                self._refuse(413, f"The body is over {_MAX_BODY} bytes.")
+                self._refuse(413, f"The body is over {_MAX_BODY} bytes, the most read here.")
                 return
             try:
                 answer = server.transform(path, self.rfile.read(length))
