@@ -28,7 +28,8 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import uuid4
@@ -39,11 +40,12 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from lockgate.activities import ToolRegistry
+from lockgate.activities import ToolDefinition, ToolRegistry
 from lockgate.devserver import server_args, temporal_binary
 from lockgate.gating import (
     Directory,
     Signer,
+    ToolContext,
     WorkerSecret,
     directory_entry_toml,
     generate_private_key,
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Identities",
     "WorkerFactory",
+    "assert_honours_idempotency_key",
     "lockgate_worker",
     "task_queue",
     "temporal_client",
@@ -269,3 +272,76 @@ def lockgate_worker(temporal_client: Client, task_queue: str) -> WorkerFactory:
             yield worker
 
     return start
+
+
+# Tool checks -----------------------------------------------------------------------------------
+
+
+async def assert_honours_idempotency_key(
+    tool: Callable[..., Any] | ToolDefinition,
+    arguments: Mapping[str, Any],
+    *,
+    effects: Callable[[], int | Awaitable[int]],
+    key: str = "lockgate-idempotency-check",
+) -> None:
+    """Fails unless ``tool``, called twice with the same idempotency key, has its effect once.
+
+    A retry of a step, and a ``temporal workflow reset`` to before it, run the step's tool again
+    with the same ``ctx.extra["idempotency_key"]``: a tool that changes something must do it once
+    per key. This calls ``tool`` twice through lockgate's pipeline (confirmed, as a caller holding
+    every scope, signed), both times with ``key``, and counts its effect with ``effects`` before
+    and after.
+
+    Example::
+
+        async def test_a_refund_is_paid_once_per_key():
+            await assert_honours_idempotency_key(refund, {"order": "A-1"}, effects=PAID.__len__)
+
+    Args:
+        tool: The ``@tool`` function (or its definition).
+        arguments: What both calls pass.
+        effects: How many times the effect happened so far (rows written, messages sent); it
+            may be async.
+        key: The idempotency key both calls carry.
+
+    Raises:
+        AssertionError: A call failed, or the effect happened other than once; the message says
+            which, and how to honour the key.
+    """
+    registry = ToolRegistry()
+    registry.register(tool)
+    (definition,) = list(registry)
+
+    async def count() -> int:
+        counted = effects()
+        return await counted if inspect.isawaitable(counted) else counted
+
+    before = await count()
+    for attempt in ("first", "second"):
+        # Signed, as a call that reaches a tool on Temporal is: its signature is its consent.
+        context = ToolContext.cli(request_id=f"{key}/{attempt}").with_extra(
+            idempotency_key=key, signer="local-shell"
+        )
+        result = await registry.run_pipeline(
+            definition.name, dict(arguments), context, confirmation="confirmed", rate_limit=False
+        )
+        if not result.success:
+            error = result.error
+            raise AssertionError(
+                f"The {attempt} call of '{definition.name}' with idempotency key {key!r} failed "
+                f"({error.code if error else '?'}: {error.message if error else ''}): a call "
+                "that sees its key again must answer as the first did, not refuse."
+            )
+    happened = await count() - before
+    if happened != 1:
+        hint = (
+            "read ctx.extra['idempotency_key'] and do nothing new (return what the first call "
+            "did) when that key was seen, or pass it to the service as its idempotency key"
+            if happened > 1
+            else "`effects` counted nothing this tool does, or the tool did not act"
+        )
+        raise AssertionError(
+            f"'{definition.name}' does not honour its idempotency key: called twice with the "
+            f"key {key!r} (as a retry, or a reset re-running its step, calls it), its effect "
+            f"happened {happened} times, not once: {hint}."
+        )

@@ -43,6 +43,16 @@ def test_the_tools_example_runs_and_its_assertions_hold(capsys: pytest.CaptureFi
     assert "Missing required scope for tool 'notes:list'" in capsys.readouterr().out
 
 
+async def test_the_idempotent_tool_example_passes_its_own_check() -> None:
+    example = _block_containing("python", "assert_honours_idempotency_key(refund")
+    namespace: dict[str, Any] = {"__name__": "readme_idempotency"}
+    exec(compile(example, "README.md", "exec"), namespace)
+
+    await namespace["test_a_refund_is_paid_once_per_key"]()
+
+    assert len(namespace["REFUNDS"]) == 1
+
+
 def test_the_graph_example_is_the_declaration_in_examples_essay_review() -> None:
     example = _block_containing("python", "@graph(")
     source = (REPOSITORY / "lockgate" / "examples" / "essay_review.py").read_text()
