@@ -28,7 +28,7 @@ from lockgate.encryption import (
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._tool_call import call_workflow_id
-from tests.graphs_for_tests import ALWAYS_FAILS, essay_people
+from tests.graphs_for_tests import ALWAYS_FAILS, essay_people, eventually
 from tests.support import REPOSITORY, failed_workflow_tasks, gate_of
 
 
@@ -67,7 +67,12 @@ async def test_an_encrypted_run_works_end_to_end_and_its_history_holds_no_clear_
             EssayReview, inputs
         )
         ed = GraphClient(client, task_queue, signer=people.signer("ed"))
-        pending = await ed.pending(of="editor")
+        # Visibility is written after the fact: wait until the gate is listed.
+        pending = await eventually(
+            lambda: ed.pending(of="editor"),
+            lambda rows: any(row["run_id"] == run["run_id"] for row in rows),
+            what="the encrypted run's gate in pending",
+        )
         answered = await ed.decide(run["run_id"], "publish_as_is")
     stored = await raw_history_bytes(temporal_client, run["run_id"])
 
