@@ -228,11 +228,16 @@ def pem_of(place: Desk, principal: str) -> str:
 
 
 async def import_key(page: Page, place: Desk, principal: str, pem: str | None = None) -> str:
-    """Imports ``principal``'s key (or ``pem`` under their name) into the browser on ``page``;
-    returns the message the page showed."""
+    """Imports ``principal``'s key (or ``pem``, a key not theirs, under their name) into the
+    browser on ``page``; returns the message the page showed."""
     await page.fill("#key-principal", principal)
     await page.fill("#key-pem", pem if pem is not None else pem_of(place, principal))
-    await page.click("#import-key")
+    if pem is None:
+        # The page reloads as the person now signed in, and says so.
+        async with page.expect_navigation():
+            await page.click("#import-key")
+    else:
+        await page.click("#import-key")
     message = page.locator("#message.done, #message.refused")
     await message.wait_for()
     return str(await message.text_content())

@@ -6,6 +6,7 @@ The fixtures and helpers are in ``tests/inbox_support.py``; the attacks on the i
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -212,6 +213,7 @@ async def test_a_page_answers_the_gate_it_showed_and_never_one_opened_since(
     still = await place.runs.show(run["run_id"])
     await page.evaluate("document.querySelector('section.gate').dataset.gate = 'editor_call#1'")
     await button.click()
+    await page.click("#confirm-send")
     done = await eventually(
         lambda: place.runs.show(run["run_id"]),
         lambda shown: shown.get("status") == "finished",
@@ -223,3 +225,84 @@ async def test_a_page_answers_the_gate_it_showed_and_never_one_opened_since(
     assert "now waits at gate 'editor_call#1', not at 'editor_call#0'" in unseen["error"]["message"]
     assert still["status"] == "waiting"
     assert done["trail"][-2]["by"]["actor"] == "ed"
+
+
+async def test_a_click_asks_first_and_the_page_says_the_answer_was_recorded(
+    browser: Browser, place: Desk
+) -> None:
+    page = await new_page(browser, place.url)
+    await import_key(page, place, "ed")
+    run = await start_essay(place)
+    await open_run(page, place.url, run["run_id"], "ed")
+    await page.click("button.answer[data-choice='publish_as_is']")
+    asked = await page.text_content("#confirm-text")
+    await page.click("dialog#confirm button[value='cancel']")
+    after_cancel = await place.runs.show(run["run_id"])
+    await page.click("button.answer[data-choice='publish_as_is']")
+    async with page.expect_navigation():
+        await page.click("#confirm-send")
+    await page.locator("#message.done").wait_for()
+    said = await page.text_content("#message")
+    status = await page.text_content("#status")
+
+    assert "Answer “Publish as is” at gate editor_call#1" in (asked or "")
+    assert "It leads to publish" in (asked or "") and "as ed" in (asked or "")
+    assert after_cancel["status"] == "waiting"
+    assert "Your answer “Publish as is” was recorded, signed as ed" in (said or "")
+    assert status == "finished"
+
+
+async def test_the_gates_page_shows_the_work_and_says_things_in_words(
+    browser: Browser, place: Desk
+) -> None:
+    run = await start_essay(place)
+    draft = (await place.runs.show(run["run_id"]))["channels"]["draft"]
+    ada = await new_page(browser, place.url)
+    await import_key(ada, place, "ada")
+    await ada.goto(place.url + "/")
+    card = ada.locator(f"section.gate[data-run='{run['run_id']}']")
+    await card.wait_for()
+    text = " ".join((await card.inner_text()).split())
+    labels = await card.locator("button.answer").all_inner_texts()
+    refusals = await card.locator(".why").all_inner_texts()
+    work = await card.locator("h2.work").inner_text()
+    await ada.goto(f"{place.url}/runs/{run['run_id']}")
+    channels = await ada.locator("dl.channels").inner_text()
+
+    assert work == "Tides"
+    assert " ".join(draft.split())[:40] in text  # an excerpt of the work judged
+    assert "for an editor" in text and "a(n)" not in text
+    assert re.search(r"opened by ada, \d{1,2} \w{3} \d{4}, \d\d:\d\d UTC", text)
+    assert not re.search(r"\d\d:\d\d:\d\d\.\d+", text)  # no raw ISO time
+    assert labels == ["Publish as is", "One more round", "Abandon"]
+    # ada opened the gate: one reason for every option, said once.
+    assert len(refusals) == 1 and "You may not answer this gate: ada opened" in refusals[0]
+    assert '"Tides.' in channels or "Tides." in channels  # drafts: JSON, not a Python repr
+    assert "['" not in channels
+
+
+async def test_the_pages_fit_a_phone_and_ask_for_nothing_that_is_not_there(
+    browser: Browser, place: Desk
+) -> None:
+    run = await start_essay(place)
+    context = await browser.new_context(viewport={"width": 390, "height": 844})
+    page = await context.new_page()
+    missing: list[str] = []
+    page.on(
+        "response",
+        lambda response: missing.append(response.url) if response.status == 404 else None,
+    )
+    await page.goto(place.url + "/identity")
+    await import_key(page, place, "ed")
+    await page.goto(place.url + "/")
+    await page.locator(f"section.gate[data-run='{run['run_id']}']").wait_for()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=ARTIFACTS / "gates-phone.png", full_page=True)
+    wide = await page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    await open_run(page, place.url, run["run_id"], "ed")
+    await page.screenshot(path=ARTIFACTS / "run-phone.png", full_page=True)
+    run_wide = await page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    await context.close()
+
+    assert wide <= 0 and run_wide <= 0
+    assert missing == []

@@ -51,6 +51,7 @@ from lockgate.gating import (
     sign_in_binding,
     toml_key,
 )
+from lockgate.inbox._words import FILTERS, excerpt
 from lockgate.workflows import LOCKGATE_GRAPH, GraphClient
 from lockgate.workflows._client_support import describe_run
 
@@ -156,6 +157,8 @@ def inbox_app(
         autoescape=select_autoescape(["html"]),
     )
     pages.filters["url_id"] = url_id
+    pages.filters.update(FILTERS)
+    excerpts = _Excerpts(runs)
 
     def viewer_of(request: Request) -> str | None:
         return sessions.get(request.cookies.get(_SESSION_COOKIE))
@@ -204,6 +207,8 @@ def inbox_app(
         if viewer_of(request) is None and not open_to_anyone:
             return render("sign_in.html", request, status=401)
         rows = await visible_gates(request)
+        for row in rows:
+            row["excerpt"] = await excerpts.of(row)
         graphs = sorted({row["graph"] for row in rows})
         return render(
             "gates.html",
@@ -238,12 +243,16 @@ def inbox_app(
         shown = await shown_run(request, run_id)
         if shown is None:
             return render("not_found.html", request, status=404, run_id=run_id)
-        verdicts: dict[str, dict[str, Any]] = {}
-        if shown.get("status") == "waiting":
+        gate = shown.get("awaiting")
+        if shown.get("status") == "waiting" and isinstance(gate, dict):
+            verdicts: dict[str, Any] = {}
             for row in await runs.pending(viewer=viewer_of(request)):
                 if row["run_id"] == run_id:
-                    verdicts = {choice["option"]: dict(choice) for choice in row["choices"]}
-        return render("run.html", request, run=shown, verdicts=verdicts)
+                    verdicts = {choice["option"]: choice for choice in row["choices"]}
+            gate["choices"] = [
+                {**choice, **verdicts.get(choice["option"], {})} for choice in gate["choices"]
+            ]
+        return render("run.html", request, run=shown)
 
     async def binding(request: Request) -> Response:
         body = await _json_body(request, relying_party)
@@ -471,6 +480,26 @@ def _actor_of(who: object) -> str | None:
         actor = who.get("actor")
         return actor if isinstance(actor, str) else None
     return who if isinstance(who, str) else None
+
+
+class _Excerpts:
+    """A short excerpt of the work each open gate judges, read once per gate opening: a gate does
+    not change while it is open, and reading a run is a query (a billed action)."""
+
+    _KEPT = 500
+
+    def __init__(self, runs: GraphClient) -> None:
+        self._runs = runs
+        self._known: dict[tuple[str, str], str] = {}
+
+    async def of(self, row: Mapping[str, Any]) -> str:
+        key = (str(row["run_id"]), str(row["gate"]))
+        if key not in self._known:
+            shown = await self._runs.show(key[0], trail_limit=1)
+            if len(self._known) >= self._KEPT:
+                self._known.pop(next(iter(self._known)))
+            self._known[key] = excerpt(shown.get("channels"), row.get("target"))
+        return self._known[key]
 
 
 class _ServedRuns:

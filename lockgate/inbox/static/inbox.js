@@ -5,6 +5,7 @@
 "use strict";
 
 const IDENTITY = "lockgate.identity";
+const SAID = "lockgate.said";
 
 // RFC 8785 for plain JSON data (what a proof holds: strings, safe integers, objects).
 function canon(value) {
@@ -180,10 +181,30 @@ async function answerGate(run, choice) {
   if (answered.ok === false) {
     say(answered.error.message, "refused");
   } else {
-    say("Answered " + choice + " as " + me.principal + ": the run is " + answered.status + ".", "done");
+    const recorded = "Your answer “" + labelOf(choice) + "” was recorded, signed as " + me.principal + ": the run is " + answered.status + ".";
+    say(recorded, "done");
+    sessionStorage.setItem(SAID, recorded);  // said again once the page has reloaded
     setTimeout(() => location.reload(), 800);
   }
   return answered;
+}
+
+function labelOf(option) {
+  const words = option.replace(/[_-]/g, " ").trim();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+// A click asks first: what the answer does, and that the person's key or passkey signs it.
+function confirmAnswer(button) {
+  const dialog = document.getElementById("confirm");
+  const me = identity();
+  const leadsTo = button.dataset.leadsTo ? "It leads to " + button.dataset.leadsTo + ". " : "";
+  document.getElementById("confirm-text").textContent = "Answer “" + button.dataset.label + "” at gate "
+    + button.dataset.gate + " of " + button.dataset.run + "? " + leadsTo + "Your "
+    + (me && me.kind === "passkey" ? "passkey" : "key") + " signs exactly this answer, as " + document.body.dataset.viewer + ".";
+  dialog.returnValue = "";
+  dialog.onclose = () => { if (dialog.returnValue === "send") answerGate(button.dataset.run, button.dataset.choice); };
+  dialog.showModal();
 }
 
 async function registerPasskey(principal, code) {
@@ -226,8 +247,9 @@ async function importKey(principal, pem) {
     writing.onerror = () => reject(writing.error);
   });
   localStorage.setItem(IDENTITY, JSON.stringify(me));
-  say("Imported " + principal + "'s key into this browser (it cannot be read back out); you are signed in as " + principal + ".", "done");
-  setTimeout(() => location.reload(), 800);
+  // Said again once the page has reloaded as the person now signed in.
+  sessionStorage.setItem(SAID, "Imported " + principal + "'s key into this browser (it cannot be read back out); you are signed in as " + principal + ".");
+  location.reload();
   return signedIn;
 }
 
@@ -264,11 +286,13 @@ function watchGates() {
 
 document.addEventListener("DOMContentLoaded", () => {
   if (document.body.dataset.viewer) sessionStorage.removeItem("lockgate.signing-in");
+  const said = sessionStorage.getItem(SAID);
+  if (said) { sessionStorage.removeItem(SAID); say(said, "done"); }
   showIdentity();
   signInOnArrival();
   watchGates();
   for (const button of document.querySelectorAll("button.answer")) {
-    button.addEventListener("click", () => answerGate(button.dataset.run, button.dataset.choice));
+    button.addEventListener("click", () => confirmAnswer(button));
   }
   const signInButton = document.getElementById("sign-in");
   if (signInButton) signInButton.addEventListener("click", async () => { if ((await signIn()).ok !== false) location.reload(); });

@@ -1,0 +1,74 @@
+"""How the inbox's pages say things: times, roles, options and values in a person's words.
+
+Jinja filters, registered on the inbox's page environment. Each takes what a run or a gate holds
+(an ISO time, a role, an option's name, a channel's value) and returns what a person reads; none
+of them decides anything.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["FILTERS", "a_role", "excerpt", "label", "shown_value", "when"]
+
+_EXCERPT_CHARS = 240
+
+
+def when(moment: object) -> str:
+    """An ISO time as a person reads it: ``2 Dec 2026, 12:04 UTC``; anything else as it is."""
+    if not isinstance(moment, str) or not moment:
+        return ""
+    try:
+        parsed = datetime.datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    except ValueError:
+        return moment
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(datetime.timezone.utc)
+    return f"{parsed.day} {parsed:%b %Y, %H:%M} UTC"
+
+
+def label(name: object) -> str:
+    """An option's or a role's name as words: ``publish_as_is`` is ``Publish as is``."""
+    words = str(name).replace("_", " ").replace("-", " ").strip()
+    return words[:1].upper() + words[1:]
+
+
+def a_role(role: object) -> str:
+    """A role with its article: ``an editor``, ``a finance lead``."""
+    words = label(role).lower()
+    return ("an " if words[:1] in ("a", "e", "i", "o", "u") else "a ") + words
+
+
+def shown_value(value: Any) -> str:
+    """A channel's value as text: a string as it is, anything else as indented JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def excerpt(channels: Mapping[str, Any] | None, target: Mapping[str, Any] | None) -> str:
+    """A short excerpt of the work a gate judges: its longest text channel that is not the
+    gate's subject, cut at a word near :data:`_EXCERPT_CHARS` characters."""
+    texts = [
+        value
+        for name, value in (channels or {}).items()
+        if isinstance(value, str) and name not in (target or {})
+    ]
+    if not texts:
+        return ""
+    text = " ".join(max(texts, key=len).split())
+    if len(text) <= _EXCERPT_CHARS:
+        return text
+    return text[:_EXCERPT_CHARS].rsplit(" ", 1)[0] + "…"
+
+
+FILTERS = {
+    "when": when,
+    "label": label,
+    "a_role": a_role,
+    "shown_value": shown_value,
+}
+"""The filters the inbox's templates use, by name."""
