@@ -6,14 +6,17 @@ import json
 import re
 import shlex
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 from temporalio.client import Client
 
+from lockgate import GraphClient
 from lockgate.cli import _parser
 from lockgate.gating import WorkerSecret, new_identity
+from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import eventually
 from tests.support import REPOSITORY
 
@@ -54,10 +57,45 @@ async def test_the_idempotent_tool_example_passes_its_own_check() -> None:
 
 
 def test_the_graph_example_is_the_declaration_in_examples_essay_review() -> None:
-    example = _block_containing("python", "@graph(")
+    example = _block_containing("python", '@graph(\n    "essay:review"')
     source = (REPOSITORY / "lockgate" / "examples" / "essay_review.py").read_text()
 
     assert example.strip() in source
+
+
+async def test_the_first_graph_walkthrough_asks_the_lead_and_pays_as_the_lead(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    refunds = types.ModuleType("refunds")
+    sys.modules["refunds"] = refunds
+    try:
+        exec(
+            compile(_block_containing("python", '"refund:request"'), "README.md", "exec"),
+            vars(refunds),
+        )
+        people = Identities(
+            {"sam": {}, "lee": {"roles": ["support_lead"], "scopes": ["refund:pay"]}}
+        )
+        async with lockgate_worker(
+            tools=refunds.TOOLS, graphs=refunds.GRAPHS, directory=people.directory
+        ):
+            sam = GraphClient(temporal_client, task_queue, signer=people.signer("sam"))
+            lee = GraphClient(temporal_client, task_queue, signer=people.signer("lee"))
+            asked = await sam.start("refund:request", {"order": "A-1"})
+            by_sam = await sam.decide(asked["run_id"], "approve")
+            by_lee = await lee.decide(asked["run_id"], "approve")
+    finally:
+        del sys.modules["refunds"]
+    walkthrough = _block_containing("sh", "lockgate decide <run-id> approve --as lee")
+
+    assert asked["status"] == "waiting"
+    assert asked["awaiting"] is not None and asked["awaiting"]["gate"] == "decision#1"
+    assert "gate decision#1" in walkthrough
+    assert by_sam["error"]["code"] == "SELF_APPROVAL_FORBIDDEN"
+    assert by_lee["status"] == "finished"
+    assert by_lee["channels"]["outcome"] == "paid 500 cents for A-1"
+    assert "paid 500 cents for A-1" in walkthrough
+    assert by_lee["trail"][-1]["by"]["actor"] == "lee"
 
 
 async def test_the_own_worker_example_serves_and_finishes_a_run(
