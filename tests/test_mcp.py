@@ -7,6 +7,7 @@ it in process (the transports have their own tests in test_mcp_transports.py).
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, cast
@@ -14,7 +15,7 @@ from uuid import uuid4
 
 import mcp_types as types
 import pytest
-from mcp import Client
+from mcp import Client, UriTemplate
 from mcp.client.client import ConnectMode
 from mcp.client.session import ElicitationFnT, MessageHandlerFnT
 from temporalio.client import Client as TemporalClient
@@ -23,6 +24,7 @@ from lockgate import GraphClient
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.memo_clearance import MemoClearance
 from lockgate.serving import (
+    GATE_URI_TEMPLATE,
     GATES_URI,
     PLAN_META_KEY,
     REQUEST_ID_META_KEY,
@@ -315,6 +317,37 @@ async def test_a_run_its_gate_as_a_resource_an_unsigned_answer_refused_a_signed_
     # This server started the run as ed, so ed's own signed answer is refused by the worker.
     assert refusal_of(own)["code"] == "SELF_APPROVAL_FORBIDDEN"
     assert shown["run_id"] == run["run_id"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_resource_templates_are_listed_and_a_uri_made_from_one_reads_the_gate(
+    lockgate_worker: WorkerFactory, temporal_client: TemporalClient, task_queue: str, mode: Any
+) -> None:
+    crowd = people()
+    async with (
+        lockgate_worker(graphs=[EssayReview], directory=crowd.directory),
+        mcp_client(
+            temporal_client, task_queue, mode=mode, as_principal="ada", identities=crowd
+        ) as client,
+    ):
+        templates = (await client.list_resource_templates()).resource_templates
+        run = await start_essay(client)
+        await eventually(
+            lambda: client.call_tool("graph__pending", {}),
+            lambda listed: data_of(listed)["count"] == 1,
+            what="the gate in pending (visibility catches up)",
+        )
+        made = UriTemplate.parse(templates[0].uri_template).expand({"run_id": run["run_id"]})
+        read = await client.read_resource(made)
+
+    assert [
+        (each.uri_template, each.name, bool(each.description), each.mime_type) for each in templates
+    ] == [(GATE_URI_TEMPLATE, "gate of a run", True, "application/json")]
+    assert made == gate_uri(run["run_id"])
+    text = read.contents[0]
+    assert isinstance(text, types.TextResourceContents)
+    gate = json.loads(text.text)
+    assert (gate["run_id"], gate["role"]) == (run["run_id"], "editor")
 
 
 async def test_an_approver_answers_a_run_an_agent_started_and_an_unsigned_pipe_may_not_start(

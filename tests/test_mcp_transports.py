@@ -26,6 +26,7 @@ from lockgate.devserver import free_port
 from lockgate.examples.essay_review import EssayReview
 from lockgate.serving import (
     DEFAULT_MAX_BODY_BYTES,
+    GATE_URI_TEMPLATE,
     BearerToken,
     Operations,
     build_mcp_server,
@@ -79,8 +80,10 @@ async def test_over_stdio_the_command_serves_tools_and_refuses_an_unsigned_answe
         counted = await client.call_tool("demo__count", {"token": token})
         forbidden = await client.call_tool("demo__secret", {})
         unsigned = await client.call_tool("graph__decide", {"run": "essay:review-x"})
+        templates = (await client.list_resource_templates()).resource_templates
 
     assert "demo__count" in names and "graph__start" in names
+    assert [each.uri_template for each in templates] == [GATE_URI_TEMPLATE]
     assert all(MCP_NAME.fullmatch(name) for name in names)
     assert data_of(counted) == {"token": token, "runs": 1}
     assert refusal_of(forbidden)["code"] == "FORBIDDEN"
@@ -135,6 +138,7 @@ async def test_over_http_mcp_needs_the_token_and_then_serves_tools_and_graphs(
             secret = await client.call_tool("demo__secret", {})
             counted = await client.call_tool("demo__count", {"token": token})
             resources = (await client.list_resources()).resources
+            templates = (await client.list_resource_templates()).resource_templates
 
     assert (no_token.status_code, wrong.status_code) == (401, 401)
     assert "graph__decide" in names
@@ -142,6 +146,7 @@ async def test_over_http_mcp_needs_the_token_and_then_serves_tools_and_graphs(
     assert data_of(secret) == {"secret": "swordfish"}
     assert data_of(counted)["runs"] == 1 and runs[token] == 1
     assert [str(each.uri) for each in resources] == ["lockgate://gates"]
+    assert [each.uri_template for each in templates] == [GATE_URI_TEMPLATE]
 
 
 async def api(

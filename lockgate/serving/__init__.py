@@ -10,7 +10,7 @@ try:
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError("lockgate.serving needs the MCP SDK: pip install 'lockgate[mcp]'") from error
 
-from lockgate.serving._gate_watch import GATES_URI, GateWatch, gate_uri
+from lockgate.serving._gate_watch import GATE_URI_TEMPLATE, GATES_URI, GateWatch, gate_uri
 from lockgate.serving._http import DEFAULT_MAX_BODY_BYTES, STATUS_OF_CODE, BearerToken, http_app
 from lockgate.serving._mcp import (
     GRAPH_OPERATIONS,
@@ -25,6 +25,7 @@ from lockgate.serving._operations import Operations, refusal_of
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "GATES_URI",
+    "GATE_URI_TEMPLATE",
     "GRAPH_OPERATIONS",
     "PLAN_META_KEY",
     "REQUEST_ID_META_KEY",

@@ -1,6 +1,7 @@
 """Open gates as MCP resources, and the notifications when one opens, changes or closes.
 
-Each open gate is the resource ``lockgate://gates/<run id>``; ``lockgate://gates`` lists them
+Each open gate is the resource ``lockgate://gates/{run_id}`` (:data:`GATE_URI_TEMPLATE`, an
+RFC 6570 template, which ``resources/templates/list`` serves); ``lockgate://gates`` lists them
 all. A watcher asks for the open gates every ``poll_seconds`` (one visibility query; no run is
 touched) and, when the set or a gate changes, tells the clients that asked: ``list_changed`` for
 the set, ``updated`` for a subscribed gate. Clients of the 2026 protocol hear it on their
@@ -18,8 +19,8 @@ import logging
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
-from urllib.parse import quote, unquote
 
+from mcp import UriTemplate
 from mcp.server.connection import Connection
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
@@ -27,7 +28,7 @@ from mcp.server.subscriptions import (
     ResourceUpdated,
 )
 
-__all__ = ["GATES_URI", "GateWatch", "gate_uri", "run_of_uri"]
+__all__ = ["GATES_URI", "GATE_URI_TEMPLATE", "GateWatch", "gate_uri", "run_of_uri"]
 
 logger = logging.getLogger("lockgate.mcp")
 
@@ -35,17 +36,23 @@ GATES_URI = "lockgate://gates"
 """The resource listing every open gate."""
 
 
+GATE_URI_TEMPLATE = GATES_URI + "/{run_id}"
+"""The resource of the gate open on a run, as an RFC 6570 template: the run id is
+percent-encoded into one path segment."""
+
+_GATE_URI = UriTemplate.parse(GATE_URI_TEMPLATE)
+
+
 def gate_uri(run_id: str) -> str:
     """The resource of the gate open on ``run_id``."""
-    return f"{GATES_URI}/{quote(run_id, safe='')}"
+    return _GATE_URI.expand({"run_id": run_id})
 
 
 def run_of_uri(uri: str) -> str | None:
     """The run a gate resource names, or None for another URI."""
-    prefix = GATES_URI + "/"
-    if not uri.startswith(prefix) or len(uri) == len(prefix):
-        return None
-    return unquote(uri[len(prefix) :])
+    matched = _GATE_URI.match(uri)
+    run = matched.get("run_id") if matched is not None else None
+    return run if isinstance(run, str) and run else None
 
 
 def _digest(row: dict[str, Any]) -> str:

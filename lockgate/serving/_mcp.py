@@ -32,7 +32,13 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from lockgate.gating import ErrorCode
-from lockgate.serving._gate_watch import GATES_URI, GateWatch, gate_uri, run_of_uri
+from lockgate.serving._gate_watch import (
+    GATE_URI_TEMPLATE,
+    GATES_URI,
+    GateWatch,
+    gate_uri,
+    run_of_uri,
+)
 from lockgate.serving._names import ToolNames
 from lockgate.serving._operations import Operations
 
@@ -422,6 +428,22 @@ class _Handlers:
             )
         return types.ListResourcesResult(resources=resources)
 
+    async def list_resource_templates(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        """The URI patterns of the resources: a client makes a gate's URI from a run id."""
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=GATE_URI_TEMPLATE,
+                    name="gate of a run",
+                    description="The gate a run waits at (a graph__pending row), by the run's id; "
+                    "reading it answers 'resource not found' once the gate has closed.",
+                    mime_type="application/json",
+                )
+            ]
+        )
+
     async def read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
@@ -483,6 +505,7 @@ def build_mcp_server(operations: Operations, *, poll_seconds: float = 1.0) -> Lo
         on_list_tools=handlers.list_tools,
         on_call_tool=handlers.call_tool,
         on_list_resources=handlers.list_resources,
+        on_list_resource_templates=handlers.list_resource_templates,
         on_read_resource=handlers.read_resource,
         on_subscribe_resource=handlers.subscribe,
         on_unsubscribe_resource=handlers.unsubscribe,
