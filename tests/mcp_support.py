@@ -1,19 +1,30 @@
-"""What the MCP and HTTP API tests share: their tools, people and a few readers of results."""
+"""What the MCP and HTTP API tests share: their tools, people, an HTTP server and a few readers
+of results."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any, cast
+from uuid import uuid4
 
+import httpx2
+import uvicorn
 from mcp_types import CallToolResult, TextContent
+from starlette.applications import Starlette
+from temporalio.client import Client as TemporalClient
 
 from lockgate import InMemoryRateLimiter, ToolRegistry, tool
+from lockgate.devserver import free_port
 from lockgate.examples.essay_review import TOOLS as ESSAY_TOOLS
 from lockgate.examples.memo_clearance import TOOLS as MEMO_TOOLS
+from lockgate.serving import BearerToken, Operations, build_mcp_server, http_app
 from lockgate.testing import Identities
+from tests.graphs_for_tests import eventually
 
 MCP_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """What Claude's hosts accept as a tool name."""
@@ -79,3 +90,57 @@ def refusal_of(result: CallToolResult) -> dict[str, str]:
     assert set(result.structured_content) == {"code", "message"}
     assert "Traceback" not in result.structured_content["message"]
     return result.structured_content
+
+
+# The HTTP server -------------------------------------------------------------------------------
+
+TOKEN = "a-test-token-" + uuid4().hex
+"""The bearer token of the HTTP servers the tests start."""
+
+
+def api_app(
+    temporal_client: TemporalClient, task_queue: str, identities: Identities, principal: str
+) -> Starlette:
+    """``lockgate mcp --http --as <principal>``'s app."""
+    operations = Operations(
+        temporal_client, task_queue, identities.signer(principal, "http"), channel="http"
+    )
+    return http_app(build_mcp_server(operations, poll_seconds=0.1), operations, BearerToken(TOKEN))
+
+
+@asynccontextmanager
+async def serving(app: Starlette) -> AsyncIterator[str]:
+    """``app`` served by uvicorn on a free port; yields its URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    running = asyncio.create_task(server.serve())
+    try:
+        await eventually(lambda: asyncio.sleep(0.02), lambda _: server.started, what="uvicorn")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await running
+
+
+@asynccontextmanager
+async def http_server(
+    temporal_client: TemporalClient, task_queue: str, identities: Identities, principal: str
+) -> AsyncIterator[str]:
+    """``lockgate mcp --http``'s app as ``principal``, served on a free port; yields its URL."""
+    async with serving(api_app(temporal_client, task_queue, identities, principal)) as url:
+        yield url
+
+
+def bearer(token: str = TOKEN) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def api(
+    plain: httpx2.AsyncClient, method: str, url: str, body: Any = None
+) -> tuple[int, dict[str, Any]]:
+    """The status and JSON object a request to the JSON API is answered with (never a trace)."""
+    response = await plain.request(method, url, json=body, headers=bearer())
+    answer: dict[str, Any] = response.json()
+    assert isinstance(answer, dict), answer
+    assert "Traceback" not in response.text
+    return response.status_code, answer

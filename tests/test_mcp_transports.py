@@ -6,39 +6,35 @@ with uvicorn on a free port, and the MCP SDK's client and a plain HTTP client ta
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 from uuid import uuid4
 
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from temporalio.client import Client as TemporalClient
 
-from lockgate.devserver import free_port
 from lockgate.examples.essay_review import EssayReview
-from lockgate.serving import (
-    DEFAULT_MAX_BODY_BYTES,
-    GATE_URI_TEMPLATE,
-    BearerToken,
-    Operations,
-    build_mcp_server,
-    http_app,
-)
-from lockgate.testing import Identities, WorkerFactory
+from lockgate.serving import DEFAULT_MAX_BODY_BYTES, GATE_URI_TEMPLATE
+from lockgate.testing import WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS, eventually, signed_answer
-from tests.mcp_support import MCP_NAME, data_of, people, refusal_of, registry, runs
+from tests.mcp_support import (
+    MCP_NAME,
+    api,
+    bearer,
+    data_of,
+    http_server,
+    people,
+    refusal_of,
+    registry,
+    runs,
+)
 
 pytestmark = pytest.mark.timeout(120)
-
-TOKEN = "a-test-token-" + uuid4().hex
 
 
 def address_of(temporal_client: TemporalClient) -> str:
@@ -93,30 +89,6 @@ async def test_over_stdio_the_command_serves_tools_and_refuses_an_unsigned_answe
 # HTTP -------------------------------------------------------------------------------------------
 
 
-@asynccontextmanager
-async def http_server(
-    temporal_client: TemporalClient, task_queue: str, identities: Identities, principal: str
-) -> AsyncIterator[str]:
-    """``lockgate mcp --http``'s app as ``principal``, served on a free port; yields its URL."""
-    operations = Operations(
-        temporal_client, task_queue, identities.signer(principal, "http"), channel="http"
-    )
-    app = http_app(build_mcp_server(operations, poll_seconds=0.1), operations, BearerToken(TOKEN))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    serving = asyncio.create_task(server.serve())
-    try:
-        await eventually(lambda: asyncio.sleep(0.02), lambda _: server.started, what="uvicorn")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await serving
-
-
-def bearer(token: str = TOKEN) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
 async def test_over_http_mcp_needs_the_token_and_then_serves_tools_and_graphs(
     lockgate_worker: WorkerFactory, temporal_client: TemporalClient, task_queue: str
 ) -> None:
@@ -147,15 +119,6 @@ async def test_over_http_mcp_needs_the_token_and_then_serves_tools_and_graphs(
     assert data_of(counted)["runs"] == 1 and runs[token] == 1
     assert [str(each.uri) for each in resources] == ["lockgate://gates"]
     assert [each.uri_template for each in templates] == [GATE_URI_TEMPLATE]
-
-
-async def api(
-    plain: httpx2.AsyncClient, method: str, url: str, body: Any = None
-) -> tuple[int, dict[str, Any]]:
-    response = await plain.request(method, url, json=body, headers=bearer())
-    answer: dict[str, Any] = response.json()
-    assert "Traceback" not in response.text
-    return response.status_code, answer
 
 
 async def test_the_json_api_runs_a_graph_answers_refusals_below_500_and_needs_the_token(
