@@ -10,6 +10,7 @@ try:
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError("lockgate.serving needs the MCP SDK: pip install 'lockgate[mcp]'") from error
 
+from lockgate.serving._api_contract import openapi_document
 from lockgate.serving._gate_watch import GATE_URI_TEMPLATE, GATES_URI, GateWatch, gate_uri
 from lockgate.serving._http import DEFAULT_MAX_BODY_BYTES, STATUS_OF_CODE, BearerToken, http_app
 from lockgate.serving._mcp import (
@@ -40,5 +41,6 @@ __all__ = [
     "gate_uri",
     "http_app",
     "mcp_name",
+    "openapi_document",
     "refusal_of",
 ]

@@ -1,26 +1,30 @@
 """``lockgate mcp --http``: MCP over streamable HTTP and a small JSON API, behind a bearer token.
 
 One Starlette app serves ``/mcp`` (the MCP SDK's streamable HTTP transport, stateful, so hosts of
-the handshake era get elicitation and notifications) and ``/api/...``:
+the handshake era get elicitation and notifications) and ``/api/...``, the routes of
+:data:`~lockgate.serving._api_contract.ENDPOINTS`, which ``GET /api/openapi.json`` documents
+(OpenAPI 3.1):
 
-=========================  ==============================================================
-``GET /api/graphs``        the graphs served
-``POST /api/runs``         ``{graph, inputs}``: start a run
-``GET /api/runs/{run}``    show a run
-``GET /api/pending``       the open gates (``?role=``)
-``POST /api/runs/{run}/decide``   ``{proof, choice?}``: relay a signed answer
-``POST /api/runs/{run}/resume``   ``{proof?}``: resume a parked run
-``GET /api/tools``         the tools served
-``POST /api/tools/{name}`` ``{arguments, request_id?, plan?}``: one durable tool call
-``POST /api/confirm``      ``{request_id, token}``: confirm a call that asked
-=========================  ==============================================================
+=================================  ======================================================
+``GET /api/graphs``                the graphs served
+``POST /api/runs``                 ``{graph, inputs?}``: start a run
+``GET /api/runs/{run}``            show a run
+``GET /api/pending``               the open gates (``?role=``)
+``POST /api/runs/{run}/decide``    ``{proof?, choice?}``: relay a signed answer
+``POST /api/runs/{run}/resume``    ``{proof?}``: resume a parked run
+``GET /api/tools``                 the tools served
+``POST /api/tools/{name}``         ``{arguments?, request_id?, plan?}``: one durable tool call
+``POST /api/confirm``              ``{request_id, token}``: confirm a call that asked
+``GET /api/openapi.json``          the OpenAPI document of all of these
+=================================  ======================================================
 
 Every request carries ``Authorization: Bearer <token>``, the token the operator configured;
-without it the answer is 401. A refusal is answered with a status below 500 and
-``{ok: false, error: {code, message}}``; only lockgate's own failure is a 500, without a trace.
-A body is read only up to :data:`DEFAULT_MAX_BODY_BYTES` (``http_app(max_body_bytes=...)``):
-a larger one is refused with 413 before it is parsed; one that is not a JSON object, or nests
-too deep to parse, with 422.
+without it the answer is 401. Every answer is a JSON object with ``ok``. A refusal is answered
+with a status below 500 and ``{ok: false, error: {code, message}}``; only lockgate's own failure
+is a 500, without a trace. A body is read only up to :data:`DEFAULT_MAX_BODY_BYTES`
+(``http_app(max_body_bytes=...)``): a larger one is refused with 413 before it is parsed; one
+that is not JSON, nests too deep to parse, or is not the body the endpoint takes (a field
+missing, misspelt or of the wrong type) with 422, naming the field and showing the body expected.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import contextlib
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from mcp.server.auth.provider import AccessToken
@@ -41,6 +45,19 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from lockgate.gating import MAX_DEPTH, MAX_START_BYTES
+from lockgate.serving._api_contract import (
+    ENDPOINTS,
+    OPENAPI_PATH,
+    ConfirmBody,
+    DecideBody,
+    Endpoint,
+    ResumeBody,
+    StartBody,
+    ToolCallBody,
+    body_refusal,
+    checked_body,
+    openapi_document,
+)
 from lockgate.serving._mcp import LockgateMCPServer
 from lockgate.serving._operations import Operations, refusal_of
 
@@ -89,7 +106,7 @@ class BearerToken:
         return None
 
 
-def _status(result: dict[str, Any]) -> int:
+def _status(result: Mapping[str, Any]) -> int:
     error = result.get("error")
     if result.get("ok") is False or result.get("success") is False:
         code = error.get("code") if isinstance(error, dict) else None
@@ -99,14 +116,12 @@ def _status(result: dict[str, Any]) -> int:
     return 200
 
 
-def _answer(result: Any) -> JSONResponse:
-    if isinstance(result, list):
-        return JSONResponse(result)
-    return JSONResponse(result, status_code=_status(result))
+def _answer(result: Mapping[str, Any]) -> JSONResponse:
+    return JSONResponse(dict(result), status_code=_status(result))
 
 
-async def _body(request: Request, max_bytes: int) -> dict[str, Any] | JSONResponse:
-    """The request's JSON object, read up to ``max_bytes``; else the refusal to answer."""
+async def _body(request: Request, endpoint: Endpoint, max_bytes: int) -> Any:
+    """The request's JSON, read up to ``max_bytes``; else the refusal to answer."""
     too_large = JSONResponse(
         refusal_of(
             "PAYLOAD_TOO_LARGE",
@@ -130,21 +145,18 @@ async def _body(request: Request, max_bytes: int) -> dict[str, Any] | JSONRespon
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw)
+        return json.loads(raw)
     except RecursionError:
-        return _unreadable(
-            f"The request body nests too deep to read; lockgate takes JSON nested at most "
-            f"{MAX_DEPTH} levels."
+        return _wrong_body(
+            endpoint,
+            f"nests too deep to read; lockgate takes JSON nested at most {MAX_DEPTH} levels",
         )
     except ValueError:
-        return _unreadable("The request body is not JSON (UTF-8).")
-    if not isinstance(body, dict):
-        return _unreadable("The request body must be a JSON object.")
-    return body
+        return _wrong_body(endpoint, "is not JSON (UTF-8)")
 
 
-def _unreadable(sentence: str) -> JSONResponse:
-    return JSONResponse(refusal_of("VALIDATION_ERROR", sentence), status_code=422)
+def _wrong_body(endpoint: Endpoint, problem: str) -> JSONResponse:
+    return JSONResponse(body_refusal(endpoint, [("(body)", problem)]), status_code=422)
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -179,68 +191,98 @@ def _guarded(token: BearerToken, handler: Handler) -> Handler:
     return guarded
 
 
-def _api_routes(operations: Operations, token: BearerToken, max_body_bytes: int) -> list[Route]:
-    async def graphs(request: Request) -> Response:
+def _api_routes(
+    operations: Operations, token: BearerToken, max_body_bytes: int, version: str
+) -> list[Route]:
+    async def list_graphs(request: Request, body: None) -> Response:
         return _answer(await operations.list_graphs({}))
 
-    async def start(request: Request) -> Response:
-        body = await _body(request, max_body_bytes)
-        if isinstance(body, Response):
-            return body
-        return _answer(await operations.start(body))
+    async def start(request: Request, body: StartBody) -> Response:
+        return _answer(await operations.start(body.model_dump()))
 
-    async def show(request: Request) -> Response:
+    async def show(request: Request, body: None) -> Response:
         return _answer(await operations.show({"run": request.path_params["run"]}))
 
-    async def pending(request: Request) -> Response:
+    async def pending(request: Request, body: None) -> Response:
         return _answer(await operations.pending({"role": request.query_params.get("role")}))
 
-    async def decide(request: Request) -> Response:
-        body = await _body(request, max_body_bytes)
-        if isinstance(body, Response):
-            return body
-        return _answer(await operations.decide({**body, "run": request.path_params["run"]}))
+    async def decide(request: Request, body: DecideBody) -> Response:
+        sent = body.model_dump(exclude_none=True)
+        return _answer(await operations.decide({**sent, "run": request.path_params["run"]}))
 
-    async def resume(request: Request) -> Response:
-        body = await _body(request, max_body_bytes)
-        if isinstance(body, Response):
-            return body
-        return _answer(await operations.resume({**body, "run": request.path_params["run"]}))
+    async def resume(request: Request, body: ResumeBody) -> Response:
+        sent = body.model_dump(exclude_none=True)
+        return _answer(await operations.resume({**sent, "run": request.path_params["run"]}))
 
-    async def tools(request: Request) -> Response:
-        return _answer(await operations.list_tools())
+    async def list_tools(request: Request, body: None) -> Response:
+        tools = await operations.list_tools()
+        if isinstance(tools, dict):
+            return _answer(tools)
+        return _answer({"ok": True, "count": len(tools), "tools": tools})
 
-    async def call(request: Request) -> Response:
-        body = await _body(request, max_body_bytes)
-        if isinstance(body, Response):
-            return body
-        request_id = body.get("request_id")
+    async def call_tool(request: Request, body: ToolCallBody) -> Response:
         result = await operations.call_tool(
             request.path_params["name"],
-            body.get("arguments"),
-            request_id=request_id if isinstance(request_id, str) and request_id else None,
-            plan=body.get("plan") is True,
+            body.arguments,
+            request_id=body.request_id or None,
+            plan=body.plan,
         )
-        return _answer(dict(result))
+        return _answer({"ok": bool(result.get("success")), **result})
 
-    async def confirm(request: Request) -> Response:
-        body = await _body(request, max_body_bytes)
-        if isinstance(body, Response):
-            return body
-        return _answer(dict(await operations.confirm_tool(body)))
+    async def confirm_tool(request: Request, body: ConfirmBody) -> Response:
+        result = dict(await operations.confirm_tool(body.model_dump()))
+        # A tool's result says `success`; a refusal before the call, `ok`.
+        return _answer({"ok": result.get("success", result.get("ok")) is True, **result})
+
+    handlers: dict[str, Callable[[Request, Any], Awaitable[Response]]] = {
+        "list_graphs": list_graphs,
+        "start": start,
+        "decide": decide,
+        "resume": resume,
+        "show": show,
+        "pending": pending,
+        "list_tools": list_tools,
+        "call_tool": call_tool,
+        "confirm_tool": confirm_tool,
+    }
+    document = openapi_document(version)
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(document)
 
     routes = [
-        ("/graphs", graphs, ["GET"]),
-        ("/runs", start, ["POST"]),
-        ("/runs/{run:path}/decide", decide, ["POST"]),
-        ("/runs/{run:path}/resume", resume, ["POST"]),
-        ("/runs/{run:path}", show, ["GET"]),
-        ("/pending", pending, ["GET"]),
-        ("/tools", tools, ["GET"]),
-        ("/tools/{name:path}", call, ["POST"]),
-        ("/confirm", confirm, ["POST"]),
+        Route(
+            endpoint.route,
+            _guarded(token, _with_body(endpoint, handlers[endpoint.operation], max_body_bytes)),
+            methods=[endpoint.method],
+        )
+        for endpoint in ENDPOINTS
     ]
-    return [Route(path, _guarded(token, handler), methods=m) for path, handler, m in routes]
+    return [Route(OPENAPI_PATH, _guarded(token, openapi), methods=["GET"]), *routes]
+
+
+def _with_body(
+    endpoint: Endpoint,
+    handler: Callable[[Request, Any], Awaitable[Response]],
+    max_body_bytes: int,
+) -> Handler:
+    """``handler``, handed the request's body checked against ``endpoint``'s model (None for an
+    endpoint that takes none); a body that is not the one expected is answered with 422."""
+
+    async def checked(request: Request) -> Response:
+        if endpoint.body is None:
+            return await handler(request, None)
+        body = await _body(request, endpoint, max_body_bytes)
+        if isinstance(body, Response):
+            return body
+        if not isinstance(body, dict):
+            return _wrong_body(endpoint, "must be a JSON object")
+        model = checked_body(endpoint, body)
+        if isinstance(model, dict):
+            return JSONResponse(model, status_code=422)
+        return await handler(request, model)
+
+    return checked
 
 
 def http_app(
@@ -280,6 +322,8 @@ def http_app(
         transport_security=security,
     )
 
+    version = server.version or "0"
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # A mounted app's lifespan is not run: its session manager runs here (and enters the
@@ -289,7 +333,7 @@ def http_app(
 
     return Starlette(
         routes=[
-            Mount("/api", routes=_api_routes(operations, token, max_body_bytes)),
+            Mount("/api", routes=_api_routes(operations, token, max_body_bytes, version)),
             Mount("/", app=mcp_app),
         ],
         lifespan=lifespan,
