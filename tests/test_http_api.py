@@ -8,6 +8,7 @@ test_mcp_transports.py).
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -19,10 +20,12 @@ from starlette.routing import BaseRoute, Mount, Route
 from temporalio.client import Client as TemporalClient
 
 from lockgate.examples.essay_review import EssayReview
+from lockgate.gating import AUDIT_LOGGER_NAME, MAX_DEPTH
 from lockgate.serving import openapi_document
 from lockgate.serving._api_contract import ENDPOINTS
 from lockgate.testing import WorkerFactory
 from tests.mcp_support import api, api_app, bearer, people, registry, serving
+from tests.support import audit_facts
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -148,3 +151,78 @@ async def test_every_answer_is_an_object_with_ok_the_tools_too(
     assert missing[0] == 404 and missing[1]["ok"] is False
     assert missing[1]["error"]["code"] == "TOOL_NOT_FOUND"
     assert graphs[1]["ok"] is True and pending[1]["ok"] is True
+
+
+@pytest.fixture
+def audit(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    caplog.set_level(logging.INFO, logger=AUDIT_LOGGER_NAME)
+    return caplog
+
+
+def starts_audited(audit: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    return [
+        audit_facts(record)
+        for record in audit.records
+        if record.name == AUDIT_LOGGER_NAME and audit_facts(record).get("event") == "run.start"
+    ]
+
+
+def nested(levels: int) -> Any:
+    value: Any = "tides"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+async def test_a_start_the_run_refuses_through_a_server_signing_as_ada_is_recorded_as_ada(
+    lockgate_worker: WorkerFactory,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    audit: pytest.LogCaptureFixture,
+) -> None:
+    crowd = people()
+    app = api_app(temporal_client, task_queue, crowd, "ada")
+    async with (
+        lockgate_worker(graphs=[EssayReview], directory=crowd.directory),
+        serving(app) as url,
+        httpx2.AsyncClient(base_url=f"{url}/api") as plain,
+    ):
+        no_rubric = await api(plain, "POST", "/runs", {"graph": "essay:review", "inputs": {}})
+
+    assert no_rubric[0] == 422 and no_rubric[1]["status"] == "refused"
+    assert "'rubric': Field required" in no_rubric[1]["error"]["message"]
+    assert no_rubric[1]["requester"]["actor"] == "ada"
+    assert no_rubric[1]["requester"]["verified"] is True
+    assert [record["actor"]["actor"] for record in starts_audited(audit)] == ["ada"]
+
+
+async def test_a_start_input_no_run_could_take_is_refused_before_any_run_exists(
+    lockgate_worker: WorkerFactory,
+    temporal_client: TemporalClient,
+    task_queue: str,
+    audit: pytest.LogCaptureFixture,
+) -> None:
+    crowd = people()
+    app = api_app(temporal_client, task_queue, crowd, "ada")
+    too_deep = {"title": "Tides", "rubric": nested(MAX_DEPTH + 5)}
+    too_large = {"title": "Tides", "rubric": "moon " * 60_000}
+    async with (
+        lockgate_worker(graphs=[EssayReview], directory=crowd.directory),
+        serving(app) as url,
+        httpx2.AsyncClient(base_url=f"{url}/api") as plain,
+    ):
+        deep = await api(plain, "POST", "/runs", {"graph": "essay:review", "inputs": too_deep})
+        large = await api(plain, "POST", "/runs", {"graph": "essay:review", "inputs": too_large})
+        surrogate = await plain.post(
+            "/runs",
+            content=b'{"graph": "essay:review", "inputs": {"title": "\\ud800", "rubric": "x"}}',
+            headers=bearer(),
+        )
+
+    # Refused by this server, before a run existed that could not have learnt who started it.
+    assert deep[0] == 422 and deep[1]["error"]["code"] == "VALIDATION_ERROR"
+    assert f"nested more than {MAX_DEPTH} levels" in deep[1]["error"]["message"]
+    assert large[0] == 413 and large[1]["error"]["code"] == "PAYLOAD_TOO_LARGE"
+    assert surrogate.status_code == 422 and "not plain JSON" in surrogate.text
+    assert [answer.get("run_id") for answer in (deep[1], large[1])] == [None, None]
+    assert starts_audited(audit) == []

@@ -14,6 +14,7 @@ worker judges it as it judges every answer.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import uuid
 from collections.abc import Mapping
@@ -22,8 +23,9 @@ from typing import Any, cast
 from temporalio.client import Client
 
 from lockgate.contracts import ToolCallResult
-from lockgate.gating import Directory, ErrorCode, Signer
+from lockgate.gating import MAX_START_BYTES, Directory, ErrorCode, Signer, digest, measure
 from lockgate.workflows import CatalogueError, GraphClient, ToolClient
+from lockgate.workflows._graph_inputs import StartGraphInput
 
 __all__ = ["Operations", "refusal_of"]
 
@@ -137,6 +139,9 @@ class Operations:
                 code,
                 sentence.replace("a JSON object", "a JSON object of starting channels"),
             )
+        refused = self._refused_start_input(inputs or {})
+        if refused is not None:
+            return refused
         catalogue = await self._catalogue()
         if "error" in catalogue:
             return catalogue
@@ -148,6 +153,33 @@ class Operations:
                 f"(served: {', '.join(map(str, served)) or 'none'}).",
             )
         return dict(await self.runs.start(graph, inputs or {}))
+
+    def _refused_start_input(self, inputs: dict[str, Any]) -> dict[str, Any] | None:
+        """The refusal of inputs a run refuses as it starts (too large, too deep, or not plain
+        JSON a proof can name), answered before any run exists.
+
+        A run refuses these before its start proof reaches it, so it never learns who started
+        it: it would end refused as an unverified starter's (and the proof's refusal would be
+        audited with no actor) though this server signs every start. They are measured as the
+        run measures its start input.
+        """
+        start = StartGraphInput(
+            inputs=inputs, channel=self.runs.channel, signed=self.runs.signer is not None
+        )
+        problem = measure(
+            dataclasses.asdict(start), what="The start input", max_bytes=MAX_START_BYTES
+        )
+        if problem is not None:
+            return refusal_of(problem.code, problem.sentence)
+        try:
+            digest(inputs)
+        except (TypeError, ValueError):
+            return refusal_of(
+                ErrorCode.VALIDATION_ERROR,
+                "start: `inputs` hold a value that is not plain JSON (NaN, infinity or an "
+                "unpaired surrogate), which no proof can name; nothing was started.",
+            )
+        return None
 
     async def pending(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """``{count, pending}``: open gates (of ``role``, if given), each option with where it
