@@ -125,6 +125,32 @@ async def test_a_body_that_is_not_the_one_expected_is_a_422_naming_the_field_and
     assert a_list[0] == 422 and a_list[1]["fields"][0]["field"] == "(body)"
 
 
+@pytest.mark.parametrize(
+    "body",
+    [b'{"arguments": {"token": NaN}}', b'{"arguments": {"token": "\\udc00"}}'],
+    ids=["NaN", "unpaired surrogate"],
+)
+async def test_a_body_that_is_not_plain_json_is_a_422_not_a_failure(
+    lockgate_worker: WorkerFactory, temporal_client: TemporalClient, task_queue: str, body: bytes
+) -> None:
+    crowd = people()
+    app = api_app(temporal_client, task_queue, crowd, "ada")
+    async with (
+        lockgate_worker(tools=registry(), directory=crowd.directory),
+        serving(app) as url,
+        httpx2.AsyncClient(base_url=f"{url}/api") as plain,
+    ):
+        answer = await plain.post("/tools/demo:count", content=body, headers=bearer())
+
+    assert answer.status_code == 422
+    assert answer.json()["fields"] == [
+        {
+            "field": "(body)",
+            "problem": "is not plain JSON (UTF-8, without NaN, Infinity or unpaired surrogates)",
+        }
+    ]
+
+
 async def test_every_answer_is_an_object_with_ok_the_tools_too(
     lockgate_worker: WorkerFactory, temporal_client: TemporalClient, task_queue: str
 ) -> None:

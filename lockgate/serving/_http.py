@@ -145,14 +145,20 @@ async def _body(request: Request, endpoint: Endpoint, max_bytes: int) -> Any:
     if not raw.strip():
         return {}
     try:
-        return json.loads(raw)
+        body = json.loads(raw)
+        # Python reads NaN, Infinity and unpaired surrogates, which are not plain JSON: no proof
+        # can name them (signing a start or call with one failed, as a 500).
+        json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
+        return body
     except RecursionError:
         return _wrong_body(
             endpoint,
             f"nests too deep to read; lockgate takes JSON nested at most {MAX_DEPTH} levels",
         )
     except ValueError:
-        return _wrong_body(endpoint, "is not JSON (UTF-8)")
+        return _wrong_body(
+            endpoint, "is not plain JSON (UTF-8, without NaN, Infinity or unpaired surrogates)"
+        )
 
 
 def _wrong_body(endpoint: Endpoint, problem: str) -> JSONResponse:
