@@ -105,6 +105,7 @@ async def test_a_body_that_is_not_the_one_expected_is_a_422_naming_the_field_and
         not_object = await api(plain, "POST", "/tools/demo:count", {"arguments": [1, 2]})
         unconfirmed = await api(plain, "POST", "/confirm", {"request_id": "launch-0001"})
         a_list = await api(plain, "POST", "/runs", [{"graph": "essay:review"}])
+        nan_text = await api(plain, "POST", "/tools/demo:count", {"arguments": '{"token": NaN}'})
 
     start = next(each for each in ENDPOINTS if each.operation == "start")
     assert start.body is not None
@@ -123,6 +124,8 @@ async def test_a_body_that_is_not_the_one_expected_is_a_422_naming_the_field_and
         {"field": "token", "problem": "is required"}
     ]
     assert a_list[0] == 422 and a_list[1]["fields"][0]["field"] == "(body)"
+    # An object's text is read as the object, as plain JSON only.
+    assert nan_text[0] == 422 and nan_text[1]["fields"][0]["field"] == "arguments"
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,7 @@ __all__ = [
     "checked_body",
     "expected_body",
     "openapi_document",
+    "plain_json",
 ]
 
 OPENAPI_PATH = "/openapi.json"
@@ -48,11 +49,24 @@ _MAX_QUOTED = 80
 """How much of a caller's wrong value a 422 quotes back."""
 
 
+def plain_json(text: str | bytes) -> Any:
+    """The JSON value ``text`` holds.
+
+    Raises:
+        ValueError: It is not JSON, or not plain JSON: Python reads NaN, Infinity and unpaired
+            surrogates, which no proof can name (signing a start or a call with one fails).
+        RecursionError: It nests deeper than Python can read.
+    """
+    value = json.loads(text)
+    json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
+    return value
+
+
 def _object_or_its_text(value: Any) -> Any:
     # MCP's tools take a JSON object or its text alike; the API keeps taking both.
     if isinstance(value, str):
         with contextlib.suppress(ValueError, RecursionError):  # refused below, as not an object
-            return json.loads(value)
+            return plain_json(value)
     return value
 
 

@@ -30,7 +30,6 @@ missing, misspelt or of the wrong type) with 422, naming the field and showing t
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -57,6 +56,7 @@ from lockgate.serving._api_contract import (
     body_refusal,
     checked_body,
     openapi_document,
+    plain_json,
 )
 from lockgate.serving._mcp import LockgateMCPServer
 from lockgate.serving._operations import Operations, refusal_of
@@ -145,11 +145,7 @@ async def _body(request: Request, endpoint: Endpoint, max_bytes: int) -> Any:
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw)
-        # Python reads NaN, Infinity and unpaired surrogates, which are not plain JSON: no proof
-        # can name them (signing a start or call with one failed, as a 500).
-        json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
-        return body
+        return plain_json(raw)
     except RecursionError:
         return _wrong_body(
             endpoint,
