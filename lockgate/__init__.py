@@ -7,43 +7,50 @@ is a graph of tools that runs as its own Temporal workflow type, with human gate
 by verified approvers. :class:`LockgatePlugin` adds both to a Temporal worker.
 """
 
-from lockgate.activities import Param, Retry, ToolDefinition, ToolRegistry, tool
-from lockgate.gating import (
-    Actor,
-    AuditLogger,
-    Authority,
-    ChannelPolicy,
-    Directory,
-    ErrorCode,
-    InMemoryRateLimiter,
-    PolicyGate,
-    Signer,
-    ToolContext,
-    ToolError,
-    ToolResult,
-    WorkerSecret,
-)
-from lockgate.worker import LockgatePlugin
-from lockgate.workflows import (
-    AgentStep,
-    Appends,
-    ApprovalPolicy,
-    Ask,
-    Because,
-    Deadline,
-    Dual,
-    Edge,
-    GraphClient,
-    GraphDeclarationError,
-    ModelBudget,
-    Quorum,
-    Route,
-    Subgraph,
-    Target,
-    ToolClient,
-    compile_graph,
-    graph,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+# The public names resolve on first use (PEP 562, `__getattr__` below): `lockgate --help`, or any
+# light submodule, then runs without importing temporalio and every layer with it.
+if TYPE_CHECKING:
+    from lockgate.activities import Param, Retry, ToolDefinition, ToolRegistry, tool
+    from lockgate.gating import (
+        Actor,
+        AuditLogger,
+        Authority,
+        ChannelPolicy,
+        Directory,
+        ErrorCode,
+        InMemoryRateLimiter,
+        PolicyGate,
+        Signer,
+        ToolContext,
+        ToolError,
+        ToolResult,
+        WorkerSecret,
+    )
+    from lockgate.worker import LockgatePlugin
+    from lockgate.workflows import (
+        AgentStep,
+        Appends,
+        ApprovalPolicy,
+        Ask,
+        Because,
+        Deadline,
+        Dual,
+        Edge,
+        GraphClient,
+        GraphDeclarationError,
+        ModelBudget,
+        Quorum,
+        Route,
+        Subgraph,
+        Target,
+        ToolClient,
+        compile_graph,
+        graph,
+    )
 
 __all__ = [
     "Actor",
@@ -84,3 +91,59 @@ __all__ = [
     "graph",
     "tool",
 ]
+
+_HOMES = {
+    "Actor": "lockgate.gating",
+    "AgentStep": "lockgate.workflows",
+    "Appends": "lockgate.workflows",
+    "ApprovalPolicy": "lockgate.workflows",
+    "Ask": "lockgate.workflows",
+    "AuditLogger": "lockgate.gating",
+    "Authority": "lockgate.gating",
+    "Because": "lockgate.workflows",
+    "ChannelPolicy": "lockgate.gating",
+    "Deadline": "lockgate.workflows",
+    "Directory": "lockgate.gating",
+    "Dual": "lockgate.workflows",
+    "Edge": "lockgate.workflows",
+    "ErrorCode": "lockgate.gating",
+    "GraphClient": "lockgate.workflows",
+    "GraphDeclarationError": "lockgate.workflows",
+    "InMemoryRateLimiter": "lockgate.gating",
+    "LockgatePlugin": "lockgate.worker",
+    "ModelBudget": "lockgate.workflows",
+    "Param": "lockgate.activities",
+    "PolicyGate": "lockgate.gating",
+    "Quorum": "lockgate.workflows",
+    "Retry": "lockgate.activities",
+    "Route": "lockgate.workflows",
+    "Signer": "lockgate.gating",
+    "Subgraph": "lockgate.workflows",
+    "Target": "lockgate.workflows",
+    "ToolClient": "lockgate.workflows",
+    "ToolContext": "lockgate.gating",
+    "ToolDefinition": "lockgate.activities",
+    "ToolError": "lockgate.gating",
+    "ToolRegistry": "lockgate.activities",
+    "ToolResult": "lockgate.gating",
+    "WorkerSecret": "lockgate.gating",
+    "compile_graph": "lockgate.workflows",
+    "graph": "lockgate.workflows",
+    "tool": "lockgate.activities",
+}
+"""Where each public name is defined: the module it is imported from on first use."""
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'lockgate' has no attribute {name!r}")
+    # `__import__` rather than importlib: inside Temporal's workflow sandbox it is the sandbox's
+    # importer, which hands back lockgate's own (passed-through) modules.
+    value = getattr(__import__(home, fromlist=[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
