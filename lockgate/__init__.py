@@ -9,6 +9,7 @@ by verified approvers. :class:`LockgatePlugin` adds both to a Temporal worker.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 # The public names resolve on first use (PEP 562, `__getattr__` below): `lockgate --help`, or any
@@ -132,6 +133,11 @@ _HOMES = {
     "tool": "lockgate.activities",
 }
 """Where each public name is defined: the module it is imported from on first use."""
+
+# A library leaves logging to its application: without a handler of its own, Python's
+# last-resort handler would print lockgate's warnings (the audit record of every refused call
+# among them) to the stderr of a program that configured no logging.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
 def __getattr__(name: str) -> Any:

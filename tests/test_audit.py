@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 
 from lockgate import AuditLogger, InMemoryRateLimiter, ToolContext, ToolRegistry, ToolResult, tool
 from lockgate.gating import REDACTED, redact
-from tests.support import audit_facts
+from tests.support import REPOSITORY, audit_facts
 
 SECRET = "hunter2-s3cr3t"
 
@@ -317,3 +319,46 @@ def test_an_event_record_is_redacted_and_names_who_and_what(
         REDACTED,
     )
     assert "SELF_APPROVAL_FORBIDDEN: Ada asked for it." in record.getMessage()
+
+
+# Where records go ---------------------------------------------------------------------------------
+
+_REFUSED_CALL = """
+import logging, sys
+from lockgate import ToolContext, ToolRegistry, tool
+
+@tool("guarded", "Needs a scope", scopes=["ops"])
+def guarded() -> str:
+    return "ok"
+
+if sys.argv[1] == "configured":
+    logging.basicConfig(format="%(name)s %(message)s")
+registry = ToolRegistry()
+registry.register(guarded)
+result = registry.call_sync("guarded", {}, ToolContext.web("ada", []))
+print(result.error.code if result.error else "ok")
+"""
+
+
+def _run_a_refused_call(logging_is: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _REFUSED_CALL, logging_is],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPOSITORY,
+    )
+
+
+def test_a_program_that_configured_no_logging_gets_no_audit_lines_on_stderr() -> None:
+    ran = _run_a_refused_call("unconfigured")
+
+    assert ran.stdout.strip() == "FORBIDDEN"
+    assert ran.stderr == ""
+
+
+def test_a_program_that_configured_logging_gets_the_audit_record_of_a_refusal() -> None:
+    ran = _run_a_refused_call("configured")
+
+    assert ran.stdout.strip() == "FORBIDDEN"
+    assert ran.stderr.startswith("lockgate.audit ")
