@@ -14,15 +14,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lockgate._defaults import PAYLOAD_KEYS_FILE_ENV
 from lockgate.gating._keyrings import Keyring
 
 __all__ = ["PAYLOAD_KEYS_ENV", "PAYLOAD_KEYS_FILE_ENV", "PayloadKeys", "PayloadKeysError"]
 
 PAYLOAD_KEYS_ENV = "LOCKGATE_PAYLOAD_KEYS"
 """The environment variable that may hold the payload keys' text."""
-
-PAYLOAD_KEYS_FILE_ENV = "LOCKGATE_PAYLOAD_KEYS_FILE"
-"""The environment variable that may name the file holding the payload keys."""
 
 
 class PayloadKeysError(ValueError):

@@ -16,10 +16,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["AUDIT_FILE_ENV", "AuditSink", "JsonLinesAuditSink"]
+from lockgate._defaults import AUDIT_FILE_ENV
 
-AUDIT_FILE_ENV = "LOCKGATE_AUDIT_FILE"
-"""The environment variable that may name the JSON-lines audit file of ``lockgate worker``."""
+__all__ = ["AUDIT_FILE_ENV", "AuditSink", "JsonLinesAuditSink"]
 
 
 @runtime_checkable

@@ -27,6 +27,7 @@ import hmac
 import re
 from pathlib import Path
 
+from lockgate._defaults import ENROLMENT_SECRET_FILE_ENV
 from lockgate.gating._identity_errors import IdentityError
 from lockgate.gating._keyrings import Keyring
 from lockgate.gating._keys import encode_base64url
@@ -39,8 +40,6 @@ __all__ = [
     "EnrolmentSecretError",
 ]
 
-ENROLMENT_SECRET_FILE_ENV = "LOCKGATE_ENROLMENT_SECRET_FILE"
-"""The environment variable that may name the enrolment secret's file."""
 
 _CODE = re.compile(r"lge1-([0-9]{1,12})-([A-Za-z0-9_-]{22})")
 

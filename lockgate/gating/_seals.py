@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from lockgate._defaults import WORKER_SECRET_FILE_ENV
 from lockgate.gating._canonical import canonical_json
 from lockgate.gating._keyrings import Keyring
 from lockgate.gating._keys import encode_base64url
@@ -40,8 +41,6 @@ __all__ = ["WORKER_SECRET_ENV", "WORKER_SECRET_FILE_ENV", "WorkerSecret", "Worke
 WORKER_SECRET_ENV = "LOCKGATE_WORKER_SECRET"
 """The environment variable that may hold the worker secret's text."""
 
-WORKER_SECRET_FILE_ENV = "LOCKGATE_WORKER_SECRET_FILE"
-"""The environment variable that may name the file holding the worker secret."""
 
 _SEAL = re.compile(r"lgs1\.([a-z0-9][a-z0-9-]{0,39})\.([A-Za-z0-9_-]{43})")
 

@@ -16,6 +16,7 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
+from lockgate._defaults import DEFAULT_TASK_QUEUE
 from lockgate.contracts import RunView, ToolCallResult
 from lockgate.gating import ErrorCode, ToolResult
 from lockgate.workflows._declare import graph_spec
@@ -34,8 +35,6 @@ __all__ = [
     "tool_refusal",
     "update_refusal",
 ]
-
-DEFAULT_TASK_QUEUE = "lockgate"
 
 
 def refusal(code: str | ErrorCode, message: str, **facts: Any) -> RunView:

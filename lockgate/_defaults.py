@@ -1,0 +1,27 @@
+"""Names and defaults the library and the ``lockgate`` command share, in a module that imports
+nothing: ``lockgate --help`` shows them without importing the layers that use them."""
+
+from __future__ import annotations
+
+__all__ = [
+    "AUDIT_FILE_ENV",
+    "DEFAULT_TASK_QUEUE",
+    "ENROLMENT_SECRET_FILE_ENV",
+    "PAYLOAD_KEYS_FILE_ENV",
+    "WORKER_SECRET_FILE_ENV",
+]
+
+DEFAULT_TASK_QUEUE = "lockgate"
+"""The task queue lockgate's workers serve and its clients use unless told otherwise."""
+
+AUDIT_FILE_ENV = "LOCKGATE_AUDIT_FILE"
+"""The environment variable that may name the JSON-lines audit file of ``lockgate worker``."""
+
+ENROLMENT_SECRET_FILE_ENV = "LOCKGATE_ENROLMENT_SECRET_FILE"
+"""The environment variable that may name the enrolment secret's file."""
+
+PAYLOAD_KEYS_FILE_ENV = "LOCKGATE_PAYLOAD_KEYS_FILE"
+"""The environment variable that may name the file holding the payload keys."""
+
+WORKER_SECRET_FILE_ENV = "LOCKGATE_WORKER_SECRET_FILE"
+"""The environment variable that may name the file holding the worker secret."""
