@@ -1,7 +1,8 @@
 """The command line itself: every ``lockgate`` command, its flags, and reading a JSON flag.
 
 Every command takes the connection and state flags (``--address``, ``--keys-dir``, ``--json`` ...);
-the ones that sign also take ``--as PRINCIPAL``.
+the ones that sign also take ``--as PRINCIPAL``. Building the parser imports nothing heavy:
+``lockgate --help`` answers without importing temporalio.
 """
 
 from __future__ import annotations
@@ -10,10 +11,14 @@ import argparse
 import json
 from typing import Any
 
+from lockgate._defaults import (
+    AUDIT_FILE_ENV,
+    DEFAULT_TASK_QUEUE,
+    ENROLMENT_SECRET_FILE_ENV,
+    PAYLOAD_KEYS_FILE_ENV,
+    WORKER_SECRET_FILE_ENV,
+)
 from lockgate.cli._output import CommandError
-from lockgate.encryption import PAYLOAD_KEYS_FILE_ENV
-from lockgate.gating import AUDIT_FILE_ENV, ENROLMENT_SECRET_FILE_ENV, WORKER_SECRET_FILE_ENV
-from lockgate.worker import DEFAULT_TASK_QUEUE
 
 __all__ = ["build_parser", "json_argument"]
 

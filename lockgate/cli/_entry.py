@@ -2,52 +2,53 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import importlib
 import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, NoReturn
 
 from lockgate.cli._arguments import build_parser
-from lockgate.cli._codec import manage_payload_keys, serve_codec
-from lockgate.cli._dev import run_dev_stack
-from lockgate.cli._inbox import serve_inbox
-from lockgate.cli._keys import manage_keys, manage_worker_secret
 from lockgate.cli._loop import run_on_the_fastest_loop
-from lockgate.cli._mcp import serve_mcp
 from lockgate.cli._output import CommandError, fail
-from lockgate.cli._runs import (
-    decide_gate,
-    list_pending_gates,
-    list_runs,
-    resume_run,
-    show_run,
-    start_run,
-)
-from lockgate.cli._setup import set_up_namespace
-from lockgate.cli._sign import print_signed_answer
-from lockgate.cli._tools import use_tools
-from lockgate.cli._worker import serve_worker
-from lockgate.encryption import PayloadDecryptionError
 
 __all__ = ["entry", "main"]
 
-_ASYNC_COMMANDS = {
-    "dev": run_dev_stack,
-    "worker": serve_worker,
-    "setup": set_up_namespace,
-    "mcp": serve_mcp,
-    "inbox": serve_inbox,
-    "tools": use_tools,
-    "start": start_run,
-    "pending": list_pending_gates,
-    "decide": decide_gate,
-    "resume": resume_run,
-    "show": show_run,
-    "list": list_runs,
-    "sign": print_signed_answer,
-    "codec-server": serve_codec,
+_COMMANDS = {
+    "keys": "lockgate.cli._keys:manage_keys",
+    "secret": "lockgate.cli._keys:manage_worker_secret",
+    "payload-keys": "lockgate.cli._codec:manage_payload_keys",
+    "dev": "lockgate.cli._dev:run_dev_stack",
+    "worker": "lockgate.cli._worker:serve_worker",
+    "setup": "lockgate.cli._setup:set_up_namespace",
+    "mcp": "lockgate.cli._mcp:serve_mcp",
+    "inbox": "lockgate.cli._inbox:serve_inbox",
+    "tools": "lockgate.cli._tools:use_tools",
+    "start": "lockgate.cli._runs:start_run",
+    "pending": "lockgate.cli._runs:list_pending_gates",
+    "decide": "lockgate.cli._runs:decide_gate",
+    "resume": "lockgate.cli._runs:resume_run",
+    "show": "lockgate.cli._runs:show_run",
+    "list": "lockgate.cli._runs:list_runs",
+    "sign": "lockgate.cli._sign:print_signed_answer",
+    "codec-server": "lockgate.cli._codec:serve_codec",
 }
+"""Where each command's function lives, imported only when that command runs: ``lockgate
+--help`` and a usage mistake answer without importing temporalio. The ones that return a
+coroutine run on an event loop."""
+
+_SYNCHRONOUS = {"keys", "secret", "payload-keys"}
+"""Commands that need no Temporal and no event loop."""
+
+
+def _command(name: str) -> Callable[[argparse.Namespace], Any]:
+    module, _, function = _COMMANDS[name].partition(":")
+    command: Callable[[argparse.Namespace], Any] = getattr(
+        importlib.import_module(module), function
+    )
+    return command
 
 
 _LONG_RUNNING = {"dev", "worker", "mcp", "inbox", "codec-server"}
@@ -60,14 +61,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     arguments = build_parser().parse_args(argv)
+    from lockgate.encryption import PayloadDecryptionError
+
     try:
-        if arguments.command == "keys":
-            return manage_keys(arguments)
-        if arguments.command == "secret":
-            return manage_worker_secret(arguments)
-        if arguments.command == "payload-keys":
-            return manage_payload_keys(arguments)
-        command = _ASYNC_COMMANDS[arguments.command](arguments)
+        run = _command(arguments.command)
+        if arguments.command in _SYNCHRONOUS:
+            status: int = run(arguments)
+            return status
+        command: Coroutine[Any, Any, int] = run(arguments)
         if arguments.command in _LONG_RUNNING:
             return run_on_the_fastest_loop(command)
         return asyncio.run(command)
