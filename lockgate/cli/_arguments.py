@@ -1,15 +1,15 @@
 """The command line itself: every ``lockgate`` command, its flags, and reading a JSON flag.
 
-Every command takes the connection and state flags (``--address``, ``--keys-dir``, ``--json`` ...);
-the ones that sign also take ``--as PRINCIPAL``. Building the parser imports nothing heavy:
-``lockgate --help`` answers without importing temporalio.
+Every command takes the global options (``--address``, ``--keys-dir``, ``--json`` ...), before or
+after its name; the ones that sign also take ``--as PRINCIPAL``. Building the parser imports
+nothing heavy: ``lockgate --help`` answers without importing temporalio.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lockgate._defaults import (
     AUDIT_FILE_ENV,
@@ -37,26 +37,32 @@ def json_argument(text: str, what: str) -> Any:
         ) from None
 
 
+_TAKES_GLOBAL_OPTIONS = (
+    "It takes lockgate's global options too (--address, --namespace, --json, ...: see "
+    "`lockgate --help`), before or after its name."
+)
+
+
+if TYPE_CHECKING:
+    _SubParsersAction = argparse._SubParsersAction[argparse.ArgumentParser]
+else:  # generic only to type checkers
+    _SubParsersAction = argparse._SubParsersAction
+
+
+class _Commands(_SubParsersAction):
+    """Commands whose own help opens with the line the command list shows for them, and says
+    that the global options, which it does not list, work there too."""
+
+    def add_parser(self, name: str, **settings: Any) -> argparse.ArgumentParser:
+        settings.setdefault("description", settings.get("help"))
+        settings.setdefault("epilog", _TAKES_GLOBAL_OPTIONS)
+        return super().add_parser(name, **settings)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``lockgate`` parser, with every command and its flags."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--address", help="Temporal frontend host:port (or TEMPORAL_ADDRESS)")
-    common.add_argument("--namespace", help="Temporal namespace (or TEMPORAL_NAMESPACE)")
-    common.add_argument("--profile", help="Temporal env-config profile (or TEMPORAL_PROFILE)")
-    common.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help="lockgate's task queue")
-    common.add_argument("--keys-dir", help="where private keys live (default .lockgate/keys)")
-    common.add_argument("--directory", help="Directory TOML (default .lockgate/directory.toml)")
-    common.add_argument("--json", action="store_true", help="machine-readable output")
-    common.add_argument(
-        "--secret-file",
-        help=f"the worker secret (default {WORKER_SECRET_FILE_ENV} or .lockgate/worker.secret)",
-    )
-    common.add_argument(
-        "--payload-keys",
-        metavar="FILE",
-        help=f"payload keys: encrypt what runs carry (default {PAYLOAD_KEYS_FILE_ENV}; none: "
-        "payloads are stored as they are)",
-    )
+    common = argparse.ArgumentParser(add_help=False)  # every command's parent
+    _add_global_options(common, shown=False)
     enrolling = argparse.ArgumentParser(add_help=False)
     enrolling.add_argument(
         "--enrolment-secret",
@@ -70,9 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     parser = argparse.ArgumentParser(
-        prog="lockgate", description="Governed tools and declared graphs on Temporal."
+        prog="lockgate",
+        description="Governed tools and declared graphs on Temporal.",
+        epilog="`lockgate COMMAND --help` says what a command takes.",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    _add_global_options(parser, shown=True)
+    commands = parser.add_subparsers(
+        title="commands", dest="command", required=True, metavar="COMMAND", action=_Commands
+    )
 
     dev = commands.add_parser(
         "dev", parents=[common, enrolling], help="dev server + worker + demo people"
@@ -92,8 +103,20 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--no-inbox", action="store_true", help="no web inbox")
 
     worker = commands.add_parser("worker", parents=[common], help="serve tools and graphs")
-    worker.add_argument("--tools", nargs="+", metavar="MODULE[:ATTR]")
-    worker.add_argument("--graphs", nargs="+", metavar="MODULE[:ATTR]")
+    worker.add_argument(
+        "--tools",
+        nargs="+",
+        metavar="MODULE[:NAME]",
+        help="tools to serve: a module's TOOLS list, or module:NAME for one tool, a list of "
+        "tools or a ToolRegistry",
+    )
+    worker.add_argument(
+        "--graphs",
+        nargs="+",
+        metavar="MODULE[:NAME]",
+        help="graphs to serve: a module's GRAPHS (and TOOLS) lists, or module:NAME for one graph "
+        "class or a list",
+    )
     worker.add_argument(
         "--audit-file",
         metavar="FILE",
@@ -163,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     secret = commands.add_parser("secret", parents=[common], help="the workers' shared secret")
-    secret_commands = secret.add_subparsers(dest="secret_command", required=True)
+    secret_commands = secret.add_subparsers(dest="secret_command", required=True, action=_Commands)
     secret_commands.add_parser(
         "new", parents=[common], help="a new worker secret (to --secret-file, else printed)"
     )
@@ -173,12 +196,14 @@ def build_parser() -> argparse.ArgumentParser:
     retire = secret_commands.add_parser(
         "retire", parents=[common], help="drop an old key (once what it sealed has been opened)"
     )
-    retire.add_argument("key_id")
+    retire.add_argument("key_id", help="the key to drop (as `secret rotate` named it)")
 
     payload_keys = commands.add_parser(
         "payload-keys", parents=[common], help="the keys payloads are encrypted with"
     )
-    payload_keys_commands = payload_keys.add_subparsers(dest="payload_keys_command", required=True)
+    payload_keys_commands = payload_keys.add_subparsers(
+        dest="payload_keys_command", required=True, action=_Commands
+    )
     payload_keys_commands.add_parser(
         "new", parents=[common], help="new payload keys (to --payload-keys, else printed)"
     )
@@ -212,16 +237,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="answer only requests for this namespace (X-Namespace; repeatable)",
     )
 
-    keys = commands.add_parser("keys", parents=[common], help="identities")
-    keys_commands = keys.add_subparsers(dest="keys_command", required=True)
+    keys = commands.add_parser(
+        "keys", parents=[common], help="identities: keys and enrolment codes"
+    )
+    keys_commands = keys.add_subparsers(dest="keys_command", required=True, action=_Commands)
     keys_new = keys_commands.add_parser("new", parents=[common], help="a new private key")
-    keys_new.add_argument("principal")
+    keys_new.add_argument("principal", help="whose key it is: their name in the Directory")
     keys_enrol = keys_commands.add_parser(
         "enrol",
         parents=[common, enrolling],
         help="an enrolment code: lets PRINCIPAL register a passkey in the inbox",
     )
-    keys_enrol.add_argument("principal")
+    keys_enrol.add_argument("principal", help="who may register a passkey with the code")
     keys_enrol.add_argument(
         "--valid-for",
         type=float,
@@ -231,27 +258,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     tools = commands.add_parser("tools", parents=[common], help="tools through Temporal")
-    tools_commands = tools.add_subparsers(dest="tools_command", required=True)
-    tools_commands.add_parser("list", parents=[common])
-    call = tools_commands.add_parser("call", parents=[common, signed])
-    call.add_argument("name")
+    tools_commands = tools.add_subparsers(dest="tools_command", required=True, action=_Commands)
+    tools_commands.add_parser("list", parents=[common], help="the tools the workers serve")
+    call = tools_commands.add_parser(
+        "call", parents=[common, signed], help="call a tool as a durable run"
+    )
+    call.add_argument("name", help="the tool, e.g. essay:grade")
     call.add_argument("--args", default="{}", help="JSON object of arguments")
     call.add_argument("--request-id", help="asking again with it returns the first answer")
-    confirm = tools_commands.add_parser("confirm", parents=[common, signed])
-    confirm.add_argument("request_id")
-    confirm.add_argument("token")
+    confirm = tools_commands.add_parser(
+        "confirm", parents=[common, signed], help="confirm a call that asked for confirmation"
+    )
+    confirm.add_argument("request_id", help="the request id the call was made with")
+    confirm.add_argument("token", help="the confirmation token the call answered with")
 
     start = commands.add_parser("start", parents=[common, signed], help="start a graph run")
-    start.add_argument("graph")
+    start.add_argument("graph", help="the graph to run, e.g. essay:review")
     start.add_argument("--inputs", default="{}", help="JSON object of starting channels")
     start.add_argument("--no-wait", action="store_true", help="return once started")
 
     pending = commands.add_parser("pending", parents=[common, signed], help="open gates")
-    pending.add_argument("--of", metavar="ROLE")
+    pending.add_argument("--of", metavar="ROLE", help="only the gates that ask this role")
 
     decide = commands.add_parser("decide", parents=[common, signed], help="answer a gate")
-    decide.add_argument("run")
-    decide.add_argument("choice")
+    decide.add_argument("run", help="the run whose gate to answer")
+    decide.add_argument("choice", help="one of the options the gate offers")
     decide.add_argument(
         "--evidence", help="the evidence the gate asks for with this choice, as a JSON object"
     )
@@ -260,31 +291,79 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     resume = commands.add_parser("resume", parents=[common, signed], help="resume a parked run")
-    resume.add_argument("run")
+    resume.add_argument("run", help="the parked run")
 
     show = commands.add_parser("show", parents=[common], help="a run and its trail")
-    show.add_argument("run")
+    show.add_argument("run", help="the run")
 
-    listing = commands.add_parser("list", parents=[common], help="runs")
-    listing.add_argument("--graph")
+    listing = commands.add_parser("list", parents=[common], help="runs, newest first")
+    listing.add_argument("--graph", help="only the runs of this graph")
 
     sign = commands.add_parser("sign", parents=[common], help="print a signed answer to paste")
-    sign_commands = sign.add_subparsers(dest="what", required=True)
-    sign_decide = sign_commands.add_parser("decide", parents=[common, signed])
-    sign_decide.add_argument("run")
-    sign_decide.add_argument("choice")
+    sign_commands = sign.add_subparsers(dest="what", required=True, action=_Commands)
+    sign_decide = sign_commands.add_parser(
+        "decide", parents=[common, signed], help="a signed answer to a gate"
+    )
+    sign_decide.add_argument("run", help="the run whose gate to answer")
+    sign_decide.add_argument("choice", help="one of the options the gate offers")
     sign_decide.add_argument(
         "--evidence", help="the evidence the gate asks for with this choice, as a JSON object"
     )
     sign_decide.add_argument(
         "--waive", metavar="REASON", help="waive the gate (as the role it may be waived by)"
     )
-    sign_resume = sign_commands.add_parser("resume", parents=[common, signed])
-    sign_resume.add_argument("run")
-    sign_start = sign_commands.add_parser("start", parents=[common, signed])
+    sign_resume = sign_commands.add_parser(
+        "resume", parents=[common, signed], help="a signed resume of a parked run"
+    )
+    sign_resume.add_argument("run", help="the parked run")
+    sign_start = sign_commands.add_parser(
+        "start", parents=[common, signed], help="a signed start of a run begun elsewhere"
+    )
     sign_start.add_argument(
         "run",
         help='a run started as signed (`temporal workflow start ... --input \'{"inputs": '
         '{...}, "signed": true}\'`): its proof names the execution the server started',
     )
     return parser
+
+
+def _add_global_options(parser: argparse.ArgumentParser, *, shown: bool) -> None:
+    """The connection, state and output options every command takes.
+
+    ``lockgate`` itself shows them, once, with their defaults. Every command's parser takes them
+    too, so that they work after the command's name as well as before it, but hidden there and
+    without a default (``argparse.SUPPRESS``): argparse copies a subcommand's values over the
+    top level's, and a copy left unset must not undo ``lockgate --json list``.
+    """
+    group = (
+        parser.add_argument_group("global options (before or after the command)")
+        if shown
+        else parser
+    )
+
+    def option(*flags: str, **settings: Any) -> None:
+        if not shown:
+            settings.update(default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        group.add_argument(*flags, **settings)
+
+    option("--address", help="Temporal frontend host:port (or TEMPORAL_ADDRESS)")
+    option("--namespace", help="Temporal namespace (or TEMPORAL_NAMESPACE)")
+    option("--profile", help="Temporal env-config profile (or TEMPORAL_PROFILE)")
+    option(
+        "--task-queue",
+        default=DEFAULT_TASK_QUEUE,
+        help=f"lockgate's task queue (default {DEFAULT_TASK_QUEUE})",
+    )
+    option("--keys-dir", help="where private keys live (default .lockgate/keys)")
+    option("--directory", help="Directory TOML (default .lockgate/directory.toml)")
+    option("--json", action="store_true", help="machine-readable output")
+    option(
+        "--secret-file",
+        help=f"the worker secret (default {WORKER_SECRET_FILE_ENV} or .lockgate/worker.secret)",
+    )
+    option(
+        "--payload-keys",
+        metavar="FILE",
+        help=f"payload keys: encrypt what runs carry (default {PAYLOAD_KEYS_FILE_ENV}; none: "
+        "payloads are stored as they are)",
+    )
