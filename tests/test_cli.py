@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import stat
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -388,3 +389,24 @@ async def test_a_temporal_env_config_profile_chooses_the_server(
 
     assert listed.status == 0, listed.err
     assert "essay:grade" in listed.out
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> None:
+    # `lockgate ... | head`: the reader is gone before the command prints.
+    reading, writing = os.pipe()
+    os.close(reading)
+    try:
+        ended = subprocess.run(
+            [sys.executable, "-m", "lockgate.cli", "secret", "new"],
+            stdout=writing,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(REPOSITORY)},
+            timeout=60,
+        )
+    finally:
+        os.close(writing)
+
+    assert ended.stderr == ""
+    assert ended.returncode == 141

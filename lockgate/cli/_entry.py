@@ -39,6 +39,9 @@ _COMMANDS = {
 --help`` and a usage mistake answer without importing temporalio. The ones that return a
 coroutine run on an event loop."""
 
+_ENDED_BY_SIGPIPE = 128 + 13
+"""The exit status a shell reports for a program that SIGPIPE (13) ended."""
+
 _SYNCHRONOUS = {"keys", "secret", "payload-keys"}
 """Commands that need no Temporal and no event loop."""
 
@@ -86,12 +89,19 @@ def entry() -> NoReturn:
     everything is flushed and done by then, so the process leaves without finalizing.
     """
     try:
-        status = main()
-    except SystemExit as leaving:  # a refusal (`fail`) or argparse's usage error
-        code = leaving.code
-        status = code if isinstance(code, int) else (0 if code is None else 1)
-        if code is not None and not isinstance(code, int):
-            print(code, file=sys.stderr)
-    sys.stdout.flush()
+        try:
+            status = main()
+        except SystemExit as leaving:  # a refusal (`fail`) or argparse's usage error
+            code = leaving.code
+            status = code if isinstance(code, int) else (0 if code is None else 1)
+            if code is not None and not isinstance(code, int):
+                print(code, file=sys.stderr)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left (`lockgate list | head`): stop quietly, with the status of a program
+        # that SIGPIPE ended, as CLIs that leave SIGPIPE alone do. What is still buffered goes
+        # to /dev/null, so that flushing it cannot raise again (as Python's docs advise).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = _ENDED_BY_SIGPIPE
     sys.stderr.flush()
     os._exit(status)
