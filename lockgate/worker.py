@@ -470,19 +470,55 @@ def _resolve(reference: str) -> Any:
         raise ValueError(f"'{module_name}' has no attribute '{attribute}'.") from None
 
 
+def _lists_nothing(module: ModuleType, reference: str) -> str:
+    """Why a module serves nothing, with what it does define and how to name it."""
+    graphs = sorted(
+        name
+        for name, value in vars(module).items()
+        if isinstance(value, type) and hasattr(value, "__lockgate_graph__")
+    )
+    tools = sorted(
+        name
+        for name, value in vars(module).items()
+        if isinstance(value, ToolRegistry) or (callable(value) and is_tool(value))
+    )
+    sentence = (
+        f"'{reference}' serves nothing: lockgate looked for module-level TOOLS and GRAPHS lists "
+        f"in {module.__name__} ({getattr(module, '__file__', 'no file')}) and found neither."
+    )
+    if not graphs and not tools:
+        return f"{sentence} It defines no graph or tool either: is it the module you meant?"
+    named = [
+        f"{kind}{'s' if len(names) > 1 else ''} {', '.join(names)} "
+        f"(--{flag} {module.__name__}:{names[0]})"
+        for kind, flag, names in (("graph", "graphs", graphs), ("tool", "tools", tools))
+        if names
+    ]
+    return (
+        f"{sentence} It defines {' and '.join(named)}: name one with module:NAME, or list them "
+        "in GRAPHS = [...] and TOOLS = [...]."
+    )
+
+
 def load_components(
     references: Iterable[str],
 ) -> tuple[list[Callable[..., Any]], list[type]]:
-    """Tools and graphs named by ``module[:attr]`` references.
+    """Tools and graphs named by ``module[:NAME]`` references.
 
-    A module contributes its ``TOOLS`` and ``GRAPHS`` lists; an attribute may be a tool, a
+    A module contributes its ``TOOLS`` and ``GRAPHS`` lists; ``module:NAME`` names one tool, one
     graph class, a list of them, or a :class:`ToolRegistry` (its tools).
+
+    Raises:
+        ValueError: a reference does not import, names something else, or names a module with
+            neither list; the message says what the module defines and how to name it.
     """
     tools: list[Callable[..., Any]] = []
     graphs: list[type] = []
 
     def take(item: Any, reference: str) -> None:
         if isinstance(item, ModuleType):
+            if not hasattr(item, "TOOLS") and not hasattr(item, "GRAPHS"):
+                raise ValueError(_lists_nothing(item, reference))
             for entry in [*getattr(item, "TOOLS", []), *getattr(item, "GRAPHS", [])]:
                 take(entry, reference)
         elif isinstance(item, ToolRegistry):

@@ -25,6 +25,7 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import Directory, Signer, WorkerSecretError
 from lockgate.namespace import check_search_attributes
 from lockgate.testing import WorkerFactory
+from lockgate.worker import load_components
 from tests.graphs_for_tests import ALWAYS_FAILS
 from tests.support import REPOSITORY
 
@@ -410,3 +411,38 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> N
 
     assert ended.stderr == ""
     assert ended.returncode == 141
+
+
+SHOP = """
+from lockgate.examples.essay_review import EssayReview, grade, write
+
+REVIEWS = [EssayReview]
+"""
+
+
+async def test_a_worker_named_a_module_without_lists_says_what_it_looked_for_and_found(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "shop.py").write_text(SHOP)
+    command = Command(tmp_path, "127.0.0.1:1", "unused")
+
+    ran = await command("worker", "--graphs", "shop")
+
+    assert ran.status == 2
+    assert "looked for module-level TOOLS and GRAPHS lists in shop" in ran.err
+    assert "graph EssayReview (--graphs shop:EssayReview)" in ran.err
+    assert "tools grade, write (--tools shop:grade)" in ran.err
+
+
+def test_a_worker_serves_a_graph_class_or_a_list_named_module_colon_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "shop_by_name.py").write_text(SHOP)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    one = load_components(["shop_by_name:EssayReview", "shop_by_name:grade"])
+    listed = load_components(["shop_by_name:REVIEWS"])
+
+    assert [graph.__name__ for graph in one[1]] == ["EssayReview"]
+    assert [tool.__name__ for tool in one[0]] == ["grade"]
+    assert listed == ([], [EssayReview])
