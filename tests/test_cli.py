@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -446,3 +447,17 @@ def test_a_worker_serves_a_graph_class_or_a_list_named_module_colon_name(
     assert [graph.__name__ for graph in one[1]] == ["EssayReview"]
     assert [tool.__name__ for tool in one[0]] == ["grade"]
     assert listed == ([], [EssayReview])
+
+
+async def test_a_taken_inbox_port_names_the_inbox_and_the_flag_that_moves_it(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ran = await Command(tmp_path, "127.0.0.1:1", "unused")("inbox", "--port", str(port))
+
+    assert ran.status == 2
+    assert ran.err.startswith(f"lockgate: The inbox cannot listen on 127.0.0.1:{port}")
+    assert "lockgate inbox --port N" in ran.err

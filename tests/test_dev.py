@@ -253,3 +253,29 @@ def _ui_settings(ui_port: int) -> dict[str, Any]:
     with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/api/v1/settings", timeout=10) as got:
         settings: dict[str, Any] = json.load(got)
     return settings
+
+
+async def test_a_taken_inbox_port_is_said_at_once_with_the_flags_that_move_it(
+    tmp_path: Path,
+) -> None:
+    port, inbox_port = free_port(), free_port()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", inbox_port))
+        taken.listen()
+        status, _, err = await _run(
+            tmp_path,
+            {**os.environ, "PYTHONPATH": str(REPOSITORY)},
+            "dev",
+            "--port",
+            str(port),
+            "--headless",
+            "--inbox-port",
+            str(inbox_port),
+        )
+
+    assert status == 2
+    assert err.startswith(f"lockgate: The inbox cannot listen on 127.0.0.1:{inbox_port}")
+    assert "--inbox-port N" in err
+    assert "--no-inbox" in err
+    assert "Traceback" not in err
+    assert not _accepts_connections(port)  # said before the server started

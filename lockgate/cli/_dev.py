@@ -7,7 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from lockgate.cli._inbox import start_inbox
+from lockgate.cli._inbox import inbox_socket, start_inbox
 from lockgate.cli._output import CommandError
 from lockgate.cli._settings import (
     STATE_DIRECTORY,
@@ -133,6 +133,16 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
         inbox_origin = f"http://localhost:{arguments.inbox_port}"
         arguments.passkey_origin = [inbox_origin]
     plugin = plugin_for(arguments, list(arguments.examples or EXAMPLES))
+    # Before the server starts: a taken inbox port is said at once, with the flags that help.
+    inbox_listening = (
+        inbox_socket(
+            "127.0.0.1",
+            arguments.inbox_port,
+            "Move it with `lockgate dev --inbox-port N`, or start without it: `--no-inbox`.",
+        )
+        if inbox_origin is not None
+        else None
+    )
     keys = payload_keys(arguments)
     codec = _codec_server(arguments, keys) if keys is not None else None
     server = DevServer(
@@ -148,19 +158,16 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
     except DevServerError as error:
         if codec is not None:
             codec.stop()
+        if inbox_listening is not None:
+            inbox_listening.close()
         raise CommandError(str(error)) from None
     inbox = None
     try:
         client = server.client
-        if inbox_origin is not None:
+        if inbox_listening is not None and inbox_origin is not None:
             # Open for the tour: anyone on this machine reads every run, as the banner says.
             inbox = await start_inbox(
-                arguments,
-                client,
-                "127.0.0.1",
-                arguments.inbox_port,
-                inbox_origin,
-                open_to_anyone=True,
+                arguments, client, inbox_listening, inbox_origin, open_to_anyone=True
             )
         await run_worker(
             client,
@@ -190,6 +197,8 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
         if inbox is not None:
             inbox[0].should_exit = True
             await inbox[1]
+        elif inbox_listening is not None:
+            inbox_listening.close()
         await server.stop()
         if codec is not None:
             codec.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -20,7 +21,13 @@ from lockgate.cli._settings import (
 )
 from lockgate.gating import IdentityError, RelyingParty
 
-__all__ = ["PASSKEY_ORIGINS_ENV", "relying_party_of", "serve_inbox", "start_inbox"]
+__all__ = [
+    "PASSKEY_ORIGINS_ENV",
+    "inbox_socket",
+    "relying_party_of",
+    "serve_inbox",
+    "start_inbox",
+]
 
 PASSKEY_ORIGINS_ENV = "LOCKGATE_PASSKEY_ORIGINS"
 """The inbox's origins (comma-separated) a worker accepts passkey answers from."""
@@ -45,21 +52,47 @@ def relying_party_of(origins: Sequence[str] | None) -> RelyingParty | None:
         raise CommandError(str(error)) from None
 
 
+def inbox_socket(host: str, port: int, move_it: str) -> socket.socket:
+    """A socket for the inbox, bound to ``host:port`` before anything else starts, so that a
+    taken port is said at once and in lockgate's words, not as uvicorn's bare bind error.
+
+    Args:
+        host: The address to listen on.
+        port: The port.
+        move_it: What the person runs instead, e.g. the flag that moves the inbox.
+
+    Raises:
+        CommandError: the port is taken, or the address is not one of this machine's.
+    """
+    listening = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    if sys.platform != "win32":
+        # As uvicorn binds: a port whose old connections linger in TIME_WAIT is free.
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((host, port))
+    except OSError as error:
+        listening.close()
+        raise CommandError(
+            f"The inbox cannot listen on {host}:{port}: {error.strerror or error} (another "
+            f"lockgate dev or inbox?). {move_it}"
+        ) from None
+    return listening
+
+
 async def start_inbox(
     arguments: argparse.Namespace,
     client: Any,
-    host: str,
-    port: int,
+    listening: socket.socket,
     origin: str,
     *,
     open_to_anyone: bool = False,
 ) -> tuple[Any, asyncio.Task[None]]:
-    """Starts the inbox's server as a task on this loop; returns it and its task, once it
-    listens. ``open_to_anyone`` lets visitors read every run without signing in (``lockgate
-    dev`` only).
+    """Starts the inbox's server on ``listening`` (from :func:`inbox_socket`) as a task on this
+    loop; returns it and its task, once it listens. ``open_to_anyone`` lets visitors read every
+    run without signing in (``lockgate dev`` only).
 
     Raises:
-        CommandError: the inbox's extra is missing, there is no Directory, or the port is taken.
+        CommandError: the inbox's extra is missing, there is no Directory, or it did not start.
     """
     try:
         import uvicorn
@@ -88,11 +121,12 @@ async def start_inbox(
         open_to_anyone=open_to_anyone,
         session_seconds=getattr(arguments, "session_minutes", 60.0) * 60,
     )
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    task = asyncio.create_task(server.serve(sockets=[listening]))
     while not server.started:
         if task.done():
-            raise CommandError(f"The inbox could not listen on {host}:{port} (is it taken?).")
+            host, port = listening.getsockname()[:2]
+            raise CommandError(f"The inbox did not start on {host}:{port}.")
         await asyncio.sleep(0.02)
     return server, task
 
@@ -100,8 +134,15 @@ async def start_inbox(
 async def serve_inbox(arguments: argparse.Namespace) -> int:
     """Serves the inbox until stopped."""
     origin = arguments.origin or f"http://localhost:{arguments.port}"
-    client = await connect(arguments)
-    server, task = await start_inbox(arguments, client, arguments.host, arguments.port, origin)
+    listening = inbox_socket(
+        arguments.host, arguments.port, "Pass another port: `lockgate inbox --port N`."
+    )
+    try:
+        client = await connect(arguments)
+        server, task = await start_inbox(arguments, client, listening, origin)
+    except BaseException:
+        listening.close()
+        raise
     enrolling = (
         "passkeys registered with codes from `lockgate keys enrol NAME`"
         if enrolment_secret_path(arguments).exists()
