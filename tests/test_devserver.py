@@ -263,3 +263,19 @@ async def test_the_time_skipping_env_fast_forwards_a_workflow_started_without_sk
 
     assert fast_forwarded is True
     assert slept_seconds >= timedelta(days=3).total_seconds()
+
+
+async def test_a_server_that_exits_during_startup_ends_its_error_with_its_log(
+    tmp_path: Path,
+) -> None:
+    server = new_dev_server(
+        tmp_path, extra_args=["--no-such-flag"], log_file=tmp_path / "temporal.log"
+    )
+
+    with pytest.raises(DevServerError) as raised:
+        await server.start()
+
+    message = str(raised.value)
+    assert "it exited with status" in message
+    assert f"The end of its log ({tmp_path / 'temporal.log'})" in message
+    assert "no-such-flag" in message.split("The end of its log", 1)[1]
