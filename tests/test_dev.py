@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -353,3 +354,57 @@ async def test_a_sigkilled_lockgate_dev_takes_its_temporal_server_with_it(
     while _is_running(server) or _accepts_connections(port):
         assert asyncio.get_running_loop().time() < deadline, "the server outlived lockgate dev"
         await asyncio.sleep(0.1)
+
+
+async def test_the_servers_log_goes_to_the_file_the_banner_names_not_the_terminal(
+    tmp_path: Path,
+) -> None:
+    dev = await _start_dev(tmp_path, free_port())
+    banner = await _banner(dev)
+    dev.send_signal(signal.SIGINT)
+    _, terminal = await asyncio.wait_for(dev.communicate(), 30)
+
+    assert "the server's in .lockgate/temporal.log" in banner
+    assert "Temporal Server:" in (tmp_path / ".lockgate" / "temporal.log").read_text()
+    assert "level=" not in terminal.decode()  # the server's lines
+    assert dev.returncode == 0
+
+
+_LOGGED_BY_THE_DEV_STACK = """
+import logging, sys
+from pathlib import Path
+from lockgate.cli._logs import log_the_dev_stack
+
+log_the_dev_stack(Path(sys.argv[1]))
+try:
+    raise ValueError("a bug in the graph")
+except ValueError:
+    logging.getLogger("temporalio.worker").warning(
+        "Failed activation on workflow essay:review\\nmore detail", exc_info=True
+    )
+logging.getLogger("lockgate.audit").warning("[lockgate.audit] tool.call refused")
+logging.getLogger("lockgate.worker").info("lockgate worker serving task queue")
+"""
+
+
+def test_the_dev_terminal_shows_a_warning_in_one_line_and_the_log_file_all_of_it(
+    tmp_path: Path,
+) -> None:
+    log_file = tmp_path / "worker.log"
+
+    ran = subprocess.run(
+        [sys.executable, "-c", _LOGGED_BY_THE_DEV_STACK, str(log_file)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPOSITORY,
+    )
+
+    assert ran.stderr.splitlines() == [
+        "lockgate dev: warning from temporalio.worker: Failed activation on workflow "
+        f"essay:review (the whole record is in {log_file})"
+    ]
+    logged = log_file.read_text()
+    assert "ValueError: a bug in the graph" in logged
+    assert "[lockgate.audit] tool.call refused" in logged
+    assert "lockgate worker serving task queue" in logged

@@ -13,8 +13,8 @@ One module per command family, so the file's name says where a command lives:
 - ``_setup``: ``setup``; ``_worker``: ``worker``; ``_dev``: ``dev``
 
 Shared by them: ``_arguments`` (the parser), ``_settings`` (flags and environment: paths,
-signer, connection), ``_output`` (``--json``, refusals, exit statuses) and ``_entry`` (running a
-command and ending the process).
+signer, connection), ``_output`` (``--json``, refusals, exit statuses), ``_logs`` (where a
+serving command's log goes) and ``_entry`` (running a command and ending the process).
 """
 
 from lockgate.cli._arguments import build_parser

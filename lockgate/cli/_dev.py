@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from lockgate.cli._inbox import inbox_socket, start_inbox
+from lockgate.cli._logs import log_the_dev_stack
 from lockgate.cli._output import CommandError
 from lockgate.cli._settings import (
     STATE_DIRECTORY,
@@ -27,7 +28,7 @@ from lockgate.encryption import (
 from lockgate.gating import WORKER_SECRET_ENV, WorkerSecret, new_identity
 from lockgate.worker import run_worker
 
-__all__ = ["DEMO_PRINCIPALS", "EXAMPLES", "run_dev_stack"]
+__all__ = ["DEMO_PRINCIPALS", "EXAMPLES", "SERVER_LOG", "WORKER_LOG", "run_dev_stack"]
 
 DEMO_PRINCIPALS: dict[str, dict[str, list[str]]] = {
     "ada": {"roles": [], "scopes": []},
@@ -40,6 +41,13 @@ not, and an officer who may release memos."""
 
 EXAMPLES = ("lockgate.examples",)
 """What ``lockgate dev`` serves: the example graphs that ship in the package."""
+
+SERVER_LOG = STATE_DIRECTORY / "temporal.log"
+"""Where ``lockgate dev``'s Temporal server writes: its warnings stay out of the terminal."""
+
+WORKER_LOG = STATE_DIRECTORY / "worker.log"
+"""Where ``lockgate dev``'s worker, inbox and SDK records go, tracebacks included; the terminal
+shows a line for each warning, pointing here."""
 
 
 def _demo_identities(arguments: argparse.Namespace) -> Path:
@@ -67,6 +75,7 @@ lockgate dev is up.
   Temporal Web UI:  {ui}
   Inbox:            {inbox}
   Temporal server:  {target} (namespace {namespace}), task queue '{task_queue}'
+  Logs:             the server's in {server_log}, the worker's in {worker_log}
   Demo people:      ada (writes), ed (editor, may publish), clerk (editor, may not), rod (officer)
                     keys in {keys}, Directory in {directory}
 
@@ -123,6 +132,7 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
     from lockgate.devserver import DevServer, DevServerError
 
     STATE_DIRECTORY.mkdir(exist_ok=True)
+    log_the_dev_stack(WORKER_LOG)
     secret_file = secret_path(arguments)
     if not secret_file.exists() and not os.environ.get(WORKER_SECRET_ENV):
         WorkerSecret.generate().write(secret_file)
@@ -152,6 +162,7 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
         db_file=STATE_DIRECTORY / "temporal.db",
         durability=arguments.durability,
         extra_args=("--ui-codec-endpoint", codec.url) if codec is not None else (),
+        log_file=SERVER_LOG,
     )
     try:
         await server.start()
@@ -181,6 +192,8 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
                     target=server.target,
                     namespace=server.namespace,
                     task_queue=arguments.task_queue,
+                    server_log=SERVER_LOG,
+                    worker_log=WORKER_LOG,
                     keys=keys_dir(arguments),
                     directory=directory_file,
                     db=STATE_DIRECTORY / "temporal.db",

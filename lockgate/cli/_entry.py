@@ -11,6 +11,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, NoReturn
 
 from lockgate.cli._arguments import build_parser
+from lockgate.cli._logs import log_to_stderr
 from lockgate.cli._loop import run_on_the_fastest_loop
 from lockgate.cli._output import CommandError, fail
 
@@ -65,6 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.path.insert(0, os.getcwd())
     arguments = build_parser().parse_args(argv)
     from lockgate.encryption import PayloadDecryptionError
+
+    if arguments.command in _LONG_RUNNING and arguments.command != "dev":
+        log_to_stderr()  # `lockgate dev` keeps its log in a file (_dev)
 
     try:
         run = _command(arguments.command)

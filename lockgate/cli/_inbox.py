@@ -121,7 +121,8 @@ async def start_inbox(
         open_to_anyone=open_to_anyone,
         session_seconds=getattr(arguments, "session_minutes", 60.0) * 60,
     )
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    # The command configured logging (lockgate.cli._logs): uvicorn's records go there.
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", log_config=None))
     task = asyncio.create_task(server.serve(sockets=[listening]))
     while not server.started:
         if task.done():
