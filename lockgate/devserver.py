@@ -237,11 +237,12 @@ class DevServer:
     Use it as an async context manager, or call `start` and `stop` yourself. The workflow
     history is kept in ``db_file`` across restarts.
 
-    The server dies with the process that started it. `stop`, Ctrl-C, SIGTERM and a closed
-    terminal stop it on every platform; on Linux, a SIGKILL of the starting process kills it
-    too (the kernel's parent-death signal, set when the server is started from the main
-    thread). macOS has no such signal: there a SIGKILL leaves the server running, and the next
-    start says its port is taken and where its Web UI is.
+    The server dies with the process that started it. `stop` ends it on every platform (``lockgate
+    dev`` calls it on Ctrl-C, SIGTERM and a closed terminal). On Linux the server also dies when
+    the starting process dies without calling it, even by SIGKILL: the kernel's parent-death
+    signal, set when the server is started from the main thread. macOS has no such signal:
+    there a SIGKILL leaves the server running, and the next start says its port is taken and
+    where its Web UI is.
 
     Example:
         ```python
