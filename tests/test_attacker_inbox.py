@@ -272,3 +272,22 @@ async def test_a_key_the_directory_does_not_list_for_the_name_is_refused_at_impo
 
     assert said.startswith("Not imported: This is not the key the Directory lists for ed")
     assert held is None and identity is None and viewer == ""
+
+
+async def test_a_body_too_large_or_too_deep_is_a_refusal_with_a_sentence(place: Desk) -> None:
+    async with place.http() as http:
+        challenge = "/session/challenge"
+        deep = await http.post(
+            challenge,
+            content=b"[" * 30_000 + b"]" * 30_000,  # within the size, over any parser's depth
+            headers={"Content-Type": "application/json"},
+        )
+        large = await http.post(
+            challenge,
+            content=b'{"x": "' + b"a" * 3_000_000 + b'"}',
+            headers={"Content-Type": "application/json"},
+        )
+
+    assert deep.status_code == 422
+    assert deep.json()["error"]["message"] == "The request body nests too deep to read."
+    assert large.status_code == 413 and "64 KiB" in large.json()["error"]["message"]

@@ -37,6 +37,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from temporalio.client import Client, WorkflowExecutionDescription
 
+from lockgate._bodies import read_bounded
 from lockgate.gating import (
     Directory,
     EnrolmentRefused,
@@ -572,7 +573,7 @@ async def _json_body(request: Request, relying_party: RelyingParty) -> Mapping[s
             "The inbox takes JSON (Content-Type: application/json).",
             415,
         )
-    raw = await _read_body(request)
+    raw = await read_bounded(request, _MAX_BODY_BYTES)
     if raw is None:
         return _refusal(
             ErrorCode.VALIDATION_ERROR,
@@ -581,23 +582,13 @@ async def _json_body(request: Request, relying_party: RelyingParty) -> Mapping[s
         )
     try:
         body = json.loads(raw or b"{}")
-    except (ValueError, RecursionError):
+    except RecursionError:
+        return _refusal(ErrorCode.VALIDATION_ERROR, "The request body nests too deep to read.", 422)
+    except ValueError:
         return _refusal(ErrorCode.VALIDATION_ERROR, "The request body is not JSON.", 422)
     if not isinstance(body, dict):
         return _refusal(ErrorCode.VALIDATION_ERROR, "The request body must be a JSON object.", 422)
     return body
-
-
-async def _read_body(request: Request) -> bytes | None:
-    """The body, or None once it passes the limit (read no further)."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > _MAX_BODY_BYTES:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 async def _no_trace(request: Request, error: Exception) -> Response:

@@ -43,6 +43,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
+from lockgate._bodies import read_bounded
 from lockgate.gating import MAX_DEPTH, MAX_START_BYTES
 from lockgate.serving._api_contract import (
     ENDPOINTS,
@@ -130,18 +131,9 @@ async def _body(request: Request, endpoint: Endpoint, max_bytes: int) -> Any:
         ),
         status_code=413,
     )
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > max_bytes:
+    raw = await read_bounded(request, max_bytes)
+    if raw is None:
         return too_large
-    # The length is checked as the body arrives too: a chunked body declares none.
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            return too_large
-        chunks.append(chunk)
-    raw = b"".join(chunks)
     if not raw.strip():
         return {}
     try:
