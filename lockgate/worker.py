@@ -324,13 +324,33 @@ class LockgatePlugin(SimplePlugin):
         )
         return config
 
+    async def check_namespace(self, client: Client) -> None:
+        """Refuses a namespace that lacks lockgate's search attributes, when the plugin serves
+        graphs and was not told to skip the check.
+
+        Raises:
+            SearchAttributesMissingError: Some are missing (or of another type); the message
+                names ``lockgate setup`` and the ``temporal operator search-attribute create``
+                commands that add them.
+        """
+        if not (self.check_search_attributes and self.graph_workflows):
+            return
+        check = await check_search_attributes(client)
+        if not check.ok:
+            raise SearchAttributesMissingError(check.explain())
+
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         """Checks the namespace's search attributes, then runs the worker; the Directory file
-        the plugin loaded is watched while the worker runs."""
-        if self.check_search_attributes and self.graph_workflows:
-            check = await check_search_attributes(worker.client)
-            if not check.ok:
-                raise SearchAttributesMissingError(check.explain())
+        the plugin loaded is watched while the worker runs.
+
+        A refused check ends the worker before it polls, however it is run: ``worker.run()``
+        and ``async with Worker(...)`` raise :class:`SearchAttributesMissingError`, whose
+        message names the commands that add them."""
+        try:
+            await self.check_namespace(worker.client)
+        except BaseException:
+            _never_started(worker)
+            raise
         directory = self.authority.directory
         if self._owns_directory:
             directory.watch()
@@ -349,6 +369,21 @@ class LockgatePlugin(SimplePlugin):
                     await notifier
             if self._owns_directory:
                 directory.close()
+
+
+def _never_started(worker: Worker) -> None:
+    """Marks a worker a plugin refused to run as shut down.
+
+    temporalio marks a worker's shutdown complete only in its own ``_run``, which a plugin's
+    ``next`` leads to. A plugin that refuses before calling it leaves ``shutdown()`` waiting for
+    ever, and ``async with Worker(...)`` awaits ``shutdown()`` on its way out: the error never
+    surfaced, the block hung, and the shop's own workflows on that worker went unserved without
+    a word. The SDK does the same for its own namespace check (``Worker._run``); the plugin tests
+    pin it for each way of running a worker.
+    """
+    completed = getattr(worker, "_shutdown_complete_event", None)
+    if isinstance(completed, asyncio.Event):
+        completed.set()
 
 
 def _check_plugin_settings(
@@ -551,7 +586,12 @@ async def run_worker(
     terminal closing).
 
     Shuts down gracefully: polling stops, running activities get their grace period.
+
+    Raises:
+        SearchAttributesMissingError: The namespace lacks lockgate's search attributes (checked
+            before the worker starts, so ``on_ready`` is never called for it).
     """
+    await plugin.check_namespace(client)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -9,21 +12,24 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
+import pytest_asyncio
+from google.protobuf.duration_pb2 import Duration
 from temporalio import activity, workflow
+from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client
-from temporalio.testing import WorkflowEnvironment
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
 from lockgate import LockgatePlugin, ToolClient, tool
-from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
-from lockgate.namespace import SearchAttributesMissingError
+from lockgate.namespace import SearchAttributesMissingError, check_search_attributes
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
 with workflow.unsafe.imports_passed_through():
     # The sandbox re-imports this module for Greet; tests.support reads the file system.
-    from tests.support import SECRET
+    from tests.graphs_for_tests import eventually
+    from tests.support import REPOSITORY, SECRET
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -78,34 +84,111 @@ async def test_the_workers_catalogue_lists_the_plugins_tools_and_graphs(
     assert {"demo:add", "essay:write", "essay:grade", "essay:publish"} <= names
 
 
-async def test_a_worker_refuses_to_start_on_a_namespace_without_lockgates_search_attributes(
-    task_queue: str,
-) -> None:
-    bare = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(temporal_binary()), ui=False
-    )
-    try:
-        worker = Worker(
-            bare.client,
-            task_queue=task_queue,
-            workflows=[Greet],
-            activities=[shout],
-            plugins=[LockgatePlugin(graphs=[EssayReview], secret=SECRET)],
+@pytest_asyncio.fixture
+async def bare_namespace(temporal_client: Client) -> Client:
+    """A client of a fresh namespace on the test server, made without lockgate's search
+    attributes (the server registers them on ``default`` only)."""
+    name = f"bare-{uuid4().hex[:12]}"
+    await temporal_client.workflow_service.register_namespace(
+        RegisterNamespaceRequest(
+            namespace=name, workflow_execution_retention_period=Duration(seconds=86400)
         )
-        with pytest.raises(SearchAttributesMissingError) as refused:
-            await worker.run()
-    finally:
-        await bare.shutdown()
+    )
+    bare = Client(temporal_client.service_client, namespace=name)
 
-    message = str(refused.value)
+    async def attributes_readable() -> bool:
+        # A namespace serves once the server's namespace cache has it.
+        try:
+            await check_search_attributes(bare)
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
+            return False
+        return True
+
+    await eventually(attributes_readable, bool, seconds=30, what=f"namespace {name} serving")
+    return bare
+
+
+def assert_names_the_commands(refused: SearchAttributesMissingError, namespace: str) -> None:
+    message = str(refused)
+    assert "lockgate setup" in message
     for key in LOCKGATE_SEARCH_ATTRIBUTES:
         assert key.name in message
         assert (
-            f"temporal operator search-attribute create --namespace default --name {key.name} "
-            "--type Keyword"
+            f"temporal operator search-attribute create --namespace {namespace} "
+            f"--name {key.name} --type Keyword"
         ) in message
     # And for a namespace on Temporal Cloud, where the operator service may not add them:
-    assert "tcld namespace search-attributes add --namespace default" in message
+    assert f"tcld namespace search-attributes add --namespace {namespace}" in message
+
+
+def greeting_worker(client: Client, task_queue: str) -> Worker:
+    """A shop's worker: its own workflow and activity, and lockgate's plugin with a graph."""
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[Greet],
+        activities=[shout],
+        plugins=[LockgatePlugin(graphs=[EssayReview], secret=SECRET)],
+    )
+
+
+async def test_worker_run_refuses_a_namespace_without_lockgates_search_attributes_at_once(
+    bare_namespace: Client, task_queue: str
+) -> None:
+    worker = greeting_worker(bare_namespace, task_queue)
+    with pytest.raises(SearchAttributesMissingError) as refused:
+        await asyncio.wait_for(worker.run(), 30)
+    # The worker it refused counts as shut down: shutting it down again does not wait for ever.
+    await asyncio.wait_for(worker.shutdown(), 10)
+
+    assert_names_the_commands(refused.value, bare_namespace.namespace)
+
+
+async def test_async_with_worker_raises_the_refusal_instead_of_hanging_the_shops_code(
+    bare_namespace: Client, task_queue: str
+) -> None:
+    # The README's way: the shop's own code runs inside the block. Before, the refusal was
+    # swallowed: the block was cancelled, its exit waited for a shutdown that never came, and
+    # nothing was printed.
+    async def the_shops_code() -> None:
+        async with greeting_worker(bare_namespace, task_queue):
+            await bare_namespace.execute_workflow(
+                Greet.run, "ada", id=f"greet-{uuid4().hex}", task_queue=task_queue
+            )
+
+    with pytest.raises(SearchAttributesMissingError) as refused:
+        await asyncio.wait_for(the_shops_code(), 30)
+
+    assert_names_the_commands(refused.value, bare_namespace.namespace)
+
+
+async def test_the_worker_command_refuses_a_namespace_without_them_and_exits_one(
+    bare_namespace: Client, task_queue: str, tmp_path: Path
+) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "lockgate.cli", "worker",
+        "--graphs", "lockgate.examples.essay_review",
+        "--address", bare_namespace.service_client.config.target_host,
+        "--namespace", bare_namespace.namespace,
+        "--task-queue", task_queue,
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(REPOSITORY),
+            "LOCKGATE_WORKER_SECRET": SECRET.to_text(),
+        },
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+
+    assert process.returncode == 1
+    assert b"worker ready" not in out
+    assert "Traceback" not in err.decode()
+    assert f"lockgate: Namespace '{bare_namespace.namespace}' lacks" in err.decode()
+    assert_names_the_commands(SearchAttributesMissingError(err.decode()), bare_namespace.namespace)
 
 
 async def test_a_directory_file_the_plugin_loads_is_watched_only_while_its_worker_runs(

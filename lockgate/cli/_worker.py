@@ -20,6 +20,7 @@ from lockgate.gating import (
     JsonLinesAuditSink,
     Notifications,
 )
+from lockgate.namespace import SearchAttributesMissingError
 from lockgate.worker import LockgatePlugin, load_components, run_worker
 
 if TYPE_CHECKING:
@@ -121,15 +122,20 @@ async def serve_worker(arguments: argparse.Namespace) -> int:
         raise CommandError("worker needs --tools and/or --graphs (module or module:attr).")
     plugin = plugin_for(arguments, references)
     client = await connect(arguments)
-    await run_worker(
-        client,
-        plugin,
-        arguments.task_queue,
-        on_ready=lambda: print(
-            f"worker ready: {len(plugin.registry)} tools, {len(plugin.graph_workflows)} graphs "
-            f"on task queue '{arguments.task_queue}' ({client.namespace}), on "
-            f"{event_loop_name()}; Ctrl-C stops it",
-            flush=True,
-        ),
-    )
+    try:
+        await run_worker(
+            client,
+            plugin,
+            arguments.task_queue,
+            on_ready=lambda: print(
+                f"worker ready: {len(plugin.registry)} tools, {len(plugin.graph_workflows)} "
+                f"graphs on task queue '{arguments.task_queue}' ({client.namespace}), on "
+                f"{event_loop_name()}; Ctrl-C stops it",
+                flush=True,
+            ),
+        )
+    except SearchAttributesMissingError as error:
+        # Its message is the fix (`lockgate setup`, or the commands to hand an operator).
+        print(f"lockgate: {error}", file=sys.stderr)
+        return 1
     return 0
