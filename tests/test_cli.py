@@ -204,6 +204,20 @@ async def test_a_newcomer_runs_an_essay_to_its_gate_and_an_editor_answers_from_t
     assert "ran  publish (essay:publish) by ed" in shown.out
 
 
+async def test_start_of_a_mistyped_graph_is_refused_at_once_naming_the_served_ones(
+    lockgate_command: Command, lockgate_worker: WorkerFactory
+) -> None:
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        started = await lockgate_command("start", "nope:graph", "--as", "ada")
+
+    assert started.status == 1
+    assert started.err.strip() == (
+        f"refused [NOT_FOUND]: No graph named 'nope:graph' on task queue "
+        f"'{lockgate_command.task_queue}'; served: essay:review. Nothing was started "
+        "(`lockgate graphs` lists them with their inputs)."
+    )
+
+
 async def test_sign_decide_prints_a_proof_the_workflow_accepts_as_an_update(
     lockgate_command: Command, lockgate_worker: WorkerFactory, temporal_client: Client
 ) -> None:

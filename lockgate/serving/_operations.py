@@ -142,16 +142,7 @@ class Operations:
         refused = self._refused_start_input(inputs or {})
         if refused is not None:
             return refused
-        catalogue = await self._catalogue()
-        if "error" in catalogue:
-            return catalogue
-        served = [entry.get("name") for entry in catalogue.get("graphs") or []]
-        if graph not in served:
-            return refusal_of(
-                ErrorCode.NOT_FOUND,
-                f"No graph '{_quoted(graph)}' is served on task queue '{self.task_queue}' "
-                f"(served: {', '.join(map(str, served)) or 'none'}).",
-            )
+        # The client refuses a graph its workers do not serve, before starting anything.
         return dict(await self.runs.start(graph, inputs or {}))
 
     def _refused_start_input(self, inputs: dict[str, Any]) -> dict[str, Any] | None:

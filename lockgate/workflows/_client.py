@@ -152,6 +152,12 @@ class GraphClient(RunViews):
         The run's id is ``<graph>-<12 hex>`` unless given. Inputs that are not channels of the
         graph are dropped by the run (listed in ``ignored_inputs``).
 
+        A graph named by a string is first looked up in the task queue's catalogue (see
+        :meth:`unserved`): a name no worker serves is refused (``NOT_FOUND``, naming the graphs
+        served) and nothing is started, where it would otherwise start a run no worker can take.
+        A ``@graph`` class is the graph itself, so it is started without asking: a start pays no
+        extra round trip.
+
         With a signer, the run is started first and held back; the signer then signs for the
         execution the server started (its workflow id and first run id), the graph, ``version``
         (or none: the newest its workers serve) and the inputs, and the proof goes to the run as
@@ -159,6 +165,11 @@ class GraphClient(RunViews):
         refuses is returned as the refusal, and the run, which ran nothing, is withdrawn.
         """
         name = graph_name(graph)
+        spec = graph_spec(graph)
+        if spec is None:
+            unserved = await self.unserved(name)
+            if unserved is not None:
+                return unserved
         run_id = run_id or f"{name}-{uuid.uuid4().hex[:12]}"
         inputs = dict(inputs)
         signer = self.signer
@@ -171,7 +182,6 @@ class GraphClient(RunViews):
             "search_attributes": starting_attributes(name),
             "static_summary": f"{name}: {summary_of(inputs)}",
         }
-        spec = graph_spec(graph)
         if spec is not None:
             # The version the run will follow, as the run itself writes it into its memo: the
             # run then finds it written and writes nothing (one event and one visibility write

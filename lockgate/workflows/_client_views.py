@@ -7,6 +7,7 @@ run's own worker wrote it for its execution on this client's task queue.
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import Any, cast
 
@@ -22,8 +23,8 @@ from temporalio.common import QueryRejectCondition
 from temporalio.service import RPCError
 
 from lockgate.contracts import PendingGate, RunView
-from lockgate.gating import Authority, ErrorCode, OpenGate, Signer, judge_viewer
-from lockgate.workflows._catalogue import describe_worker
+from lockgate.gating import Authority, ErrorCode, OpenGate, Signer, judge_viewer, shorten
+from lockgate.workflows._catalogue import CatalogueError, describe_worker
 from lockgate.workflows._client_support import (
     describe_run,
     graph_name,
@@ -38,10 +39,13 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_STATE,
 )
 
-__all__ = ["QUERY_TIMEOUT", "RunViews"]
+__all__ = ["QUERY_TIMEOUT", "SERVED_GRAPHS_FOR", "RunViews"]
 
 QUERY_TIMEOUT = timedelta(seconds=10)
 """How long a client waits for a run's worker to answer a query."""
+
+SERVED_GRAPHS_FOR = 30.0
+"""Seconds a client believes a graph it found in its task queue's catalogue is still served."""
 
 
 class RunViews:
@@ -51,6 +55,8 @@ class RunViews:
     task_queue: str
     signer: Signer | None
     _viewer_judge: Authority | None
+    # When the catalogue was last read, and the graph names it listed.
+    _served_graphs: tuple[float, frozenset[str]] | None = None
 
     async def show(
         self, run_id: str, *, trail_from: int | None = None, trail_limit: int | None = None
@@ -239,5 +245,48 @@ class RunViews:
         return rows
 
     async def catalogue(self) -> dict[str, Any]:
-        """The tools and graphs the workers on this task queue serve (a query; no run per call)."""
-        return await describe_worker(self.client, self.task_queue)
+        """The tools and graphs the workers on this task queue serve (a query; no run per call).
+
+        Raises:
+            CatalogueError: No worker of the queue answered, or its catalogue id was taken.
+        """
+        catalogue = await describe_worker(self.client, self.task_queue)
+        names = {entry.get("name") for entry in catalogue.get("graphs") or []}
+        self._served_graphs = (time.monotonic(), frozenset(str(name) for name in names))
+        return catalogue
+
+    async def unserved(self, graph: str) -> RunView | None:
+        """A refusal when no worker of this task queue serves ``graph`` (nothing is started for
+        it), else None.
+
+        A name found in the catalogue read within :data:`SERVED_GRAPHS_FOR` is believed without
+        asking again; a name not found there is always asked about afresh, so a graph deployed
+        a moment ago is never refused from an old answer.
+        """
+        cached = self._served_graphs
+        if (
+            cached is not None
+            and graph in cached[1]
+            and time.monotonic() - cached[0] < SERVED_GRAPHS_FOR
+        ):
+            return None
+        try:
+            await self.catalogue()
+        except CatalogueError as error:
+            return refusal(
+                ErrorCode.NOT_FOUND,
+                f"Nothing was started: the graphs served on task queue '{self.task_queue}' "
+                f"cannot be read. {error}",
+                graph=shorten(graph),
+            )
+        assert self._served_graphs is not None
+        served = sorted(self._served_graphs[1])
+        if graph in served:
+            return None
+        return refusal(
+            ErrorCode.NOT_FOUND,
+            f"No graph named '{shorten(graph)}' on task queue '{self.task_queue}'; served: "
+            f"{', '.join(served) or 'none'}. Nothing was started (`lockgate graphs` lists them "
+            "with their inputs).",
+            graph=shorten(graph),
+        )
