@@ -204,6 +204,46 @@ async def test_a_newcomer_runs_an_essay_to_its_gate_and_an_editor_answers_from_t
     assert "ran  publish (essay:publish) by ed" in shown.out
 
 
+async def test_graphs_lists_each_graph_with_its_inputs_gates_and_roles(
+    lockgate_command: Command, lockgate_worker: WorkerFactory
+) -> None:
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        shown = await lockgate_command("graphs")
+        as_json = await lockgate_command("graphs", "--json")
+
+    assert shown.status == 0, shown.err
+    lines = shown.out.splitlines()
+    assert lines[0] == (
+        "essay:review  (v1)  Draft an essay against a rubric until it passes, then publish it."
+    )
+    assert (
+        "    title     string                           required  The essay being written" in lines
+    )
+    assert "    drafts    list of string                   default: []" in lines
+    assert "    verdict   Verdict: PASSED | FAILED | null  default: null" in lines
+    assert (
+        "    editor_call: asks role editor; options publish_as_is, one_more_round, abandon"
+    ) in lines
+    assert "  start: lockgate start essay:review --as YOU --inputs '{...}'" in lines
+    graphs = json.loads(as_json.out)
+    assert [graph["name"] for graph in graphs] == ["essay:review"]
+    assert graphs[0]["versions"] == [1]
+    assert graphs[0]["inputs"][0] == {
+        "name": "title",
+        "type": "string",
+        "required": True,
+        "description": "The essay being written",
+    }
+    assert graphs[0]["gates"] == [
+        {
+            "gate": "editor_call",
+            "role": "editor",
+            "because": "Three drafts in a row failed the rubric.",
+            "options": ["publish_as_is", "one_more_round", "abandon"],
+        }
+    ]
+
+
 async def test_start_of_a_mistyped_graph_is_refused_at_once_naming_the_served_ones(
     lockgate_command: Command, lockgate_worker: WorkerFactory
 ) -> None:

@@ -293,6 +293,12 @@ def build_parser() -> argparse.ArgumentParser:
     resume = commands.add_parser("resume", parents=[common, signed], help="resume a parked run")
     resume.add_argument("run", help="the parked run")
 
+    commands.add_parser(
+        "graphs",
+        parents=[common],
+        help="the graphs the workers serve: versions, inputs (types, defaults), gates, roles",
+    )
+
     show = commands.add_parser("show", parents=[common], help="a run and its trail")
     show.add_argument("run", help="the run")
 

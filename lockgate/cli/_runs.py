@@ -1,4 +1,5 @@
-"""Graph runs: ``lockgate start``, ``show``, ``list``, ``pending``, ``decide`` and ``resume``."""
+"""Graph runs: ``lockgate graphs``, ``start``, ``show``, ``list``, ``pending``, ``decide`` and
+``resume``."""
 
 from __future__ import annotations
 
@@ -7,15 +8,17 @@ import json
 from typing import Any
 
 from lockgate.cli._arguments import json_argument
-from lockgate.cli._output import CommandError, is_refused, print_json, report_result
+from lockgate.cli._output import CommandError, fail, is_refused, print_json, report_result
 from lockgate.cli._settings import connect, local_directory, signer
 from lockgate.contracts import GateView, RunView
-from lockgate.workflows import GraphClient
+from lockgate.workflows import CatalogueError, GraphClient
 
 __all__ = [
     "decide_gate",
+    "describe_graphs",
     "evidence_argument",
     "gate_rules",
+    "list_graphs",
     "list_pending_gates",
     "list_runs",
     "resume_run",
@@ -173,6 +176,68 @@ async def resume_run(arguments: argparse.Namespace) -> int:
     if not arguments.json and not is_refused(result):
         print(_describe_run(result))
     return report_result(result, arguments)
+
+
+def describe_graphs(graphs: list[dict[str, Any]]) -> str:
+    """The catalogue's graphs for a person: each one's versions, inputs and gates."""
+    if not graphs:
+        return "no graphs served on this task queue"
+    blocks: list[str] = []
+    for graph in graphs:
+        versions = ", ".join(f"v{version}" for version in graph.get("versions") or []) or (
+            f"v{graph.get('version')}"
+        )
+        lines = [f"{graph['name']}  ({versions})  {graph.get('description') or ''}".rstrip()]
+        inputs = graph.get("inputs") or []
+        if inputs:
+            lines.append("  inputs:")
+            name_width = max(len(row["name"]) for row in inputs)
+            type_width = max(len(row["type"]) for row in inputs)
+            for row in inputs:
+                if row.get("required"):
+                    given = "required"
+                elif row.get("default_made_per_run"):
+                    given = "default: made per run"
+                else:
+                    given = "default: " + json.dumps(row.get("default"), ensure_ascii=False)
+                about = f"  {row['description']}" if row.get("description") else ""
+                lines.append(
+                    f"    {row['name']:<{name_width}}  {row['type']:<{type_width}}  {given}{about}"
+                )
+        gates = graph.get("gates") or []
+        if gates:
+            lines.append("  gates:")
+            for gate in gates:
+                waivable = (
+                    f"; role {gate['waivable_by']} may waive it" if gate.get("waivable_by") else ""
+                )
+                lines.append(
+                    f"    {gate['gate']}: asks role {gate['role']}; "
+                    f"options {', '.join(gate['options'])}{waivable}"
+                )
+                if gate.get("because"):
+                    lines.append(f"      {gate['because']}")
+        if graph.get("needs_signed_start"):
+            lines.append(f"  start: lockgate start {graph['name']} --as YOU --inputs '{{...}}'")
+        else:
+            lines.append(f"  start: lockgate start {graph['name']} --inputs '{{...}}'")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+async def list_graphs(arguments: argparse.Namespace) -> int:
+    """``lockgate graphs``: what the workers on the task queue serve, and what each takes."""
+    client = GraphClient(await connect(arguments), arguments.task_queue)
+    try:
+        catalogue = await client.catalogue()
+    except CatalogueError as error:
+        fail(str(error), 1)
+    graphs = list(catalogue.get("graphs") or [])
+    if arguments.json:
+        print_json(graphs)
+    else:
+        print(describe_graphs(graphs))
+    return 0
 
 
 async def show_run(arguments: argparse.Namespace) -> int:

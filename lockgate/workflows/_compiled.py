@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from lockgate.activities import ToolDefinition
-from lockgate.gating import SINGLE_POLICY, GateDeadline, GatePolicy
+from lockgate.gating import SINGLE_POLICY, GateDeadline, GatePolicy, to_jsonable
 
 __all__ = [
     "CompiledAgent",
@@ -146,6 +146,37 @@ class CompiledGraph:
     nesting: int = 0
     """How many levels of sub-graphs run below this graph (0: it runs none)."""
 
+    def inputs(self) -> list[dict[str, Any]]:
+        """Each channel a start may give (the engine's own, named ``_...``, left out): its name,
+        its type as JSON names it (``string``, ``list of string``, ``Verdict: PASSED | FAILED``),
+        and its default (``default_made_per_run`` for one a factory makes) or ``required``."""
+        try:
+            schema = self.model.model_json_schema()
+        except Exception:  # a type JSON Schema cannot express: its inputs are shown untyped
+            schema = {}
+        properties = schema.get("properties") or {}
+        definitions = schema.get("$defs") or {}
+        rows: list[dict[str, Any]] = []
+        for name in self.channels:
+            if name.startswith("_"):
+                continue
+            row: dict[str, Any] = {
+                "name": name,
+                "type": _json_type(properties.get(name) or {}, definitions),
+                "required": name in self.required,
+            }
+            if name in self.defaults:
+                try:
+                    row["default"] = to_jsonable(self.defaults[name])
+                except TypeError:  # not JSON data (a datetime, a path): shown as Python does
+                    row["default"] = repr(self.defaults[name])
+            elif name not in self.required:
+                row["default_made_per_run"] = True
+            if self.descriptions.get(name):
+                row["description"] = self.descriptions[name]
+            rows.append(row)
+        return rows
+
     def subgraphs(self) -> list[CompiledGraph]:
         """Every graph this one runs as a child, at any depth."""
         found: list[CompiledGraph] = []
@@ -206,13 +237,26 @@ class CompiledGraph:
         return state in self.terminals
 
     def catalogue(self) -> dict[str, Any]:
-        """What a person needs to start a run: name, description, channels, required ones."""
+        """What a person needs to start a run: name, description, channels, required ones, the
+        inputs it takes (each with its JSON type, and its default or whether it is required),
+        and its gates (the role each asks, why, its options)."""
         return {
             "name": self.name,
             "description": self.description,
             "version": self.version,
             "channels": list(self.channels),
             "required": list(self.required),
+            "inputs": self.inputs(),
+            "gates": [
+                {
+                    "gate": state,
+                    "role": ask.role,
+                    "because": ask.because,
+                    "options": list(ask.options),
+                    **({"waivable_by": ask.waivable_by} if ask.waivable_by else {}),
+                }
+                for state, ask in self.asks.items()
+            ],
             "target": self.target,
             "nodes": {state: node.tool for state, node in self.nodes.items()},
             "asks": {state: ask.role for state, ask in self.asks.items()},
@@ -223,3 +267,27 @@ class CompiledGraph:
             },
             "needs_signed_start": self.needs_signed_start,
         }
+
+
+def _json_type(schema: Mapping[str, Any], definitions: Mapping[str, Any]) -> str:
+    """A JSON Schema's type in a few words: ``string``, ``list of integer``, ``string | null``,
+    ``Verdict: PASSED | FAILED``, ``any``."""
+    reference = schema.get("$ref")
+    if isinstance(reference, str):
+        name = reference.rsplit("/", 1)[-1]
+        found = definitions.get(name) or {}
+        if "enum" in found:
+            return f"{name}: " + " | ".join(str(value) for value in found["enum"])
+        return name
+    if "enum" in schema:
+        return " | ".join(str(value) for value in schema["enum"])
+    alternatives = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(alternatives, list):
+        return " | ".join(_json_type(option, definitions) for option in alternatives)
+    kind = schema.get("type")
+    if kind == "array":
+        items = schema.get("items")
+        return f"list of {_json_type(items, definitions)}" if isinstance(items, dict) else "list"
+    if isinstance(kind, list):
+        return " | ".join(str(name) for name in kind)
+    return str(kind) if kind else "any"

@@ -85,5 +85,9 @@ class GraphRegistry:
             yield from (self._graphs[name][v] for v in sorted(self._graphs[name]))
 
     def catalogue(self) -> list[dict[str, Any]]:
-        """One row per graph (newest version): name, description, channels, required ones."""
-        return [self.get(name).catalogue() for name in self.names()]
+        """One row per graph (newest version): name, description, channels, required ones,
+        inputs, gates, and every version served (``versions``)."""
+        return [
+            {**self.get(name).catalogue(), "versions": sorted(self._graphs[name])}
+            for name in self.names()
+        ]
