@@ -258,6 +258,29 @@ async def test_start_of_a_mistyped_graph_is_refused_at_once_naming_the_served_on
     )
 
 
+async def test_cancel_ends_a_run_for_its_requester_and_refuses_anyone_else(
+    lockgate_command: Command, lockgate_worker: WorkerFactory
+) -> None:
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        started = await lockgate_command(
+            "start", "essay:review", "--inputs", json.dumps(ALWAYS_FAILS), "--as", "ada", "--json"
+        )
+        run = json.loads(started.out)["run_id"]
+        by_ed = await lockgate_command("cancel", run, "--as", "ed")
+        unsigned = await lockgate_command("cancel", run)
+        by_ada = await lockgate_command("cancel", run, "--as", "ada", "--reason", "wrong rubric")
+
+    assert by_ed.status == 1
+    assert by_ed.err.strip() == (
+        f"refused [FORBIDDEN]: ed may not cancel run '{run}': only its requester, ada, may."
+    )
+    assert unsigned.status == 2 and "cancel needs --as PRINCIPAL" in unsigned.err
+    assert by_ada.status == 0, by_ada.err
+    assert "status cancelled" in by_ada.out
+    assert "cancelled  editor_call (cancel) by ada" in by_ada.out
+    assert "wrong rubric" in by_ada.out
+
+
 async def test_sign_decide_prints_a_proof_the_workflow_accepts_as_an_update(
     lockgate_command: Command, lockgate_worker: WorkerFactory, temporal_client: Client
 ) -> None:

@@ -293,6 +293,12 @@ def build_parser() -> argparse.ArgumentParser:
     resume = commands.add_parser("resume", parents=[common, signed], help="resume a parked run")
     resume.add_argument("run", help="the parked run")
 
+    cancel = commands.add_parser(
+        "cancel", parents=[common, signed], help="end a run you started (as its requester)"
+    )
+    cancel.add_argument("run")
+    cancel.add_argument("--reason", help="why it is cancelled (shown in the run's trail)")
+
     commands.add_parser(
         "graphs",
         parents=[common],

@@ -31,6 +31,7 @@ _COMMANDS = {
     "pending": "lockgate.cli._runs:list_pending_gates",
     "decide": "lockgate.cli._runs:decide_gate",
     "resume": "lockgate.cli._runs:resume_run",
+    "cancel": "lockgate.cli._runs:cancel_run",
     "graphs": "lockgate.cli._runs:list_graphs",
     "show": "lockgate.cli._runs:show_run",
     "list": "lockgate.cli._runs:list_runs",

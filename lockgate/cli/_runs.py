@@ -1,5 +1,5 @@
-"""Graph runs: ``lockgate graphs``, ``start``, ``show``, ``list``, ``pending``, ``decide`` and
-``resume``."""
+"""Graph runs: ``lockgate graphs``, ``start``, ``show``, ``list``, ``pending``, ``decide``,
+``resume`` and ``cancel``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from lockgate.contracts import GateView, RunView
 from lockgate.workflows import CatalogueError, GraphClient
 
 __all__ = [
+    "cancel_run",
     "decide_gate",
     "describe_graphs",
     "evidence_argument",
@@ -173,6 +174,21 @@ async def resume_run(arguments: argparse.Namespace) -> int:
         )
     client = GraphClient(await connect(arguments), arguments.task_queue, resumer)
     result = await client.resume(arguments.run)
+    if not arguments.json and not is_refused(result):
+        print(_describe_run(result))
+    return report_result(result, arguments)
+
+
+async def cancel_run(arguments: argparse.Namespace) -> int:
+    """``lockgate cancel RUN --as PRINCIPAL``: ends a run its requester started."""
+    canceller = signer(arguments)
+    if canceller is None:
+        raise CommandError(
+            "cancel needs --as PRINCIPAL: a run is cancelled only by a signed proof of its "
+            "requester, made with that principal's key in --keys-dir."
+        )
+    client = GraphClient(await connect(arguments), arguments.task_queue, canceller)
+    result = await client.cancel(arguments.run, reason=arguments.reason)
     if not arguments.json and not is_refused(result):
         print(_describe_run(result))
     return report_result(result, arguments)

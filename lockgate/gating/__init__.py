@@ -22,6 +22,7 @@ from lockgate.gating._authority import (
 )
 from lockgate.gating._bindings import (
     answer_binding,
+    cancel_binding,
     confirm_binding,
     decide_binding,
     gate_subject,
@@ -56,6 +57,7 @@ from lockgate.gating._judgements import (
     ViewerChoice,
     judge_answer,
     judge_call,
+    judge_cancel,
     judge_resume,
     judge_start,
     judge_start_inputs,
@@ -229,6 +231,7 @@ __all__ = [
     "action_summary",
     "answer_binding",
     "answer_refusal_sentence",
+    "cancel_binding",
     "canonical_json",
     "check_principal_name",
     "confirm_binding",
@@ -245,6 +248,7 @@ __all__ = [
     "generate_private_key",
     "judge_answer",
     "judge_call",
+    "judge_cancel",
     "judge_resume",
     "judge_start",
     "judge_start_inputs",

@@ -19,6 +19,7 @@ from lockgate.gating._canonical import digest
 
 __all__ = [
     "answer_binding",
+    "cancel_binding",
     "confirm_binding",
     "decide_binding",
     "gate_subject",
@@ -107,6 +108,19 @@ def decide_binding(
 def resume_binding(graph: str, run: str, execution: str, node: str | None) -> dict[str, Any]:
     """Resuming execution ``execution`` of ``run``, parked at ``node``."""
     return {"kind": "resume", "graph": graph, "run": run, "execution": execution, "node": node}
+
+
+def cancel_binding(
+    graph: str, run: str, execution: str, reason: str | None = None
+) -> dict[str, Any]:
+    """Cancelling execution ``execution`` of ``run``, for ``reason`` (None: no reason given)."""
+    return {
+        "kind": "cancel",
+        "graph": graph,
+        "run": run,
+        "execution": execution,
+        "reason": reason,
+    }
 
 
 def tool_binding(

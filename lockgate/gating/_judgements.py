@@ -1,5 +1,5 @@
-"""Judgements: whether a start, a durable call, an answer to a gate, a resume of a parked run, or a
-viewer's option stands.
+"""Judgements: whether a start, a durable call, an answer to a gate, a resume of a parked run, a
+cancel of a run, or a viewer's option stands.
 
 Each is judged before anything about it is written, against the worker's :class:`Authority`
 (:mod:`lockgate.gating._authority`) and the gate records (:mod:`lockgate.gating._gates`).
@@ -27,11 +27,13 @@ from lockgate.gating._result import ErrorCode
 
 __all__ = [
     "MADE_THE_WORK",
+    "MAX_CANCEL_REASON_CHARS",
     "OWN_GATE",
     "Judgement",
     "ViewerChoice",
     "judge_answer",
     "judge_call",
+    "judge_cancel",
     "judge_resume",
     "judge_start",
     "judge_start_inputs",
@@ -563,6 +565,88 @@ def judge_resume(
             needs=parked.needs,
             leads_to=parked.node,
             operation=parked.operation,
+        )
+    return Judgement(True, actor=actor)
+
+
+MAX_CANCEL_REASON_CHARS = 500
+"""The longest reason a cancel may give (it is shown in the run's trail)."""
+
+_ENDED_STATUSES = ("finished", "refused", "cancelled")
+"""The statuses of a run that has ended: nothing is left to resume or cancel."""
+
+
+def judge_cancel(
+    authority: Authority,
+    value: object,
+    *,
+    graph: str,
+    run: str,
+    execution: str,
+    status: str,
+    requester: Actor,
+    spent_nonces: Collection[str] = (),
+) -> Judgement:
+    """Judges a cancel of a run, before anything about it is written.
+
+    In order: a valid proof of :func:`cancel_binding` bound to this run (``UNAUTHORIZED``),
+    naming this graph (``NOT_FOUND``) and this execution (``NOTHING_TO_CANCEL``), a run that has
+    not ended (``NOTHING_TO_CANCEL``), a reason that is text of at most
+    :data:`MAX_CANCEL_REASON_CHARS` (``VALIDATION_ERROR``), and a canceller who is the run's
+    verified requester (``FORBIDDEN``): the person who asked for the work may withdraw it;
+    nobody else may end it through lockgate (an operator ends any run with Temporal's own
+    terminate, which the run's history records).
+    """
+    proof = _verify(authority, value, "cancel", run, spent_nonces)
+    if isinstance(proof, ProofRefused):
+        return Judgement.refuse(
+            ErrorCode.UNAUTHORIZED,
+            "A run is cancelled by a verified actor, a signed call, and this cancel carries no "
+            f"valid proof: {_lower_first(proof.sentence)}",
+        )
+    actor = Actor.of_proof(proof)
+    act = proof.authorizes
+    if act.get("graph") != graph:
+        return Judgement.refuse(
+            ErrorCode.NOT_FOUND,
+            f"Run '{run}' is not a run of '{act.get('graph')}': it is a run of '{graph}'.",
+            actor=actor,
+        )
+    if act.get("execution") != execution:
+        return Judgement.refuse(
+            ErrorCode.NOTHING_TO_CANCEL,
+            f"The proof cancels another execution of '{run}' than the one running now (a run "
+            "that ended, or one started again under the same id): sign a cancel of this one.",
+            actor=actor,
+        )
+    if status in _ENDED_STATUSES:
+        return Judgement.refuse(
+            ErrorCode.NOTHING_TO_CANCEL,
+            f"Run '{run}' has ended ({status}): there is nothing to cancel.",
+            actor=actor,
+        )
+    reason = act.get("reason")
+    if reason is not None and (
+        not isinstance(reason, str) or len(reason) > MAX_CANCEL_REASON_CHARS
+    ):
+        return Judgement.refuse(
+            ErrorCode.VALIDATION_ERROR,
+            f"A cancel's reason is text of at most {MAX_CANCEL_REASON_CHARS} characters.",
+            actor=actor,
+        )
+    if not requester.verified:
+        return Judgement.refuse(
+            ErrorCode.FORBIDDEN,
+            f"Run '{run}' was started unsigned ({requester.actor}), so nobody can cancel it "
+            "through lockgate: an operator ends it with `temporal workflow terminate`.",
+            actor=actor,
+        )
+    if requester.principal != actor.principal:
+        return Judgement.refuse(
+            ErrorCode.FORBIDDEN,
+            f"{actor.actor} may not cancel run '{run}': only its requester, "
+            f"{requester.actor}, may.",
+            actor=actor,
         )
     return Judgement(True, actor=actor)
 

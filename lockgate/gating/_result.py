@@ -40,6 +40,7 @@ class ErrorCode(str, enum.Enum):
     ALREADY_ANSWERED = "ALREADY_ANSWERED"
     INVALID_EVIDENCE = "INVALID_EVIDENCE"
     NOT_WAIVABLE = "NOT_WAIVABLE"
+    NOTHING_TO_CANCEL = "NOTHING_TO_CANCEL"
 
     def __str__(self) -> str:
         return self.value

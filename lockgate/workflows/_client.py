@@ -44,6 +44,7 @@ from lockgate.gating import (
     ErrorCode,
     Signer,
     answer_binding,
+    cancel_binding,
     resume_binding,
     start_binding,
 )
@@ -443,6 +444,41 @@ class GraphClient(RunViews):
         return await self._settled(
             self._answered(handle.execute_update("resume", signed, result_type=dict), run_id),
             run_id,
+        )
+
+    async def cancel(self, run_id: str, *, reason: str | None = None) -> RunView:
+        """Ends ``run_id`` for good, as the signer, who must be the run's requester.
+
+        The cancel names the execution the server reports, and ``reason`` (shown in the trail).
+        The run stops where it waits (a gate, a park) or once the node it runs returns, with a
+        trail row saying who cancelled it, and status ``cancelled``; returns it then, or the
+        refusal (nothing written). A run that waits for a sub-graph run is refused: cancel
+        that run first.
+        """
+        signed = await self.sign_cancel(run_id, reason=reason) if self.signer is not None else {}
+        if "error" in signed:
+            return cast(RunView, signed)  # a refusal: nothing was signed
+        handle = self.client.get_workflow_handle(run_id)
+        return await self._settled(
+            self._answered(handle.execute_update("cancel", signed, result_type=dict), run_id),
+            run_id,
+        )
+
+    async def sign_cancel(self, run_id: str, *, reason: str | None = None) -> dict[str, Any]:
+        """The signed cancel of ``run_id`` for its ``cancel`` update, or a refusal (the run is
+        not running on this client's task queue)."""
+        description = await self._ours(run_id, self.client.get_workflow_handle(run_id))
+        if isinstance(description, dict):
+            if description.get("closed"):
+                return plain_refusal(
+                    ErrorCode.NOTHING_TO_CANCEL,
+                    f"Run '{run_id}' has {description['closed']}: there is nothing to cancel.",
+                    run_id=run_id,
+                )
+            return description
+        execution = description.raw_description.workflow_execution_info.first_run_id
+        return self._signer().sign(
+            cancel_binding(description.workflow_type, run_id, execution, reason)
         )
 
     async def decide_signed(self, run_id: str, proof: Mapping[str, Any]) -> RunView:

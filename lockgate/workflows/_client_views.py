@@ -204,9 +204,10 @@ class RunViews:
         as the server returns them.
 
         A closed run's ``status`` is how it closed (``completed``, ``terminated``...; ``refused``
-        for a run refused); a running run's is what its memo says it waits for (``waiting`` at a
-        gate, ``parked`` at a node, else ``running``): a run writes its search attributes only
-        when it settles, so they may still name a gate it has since been answered at.
+        for a run refused, ``cancelled`` for one its requester cancelled); a running run's is
+        what its memo says it waits for (``waiting`` at a gate, ``parked`` at a node, else
+        ``running``): a run writes its search attributes only when it settles, so they may still
+        name a gate it has since been answered at.
         """
         query = (
             f"{LOCKGATE_GRAPH.name} = {quote_literal(graph_name(graph))}"
@@ -216,9 +217,13 @@ class RunViews:
         rows = []
         async for execution in self.client.list_workflows(query):
             attributes = execution.typed_search_attributes
-            # A refused run wrote so; any other closed run is as the server says it closed.
-            refused = attributes.get(LOCKGATE_STATE) == "refused"
+            # A refused or cancelled run wrote so as it completed; any other closed run is as
+            # the server says it closed (a terminated run wrote nothing as it ended).
+            written = attributes.get(LOCKGATE_STATE)
+            refused = written == "refused"
             status = "refused" if refused else status_name(execution.status)
+            if written == "cancelled" and execution.status == WorkflowExecutionStatus.COMPLETED:
+                status = "cancelled"
             awaiting = None
             if execution.status == WorkflowExecutionStatus.RUNNING and not refused:
                 try:

@@ -1,5 +1,5 @@
 """Updates and queries: proving who started a run, answering a gate, resuming a parked run,
-waiting for a run to settle, reading it.
+cancelling a run, waiting for a run to settle, reading it.
 
 Every update has a validator that refuses, before anything is written, whatever the rules refuse:
 a payload of the wrong shape, size or depth, an answer no verified approver gave for exactly this
@@ -27,6 +27,7 @@ from lockgate.gating import (
     Proof,
     WorkerSecretError,
     judge_answer,
+    judge_cancel,
     judge_resume,
     judge_start,
     shorten,
@@ -45,8 +46,8 @@ __all__ = ["GraphAnswers"]
 
 
 class GraphAnswers(GraphSignals):
-    """The ``start``, ``decide``, ``resume`` and ``settle`` updates and the ``show`` and
-    ``awaiting`` queries of every graph's workflow."""
+    """The ``start``, ``decide``, ``resume``, ``cancel`` and ``settle`` updates and the ``show``
+    and ``awaiting`` queries of every graph's workflow."""
 
     @workflow.update(
         name="start",
@@ -252,6 +253,84 @@ class GraphAnswers(GraphSignals):
                 node=self._parked.node if self._parked else None,
             )
 
+    @workflow.update(
+        name="cancel",
+        description=(
+            "End this run for good, as the person who started it. Sent by `lockgate cancel RUN "
+            "--as YOU`; unsigned cancels are refused."
+        ),
+    )
+    async def cancel(self, *args: Any) -> dict[str, Any]:
+        """Records a cancel the validator accepted, then returns once the run has ended (at the
+        gate or park it waits at, or once the node it runs now returns)."""
+        await workflow.wait_condition(lambda: self._carry != "pending")
+        proof = Proof.parse(args[0])
+        if self._canceller is not None or self._status in ("finished", "refused", "cancelled"):
+            # Another cancel got in first, or the run ended, after this one was validated.
+            raise Refusal(
+                ErrorCode.NOTHING_TO_CANCEL.value,
+                f"Run '{self._run_id}' has ended or is ending: there is nothing to cancel.",
+            )
+        actor = Actor.of_proof(proof)
+        if actor.authorization:
+            self._spent.append(actor.authorization)
+        reason = proof.authorizes.get("reason")
+        self._cancel_reason = reason if isinstance(reason, str) and reason else None
+        _audit(
+            "run.cancel",
+            True,
+            actor,
+            graph=self._graph.name,
+            run=self._run_id,
+            reason=self._cancel_reason,
+        )
+        self._canceller = actor
+        return await self._after_settling(self._settles)
+
+    @cancel.validator
+    def validate_cancel(self, *args: Any) -> None:
+        """Refuses, before anything is written, a cancel the rules refuse: anyone's but the
+        requester's own, signed for this execution."""
+        authority = judging_authority()
+        value, problem = one_answer(args, "cancel")
+        judgement = (
+            self._not_ready(authority)
+            or _refused_payload(problem)
+            or judge_cancel(
+                authority,
+                value,
+                graph=self._graph.name,
+                run=self._run_id,
+                execution=self._execution,
+                status="cancelled" if self._canceller is not None else self._status,
+                requester=self._requester,
+                spent_nonces=self._spent,
+            )
+        )
+        if judgement.accepted:
+            judgement = self._not_cancellable_now(judgement) or judgement
+        if not judgement.accepted:
+            self._refuse(authority, "run.cancel", judgement)
+
+    def _not_cancellable_now(self, judgement: Judgement) -> Judgement | None:
+        """A refusal, for the canceller ``judgement`` accepted, while the run cannot stop where
+        it is: before it has begun, or while it waits for a sub-graph run (which would go on
+        without it); else None."""
+        if not self._begun:
+            return Judgement.refuse(
+                ErrorCode.NOTHING_TO_CANCEL,
+                f"Run '{self._run_id}' has not begun: cancel it once it runs.",
+                actor=judgement.actor,
+            )
+        if self._child is not None:
+            return Judgement.refuse(
+                ErrorCode.NOTHING_TO_CANCEL,
+                f"Run '{self._run_id}' waits for its sub-graph run "
+                f"'{self._child.get('run_id')}': cancel that run first.",
+                actor=judgement.actor,
+            )
+        return None
+
     def _evidence_models(self) -> Mapping[str, type[BaseModel]]:
         """The evidence models of the gate open now (none when no gate is)."""
         if self._gate is None or self._gate.ask not in self._graph.asks:
@@ -330,12 +409,12 @@ class GraphAnswers(GraphSignals):
         await workflow.wait_condition(
             lambda: (
                 self._settles > after
-                or self._status in ("finished", "refused")
+                or self._status in ("finished", "refused", "cancelled")
                 or (released and self._releasing)
             )
         )
         view = self._view()
-        if self._settles <= after and self._status not in ("finished", "refused"):
+        if self._settles <= after and self._status not in ("finished", "refused", "cancelled"):
             # Not settled: the caller asks again (on the next history) with `after` = settles.
             view["moving_to_new_history"] = True
         return view

@@ -40,7 +40,15 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_STATE,
 )
 
-__all__ = ["END", "VERSION_MEMO", "Accepted", "GivenAnswer", "GraphState", "invalid"]
+__all__ = [
+    "END",
+    "VERSION_MEMO",
+    "Accepted",
+    "CancelAccepted",
+    "GivenAnswer",
+    "GraphState",
+    "invalid",
+]
 
 END = "__end__"
 """The state of a run that has ended."""
@@ -71,6 +79,11 @@ class GivenAnswer:
     actor: Actor
     evidence: Any = None
     waiver: str | None = None
+
+
+class CancelAccepted(Exception):
+    """Raised where a run waits (a gate, a park) once its requester's cancel was accepted; the
+    interpreter catches it and ends the run as cancelled."""
 
 
 def invalid(sentence: str) -> PayloadProblem:
@@ -120,6 +133,9 @@ class GraphState:
     _inbox: list[SignalEntry]
     _answer: GivenAnswer | None
     _resumer: Actor | None
+    # Who cancelled the run (once their `cancel` update was accepted), and why.
+    _canceller: Actor | None
+    _cancel_reason: str | None
     _waiting_settles: int
     _deadline_timer: asyncio.Future[None] | None  # the open gate's deadline, while it runs
     _deadline_passed: bool
@@ -331,6 +347,8 @@ class GraphState:
             return f"{graph}: refused [{self._refusal.code}] {self._refusal.sentence}"
         if self._status == "finished":
             return f"{graph} finished."
+        if self._status == "cancelled" and self._canceller is not None:
+            return f"{graph} was cancelled by {self._canceller.actor}."
         if self._status == "starting":
             return (
                 f"{graph} waits for its signed start proof (`lockgate sign start {self._run_id}`)."

@@ -10,6 +10,7 @@ from temporalio import workflow
 
 from lockgate.workflows._graph_answers import GraphAnswers
 from lockgate.workflows._graph_inputs import StartGraphInput
+from lockgate.workflows._graph_state import CancelAccepted
 
 __all__ = ["GraphWaiting"]
 
@@ -35,7 +36,7 @@ class GraphWaiting(GraphAnswers):
             self._releasing = False
         if not workflow.all_handlers_finished():
             return
-        if self._answer is not None or self._resumer is not None:
+        if self._answer is not None or self._resumer is not None or self._canceller is not None:
             return
         self._bound_inbox_to_carry()
         workflow.continue_as_new(
@@ -45,7 +46,11 @@ class GraphWaiting(GraphAnswers):
     async def _while_waiting(self) -> None:
         """One turn of waiting at a gate or a park: continue as new when it is due (signals not
         judged yet go along), else judge the signals that came. Which answer or resume was
-        accepted, the caller reads from the run's state."""
+        accepted, the caller reads from the run's state.
+
+        Raises:
+            CancelAccepted: The run's requester cancelled it: it waits no more.
+        """
 
         def answered() -> bool:
             return self._answer is not None or self._resumer is not None
@@ -56,8 +61,11 @@ class GraphWaiting(GraphAnswers):
                 or bool(self._inbox)
                 or self._deadline_passed
                 or workflow.info().is_continue_as_new_suggested()
+                or self._canceller is not None
             )
         )
+        if self._canceller is not None:
+            raise CancelAccepted
         if answered():
             return
         if workflow.info().is_continue_as_new_suggested():
@@ -65,7 +73,12 @@ class GraphWaiting(GraphAnswers):
             if not self._inbox and not answered():
                 # A caller's handler still runs: move on once it has finished.
                 await workflow.wait_condition(
-                    lambda: answered() or bool(self._inbox) or workflow.all_handlers_finished()
+                    lambda: (
+                        answered()
+                        or bool(self._inbox)
+                        or workflow.all_handlers_finished()
+                        or self._canceller is not None
+                    )
                 )
                 return
         if self._inbox and not answered():

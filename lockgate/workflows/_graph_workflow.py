@@ -54,7 +54,7 @@ from lockgate.workflows._graph_inputs import (
     channel_ok,
     parse_start,
 )
-from lockgate.workflows._graph_state import END, VERSION_MEMO, invalid
+from lockgate.workflows._graph_state import END, VERSION_MEMO, CancelAccepted, invalid
 from lockgate.workflows._signed_starts import await_signed_start
 
 __all__ = ["GraphRun", "graph_workflow"]
@@ -84,6 +84,8 @@ class GraphRun(GraphAgents):
         self._inbox = []
         self._answer = None
         self._resumer = None
+        self._canceller = None
+        self._cancel_reason = None
         self._waiting_settles = 0
         self._deadline_timer = None
         self._deadline_passed = False
@@ -194,12 +196,49 @@ class GraphRun(GraphAgents):
             raise refused_run(self._refusal.code, self._refusal.sentence, shown)
         self._sync_memo()
         self._upsert_search_attributes()
-        while self._state != END:
-            await self._continue_as_new_if_due()
-            if self._state in self._graph.asks:
-                await self._hold_gate(self._state)
-            else:
-                await self._run_node(self._state)
+        try:
+            while self._state != END:
+                if self._canceller is not None:
+                    # Accepted while a node ran: the run stops before its next step.
+                    raise CancelAccepted
+                await self._continue_as_new_if_due()
+                if self._state in self._graph.asks:
+                    await self._hold_gate(self._state)
+                else:
+                    await self._run_node(self._state)
+        except CancelAccepted:
+            return await self._end_cancelled()
+        return await self._finish()
+
+    async def _end_cancelled(self) -> dict[str, Any]:
+        """Ends the run its requester cancelled, where it stood: a trail row says who and why,
+        its gate or park is closed, and its status is ``cancelled``."""
+        actor = self._canceller
+        assert actor is not None
+        self._stop_deadline_timer()
+        row: dict[str, Any] = {
+            "node": self._state,
+            "operation": "cancel",
+            "outcome": "cancelled",
+            "by": actor.to_dict(),
+        }
+        if self._cancel_reason is not None:
+            row["why"] = self._cancel_reason
+        self._trail.append(row)
+        stale = {
+            key: None
+            for key, value in (("lockgate_gate", self._gate), ("lockgate_parked", self._parked))
+            if value is not None
+        }
+        self._gate = None
+        self._parked = None
+        self._answer = None
+        self._resumer = None
+        self._status = "cancelled"
+        self._state = END
+        if stale:
+            workflow.upsert_memo(stale)
+        self._settled()
         return await self._finish()
 
     async def _take_starter(self) -> None:
@@ -482,11 +521,13 @@ class GraphRun(GraphAgents):
         self._settle_attributes_moving_on(node.state)
 
     async def _finish(self) -> dict[str, Any]:
-        if self._status != "refused":
+        ended_early = self._status in ("refused", "cancelled")
+        if not ended_early:
             self._status = "finished"
             self._state = END
             self._settled()
-        if self._status == "refused" or not self._quiet_attributes():
+        if ended_early or not self._quiet_attributes():
+            # A refused or cancelled run says so in its search attributes: it completed.
             self._upsert_search_attributes()
         else:
             # The run's search attributes stay as it last wrote them: the server's
