@@ -296,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     cancel = commands.add_parser(
         "cancel", parents=[common, signed], help="end a run you started (as its requester)"
     )
-    cancel.add_argument("run")
+    cancel.add_argument("run", help="the run to end")
     cancel.add_argument("--reason", help="why it is cancelled (shown in the run's trail)")
 
     commands.add_parser(
