@@ -57,7 +57,7 @@ async def waiting_for(of: GraphClient, run_id: str, role: str) -> RunView:
         lambda: of.show(run_id),
         lambda shown: role_awaited(shown) == role,
         seconds=60,
-        what=f"the run to wait for a(n) {role}",
+        what=f"the run to wait for the role {role}",
     )
 
 

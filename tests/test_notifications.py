@@ -137,7 +137,7 @@ async def test_webhooks_hear_a_gate_open_and_its_answer_once_each_and_a_dead_one
         stamp = int(headers["x-lockgate-timestamp"])
         assert headers["x-lockgate-signature"] == signature_of(SECRET, stamp, body)
     chat = [body["text"] for body in hooks.bodies("slack")]
-    assert "A gate for a(n) editor opened" in chat[0] and run["run_id"] in chat[0]
+    assert "A gate for an editor opened" in chat[0] and run["run_id"] in chat[0]
     assert chat[1].startswith("ed answered publish_as_is")
     assert "officers" not in hooks.posts  # another role's webhook hears nothing
     assert given_up["delivered"] is False and "503" in given_up["why"]

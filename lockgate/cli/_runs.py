@@ -11,6 +11,7 @@ from lockgate.cli._arguments import json_argument
 from lockgate.cli._output import CommandError, fail, is_refused, print_json, report_result
 from lockgate.cli._settings import connect, local_directory, signer
 from lockgate.contracts import GateView, RunView
+from lockgate.gating._quoting import a_role
 from lockgate.workflows import CatalogueError, GraphClient
 
 __all__ = [
@@ -45,7 +46,7 @@ def _describe_run(shown: RunView) -> str:
     gate = shown.get("awaiting")
     if gate:
         lines.append(
-            f"waiting at gate {gate['gate']} for a(n) {gate['role']}: {gate['because']}".rstrip()
+            f"waiting at gate {gate['gate']} for {a_role(gate['role'])}: {gate['because']}".rstrip()
         )
         for choice in gate["choices"]:
             needs = f" (needs {', '.join(choice['needs'])})" if choice["needs"] else ""
@@ -117,7 +118,7 @@ def gate_rules(gate: GateView) -> list[str]:
     if gate.get("escalated_from"):
         lines.append(f"escalated from {gate['escalated_from']} when its deadline passed")
     if gate.get("waivable_by"):
-        lines.append(f"a(n) {gate['waivable_by']} may waive it (--waive REASON)")
+        lines.append(f"{a_role(gate['waivable_by'])} may waive it (--waive REASON)")
     for option, needs in (gate.get("evidence") or {}).items():
         required = ", ".join(needs.get("required") or []) or "an object"
         lines.append(

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from lockgate.gating._identity_errors import IdentityError
-from lockgate.gating._quoting import quoted
+from lockgate.gating._quoting import a_role, quoted
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -212,7 +212,7 @@ class GateEvent:
         where = f"<{link}|{self.run_id}>" if link else self.run_id
         if self.event == "gate.opened":
             text = (
-                f"A gate for a(n) {self.role} opened on {where} ({self.graph}): {self.because} "
+                f"A gate for {a_role(self.role)} opened on {where} ({self.graph}): {self.because} "
                 f"Options: {', '.join(self.choices)}."
             )
         elif self.answered_by:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-__all__ = ["kind_of", "quoted"]
+__all__ = ["a_role", "kind_of", "label", "quoted"]
 
 
 def kind_of(value: object) -> str:
@@ -45,3 +45,15 @@ def quoted(value: object, limit: int = 80) -> str:
         except (TypeError, ValueError, RecursionError):
             text = kind_of(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def label(name: object) -> str:
+    """A name (an option's, a role's) as words: ``publish_as_is`` is ``Publish as is``."""
+    words = str(name).replace("_", " ").replace("-", " ").strip()
+    return words[:1].upper() + words[1:]
+
+
+def a_role(role: object) -> str:
+    """A role with its article, for a sentence: ``an editor``, ``a finance lead``."""
+    words = label(role).lower()
+    return ("an " if words[:1] in ("a", "e", "i", "o", "u") else "a ") + words

@@ -12,7 +12,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["FILTERS", "a_role", "excerpt", "label", "shown_value", "when"]
+from lockgate.gating._quoting import a_role, label
+
+__all__ = ["FILTERS", "excerpt", "shown_value", "when"]
 
 _EXCERPT_CHARS = 240
 
@@ -28,18 +30,6 @@ def when(moment: object) -> str:
     if parsed.tzinfo is not None:
         parsed = parsed.astimezone(datetime.timezone.utc)
     return f"{parsed.day} {parsed:%b %Y, %H:%M} UTC"
-
-
-def label(name: object) -> str:
-    """An option's or a role's name as words: ``publish_as_is`` is ``Publish as is``."""
-    words = str(name).replace("_", " ").replace("-", " ").strip()
-    return words[:1].upper() + words[1:]
-
-
-def a_role(role: object) -> str:
-    """A role with its article: ``an editor``, ``a finance lead``."""
-    words = label(role).lower()
-    return ("an " if words[:1] in ("a", "e", "i", "o", "u") else "a ") + words
 
 
 def shown_value(value: Any) -> str:

@@ -32,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from lockgate.gating import ErrorCode
+from lockgate.gating._quoting import a_role
 from lockgate.serving._gate_watch import (
     GATE_URI_TEMPLATE,
     GATES_URI,
@@ -422,7 +423,7 @@ class _Handlers:
                 types.Resource(
                     uri=gate_uri(row["run_id"]),
                     name=f"gate {row['gate']} of {row['run_id']}",
-                    description=f"{row['graph']}: for a(n) {row['role']}: {row['because']}",
+                    description=f"{row['graph']}: for {a_role(row['role'])}: {row['because']}",
                     mime_type="application/json",
                 )
             )

@@ -30,6 +30,7 @@ from lockgate.gating import (
     shorten,
     tally,
 )
+from lockgate.gating._quoting import a_role
 from lockgate.workflows._authority_context import current_audit
 from lockgate.workflows._carry import CarriedState
 from lockgate.workflows._compiled import CompiledGraph
@@ -334,7 +335,7 @@ class GraphState:
                     f"{len(self._gate.answers)} given so far."
                 )
             return (
-                f"{graph} waits for a(n) **{self._gate.role}** at gate `{self._gate.gate}`: "
+                f"{graph} waits for **{a_role(self._gate.role)}** at gate `{self._gate.gate}`: "
                 f"{self._gate.because} Options: {options}. Answer with `lockgate decide "
                 f"{self._run_id} OPTION --as YOU`."
             )
