@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
@@ -430,3 +431,21 @@ async def test_pending_tells_the_requester_they_opened_the_gate(
         "different people"
     )
     assert row["viewer"]["is_requester"] is True
+
+
+async def test_the_temporal_ui_says_in_words_what_a_waiting_run_waits_for(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = essay_people()
+    async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
+        ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
+        run = await ada.start(EssayReview, ALWAYS_FAILS)
+        # What the Temporal UI shows as the run's current details.
+        metadata = await temporal_client.get_workflow_handle(run["run_id"]).query(
+            "__temporal_workflow_metadata", result_type=WorkflowMetadata
+        )
+
+    assert metadata.current_details.startswith(
+        "**essay:review** v1 waits for **an editor** at gate `editor_call#1`:"
+    )
+    assert "`publish_as_is`" in metadata.current_details
