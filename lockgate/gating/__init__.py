@@ -48,7 +48,7 @@ from lockgate.gating._enrolment import (
     EnrolmentSecretError,
 )
 from lockgate.gating._evidence import evidence_problem, evidence_shown
-from lockgate.gating._gates import GateChoice, OpenGate, ParkedNode
+from lockgate.gating._gates import ENDS_RUN, GateChoice, OpenGate, ParkedNode
 from lockgate.gating._identity_errors import IdentityError, ProofRefused, RefusalReason
 from lockgate.gating._judgements import (
     MADE_THE_WORK,
@@ -154,6 +154,7 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_SENSITIVE_NAMES",
     "DEFAULT_WINDOW_SECONDS",
+    "ENDS_RUN",
     "ENROLMENT_SECRET_FILE_ENV",
     "FAIL_CLOSED_POLICY",
     "MADE_THE_WORK",

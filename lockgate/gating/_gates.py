@@ -13,20 +13,36 @@ from typing import Any
 from lockgate.gating._policies import SINGLE_POLICY, GateAnswer, GateDeadline, GatePolicy
 
 __all__ = [
+    "ENDS_RUN",
     "GateChoice",
     "OpenGate",
     "ParkedNode",
 ]
 
 
+ENDS_RUN = "end"
+"""The ``operation`` of an option that ends the run (its ``leads_to`` is None, as no node's is:
+an option leading to another gate has neither)."""
+
+
 @dataclass(frozen=True, slots=True)
 class GateChoice:
-    """One option of a gate: where it leads and what that first node needs."""
+    """One option of a gate: where it leads and what that first node needs.
+
+    ``leads_to`` and ``operation`` name the node the option leads to and its tool; an option
+    leading to another gate has neither; one that ends the run has no ``leads_to`` and the
+    operation :data:`ENDS_RUN`, and needs nothing.
+    """
 
     option: str
     leads_to: str | None
     operation: str | None
     needs: tuple[str, ...] = ()
+
+    @property
+    def ends_run(self) -> bool:
+        """Whether taking this option ends the run."""
+        return self.leads_to is None and self.operation == ENDS_RUN
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON data (for the memo and ``pending``)."""

@@ -7,6 +7,7 @@ from lockgate.workflows._compile import compile_graph
 from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
 from lockgate.workflows._declare import (
     DUAL,
+    END,
     SINGLE,
     Appends,
     ApprovalPolicy,
@@ -45,6 +46,7 @@ from lockgate.workflows._tool_client import ToolClient
 
 __all__ = [
     "DUAL",
+    "END",
     "LOCKGATE_AWAITING",
     "LOCKGATE_GRAPH",
     "LOCKGATE_SEARCH_ATTRIBUTES",

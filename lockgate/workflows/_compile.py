@@ -28,11 +28,18 @@ from lockgate.workflows._compile_asks import (
 )
 from lockgate.workflows._compile_shape import check_every_case_routed, check_no_ungated_cycle
 from lockgate.workflows._compile_subgraphs import check_outcomes_routed, compile_subgraph
-from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
+from lockgate.workflows._compiled import (
+    END_STATE,
+    CompiledAsk,
+    CompiledGraph,
+    CompiledNode,
+    Transition,
+)
 from lockgate.workflows._declare import (
     Appends,
     Ask,
     Because,
+    EndOfRun,
     GraphDeclarationError,
     GraphSpec,
     Node,
@@ -142,6 +149,11 @@ class _Compiler:
 
     def node(self, candidate: object, role: str = "node") -> str:
         """The state of a node, compiling it on first sight."""
+        if isinstance(candidate, EndOfRun):
+            raise self.fail(
+                f": the {role} is END, which is not a node: END is only where a Route leads "
+                "when its case ends the run."
+            )
         if isinstance(candidate, Subgraph):
             return self._subgraph(candidate)
         if isinstance(candidate, AgentStep):
@@ -155,6 +167,7 @@ class _Compiler:
             return self.state_of_node[candidate]
         definition = definition_of(candidate)
         state = definition.name.rsplit(":", 1)[-1]
+        self._not_the_end(state, f"the tool {definition.name}")
         other = self.node_states.get(state)
         if other is not None and (
             other.definition is None or other.definition.handler is not definition.handler
@@ -209,6 +222,7 @@ class _Compiler:
     def _add_node(
         self, declared: Node, node: CompiledNode, enums: dict[type[enum.Enum], list[str]]
     ) -> str:
+        self._not_the_end(node.state, node.tool)
         if node.state in self.node_states:
             raise self.fail(
                 f": two nodes compile to the same state '{node.state}' "
@@ -218,6 +232,13 @@ class _Compiler:
         self.state_of_node[declared] = node.state
         self._enums_of[node.state] = enums
         return node.state
+
+    def _not_the_end(self, state: str, what: str) -> None:
+        if state == END_STATE:
+            raise self.fail(
+                f": {what} compiles to the state '{END_STATE}', the state of a run that has "
+                "ended (END). Rename it."
+            )
 
     def _outputs(
         self, state: str, definition: ToolDefinition
@@ -257,15 +278,23 @@ class _Compiler:
 
         if spec.start is None:
             raise self.fail(" declares no start: name the node it begins at (start=...).")
+        if isinstance(spec.start, EndOfRun):
+            raise self.fail(
+                " starts at END, so a run would end before anything ran: start at a node or a "
+                "gate. END is only where a Route leads when its case ends the run."
+            )
         # Every node first, so that the producers of each routing enum are known.
         declared: list[tuple[object, str]] = [(spec.start, "start")]
         for edge in spec.edges:
             declared += [(edge.source, "edge source"), (edge.target, "edge target")]
         for route in spec.routes:
-            declared.append((route.to, "route target"))
+            if not isinstance(route.to, EndOfRun):
+                declared.append((route.to, "route target"))
             if route.from_ is not None:
                 declared.append((route.from_, "route origin (from_)"))
         for candidate, role in declared:
+            if isinstance(candidate, EndOfRun) and role == "edge target":
+                continue  # refused below, with the Edge it ends
             if not (isinstance(candidate, type) and issubclass(candidate, enum.Enum)):
                 self.node(candidate, role)
         start = self.target(spec.start, "start")
@@ -281,6 +310,11 @@ class _Compiler:
                     "through Routes, one per option."
                 )
             source = self.node(edge.source, "edge source")
+            if isinstance(edge.target, EndOfRun):
+                raise self.fail(
+                    f": Edge({source}, END) says what a node with no edge out already does: it "
+                    "ends the run after it runs. Drop the Edge; END is for Routes."
+                )
             to = self.target(edge.target, "edge target")
             if source in edges:
                 raise self.fail(
@@ -306,7 +340,16 @@ class _Compiler:
                 )
             route_enums[origin] = enum_type
             code = _case_code(case)
-            to = self.target(route.to, "route target")
+            if isinstance(route.to, EndOfRun):
+                if route.at_most is not None or route.then_ask is not None:
+                    raise self.fail(
+                        f": route '{code}' leads to END with a budget (at_most, then_ask); a "
+                        "route that ends the run is taken once, so its budget never runs out. "
+                        "Drop the budget."
+                    )
+                to = END_STATE
+            else:
+                to = self.target(route.to, "route target")
             then_ask = self._budget(route, code)
             table = routes.setdefault(origin, {})
             if code in table:
@@ -390,6 +433,7 @@ class _Compiler:
                 f": Ask({options.__name__}) names no role (of=...): say who answers it."
             )
         state = _snake(options.__name__)
+        self._not_the_end(state, f"Ask({options.__name__})")
         evidence, evidence_into = ask_evidence(self.where, ask, self.model.model_fields)
         self.asks[options] = CompiledAsk(
             state=state,

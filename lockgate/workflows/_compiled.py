@@ -17,12 +17,18 @@ from lockgate.activities import ToolDefinition
 from lockgate.gating import SINGLE_POLICY, GateDeadline, GatePolicy, to_jsonable
 
 __all__ = [
+    "END_STATE",
     "CompiledAgent",
     "CompiledAsk",
     "CompiledGraph",
     "CompiledNode",
     "Transition",
 ]
+
+
+END_STATE = "__end__"
+"""The state of a run that has ended, and where a route declared ``to=END`` leads (no node or
+gate compiles to it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +245,8 @@ class CompiledGraph:
     def catalogue(self) -> dict[str, Any]:
         """What a person needs to start a run: name, description, channels, required ones, the
         inputs it takes (each with its JSON type, and its default or whether it is required),
-        and its gates (the role each asks, why, its options)."""
+        its nodes and gates (the role each asks, why, its options), and (``ends``) the cases of
+        each state whose route ends the run."""
         return {
             "name": self.name,
             "description": self.description,
@@ -264,6 +271,11 @@ class CompiledGraph:
                 state: ask.policy.to_dict()
                 for state, ask in self.asks.items()
                 if not ask.policy.single
+            },
+            "ends": {
+                state: [code for code, transition in table.items() if transition.to == END_STATE]
+                for state, table in self.routes.items()
+                if any(transition.to == END_STATE for transition in table.values())
             },
             "needs_signed_start": self.needs_signed_start,
         }

@@ -6,7 +6,7 @@ import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar, final
 
 from pydantic import BaseModel
 
@@ -14,6 +14,7 @@ from lockgate.workflows._declare_agents import AgentStep
 
 __all__ = [
     "DUAL",
+    "END",
     "SINGLE",
     "Appends",
     "ApprovalPolicy",
@@ -22,6 +23,7 @@ __all__ = [
     "Deadline",
     "Dual",
     "Edge",
+    "EndOfRun",
     "GraphDeclarationError",
     "GraphSpec",
     "Quorum",
@@ -39,6 +41,29 @@ _SPEC_ATTRIBUTE = "__lockgate_graph__"
 
 class GraphDeclarationError(TypeError):
     """A graph cannot be compiled as declared; the message names the class and what to declare."""
+
+
+@final
+class EndOfRun:
+    """The type of :data:`END`, its one instance."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "END"
+
+
+END: Final = EndOfRun()
+"""Where a :class:`Route` leads when its case ends the run (LangGraph's name for it).
+
+A gate whose "no" only ends the run routes it here, and needs no tool that does nothing::
+
+    routes=[Route(Decision.APPROVE, to=pay), Route(Decision.DECLINE, to=END)]
+
+Answering an ending option records the answer in the trail and finishes the run; a node's
+result routed here finishes it after that node. A run cannot start at END, and an
+``Edge(node, END)`` is refused: a node with no edge out already ends the run.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,14 +85,14 @@ class Route:
 
     Attributes:
         when: The enum case that takes this route.
-        to: The node (or gate options enum) it leads to.
+        to: The node (or gate options enum) it leads to, or :data:`END` to end the run.
         from_: The node the case comes from, when more than one node returns that enum.
         at_most: A loop budget: the route is taken at most this many times in a run...
         then_ask: ...and the next time, this gate (an options enum with an :class:`Ask`) opens.
     """
 
     when: enum.Enum
-    to: Node | type[enum.Enum]
+    to: Node | type[enum.Enum] | EndOfRun
     from_: Node | None = None
     at_most: int | None = None
     then_ask: type[enum.Enum] | None = None

@@ -16,6 +16,7 @@ from temporalio import workflow
 
 from lockgate.gating import (
     DEADLINE_CHANNEL,
+    ENDS_RUN,
     SINGLE_POLICY,
     Actor,
     GateAnswer,
@@ -25,6 +26,7 @@ from lockgate.gating import (
     gate_subject,
     tally,
 )
+from lockgate.workflows._compiled import END_STATE
 from lockgate.workflows._graph_state import GivenAnswer
 from lockgate.workflows._graph_waiting import GraphWaiting
 
@@ -200,6 +202,10 @@ class GraphGates(GraphWaiting):
         choices = []
         for option in ask.options:
             leads_to = graph.routes[state][option].to
+            if leads_to == END_STATE:
+                # Only graphs declared with END have such an option: no older gate changes.
+                choices.append(GateChoice(option, None, ENDS_RUN))
+                continue
             node = graph.nodes.get(leads_to)
             choices.append(
                 GateChoice(

@@ -33,7 +33,7 @@ from lockgate.gating import (
 from lockgate.gating._quoting import a_role
 from lockgate.workflows._authority_context import current_audit
 from lockgate.workflows._carry import CarriedState
-from lockgate.workflows._compiled import CompiledGraph
+from lockgate.workflows._compiled import END_STATE, CompiledGraph
 from lockgate.workflows._graph_inputs import StartGraphInput
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,
@@ -42,7 +42,6 @@ from lockgate.workflows._search_attributes import (
 )
 
 __all__ = [
-    "END",
     "VERSION_MEMO",
     "Accepted",
     "CancelAccepted",
@@ -50,9 +49,6 @@ __all__ = [
     "GraphState",
     "invalid",
 ]
-
-END = "__end__"
-"""The state of a run that has ended."""
 
 VERSION_MEMO = "lockgate_version"
 """The memo key of the graph version a run follows (the run writes it unless its starter did)."""
@@ -247,7 +243,7 @@ class GraphState:
             "graph": graph.name,
             "version": graph.version,
             "status": self._status,
-            "state": self._state if self._state != END else None,
+            "state": self._state if self._state != END_STATE else None,
             "requester": self._requester.to_dict(),
             "awaiting": self._gate_view() if self._gate else None,
             "parked": self._parked.to_dict() if self._parked else None,
@@ -325,7 +321,10 @@ class GraphState:
         """What the run is doing, in the Temporal UI's words (Markdown)."""
         graph = f"**{self._graph.name}** v{self._graph.version}"
         if self._status == "waiting" and self._gate is not None:
-            options = ", ".join(f"`{option}`" for option in self._gate.options)
+            options = ", ".join(
+                f"`{choice.option}`" + (" (ends the run)" if choice.ends_run else "")
+                for choice in self._gate.choices
+            )
             policy = self._gate.policy
             if self._gate.due_at is not None:
                 options += f" Its deadline passes at {self._gate.due_at}."

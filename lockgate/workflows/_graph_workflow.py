@@ -46,7 +46,7 @@ from lockgate.workflows._activity_options import (
 )
 from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal, handover_seal
 from lockgate.workflows._carry import CarriedState, CarriedStateError
-from lockgate.workflows._compiled import CompiledGraph, CompiledNode
+from lockgate.workflows._compiled import END_STATE, CompiledGraph, CompiledNode
 from lockgate.workflows._failures import UnreadableStart, refusals_complete, refused_run
 from lockgate.workflows._graph_agents import GraphAgents
 from lockgate.workflows._graph_inputs import (
@@ -54,7 +54,7 @@ from lockgate.workflows._graph_inputs import (
     channel_ok,
     parse_start,
 )
-from lockgate.workflows._graph_state import END, VERSION_MEMO, CancelAccepted, invalid
+from lockgate.workflows._graph_state import VERSION_MEMO, CancelAccepted, invalid
 from lockgate.workflows._signed_starts import await_signed_start
 
 __all__ = ["GraphRun", "graph_workflow"]
@@ -197,7 +197,7 @@ class GraphRun(GraphAgents):
         self._sync_memo()
         self._upsert_search_attributes()
         try:
-            while self._state != END:
+            while self._state != END_STATE:
                 if self._canceller is not None:
                     # Accepted while a node ran: the run stops before its next step.
                     raise CancelAccepted
@@ -235,7 +235,7 @@ class GraphRun(GraphAgents):
         self._answer = None
         self._resumer = None
         self._status = "cancelled"
-        self._state = END
+        self._state = END_STATE
         if stale:
             workflow.upsert_memo(stale)
         self._settled()
@@ -412,7 +412,7 @@ class GraphRun(GraphAgents):
         elif state in self._graph.edges:
             self._state = self._graph.edges[state].to
         else:
-            self._state = END
+            self._state = END_STATE
 
     async def _run_tool(self, node: CompiledNode, visit: int) -> Any:
         """Runs a tool node's activity: its result's data, or ``_PARKED`` once it parked."""
@@ -524,7 +524,7 @@ class GraphRun(GraphAgents):
         ended_early = self._status in ("refused", "cancelled")
         if not ended_early:
             self._status = "finished"
-            self._state = END
+            self._state = END_STATE
             self._settled()
         if ended_early or not self._quiet_attributes():
             # A refused or cancelled run says so in its search attributes: it completed.
