@@ -11,11 +11,15 @@ from enum import Enum
 from typing import Annotated, Any
 
 import pytest
+from jinja2 import Environment, PackageLoader
 from pydantic import BaseModel
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client
 
 from lockgate import GraphClient, GraphDeclarationError, compile_graph, tool
+from lockgate.cli._runs import _leads_to
+from lockgate.contracts import ChoiceView
+from lockgate.inbox._words import FILTERS, leads_to
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows import END, Ask, Edge, Route, Target, graph
 from tests.graphs_for_tests import eventually
@@ -195,6 +199,53 @@ def test_a_tool_whose_state_would_be_the_ends_is_refused() -> None:
     assert refused == (
         "Graph Doubtful: the tool ending:__end__ compiles to the state '__end__', the state of a "
         "run that has ended (END). Rename it."
+    )
+
+
+# What a person is shown --------------------------------------------------------------------------
+
+
+def test_the_command_line_and_the_inbox_say_an_ending_option_ends_the_run() -> None:
+    ending: ChoiceView = {"option": "decline", "leads_to": None, "operation": "end", "needs": []}
+    to_a_gate: ChoiceView = {"option": "escalate", "leads_to": None, "operation": None, "needs": []}
+    to_a_node: ChoiceView = {
+        "option": "approve",
+        "leads_to": "pay",
+        "operation": "ending:pay",
+        "needs": [],
+    }
+
+    assert [leads_to(choice) for choice in (ending, to_a_gate, to_a_node)] == [
+        "ends the run",
+        "a gate",
+        "pay",
+    ]
+    assert [_leads_to(choice) for choice in (ending, to_a_gate, to_a_node)] == [
+        "(ends the run)",
+        "(a gate)",
+        "pay",
+    ]
+
+
+def test_the_inbox_shows_an_ending_option_as_ending_the_run() -> None:
+    pages = Environment(loader=PackageLoader("lockgate.inbox", "templates"), autoescape=True)
+    pages.filters.update(FILTERS)
+    row = {
+        "run_id": "refund-1",
+        "gate": "decision#1",
+        "choices": [
+            {"option": "approve", "leads_to": "pay", "operation": "ending:pay", "needs": []},
+            {"option": "decline", "leads_to": None, "operation": "end", "needs": []},
+        ],
+    }
+
+    shown = pages.get_template("options.html").render(row=row, viewer="lee")
+
+    assert "→ pay" in shown
+    assert "→ ends the run" in shown
+    assert shown.count('data-ends-run="yes"') == 1
+    assert 'data-choice="decline" data-label="Decline" data-leads-to="" data-ends-run="yes"' in (
+        " ".join(shown.split())
     )
 
 

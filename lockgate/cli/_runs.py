@@ -10,7 +10,8 @@ from typing import Any
 from lockgate.cli._arguments import json_argument
 from lockgate.cli._output import CommandError, fail, is_refused, print_json, report_result
 from lockgate.cli._settings import connect, local_directory, signer
-from lockgate.contracts import GateView, RunView
+from lockgate.contracts import ChoiceView, GateView, RunView
+from lockgate.gating import ENDS_RUN
 from lockgate.gating._quoting import a_role
 from lockgate.workflows import CatalogueError, GraphClient
 
@@ -27,6 +28,13 @@ __all__ = [
     "show_run",
     "start_run",
 ]
+
+
+def _leads_to(choice: ChoiceView) -> str:
+    """Where a gate's option leads, in words: its node, the end of the run, or a gate."""
+    if choice["leads_to"]:
+        return choice["leads_to"]
+    return "(ends the run)" if choice["operation"] == ENDS_RUN else "(a gate)"
 
 
 def _describe_run(shown: RunView) -> str:
@@ -50,7 +58,7 @@ def _describe_run(shown: RunView) -> str:
         )
         for choice in gate["choices"]:
             needs = f" (needs {', '.join(choice['needs'])})" if choice["needs"] else ""
-            lines.append(f"  - {choice['option']} → {choice['leads_to'] or '(a gate)'}{needs}")
+            lines.append(f"  - {choice['option']} → {_leads_to(choice)}{needs}")
         lines += [f"  {line}" for line in gate_rules(gate)]
     parked = shown.get("parked")
     if parked:
@@ -294,7 +302,7 @@ async def list_pending_gates(arguments: argparse.Namespace) -> int:
             verdict = ""
             if "may" in choice:
                 verdict = "  ✓ you may" if choice["may"] else f"  ✗ {choice['why_not']}"
-            print(f"    {choice['option']} → {choice['leads_to'] or '(a gate)'}{needs}{verdict}")
+            print(f"    {choice['option']} → {_leads_to(choice)}{needs}{verdict}")
     return 0
 
 

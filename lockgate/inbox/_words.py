@@ -12,9 +12,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from lockgate.gating import ENDS_RUN
 from lockgate.gating._quoting import a_role, label
 
-__all__ = ["FILTERS", "excerpt", "shown_value", "when"]
+__all__ = ["FILTERS", "excerpt", "leads_to", "shown_value", "when"]
 
 _EXCERPT_CHARS = 240
 
@@ -55,9 +56,17 @@ def excerpt(channels: Mapping[str, Any] | None, target: Mapping[str, Any] | None
     return text[:_EXCERPT_CHARS].rsplit(" ", 1)[0] + "…"
 
 
+def leads_to(choice: Mapping[str, Any]) -> str:
+    """Where a gate's option leads: its node, the end of the run, or another gate."""
+    if choice.get("leads_to"):
+        return str(choice["leads_to"])
+    return "ends the run" if choice.get("operation") == ENDS_RUN else "a gate"
+
+
 FILTERS = {
     "when": when,
     "label": label,
+    "leads_to": leads_to,
     "a_role": a_role,
     "shown_value": shown_value,
 }

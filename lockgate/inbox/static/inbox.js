@@ -198,7 +198,8 @@ function labelOf(option) {
 function confirmAnswer(button) {
   const dialog = document.getElementById("confirm");
   const me = identity();
-  const leadsTo = button.dataset.leadsTo ? "It leads to " + button.dataset.leadsTo + ". " : "";
+  const leadsTo = button.dataset.endsRun ? "It ends the run. "
+    : button.dataset.leadsTo ? "It leads to " + button.dataset.leadsTo + ". " : "";
   document.getElementById("confirm-text").textContent = "Answer “" + button.dataset.label + "” at gate "
     + button.dataset.gate + " of " + button.dataset.run + "? " + leadsTo + "Your "
     + (me && me.kind === "passkey" ? "passkey" : "key") + " signs exactly this answer, as " + document.body.dataset.viewer + ".";
