@@ -98,6 +98,34 @@ async def test_the_first_graph_walkthrough_asks_the_lead_and_pays_as_the_lead(
     assert by_lee["trail"][-1]["by"]["actor"] == "lee"
 
 
+async def test_the_first_graph_walkthrough_ends_the_run_when_the_lead_declines(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    refunds = types.ModuleType("refunds")
+    sys.modules["refunds"] = refunds
+    try:
+        exec(
+            compile(_block_containing("python", '"refund:request"'), "README.md", "exec"),
+            vars(refunds),
+        )
+        people = Identities({"sam": {}, "lee": {"roles": ["support_lead"]}})
+        async with lockgate_worker(
+            tools=refunds.TOOLS, graphs=refunds.GRAPHS, directory=people.directory
+        ):
+            sam = GraphClient(temporal_client, task_queue, signer=people.signer("sam"))
+            lee = GraphClient(temporal_client, task_queue, signer=people.signer("lee"))
+            asked = await sam.start("refund:request", {"order": "A-2"})
+            by_lee = await lee.decide(asked["run_id"], "decline")
+    finally:
+        del sys.modules["refunds"]
+
+    assert "Had `lee` answered `decline`, the run would have finished there" in README
+    assert by_lee["status"] == "finished"
+    assert by_lee["channels"]["outcome"] == ""
+    assert [row["outcome"] for row in by_lee["trail"]] == ["ran", "answered"]
+    assert (by_lee["trail"][-1]["answer"], by_lee["trail"][-1]["by"]["actor"]) == ("decline", "lee")
+
+
 async def test_the_own_worker_example_serves_and_finishes_a_run(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
