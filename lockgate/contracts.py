@@ -66,9 +66,11 @@ class _ChoiceViewRequired(TypedDict):
 
 
 class ChoiceView(_ChoiceViewRequired, total=False):
-    """One option of a gate: where it leads (``leads_to``, None for the end), the ``operation``
-    there and what running it ``needs``; in ``pending``, also
-    whether the viewer ``may`` take it, ``because`` (a short reason key) and ``why_not``."""
+    """One option of a gate: the node it leads to (``leads_to``), the ``operation`` there and
+    what running it ``needs``. An option leading to another gate has no ``leads_to`` nor
+    ``operation``; one that ends the run (a route to ``END``) has no ``leads_to``, the
+    ``operation`` ``"end"`` and needs nothing. In ``pending``, also whether the viewer ``may``
+    take it, ``because`` (a short reason key) and ``why_not``."""
 
     may: bool
     because: str | None

@@ -287,7 +287,8 @@ def graph(
 
     Nodes are ``@tool`` functions: a node's parameters read channels of the same name, the fields
     of its return model land in channels of the same name, and an enum field of its return value
-    picks the outgoing :class:`Route`. A node with no outgoing edge ends the run after it runs.
+    picks the outgoing :class:`Route`. A node with no outgoing edge ends the run after it runs, as
+    does a route to :data:`END`.
 
     Example::
 
