@@ -7,6 +7,7 @@ lead who may pay, ``lou`` is a lead who may not.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from enum import Enum
 from typing import Annotated, Any
 
@@ -15,14 +16,17 @@ from jinja2 import Environment, PackageLoader
 from pydantic import BaseModel
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
 
-from lockgate import GraphClient, GraphDeclarationError, compile_graph, tool
+from lockgate import GraphClient, GraphDeclarationError, LockgatePlugin, compile_graph, tool
 from lockgate.cli._runs import _leads_to
 from lockgate.contracts import ChoiceView
 from lockgate.inbox._words import FILTERS, leads_to
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.workflows import END, Ask, Edge, Route, Target, graph
+from lockgate.workflows import END, Ask, Deadline, Edge, Route, Target, graph
 from tests.graphs_for_tests import eventually
+from tests.support import SECRET
 
 
 class Decision(str, Enum):
@@ -90,6 +94,27 @@ class EndingRefund(BaseModel):
     screening: Screening | None = None
 
 
+@graph(
+    "ending:lapsing",
+    "A refund declined when no lead answers within two days.",
+    start=quote,
+    edges=[Edge(quote, Decision)],
+    routes=[Route(Decision.APPROVE, to=pay), Route(Decision.DECLINE, to=END)],
+    asks=[
+        Ask(
+            Decision,
+            of="support_lead",
+            because="A refund is paid once a lead agrees.",
+            deadline=Deadline(timedelta(days=2), take=Decision.DECLINE),
+        )
+    ],
+)
+class LapsingRefund(BaseModel):
+    order: Annotated[str, Target()]
+    cents: int = 0
+    outcome: str = ""
+
+
 def refund_people() -> Identities:
     return Identities(
         {
@@ -141,6 +166,13 @@ def test_a_graph_without_routes_to_end_catalogues_no_ends() -> None:
         cents: int = 0
 
     assert compile_graph(Plain).catalogue()["ends"] == {}
+
+
+def test_a_deadline_may_take_an_option_that_ends_the_run() -> None:
+    compiled = compile_graph(LapsingRefund)
+
+    assert compiled.asks["decision"].deadline is not None
+    assert compiled.routes["decision"]["decline"].to == "__end__"
 
 
 def test_a_graph_that_starts_at_end_is_refused_with_a_sentence() -> None:
@@ -366,3 +398,22 @@ async def test_pending_shows_the_ending_option_and_that_a_lead_who_may_not_pay_m
     )
     assert (decline["may"], decline["because"]) == (True, None)
     assert (approve["may"], approve["because"]) == (False, "needs")
+
+
+async def test_a_deadline_that_takes_an_ending_option_finishes_the_run(
+    time_skipping_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    people = refund_people()
+    client = time_skipping_env.client
+    plugin = LockgatePlugin([quote, pay], [LapsingRefund], people.directory, secret=SECRET)
+    async with Worker(client, task_queue=task_queue, plugins=[plugin]):
+        sam = GraphClient(client, task_queue, signer=people.signer("sam"))
+        asked = await sam.start(LapsingRefund, {"order": "A-3"})
+        result = await client.get_workflow_handle(asked["run_id"]).result()
+
+    assert result["status"] == "finished"
+    assert [(row["operation"], row["outcome"]) for row in result["trail"]] == [
+        ("ending:quote", "ran"),
+        ("deadline", "timed_out"),
+    ]
+    assert result["trail"][-1]["answer"] == "decline"
