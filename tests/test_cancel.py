@@ -36,7 +36,12 @@ async def test_the_requester_cancels_a_run_waiting_at_a_gate_and_the_trail_says_
         run = await ada.start(EssayReview, ALWAYS_FAILS)
         cancelled = await ada.cancel(run["run_id"], reason="wrong rubric")
         described = await temporal_client.get_workflow_handle(run["run_id"]).describe()
-        pending = await ada.pending(of="editor")
+        # Visibility is written after the fact: wait until the gate has left pending.
+        pending = await eventually(
+            lambda: ada.pending(of="editor"),
+            lambda rows: all(row["run_id"] != run["run_id"] for row in rows),
+            what="the cancelled run's gate gone from pending",
+        )
         listed = await eventually(
             lambda: ada.list(EssayReview),
             lambda rows: any(
