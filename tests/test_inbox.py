@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
 import pytest
 from playwright.async_api import Browser
@@ -22,6 +23,7 @@ from tests.inbox_support import (
     import_key,
     new_page,
     open_run,
+    pem_of,
     place,
     register_passkey,
     sign_in,
@@ -306,3 +308,21 @@ async def test_the_pages_fit_a_phone_and_ask_for_nothing_that_is_not_there(
 
     assert wide <= 0 and run_wide <= 0
     assert missing == []
+
+
+async def test_a_key_file_is_picked_and_imported_without_pasting(
+    browser: Browser, place: Desk, tmp_path: Path
+) -> None:
+    key_file = tmp_path / "ed.key"
+    key_file.write_text(pem_of(place, "ed"))
+    page = await new_page(browser, place.url)
+    await page.fill("#key-principal", "ed")
+    await page.set_input_files("#key-file", str(key_file))
+    await page.wait_for_function("document.getElementById('key-pem').value.includes('PRIVATE KEY')")
+    async with page.expect_navigation():
+        await page.click("#import-key")
+    said = await page.locator("#message.done").text_content()
+    header = await page.text_content("#who")
+
+    assert "you are signed in as ed" in (said or "")
+    assert "signed in as ed" in (header or "")
