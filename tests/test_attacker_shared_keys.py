@@ -1,4 +1,4 @@
-"""Attacker review (issue 24), finding 5: one key, two approvers.
+"""One key, two approvers.
 
 A dual gate (two distinct approvers) was completed by ``rod`` and ``rod2``, a second Directory
 entry holding rod's own public key. Every rule that counts people counts principals, so a

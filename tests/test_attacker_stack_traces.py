@@ -1,4 +1,4 @@
-"""Finding 2 of issue 24: a stranger's payload must not write the worker's stack trace into history.
+"""A stranger's payload must not write the worker's stack trace into history.
 
 Anyone with namespace access can start ``lockgate.tool_call`` or a graph type with a start payload
 that does not decode, and anyone can read every history. A failure with a stack trace would show

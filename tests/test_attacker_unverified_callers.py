@@ -1,9 +1,9 @@
-"""Attacker review (issue 24): a caller nobody verified passes for one.
+"""A caller nobody verified passes for one.
 
-- Finding 3: an unsigned call on a channel nobody registered (``evil``) ran a mutating tool that
+- An unsigned call on a channel nobody registered (``evil``) ran a mutating tool that
   needs no scope as ``unverified:evil``, because the fail-closed policy's ``require_auth`` took
   that name for an authenticated principal.
-- Finding 7: ``pending(viewer=...)`` (and so the inbox's view for a name) called a name the
+- ``pending(viewer=...)`` (and so the inbox's view for a name) called a name the
   Directory holds no key or passkey for a verified viewer, and judged its options as if it were.
 """
 
@@ -35,7 +35,7 @@ def wipe(token: str) -> dict[str, str]:
     return {"wiped": token}
 
 
-# Finding 3 --------------------------------------------------------------------------------------
+# Unregistered channels ----------------------------------------------------------------------------
 
 
 async def test_an_unsigned_call_on_an_unregistered_channel_is_refused_and_runs_nothing(
@@ -82,7 +82,7 @@ async def test_an_unsigned_client_on_the_temporal_channel_still_runs_what_needs_
     assert wiped[token] == 1
 
 
-# Finding 7 --------------------------------------------------------------------------------------
+# Unknown viewers ----------------------------------------------------------------------------------
 
 
 async def pending_row_for(

@@ -1,4 +1,4 @@
-"""Attacker review (issue 24), finding 3: a setting of the wrong type fails where it is given.
+"""A setting of the wrong type fails where it is given.
 
 ``set_channel_policy("evil", {...})`` used to be taken, and every later call on that channel
 crashed with an AttributeError; a flag given as the string ``"false"`` meant True. Each public

@@ -1,5 +1,5 @@
 """``lockgate.testing.assert_honours_idempotency_key``: a retry or a reset runs a step's tool again
-with the same idempotency key (issue 24, finding 6); the check passes a tool that acts once per
+with the same idempotency key; the check passes a tool that acts once per
 key and fails, saying how to fix it, one that acts on every call."""
 
 from __future__ import annotations
