@@ -430,15 +430,17 @@ class DevServer:
                     f"The Temporal dev server did not start on {self.target}: it did not answer "
                     f"within {self._startup_timeout:g} seconds.{self._log_tail()}"
                 )
+            # A port that accepts connections may not answer gRPC yet (on a busy machine the
+            # frontend listens before its services are up): connect again until it answers.
             if await _accepts_connections(self._ip, self._port):
-                break
+                try:
+                    return await Client.connect(self.target, namespace=self._namespace)
+                except RuntimeError as error:
+                    if time.monotonic() > deadline:
+                        raise DevServerError(
+                            f"The Temporal dev server did not start on {self.target}: {error}"
+                        ) from None
             await asyncio.sleep(0.05)
-        try:
-            return await Client.connect(self.target, namespace=self._namespace)
-        except RuntimeError as error:
-            raise DevServerError(
-                f"The Temporal dev server did not start on {self.target}: {error}"
-            ) from None
 
     def _log_tail(self, lines: int = 20) -> str:
         if self._log_file is None:

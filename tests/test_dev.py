@@ -69,7 +69,7 @@ async def test_lockgate_dev_serves_the_examples_to_demo_people_and_stops_on_ctrl
     printed: list[str] = []
     while not any("Ctrl-C stops" in line for line in printed):
         line = await asyncio.wait_for(dev.stdout.readline(), 60)
-        assert line, "lockgate dev exited before it was up"
+        assert line, f"lockgate dev exited before it was up: {await _said(dev, printed)}"
         printed.append(line.decode())
     called = await _run(
         tmp_path,
@@ -124,7 +124,7 @@ async def test_closing_the_terminal_ends_lockgate_dev_and_its_server(tmp_path: P
     printed: list[str] = []
     while not any("Ctrl-C stops" in line for line in printed):
         line = await asyncio.wait_for(dev.stdout.readline(), 60)
-        assert line, "lockgate dev exited before it was up"
+        assert line, f"lockgate dev exited before it was up: {await _said(dev, printed)}"
         printed.append(line.decode())
     ui_was_served = _accepts_connections(ui_port)
 
@@ -151,6 +151,12 @@ def _post_empty_payloads(endpoint: str, headers: dict[str, str]) -> int:
             return status
     except urllib.error.HTTPError as error:
         return error.code
+
+
+async def _said(dev: asyncio.subprocess.Process, printed: list[str]) -> str:
+    """What a ``lockgate dev`` that ended early printed, on both streams."""
+    errors = (await dev.stderr.read()).decode(errors="replace") if dev.stderr else ""
+    return f"stdout {''.join(printed)!r}, stderr {errors[-3000:]!r}"
 
 
 def _get(url: str) -> str:
@@ -199,7 +205,7 @@ async def test_lockgate_dev_with_payload_keys_points_its_ui_at_a_codec_server(
     try:
         while not any("Ctrl-C stops" in line for line in printed):
             line = await asyncio.wait_for(dev.stdout.readline(), 60)
-            assert line, "lockgate dev exited before it was up"
+            assert line, f"lockgate dev exited before it was up: {await _said(dev, printed)}"
             printed.append(line.decode())
         settings = await asyncio.to_thread(_ui_settings, ui_port)
         endpoint = settings["Codec"]["Endpoint"]
@@ -307,7 +313,7 @@ async def _banner(dev: asyncio.subprocess.Process) -> str:
     printed: list[str] = []
     while not any("Ctrl-C stops" in line for line in printed):
         line = await asyncio.wait_for(dev.stdout.readline(), 60)
-        assert line, "lockgate dev exited before it was up"
+        assert line, f"lockgate dev exited before it was up: {await _said(dev, printed)}"
         printed.append(line.decode())
     return "".join(printed)
 
