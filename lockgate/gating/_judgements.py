@@ -348,13 +348,9 @@ def judge_answer(
     actor = Actor.of_proof(proof)
     act = proof.authorizes
     choice = act.get("choice")
-    if act.get("graph") != graph:
-        return Judgement.refuse(
-            ErrorCode.NOT_FOUND,
-            f"Run '{run}' is not a run of '{act.get('graph')}': it is a run of '{graph}', and a "
-            "proof answers only the graph it names.",
-            actor=actor,
-        )
+    other = _of_another_graph(act, run, graph, "answers", actor)
+    if other is not None:
+        return other
     if gate is None:
         return Judgement.refuse(
             ErrorCode.GATE_NOT_PENDING,
@@ -495,6 +491,20 @@ def _counted_already(actor: Actor, gate: OpenGate) -> str | None:
     )
 
 
+def _of_another_graph(
+    act: Mapping[str, Any], run: str, graph: str, verb: str, actor: Actor
+) -> Judgement | None:
+    """The refusal of a proof that names another graph than the run's, else None."""
+    if act.get("graph") == graph:
+        return None
+    return Judgement.refuse(
+        ErrorCode.NOT_FOUND,
+        f"Run '{run}' is not a run of '{act.get('graph')}': it is a run of '{graph}', and a "
+        f"proof {verb} only the graph it names.",
+        actor=actor,
+    )
+
+
 def judge_resume(
     authority: Authority,
     value: object,
@@ -520,13 +530,9 @@ def judge_resume(
             f"valid proof: {_lower_first(proof.sentence)}",
         )
     actor = Actor.of_proof(proof)
-    if proof.authorizes.get("graph") != graph:
-        return Judgement.refuse(
-            ErrorCode.NOT_FOUND,
-            f"Run '{run}' is not a run of '{proof.authorizes.get('graph')}': it is a run of "
-            f"'{graph}'.",
-            actor=actor,
-        )
+    other = _of_another_graph(proof.authorizes, run, graph, "resumes", actor)
+    if other is not None:
+        return other
     if proof.authorizes.get("execution") != execution:
         return Judgement.refuse(
             ErrorCode.NOTHING_TO_RESUME,
@@ -606,12 +612,9 @@ def judge_cancel(
         )
     actor = Actor.of_proof(proof)
     act = proof.authorizes
-    if act.get("graph") != graph:
-        return Judgement.refuse(
-            ErrorCode.NOT_FOUND,
-            f"Run '{run}' is not a run of '{act.get('graph')}': it is a run of '{graph}'.",
-            actor=actor,
-        )
+    other = _of_another_graph(act, run, graph, "cancels", actor)
+    if other is not None:
+        return other
     if act.get("execution") != execution:
         return Judgement.refuse(
             ErrorCode.NOTHING_TO_CANCEL,
