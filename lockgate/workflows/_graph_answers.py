@@ -9,7 +9,7 @@ is a code and a sentence, audited once, with no stack trace. Queries write nothi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
 from pydantic import BaseModel
@@ -172,12 +172,10 @@ class GraphAnswers(GraphSignals):
     @decide.validator
     def validate_decide(self, *args: Any) -> None:
         """Refuses, before anything is written, every answer the gate rules refuse."""
-        authority = judging_authority()
-        answer, problem = one_answer(args, "decide")
-        judgement = (
-            self._not_ready(authority)
-            or _refused_payload(problem)
-            or judge_answer(
+        authority, judgement = self._judged(
+            args,
+            "decide",
+            lambda authority, answer: judge_answer(
                 authority,
                 answer,
                 graph=self._graph.name,
@@ -185,7 +183,7 @@ class GraphAnswers(GraphSignals):
                 gate=self._gate_to_judge(),
                 spent_nonces=self._spent,
                 evidence_models=self._evidence_models(),
-            )
+            ),
         )
         if not judgement.accepted:
             self._refuse(
@@ -218,8 +216,7 @@ class GraphAnswers(GraphSignals):
                 f"Run '{self._run_id}' is not parked: there is nothing to resume.",
             )
         actor = Actor.of_proof(proof)
-        if actor.authorization:
-            self._spent.append(actor.authorization)
+        self._spend(actor)
         _audit(
             "run.resume", True, actor, graph=self._graph.name, run=self._run_id, node=parked.node
         )
@@ -229,12 +226,10 @@ class GraphAnswers(GraphSignals):
     @resume.validator
     def validate_resume(self, *args: Any) -> None:
         """Refuses, before anything is written, a resume the rules refuse."""
-        authority = judging_authority()
-        value, problem = one_answer(args, "resume")
-        judgement = (
-            self._not_ready(authority)
-            or _refused_payload(problem)
-            or judge_resume(
+        authority, judgement = self._judged(
+            args,
+            "resume",
+            lambda authority, value: judge_resume(
                 authority,
                 value,
                 graph=self._graph.name,
@@ -243,7 +238,7 @@ class GraphAnswers(GraphSignals):
                 status=self._status,
                 parked=self._parked if self._resumer is None else None,
                 spent_nonces=self._spent,
-            )
+            ),
         )
         if not judgement.accepted:
             self._refuse(
@@ -272,8 +267,7 @@ class GraphAnswers(GraphSignals):
                 f"Run '{self._run_id}' has ended or is ending: there is nothing to cancel.",
             )
         actor = Actor.of_proof(proof)
-        if actor.authorization:
-            self._spent.append(actor.authorization)
+        self._spend(actor)
         reason = proof.authorizes.get("reason")
         self._cancel_reason = reason if isinstance(reason, str) and reason else None
         _audit(
@@ -291,12 +285,10 @@ class GraphAnswers(GraphSignals):
     def validate_cancel(self, *args: Any) -> None:
         """Refuses, before anything is written, a cancel the rules refuse: anyone's but the
         requester's own, signed for this execution."""
-        authority = judging_authority()
-        value, problem = one_answer(args, "cancel")
-        judgement = (
-            self._not_ready(authority)
-            or _refused_payload(problem)
-            or judge_cancel(
+        authority, judgement = self._judged(
+            args,
+            "cancel",
+            lambda authority, value: judge_cancel(
                 authority,
                 value,
                 graph=self._graph.name,
@@ -305,7 +297,7 @@ class GraphAnswers(GraphSignals):
                 status="cancelled" if self._canceller is not None else self._status,
                 requester=self._requester,
                 spent_nonces=self._spent,
-            )
+            ),
         )
         if judgement.accepted:
             judgement = self._not_cancellable_now(judgement) or judgement
@@ -339,6 +331,21 @@ class GraphAnswers(GraphSignals):
 
     def _answerable(self) -> bool:
         return self._gate is not None and self._answer is None and self._carry != "pending"
+
+    def _judged(
+        self,
+        args: Sequence[Any],
+        update: str,
+        judge: Callable[[Authority, object], Judgement],
+    ) -> tuple[Authority, Judgement]:
+        """How an update's validator judges what it was sent: refused while the run takes no
+        answers, or for a payload that is not one value, else as ``judge`` says."""
+        authority = judging_authority()
+        value, problem = one_answer(args, update)
+        judgement = (
+            self._not_ready(authority) or _refused_payload(problem) or judge(authority, value)
+        )
+        return authority, judgement
 
     def _not_ready(self, authority: Authority) -> Judgement | None:
         """A refusal while this run cannot take answers: its carried state is not yet believed

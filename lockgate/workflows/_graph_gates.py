@@ -64,8 +64,7 @@ class GraphGates(GraphWaiting):
                 actor = DEADLINE_ACTOR
                 break
             actor = given.actor
-            if actor.authorization:
-                self._spent.append(actor.authorization)
+            self._spend(actor)
             row: dict[str, Any] = {
                 "node": state,
                 "operation": f"ask:{self._gate.role if self._gate else ask.role}",

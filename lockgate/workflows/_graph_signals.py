@@ -109,8 +109,7 @@ class GraphSignals(GraphState):
         for entry, verdict in zip(entries, verdicts, strict=True):
             judged = Judgement.from_dict(verdict)
             if judged.accepted and judged.actor is not None and accepted is None:
-                if judged.actor.authorization:
-                    self._spent.append(judged.actor.authorization)
+                self._spend(judged.actor)
                 accepted = Accepted(
                     entry.name, judged.actor, judged.choice, judged.evidence, judged.waiver
                 )

@@ -399,6 +399,11 @@ class GraphState:
             }
         )
 
+    def _spend(self, actor: Actor) -> None:
+        """Records the nonce of the proof ``actor`` came with: this run takes it once."""
+        if actor.authorization:
+            self._spent.append(actor.authorization)
+
     def _refuse_late_signal(self, accepted: Accepted) -> None:
         if accepted.actor.authorization in self._spent:
             self._spent.remove(accepted.actor.authorization)
