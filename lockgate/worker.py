@@ -262,6 +262,7 @@ class LockgatePlugin(SimplePlugin):
                 audit_log.sinks.append(telemetry)
             self.registry.trace_stages = True
         self.check_search_attributes = check_search_attributes
+        self._ready_namespaces: set[tuple[str, str]] = set()
         self.tool_activities = ToolActivities(
             self.registry,
             self.authority,
@@ -335,9 +336,15 @@ class LockgatePlugin(SimplePlugin):
         """
         if not (self.check_search_attributes and self.graph_workflows):
             return
+        # `lockgate.worker.run_worker` checks before it says the worker is ready, and the worker
+        # it starts checks again as it runs: a namespace found ready is asked once.
+        namespace = (client.service_client.config.target_host, client.namespace)
+        if namespace in self._ready_namespaces:
+            return
         check = await check_search_attributes(client)
         if not check.ok:
             raise SearchAttributesMissingError(check.explain())
+        self._ready_namespaces.add(namespace)
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         """Checks the namespace's search attributes, then runs the worker; the Directory file
