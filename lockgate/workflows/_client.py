@@ -438,13 +438,7 @@ class GraphClient(RunViews):
     async def resume(self, run_id: str) -> RunView:
         """Carries on a run parked at a node, as the signer (who must be allowed to run it)."""
         signed = await self.sign_resume(run_id) if self.signer is not None else {}
-        if "error" in signed:
-            return cast(RunView, signed)  # a refusal: nothing was signed
-        handle = self.client.get_workflow_handle(run_id)
-        return await self._settled(
-            self._answered(handle.execute_update("resume", signed, result_type=dict), run_id),
-            run_id,
-        )
+        return await self._send_signed(run_id, "resume", signed)
 
     async def cancel(self, run_id: str, *, reason: str | None = None) -> RunView:
         """Ends ``run_id`` for good, as the signer, who must be the run's requester.
@@ -456,11 +450,16 @@ class GraphClient(RunViews):
         that run first.
         """
         signed = await self.sign_cancel(run_id, reason=reason) if self.signer is not None else {}
+        return await self._send_signed(run_id, "cancel", signed)
+
+    async def _send_signed(self, run_id: str, update: str, signed: Mapping[str, Any]) -> RunView:
+        """Sends ``signed`` as the run's ``update`` and returns the run once it settles; a
+        refusal to sign (``error``) is returned as it is, nothing sent."""
         if "error" in signed:
             return cast(RunView, signed)  # a refusal: nothing was signed
         handle = self.client.get_workflow_handle(run_id)
         return await self._settled(
-            self._answered(handle.execute_update("cancel", signed, result_type=dict), run_id),
+            self._answered(handle.execute_update(update, signed, result_type=dict), run_id),
             run_id,
         )
 
