@@ -157,13 +157,7 @@ async def start_run(arguments: argparse.Namespace) -> int:
 
 async def decide_gate(arguments: argparse.Namespace) -> int:
     """``lockgate decide RUN CHOICE --as PRINCIPAL``: answers the gate a run waits at."""
-    decider = signer(arguments)
-    if decider is None:
-        raise CommandError(
-            "decide needs --as PRINCIPAL: a gate is answered only by a signed proof, made with "
-            "that principal's key in --keys-dir."
-        )
-    client = GraphClient(await connect(arguments), arguments.task_queue, decider)
+    client = await _signing_client(arguments, "decide", "a gate is answered")
     evidence = evidence_argument(arguments.evidence)
     result = await client.decide(
         arguments.run, arguments.choice, evidence=evidence, waiver=arguments.waive
@@ -175,29 +169,35 @@ async def decide_gate(arguments: argparse.Namespace) -> int:
 
 async def resume_run(arguments: argparse.Namespace) -> int:
     """``lockgate resume RUN --as PRINCIPAL``: resumes a parked run."""
-    resumer = signer(arguments)
-    if resumer is None:
-        raise CommandError(
-            "resume needs --as PRINCIPAL: a run is resumed only by a signed proof, made with "
-            "that principal's key in --keys-dir."
-        )
-    client = GraphClient(await connect(arguments), arguments.task_queue, resumer)
-    result = await client.resume(arguments.run)
-    if not arguments.json and not is_refused(result):
-        print(_describe_run(result))
-    return report_result(result, arguments)
+    client = await _signing_client(arguments, "resume", "a run is resumed")
+    return _report_run(await client.resume(arguments.run), arguments)
 
 
 async def cancel_run(arguments: argparse.Namespace) -> int:
     """``lockgate cancel RUN --as PRINCIPAL``: ends a run its requester started."""
-    canceller = signer(arguments)
-    if canceller is None:
+    client = await _signing_client(arguments, "cancel", "a run is cancelled", " of its requester")
+    return _report_run(await client.cancel(arguments.run, reason=arguments.reason), arguments)
+
+
+async def _signing_client(
+    arguments: argparse.Namespace, command: str, act: str, whose: str = ""
+) -> GraphClient:
+    """A client signing as ``--as``; without it, the refusal that says ``act`` takes a proof.
+
+    Raises:
+        CommandError: no ``--as``.
+    """
+    signing = signer(arguments)
+    if signing is None:
         raise CommandError(
-            "cancel needs --as PRINCIPAL: a run is cancelled only by a signed proof of its "
-            "requester, made with that principal's key in --keys-dir."
+            f"{command} needs --as PRINCIPAL: {act} only by a signed proof{whose}, made with "
+            "that principal's key in --keys-dir."
         )
-    client = GraphClient(await connect(arguments), arguments.task_queue, canceller)
-    result = await client.cancel(arguments.run, reason=arguments.reason)
+    return GraphClient(await connect(arguments), arguments.task_queue, signing)
+
+
+def _report_run(result: RunView, arguments: argparse.Namespace) -> int:
+    """Prints the run a signed act left (unless --json or refused); the command's status."""
     if not arguments.json and not is_refused(result):
         print(_describe_run(result))
     return report_result(result, arguments)
