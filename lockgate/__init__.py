@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 # light submodule, then runs without importing temporalio and every layer with it.
 if TYPE_CHECKING:
     from lockgate.activities import Param, Retry, ToolDefinition, ToolRegistry, tool
+    from lockgate.errors import LockgateError
     from lockgate.gating import (
         Actor,
         AuditLogger,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
         Ask,
         Because,
         Deadline,
+        Decision,
         Dual,
         Edge,
         GraphClient,
@@ -49,7 +51,9 @@ if TYPE_CHECKING:
         Subgraph,
         Target,
         ToolClient,
+        call_tool,
         compile_graph,
+        gate,
         graph,
     )
 
@@ -64,6 +68,7 @@ __all__ = [
     "Because",
     "ChannelPolicy",
     "Deadline",
+    "Decision",
     "Directory",
     "Dual",
     "Edge",
@@ -71,6 +76,7 @@ __all__ = [
     "GraphClient",
     "GraphDeclarationError",
     "InMemoryRateLimiter",
+    "LockgateError",
     "LockgatePlugin",
     "ModelBudget",
     "Param",
@@ -88,7 +94,9 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "WorkerSecret",
+    "call_tool",
     "compile_graph",
+    "gate",
     "graph",
     "tool",
 ]
@@ -104,6 +112,7 @@ _HOMES = {
     "Because": "lockgate.workflows",
     "ChannelPolicy": "lockgate.gating",
     "Deadline": "lockgate.workflows",
+    "Decision": "lockgate.workflows",
     "Directory": "lockgate.gating",
     "Dual": "lockgate.workflows",
     "Edge": "lockgate.workflows",
@@ -111,6 +120,7 @@ _HOMES = {
     "GraphClient": "lockgate.workflows",
     "GraphDeclarationError": "lockgate.workflows",
     "InMemoryRateLimiter": "lockgate.gating",
+    "LockgateError": "lockgate.errors",
     "LockgatePlugin": "lockgate.worker",
     "ModelBudget": "lockgate.workflows",
     "Param": "lockgate.activities",
@@ -128,7 +138,9 @@ _HOMES = {
     "ToolRegistry": "lockgate.activities",
     "ToolResult": "lockgate.gating",
     "WorkerSecret": "lockgate.gating",
+    "call_tool": "lockgate.workflows",
     "compile_graph": "lockgate.workflows",
+    "gate": "lockgate.workflows",
     "graph": "lockgate.workflows",
     "tool": "lockgate.activities",
 }

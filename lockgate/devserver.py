@@ -36,6 +36,7 @@ from typing import IO
 
 from temporalio.client import Client
 
+from lockgate.errors import SetupError
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
 __all__ = [
@@ -109,7 +110,7 @@ def server_args(*, database: bool, durability: str = "full") -> list[str]:
     return args
 
 
-class DevServerError(RuntimeError):
+class DevServerError(SetupError):
     """The dev server could not be found, started or reached; the message says what to do."""
 
 

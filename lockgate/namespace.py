@@ -27,6 +27,7 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from lockgate.errors import SetupError
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
 __all__ = [
@@ -43,7 +44,7 @@ _NOT_ALLOWED = (RPCStatusCode.PERMISSION_DENIED, RPCStatusCode.UNIMPLEMENTED)
 _CLOUD_HOSTS = (".tmprl.cloud", ".api.temporal.io")
 
 
-class SearchAttributesMissingError(RuntimeError):
+class SearchAttributesMissingError(SetupError):
     """The namespace lacks lockgate's search attributes; the message says how to add them."""
 
 

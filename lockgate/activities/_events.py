@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockgate.errors import LockgateError
 from lockgate.gating import ToolContext, ToolResult
 
 __all__ = [
@@ -66,7 +67,7 @@ class FailedEvent:
     took_ms: float
 
 
-class ToolFailure(Exception):
+class ToolFailure(LockgateError):
     """Raised instead of containing a tool's exception, when the caller asked for that.
 
     On Temporal the activity lets the tool's failure reach the retry policy. ``result`` is what

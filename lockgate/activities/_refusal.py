@@ -16,10 +16,12 @@ from temporalio.api.enums.v1 import ApplicationErrorCategory as ApplicationError
 from temporalio.api.failure.v1 import ApplicationFailureInfo, Failure
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
+from lockgate.errors import RefusedError
+
 __all__ = ["Refusal"]
 
 
-class Refusal(ApplicationError):
+class Refusal(ApplicationError, RefusedError):
     """A non-retryable ``ApplicationError`` whose ``type`` is the code, without a stack trace.
 
     Example:

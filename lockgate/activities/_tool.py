@@ -15,6 +15,7 @@ import pydantic_core
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
+from lockgate.errors import DeclarationError, RefusedError
 from lockgate.gating import ToolContext, to_jsonable
 from lockgate.gating._configuration import check_flag, check_number, check_setting, checked_names
 
@@ -39,11 +40,11 @@ _LONG_TOOL_HEARTBEAT_SECONDS = 30.0
 _DEFINITION_ATTRIBUTE = "__lockgate_definition__"
 
 
-class ToolDeclarationError(TypeError):
+class ToolDeclarationError(DeclarationError):
     """A tool is declared in a way lockgate cannot turn into a schema; the message says how."""
 
 
-class ArgumentsInvalid(ValueError):
+class ArgumentsInvalid(RefusedError, ValueError):
     """A caller's arguments do not fit a tool's schema; the message is the sentence to return."""
 
 

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 
 from lockgate.activities._registry import ToolRegistry
 from lockgate.activities._tool import Param, tool
+from lockgate.errors import RefusedError
 from lockgate.gating import ErrorCode, ToolContext, ToolResult
 
 __all__ = [
@@ -28,7 +29,7 @@ VerificationStatus = Literal["pending", "passed", "rejected"]
 Decision = Literal["grant", "reject"]
 
 
-class VerificationError(Exception):
+class VerificationError(RefusedError):
     """A resolution that was refused: ``code`` for programs, the message for people.
 
     Attributes:

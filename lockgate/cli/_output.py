@@ -12,10 +12,12 @@ import sys
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
+from lockgate.errors import LockgateError
+
 __all__ = ["CommandError", "fail", "is_refused", "print_json", "report_result"]
 
 
-class CommandError(Exception):
+class CommandError(LockgateError):
     """A mistake in how the command was called; exits 2 with the message."""
 
 

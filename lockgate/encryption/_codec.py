@@ -28,6 +28,7 @@ from temporalio.converter import DataConverter, DefaultFailureConverter, Payload
 
 from lockgate.activities import Refusal
 from lockgate.encryption._keys import PayloadKeys
+from lockgate.errors import RefusedError
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -59,7 +60,7 @@ _log = logging.getLogger("lockgate.encryption")
 _NONCE_BYTES = 12
 
 
-class PayloadDecryptionError(ValueError):
+class PayloadDecryptionError(RefusedError, ValueError):
     """An encrypted payload cannot be decrypted: its key is not listed, or it was altered."""
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lockgate._defaults import PAYLOAD_KEYS_FILE_ENV
+from lockgate.errors import ConfigurationError
 from lockgate.gating._keyrings import Keyring
 
 __all__ = ["PAYLOAD_KEYS_ENV", "PAYLOAD_KEYS_FILE_ENV", "PayloadKeys", "PayloadKeysError"]
@@ -23,7 +24,7 @@ PAYLOAD_KEYS_ENV = "LOCKGATE_PAYLOAD_KEYS"
 """The environment variable that may hold the payload keys' text."""
 
 
-class PayloadKeysError(ValueError):
+class PayloadKeysError(ConfigurationError):
     """Payload keys are missing or unusable; the message says what to do, never a key."""
 
 

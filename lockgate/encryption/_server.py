@@ -31,6 +31,7 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
 from lockgate.encryption._codec import EncryptionCodec, PayloadDecryptionError
+from lockgate.errors import ConfigurationError
 
 __all__ = ["CODEC_SERVER_TOKEN_ENV", "CodecAccess", "CodecAccessError", "CodecServer"]
 
@@ -90,7 +91,7 @@ class CodecAccess:
         return "no bearer token (send Authorization: Bearer <token>)"
 
 
-class CodecAccessError(ValueError):
+class CodecAccessError(ConfigurationError):
     """A codec server was asked to answer without a token somewhere other than loopback."""
 
 

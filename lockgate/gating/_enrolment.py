@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 
 from lockgate._defaults import ENROLMENT_SECRET_FILE_ENV
+from lockgate.errors import ConfigurationError
 from lockgate.gating._identity_errors import IdentityError
 from lockgate.gating._keyrings import Keyring
 from lockgate.gating._keys import encode_base64url
@@ -44,7 +45,7 @@ __all__ = [
 _CODE = re.compile(r"lge1-([0-9]{1,12})-([A-Za-z0-9_-]{22})")
 
 
-class EnrolmentSecretError(ValueError):
+class EnrolmentSecretError(ConfigurationError):
     """An enrolment secret is missing or unusable; the message says what to do."""
 
 

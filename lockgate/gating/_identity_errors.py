@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from lockgate.errors import ConfigurationError, RefusedError
+
 __all__ = ["IdentityError", "ProofRefused", "RefusalReason"]
 
 RefusalReason = Literal[
@@ -30,14 +32,14 @@ RefusalReason = Literal[
 """Why a proof was refused; the ``reason`` of a :class:`ProofRefused`."""
 
 
-class IdentityError(ValueError):
+class IdentityError(ConfigurationError):
     """A key, principal name, key file or Directory file is unusable.
 
     The message is a sentence that says what is wrong and, where there is one, what to do.
     """
 
 
-class ProofRefused(Exception):
+class ProofRefused(RefusedError):
     """A proof does not authorize the call it came with.
 
     Attributes:

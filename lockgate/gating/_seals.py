@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from lockgate._defaults import WORKER_SECRET_FILE_ENV
+from lockgate.errors import ConfigurationError
 from lockgate.gating._canonical import canonical_json
 from lockgate.gating._keyrings import Keyring
 from lockgate.gating._keys import encode_base64url
@@ -45,7 +46,7 @@ WORKER_SECRET_ENV = "LOCKGATE_WORKER_SECRET"
 _SEAL = re.compile(r"lgs1\.([a-z0-9][a-z0-9-]{0,39})\.([A-Za-z0-9_-]{43})")
 
 
-class WorkerSecretError(ValueError):
+class WorkerSecretError(ConfigurationError):
     """A worker secret is missing or unusable; the message says what to do."""
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from lockgate.errors import ConfigurationError
 from lockgate.gating import model_tool_name
 
 __all__ = ["ToolNameError", "ToolNames", "mcp_name"]
@@ -18,7 +19,7 @@ __all__ = ["ToolNameError", "ToolNames", "mcp_name"]
 _ALLOWED = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class ToolNameError(ValueError):
+class ToolNameError(ConfigurationError):
     """Two names map to one MCP name, or a name cannot be made a valid one."""
 
 

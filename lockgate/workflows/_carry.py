@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockgate.errors import LockgateError
 from lockgate.gating import Actor, OpenGate
 
 __all__ = ["CARRIED_VERSION", "CarriedState", "CarriedStateError"]
@@ -20,7 +21,7 @@ CARRIED_VERSION = 2
 """The version of :class:`CarriedState` this lockgate writes and reads."""
 
 
-class CarriedStateError(ValueError):
+class CarriedStateError(LockgateError, ValueError):
     """A carried state this lockgate cannot read."""
 
 

@@ -26,6 +26,8 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
+from lockgate.errors import SetupError
+
 __all__ = [
     "CATALOGUE_WORKFLOW",
     "CatalogueError",
@@ -38,7 +40,7 @@ CATALOGUE_WORKFLOW = "lockgate.catalogue"
 """The workflow type of every task queue's catalogue run."""
 
 
-class CatalogueError(RuntimeError):
+class CatalogueError(SetupError):
     """The catalogue of a task queue cannot be read; the message says why."""
 
 

@@ -10,6 +10,7 @@ from typing import Any, Final, TypeVar, final
 
 from pydantic import BaseModel
 
+from lockgate.errors import DeclarationError
 from lockgate.workflows._declare_agents import AgentStep
 
 __all__ = [
@@ -39,7 +40,7 @@ _Class = TypeVar("_Class", bound=type)
 _SPEC_ATTRIBUTE = "__lockgate_graph__"
 
 
-class GraphDeclarationError(TypeError):
+class GraphDeclarationError(DeclarationError):
     """A graph cannot be compiled as declared; the message names the class and what to declare."""
 
 

@@ -21,6 +21,7 @@ from temporalio.exceptions import ApplicationError
 
 from lockgate.activities import Refusal
 from lockgate.activities._activity_inputs import SETTLING_PROTOCOL
+from lockgate.errors import RefusedError
 from lockgate.gating import AuditLogger, ErrorCode, Judgement
 
 __all__ = ["UnreadableStart", "outcome_of", "refusals_complete", "refuse_update", "refused_run"]
@@ -37,7 +38,7 @@ class _MatchesSdkDecodeFailure(type):
         )
 
 
-class UnreadableStart(Exception, metaclass=_MatchesSdkDecodeFailure):
+class UnreadableStart(RefusedError, metaclass=_MatchesSdkDecodeFailure):
     """A workflow's start payload could not be decoded; the run fails at once, typed as this.
 
     ``isinstance(error, UnreadableStart)`` is also true of the SDK's own decode failure, which is

@@ -28,6 +28,7 @@ from lockgate.activities._activity_inputs import (
     ToolActivityInput,
     VerifyCarriedInput,
 )
+from lockgate.errors import LockgateError
 from lockgate.gating import (
     Actor,
     ErrorCode,
@@ -542,7 +543,7 @@ class GraphRun(GraphAgents):
                 return self._view(trail_limit=None)
 
 
-class UnservedVersionError(Exception):
+class UnservedVersionError(LockgateError):
     """A run started on a graph version this worker does not serve.
 
     Raised in workflow code, outside the workflow's failure types, so it fails the run's task,

@@ -25,6 +25,8 @@ from temporalio import workflow
 from temporalio.client import WorkflowHandle
 from temporalio.service import RPCError
 
+from lockgate.errors import RefusedError
+
 __all__ = ["SIGNED_START_WITHIN", "StartRefusedError", "await_signed_start", "withdraw"]
 
 SIGNED_START_WITHIN = timedelta(minutes=5)
@@ -32,7 +34,7 @@ SIGNED_START_WITHIN = timedelta(minutes=5)
 a client holds back its first workflow task for the proof to arrive with it."""
 
 
-class StartRefusedError(Exception):
+class StartRefusedError(RefusedError):
     """A run refused the proof of its signed start, and was withdrawn, having run nothing.
 
     Raised by ``GraphClient.start_workflow``, which returns a handle rather than a refusal.
