@@ -187,13 +187,27 @@ class Budget(TypedDict):
 
 
 class _TrailRowRequired(TypedDict):
-    node: str
     operation: str
     outcome: str
     by: ActorView
 
 
-class TrailRow(_TrailRowRequired, total=False):
+class _TrailRowDetails(TypedDict, total=False):
+    answer: str | None
+    needs: list[str]
+    code: str | None
+    why: str
+    counts: dict[str, int]
+    needed: int
+    decided: str
+    evidence: dict[str, Any]
+    child: RunRef
+    usage: dict[str, int]
+    asked_by: str
+    gate: str
+
+
+class TrailRow(_TrailRowRequired, _TrailRowDetails, total=False):
     """One step of a run: a node that ``ran``, a gate ``answered`` or ``waived`` (its reason in
     ``why``), a deadline that ``escalated`` a gate or ``timed_out`` taking an option (by
     ``unverified:deadline``, never a person), a park ``resumed``, a node ``parked``, or a signal
@@ -208,19 +222,11 @@ class TrailRow(_TrailRowRequired, total=False):
     ``usage``; each tool call the model asked for, ``asked_by`` ``model:<name>``; a spent
     budget (``budget_spent``, the gate it opens in ``why``); and the step's own row, with the
     step's whole ``usage``.
+
+    A graph run's rows name their ``node``; a workflow of your own's name the ``gate``.
     """
 
-    answer: str | None
-    needs: list[str]
-    code: str
-    why: str
-    counts: dict[str, int]
-    needed: int
-    decided: str
-    evidence: dict[str, Any]
-    child: RunRef
-    usage: dict[str, int]
-    asked_by: str
+    node: str
 
 
 class _RunViewRequired(TypedDict):

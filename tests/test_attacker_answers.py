@@ -176,6 +176,7 @@ async def replay(
     row = await refused_signal_row(reader, run_id, name)
     assert row["outcome"] == "refused"
     assert row["by"]["actor"] == proof["principal"]
+    assert row["code"] is not None
     return row["code"], row["why"]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from lockgate.gating._result import ErrorCode
 
@@ -111,6 +111,10 @@ def measure(
     return None
 
 
+@overload
+def shorten(text: str, limit: int = MAX_SHOWN_ANSWER_CHARS) -> str: ...
+@overload
+def shorten(text: object, limit: int = MAX_SHOWN_ANSWER_CHARS) -> str | None: ...
 def shorten(text: object, limit: int = MAX_SHOWN_ANSWER_CHARS) -> str | None:
     """``text`` cut to ``limit`` characters (with an ellipsis), or None if it is not text."""
     if not isinstance(text, str):

@@ -10,8 +10,9 @@ be read back is refused like a forged one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from lockgate.contracts import TrailRow
 from lockgate.errors import LockgateError
 from lockgate.gating import Actor, OpenGate
 
@@ -35,7 +36,7 @@ class CarriedState:
 
     state: str
     channels: dict[str, Any]
-    trail: list[dict[str, Any]]
+    trail: list[TrailRow]
     taken: dict[str, int]
     visits: dict[str, int]
     requester: Actor
@@ -68,7 +69,7 @@ class CarriedState:
             key = repr(sorted(by.items())) if isinstance(by, dict) else ""
             if key not in index:
                 index[key] = len(actors)
-                actors.append(by or {})
+                actors.append(dict(by) if isinstance(by, dict) else {})
             rows.append({**row, "by": index[key]})
         return {
             "version": CARRIED_VERSION,
@@ -111,7 +112,7 @@ class CarriedState:
             return cls(
                 state=str(value["state"]),
                 channels=dict(value["channels"]),
-                trail=[{**row, "by": actors[row["by"]]} for row in value["trail"]],
+                trail=[cast(TrailRow, {**row, "by": actors[row["by"]]}) for row in value["trail"]],
                 taken={str(k): int(v) for k, v in value["taken"].items()},
                 visits={str(k): int(v) for k, v in value["visits"].items()},
                 requester=Actor.from_dict(value["requester"]),

@@ -38,6 +38,7 @@ from lockgate.workflows._activity_options import (
 from lockgate.workflows._authority_context import current_audit
 from lockgate.workflows._compiled import CompiledAgent, CompiledNode
 from lockgate.workflows._graph_children import GraphChildren
+from lockgate.workflows._trail import trail_row
 
 __all__ = ["MAX_CONVERSATION_BYTES", "MAX_TOOL_CALLS_PER_RESPONSE", "AgentEnd", "GraphAgents"]
 
@@ -106,13 +107,13 @@ class GraphAgents(GraphChildren):
             total["input_tokens"] += used[0]
             total["output_tokens"] += used[1]
             self._trail.append(
-                {
-                    "node": node.state,
-                    "operation": f"model:{agent.model}",
-                    "outcome": "ran",
-                    "by": self._driver.to_dict(),
-                    "usage": {"input_tokens": used[0], "output_tokens": used[1]},
-                }
+                trail_row(
+                    node.state,
+                    f"model:{agent.model}",
+                    "ran",
+                    self._driver,
+                    usage={"input_tokens": used[0], "output_tokens": used[1]},
+                )
             )
             self._add_maker()
             if _too_large(record):
@@ -198,12 +199,8 @@ class GraphAgents(GraphChildren):
         it returned. Every call is a trail row, a refusal with who was refused and its code."""
         name = str(asked.get("name"))
         returned: dict[str, Any] = {"tool_name": name, "tool_call_id": str(asked.get("id"))}
-        row: dict[str, Any] = {
-            "node": node.state,
-            "operation": shorten(name, _NAME_SHOWN),
-            "by": self._driver.to_dict(),
-            "asked_by": f"model:{agent.model}",
-        }
+        operation = shorten(name, _NAME_SHOWN)
+        asked_by = f"model:{agent.model}"
         definition = agent.tools.get(name)
         arguments = asked.get("arguments")
         scheduled = False
@@ -215,13 +212,13 @@ class GraphAgents(GraphChildren):
                 f"{offered}).",
             )
         elif not isinstance(arguments, dict):
-            row["operation"] = definition.name
+            operation = definition.name
             code, message = (
                 ErrorCode.VALIDATION_ERROR.value,
                 f"The arguments of '{name}' must be a JSON object of named arguments.",
             )
         else:
-            row["operation"] = definition.name
+            operation = definition.name
             scheduled = True
             step = f"{node.state}:{visit}:{request}:{index}"
             call = ToolActivityInput(
@@ -245,24 +242,29 @@ class GraphAgents(GraphChildren):
                 code, message = _tool_refusal(error)
             else:
                 if result.get("success"):
-                    self._trail.append(row | {"outcome": "ran"})
+                    self._trail.append(
+                        trail_row(node.state, operation, "ran", self._driver, asked_by=asked_by)
+                    )
                     return returned | {"outcome": "success", "content": result.get("data")}
                 error_of = result.get("error") or {}
                 code = str(error_of.get("code") or ErrorCode.INTERNAL_ERROR.value)
                 message = str(error_of.get("message") or "it reported a failure")
         refused = code in CALLER_MISTAKES or code in _DENIED
         self._trail.append(
-            row
-            | {
-                "outcome": "refused" if refused else "failed",
-                "needs": sorted(definition.scopes) if definition is not None else [],
-                "code": code,
-                "why": shorten(message, 600),
-            }
+            trail_row(
+                node.state,
+                operation,
+                "refused" if refused else "failed",
+                self._driver,
+                asked_by=asked_by,
+                needs=sorted(definition.scopes) if definition is not None else [],
+                code=code,
+                why=shorten(message, 600),
+            )
         )
         if not scheduled:
             # A call scheduled is audited by its tool's activity; this one never reached one.
-            self._audit_refusal(node, str(row["operation"]), code, message)
+            self._audit_refusal(node, operation, code, message)
         outcome = (
             "denied"
             if code in _DENIED
@@ -284,16 +286,16 @@ class GraphAgents(GraphChildren):
             "one was not run. Ask for it again."
         )
         self._trail.append(
-            {
-                "node": node.state,
-                "operation": shorten(name, _NAME_SHOWN),
-                "outcome": "refused",
-                "by": self._driver.to_dict(),
-                "asked_by": f"model:{agent.model}",
-                "needs": [],
-                "code": ErrorCode.RATE_LIMITED.value,
-                "why": message,
-            }
+            trail_row(
+                node.state,
+                shorten(name, _NAME_SHOWN),
+                "refused",
+                self._driver,
+                asked_by=f"model:{agent.model}",
+                needs=[],
+                code=ErrorCode.RATE_LIMITED.value,
+                why=message,
+            )
         )
         self._audit_refusal(node, name, ErrorCode.RATE_LIMITED.value, message)
         return {
@@ -328,14 +330,14 @@ class GraphAgents(GraphChildren):
         record["paused_at"] = agent.then_ask
         self._conversations[node.state] = record
         self._trail.append(
-            {
-                "node": node.state,
-                "operation": node.tool,
-                "outcome": "budget_spent",
-                "by": self._driver.to_dict(),
-                "why": f"The step used its budget ({spent}) before its model finished: the gate "
+            trail_row(
+                node.state,
+                node.tool,
+                "budget_spent",
+                self._driver,
+                why=f"The step used its budget ({spent}) before its model finished: the gate "
                 f"'{agent.then_ask}' decides whether it goes on.",
-            }
+            )
         )
         self._add_maker()
         self._record("node.budget_spent", node=node.state, operation=node.tool, gate=agent.then_ask)

@@ -14,6 +14,7 @@ from typing import Any
 
 from temporalio import workflow
 
+from lockgate.contracts import TrailRow
 from lockgate.gating import (
     DEADLINE_CHANNEL,
     ENDS_RUN,
@@ -29,6 +30,7 @@ from lockgate.gating import (
 from lockgate.workflows._compiled import END_STATE
 from lockgate.workflows._graph_state import GivenAnswer
 from lockgate.workflows._graph_waiting import GraphWaiting
+from lockgate.workflows._trail import trail_row
 
 __all__ = ["DEADLINE_ACTOR", "GraphGates"]
 
@@ -65,22 +67,21 @@ class GraphGates(GraphWaiting):
                 break
             actor = given.actor
             self._spend(actor)
-            row: dict[str, Any] = {
-                "node": state,
-                "operation": f"ask:{self._gate.role if self._gate else ask.role}",
-                "outcome": "answered",
-                "by": actor.to_dict(),
-                "answer": given.choice,
-            }
+            if given.waiver is None:
+                role = self._gate.role if self._gate else ask.role
+                row = trail_row(state, f"ask:{role}", "answered", actor, answer=given.choice)
+            else:
+                # A waiver decides alone, whatever the policy: a row of its own, with its reason.
+                row = trail_row(
+                    state,
+                    f"waive:{ask.waivable_by}",
+                    "waived",
+                    actor,
+                    answer=given.choice,
+                    why=given.waiver,
+                )
             if given.evidence is not None:
                 row["evidence"] = given.evidence
-            if given.waiver is not None:
-                # A waiver decides alone, whatever the policy: a row of its own, with its reason.
-                row |= {
-                    "operation": f"waive:{ask.waivable_by}",
-                    "outcome": "waived",
-                    "why": given.waiver,
-                }
             decided = given.choice if given.waiver is not None else self._count_answer(row, given)
             self._trail.append(row)
             if decided is not None:
@@ -107,30 +108,29 @@ class GraphGates(GraphWaiting):
         assert gate is not None and gate.deadline is not None
         self._stop_deadline_timer()
         deadline = gate.deadline
-        row: dict[str, Any] = {
-            "node": state,
-            "operation": "deadline",
-            "by": DEADLINE_ACTOR.to_dict(),
-        }
         if deadline.take is not None:
             self._trail.append(
-                row
-                | {
-                    "outcome": "timed_out",
-                    "answer": deadline.take,
-                    "why": f"No decision within {deadline.described()}: the gate takes "
+                trail_row(
+                    state,
+                    "deadline",
+                    "timed_out",
+                    DEADLINE_ACTOR,
+                    answer=deadline.take,
+                    why=f"No decision within {deadline.described()}: the gate takes "
                     f"'{deadline.take}', as its deadline declares.",
-                }
+                )
             )
             return deadline.take
         self._trail.append(
-            row
-            | {
-                "outcome": "escalated",
-                "why": f"No decision within {deadline.described()} at gate '{gate.gate}': "
+            trail_row(
+                state,
+                "deadline",
+                "escalated",
+                DEADLINE_ACTOR,
+                why=f"No decision within {deadline.described()} at gate '{gate.gate}': "
                 f"escalated from '{gate.role}' to '{deadline.escalate_to}', who decides alone "
                 "at a new opening.",
-            }
+            )
         )
         await self._open_gate(state, escalated_from=gate)
         return None
@@ -158,7 +158,7 @@ class GraphGates(GraphWaiting):
         self._deadline_timer = None
         self._deadline_passed = False
 
-    def _count_answer(self, row: dict[str, Any], given: GivenAnswer) -> str | None:
+    def _count_answer(self, row: TrailRow, given: GivenAnswer) -> str | None:
         """Counts an accepted answer at the open gate: the option its policy has now decided
         (adding the tally to the answer's trail ``row``), or None while it needs more."""
         gate = self._gate

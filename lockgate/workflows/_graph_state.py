@@ -17,6 +17,7 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeUpdate
 
 from lockgate.activities._activity_inputs import SETTLING_PROTOCOL, SignalEntry
+from lockgate.contracts import TrailRow
 from lockgate.gating import (
     MAX_REFUSED_SIGNALS_KEPT,
     TRAIL_PAGE,
@@ -40,6 +41,7 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_GRAPH,
     LOCKGATE_STATE,
 )
+from lockgate.workflows._trail import trail_row
 
 __all__ = [
     "VERSION_MEMO",
@@ -111,7 +113,7 @@ class GraphState:
     _status: str
     _state: str
     _channels: dict[str, Any]
-    _trail: list[dict[str, Any]]
+    _trail: list[TrailRow]
     _taken: dict[str, int]
     _visits: dict[str, int]
     _gate: OpenGate | None
@@ -387,16 +389,16 @@ class GraphState:
         # unsigned Temporal caller is recorded everywhere else, so every row's `by` has one shape.
         sender = judged.actor or Actor.unverified("temporal")
         self._trail.append(
-            {
-                "node": self._state,
-                "operation": f"signal:{name}",
-                "outcome": "refused",
-                "by": sender.to_dict(),
-                "needs": list(judged.needs),
-                "answer": shorten(judged.choice),
-                "code": judged.code,
-                "why": shorten(judged.reason, _SHOWN_REASON_CHARS),
-            }
+            trail_row(
+                self._state,
+                f"signal:{name}",
+                "refused",
+                sender,
+                needs=list(judged.needs),
+                answer=shorten(judged.choice),
+                code=judged.code,
+                why=shorten(judged.reason or "", _SHOWN_REASON_CHARS),
+            )
         )
 
     def _spend(self, actor: Actor) -> None:

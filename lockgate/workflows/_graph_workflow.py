@@ -57,6 +57,7 @@ from lockgate.workflows._graph_inputs import (
 )
 from lockgate.workflows._graph_state import VERSION_MEMO, CancelAccepted, invalid
 from lockgate.workflows._signed_starts import await_signed_start
+from lockgate.workflows._trail import Outcome, trail_row
 
 __all__ = ["GraphRun", "graph_workflow"]
 
@@ -217,12 +218,7 @@ class GraphRun(GraphAgents):
         actor = self._canceller
         assert actor is not None
         self._stop_deadline_timer()
-        row: dict[str, Any] = {
-            "node": self._state,
-            "operation": "cancel",
-            "outcome": "cancelled",
-            "by": actor.to_dict(),
-        }
+        row = trail_row(self._state, "cancel", "cancelled", actor)
         if self._cancel_reason is not None:
             row["why"] = self._cancel_reason
         self._trail.append(row)
@@ -385,15 +381,7 @@ class GraphRun(GraphAgents):
         if problem is not None:
             await self._park(node, "failed", problem, ())
             return
-        self._trail.append(
-            {
-                "node": state,
-                "operation": node.tool,
-                "outcome": "ran",
-                "by": self._driver.to_dict(),
-                **ran,
-            }
-        )
+        self._trail.append(trail_row(state, node.tool, "ran", self._driver, **ran))
         maker = self._driver.principal
         if self._driver.verified and maker is not None and maker not in self._makers:
             self._makers.append(maker)
@@ -485,19 +473,21 @@ class GraphRun(GraphAgents):
         else:
             await self._park(node, "failed", f"it failed after its retries: {message}", ())
 
-    async def _park(self, node: CompiledNode, outcome: str, why: str, needs: Sequence[str]) -> None:
+    async def _park(
+        self, node: CompiledNode, outcome: Outcome, why: str, needs: Sequence[str]
+    ) -> None:
         self._parkings += 1
         self._parked = ParkedNode(
             self._graph.name, self._run_id, node.state, node.tool, tuple(needs), self._parkings
         )
-        row: dict[str, Any] = {
-            "node": node.state,
-            "operation": node.tool,
-            "outcome": outcome,
-            "by": self._driver.to_dict(),
-            "needs": list(needs),
-            "why": node_refusal_sentence(node.state, node.tool, why),
-        }
+        row = trail_row(
+            node.state,
+            node.tool,
+            outcome,
+            self._driver,
+            needs=list(needs),
+            why=node_refusal_sentence(node.state, node.tool, why),
+        )
         self._trail.append(row)
         self._status = "parked"
         self._record("node.park", node=node.state, operation=node.tool, parked_because=outcome)
@@ -507,14 +497,7 @@ class GraphRun(GraphAgents):
         while self._resumer is None:
             await self._while_waiting()
         actor, self._resumer = self._resumer, None
-        self._trail.append(
-            {
-                "node": node.state,
-                "operation": node.tool,
-                "outcome": "resumed",
-                "by": actor.to_dict(),
-            }
-        )
+        self._trail.append(trail_row(node.state, node.tool, "resumed", actor))
         self._driver = actor
         self._parked = None
         self._status = "running"

@@ -12,6 +12,7 @@ from typing import Any, Generic, NoReturn, TypeVar
 from temporalio import workflow
 
 from lockgate.activities import Refusal, definition_of
+from lockgate.contracts import TrailRow
 from lockgate.gating import (
     DEADLINE_CHANNEL,
     SINGLE_POLICY,
@@ -41,6 +42,7 @@ from lockgate.workflows._declare import Ask, GraphDeclarationError
 from lockgate.workflows._failures import refuse_update
 from lockgate.workflows._graph_inputs import one_answer
 from lockgate.workflows._own_state import DEADLINE_ACTOR, GivenAnswer, OwnRunState
+from lockgate.workflows._trail import trail_row
 
 __all__ = ["Decision", "OwnGates"]
 
@@ -101,21 +103,28 @@ class OwnGates(OwnRunState):
             actor = given.actor
             if actor.authorization:
                 self.spent.append(actor.authorization)
-            row: dict[str, Any] = {
-                "operation": f"ask:{self._gate().role}",
-                "gate": self._gate().gate,
-                "outcome": "answered",
-                "by": actor.to_dict(),
-                "answer": given.choice,
-            }
+            opened = self._gate()
+            if given.waiver is None:
+                row = trail_row(
+                    None,
+                    f"ask:{opened.role}",
+                    "answered",
+                    actor,
+                    gate=opened.gate,
+                    answer=given.choice,
+                )
+            else:
+                row = trail_row(
+                    None,
+                    f"waive:{waivable_by}",
+                    "waived",
+                    actor,
+                    gate=opened.gate,
+                    answer=given.choice,
+                    why=given.waiver,
+                )
             if given.evidence is not None:
                 row["evidence"] = given.evidence
-            if given.waiver is not None:
-                row |= {
-                    "operation": f"waive:{waivable_by}",
-                    "outcome": "waived",
-                    "why": given.waiver,
-                }
             decided = given.choice if given.waiver is not None else self._count(row, given)
             self.trail.append(row)
             if decided is not None:
@@ -245,30 +254,31 @@ class OwnGates(OwnRunState):
         gate = self._gate()
         deadline = gate.deadline
         assert deadline is not None
-        row: dict[str, Any] = {
-            "operation": "deadline",
-            "gate": gate.gate,
-            "by": DEADLINE_ACTOR.to_dict(),
-        }
         if deadline.take is not None:
             self.trail.append(
-                row
-                | {
-                    "outcome": "timed_out",
-                    "answer": deadline.take,
-                    "why": f"No decision within {deadline.described()}: the gate takes "
+                trail_row(
+                    None,
+                    "deadline",
+                    "timed_out",
+                    DEADLINE_ACTOR,
+                    gate=gate.gate,
+                    answer=deadline.take,
+                    why=f"No decision within {deadline.described()}: the gate takes "
                     f"'{deadline.take}', as its deadline declares.",
-                }
+                )
             )
             return deadline.take
         self.trail.append(
-            row
-            | {
-                "outcome": "escalated",
-                "why": f"No decision within {deadline.described()} at gate '{gate.gate}': "
+            trail_row(
+                None,
+                "deadline",
+                "escalated",
+                DEADLINE_ACTOR,
+                gate=gate.gate,
+                why=f"No decision within {deadline.described()} at gate '{gate.gate}': "
                 f"escalated from '{gate.role}' to '{deadline.escalate_to}', who decides alone at "
                 "a new opening.",
-            }
+            )
         )
         self._open_gate(
             ask, choices, subject, SINGLE_POLICY, deadline, waivable_by, escalated_from=gate.role
@@ -276,7 +286,7 @@ class OwnGates(OwnRunState):
         self.deadline_passed = False
         return None
 
-    def _count(self, row: dict[str, Any], given: GivenAnswer) -> str | None:
+    def _count(self, row: TrailRow, given: GivenAnswer) -> str | None:
         gate = self._gate()
         if gate.policy.single:
             return given.choice

@@ -17,6 +17,7 @@ from lockgate.activities._activity_inputs import (
     SETTLING_PROTOCOL,
     OpenWorkflowStartInput,
 )
+from lockgate.contracts import TrailRow
 from lockgate.gating import (
     DEADLINE_CHANNEL,
     TRAIL_PAGE,
@@ -38,6 +39,7 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_STATE,
 )
 from lockgate.workflows._signed_starts import await_signed_start
+from lockgate.workflows._trail import trail_row
 
 __all__ = [
     "DEADLINE_ACTOR",
@@ -92,7 +94,7 @@ class OwnRunState:
         self.requester: Actor | None = None
         self.driver = Actor.unverified("temporal")
         self.makers: list[str] = []
-        self.trail: list[dict[str, Any]] = []
+        self.trail: list[TrailRow] = []
         self.status = "running"
         self.gate: OpenGate | None = None
         self.subject: dict[str, Any] | None = None
@@ -155,13 +157,14 @@ class OwnRunState:
         )
         if reason:
             self.trail.append(
-                {
-                    "operation": "start",
-                    "outcome": "refused",
-                    "by": self.requester.to_dict(),
-                    "why": f"The start proof was refused: {reason} The run goes on as started "
+                trail_row(
+                    None,
+                    "start",
+                    "refused",
+                    self.requester,
+                    why=f"The start proof was refused: {reason} The run goes on as started "
                     "by an unverified caller.",
-                }
+                )
             )
         self._upsert(self.status)
 

@@ -18,6 +18,7 @@ from lockgate.workflows._authority_context import (
     sealing_own_call,
 )
 from lockgate.workflows._own_state import OwnRunState
+from lockgate.workflows._trail import trail_row
 
 __all__ = ["OwnTools"]
 
@@ -47,7 +48,6 @@ class OwnTools(OwnRunState):
             confirmed=confirmed,
             node=name,
         )
-        row: dict[str, Any] = {"operation": name, "by": self.driver.to_dict()}
         try:
             with sealing_own_call():
                 result = ToolResult.from_dict(
@@ -61,13 +61,19 @@ class OwnTools(OwnRunState):
         except ActivityError as error:
             result = refused_tool_call(error)
         if result.success:
-            row["outcome"] = "ran"
+            self.trail.append(trail_row(None, name, "ran", self.driver))
             maker = self.driver.principal
             if self.driver.verified and maker is not None and maker not in self.makers:
                 self.makers.append(maker)
         else:
-            row["outcome"] = "refused" if result.code in CALLER_MISTAKES else "failed"
-            row["why"] = result.error.message if result.error else ""
-            row["code"] = result.code
-        self.trail.append(row)
+            self.trail.append(
+                trail_row(
+                    None,
+                    name,
+                    "refused" if result.code in CALLER_MISTAKES else "failed",
+                    self.driver,
+                    why=result.error.message if result.error else "",
+                    code=result.code,
+                )
+            )
         return result
