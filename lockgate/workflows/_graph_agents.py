@@ -28,6 +28,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from lockgate.activities import CALLER_MISTAKES, ToolActivityInput
 from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput
 from lockgate.gating import MAX_DEPTH, ErrorCode, measure, shorten
+from lockgate.gating._trail import trail_row
 from lockgate.workflows._activity_options import (
     MODEL_RETRY,
     execute_defined,
@@ -38,7 +39,6 @@ from lockgate.workflows._activity_options import (
 from lockgate.workflows._authority_context import current_audit
 from lockgate.workflows._compiled import CompiledAgent, CompiledNode
 from lockgate.workflows._graph_children import GraphChildren
-from lockgate.workflows._trail import trail_row
 
 __all__ = ["MAX_CONVERSATION_BYTES", "MAX_TOOL_CALLS_PER_RESPONSE", "AgentEnd", "GraphAgents"]
 

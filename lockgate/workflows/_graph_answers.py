@@ -32,6 +32,7 @@ from lockgate.gating import (
     judge_start,
     shorten,
 )
+from lockgate.gating._gate_engine import GivenAnswer, uncountable_answer, waits_to_be_counted
 from lockgate.workflows._authority_context import (
     carry_seal,
     current_authority,
@@ -40,7 +41,7 @@ from lockgate.workflows._authority_context import (
 from lockgate.workflows._failures import refuse_update
 from lockgate.workflows._graph_inputs import one_answer, settle_input, show_input, start_proof
 from lockgate.workflows._graph_signals import GraphSignals
-from lockgate.workflows._graph_state import GivenAnswer, invalid
+from lockgate.workflows._graph_state import invalid
 
 __all__ = ["GraphAnswers"]
 
@@ -132,23 +133,17 @@ class GraphAnswers(GraphSignals):
         proof = Proof.parse(args[0])
         choice = str(proof.authorizes["choice"])
         actor = Actor.of_proof(proof)
-        while self._gate is not None and not self._gate.policy.single and self._answer is not None:
+        while waits_to_be_counted(self._gate, self._answer):
             # Several approvers: one accepted before this one is counted first.
             await workflow.wait_condition(lambda: self._answer is None)
         gate = self._gate
-        if gate is None or self._answer is not None or proof.authorizes.get("gate") != gate.gate:
-            # Another answer got in first, after this one was validated in the same task.
-            raise Refusal(
-                ErrorCode.GATE_NOT_PENDING.value,
-                f"Run '{self._run_id}' is not waiting for a decision.",
-            )
-        if gate.answered_by(actor.principal) is not None:
-            # The same approver twice in one task: validated alike, counted once.
-            raise Refusal(
-                ErrorCode.ALREADY_ANSWERED.value,
-                f"{actor.actor} already answered at gate '{gate.gate}', and each approver "
-                "counts once.",
-            )
+        refused = uncountable_answer(
+            gate, self._answer, proof.authorizes.get("gate"), actor, self._run_id
+        )
+        if refused is not None:
+            # Another answer got in first, or the same approver answered twice, in one task.
+            raise Refusal(refused[0].value, refused[1])
+        assert gate is not None
         _audit(
             "gate.decide",
             True,

@@ -8,35 +8,29 @@ once the policy has decided.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
 
 from temporalio import workflow
 
-from lockgate.contracts import TrailRow
 from lockgate.gating import (
-    DEADLINE_CHANNEL,
     ENDS_RUN,
-    SINGLE_POLICY,
-    Actor,
-    GateAnswer,
     GateChoice,
     OpenGate,
     evidence_shown,
     gate_subject,
-    tally,
+)
+from lockgate.gating._gate_engine import (
+    DEADLINE_ACTOR,
+    GivenAnswer,
+    answer_counted,
+    deadline_passed,
+    evidence_of_decision,
+    opened,
 )
 from lockgate.workflows._compiled import END_STATE
-from lockgate.workflows._graph_state import GivenAnswer
 from lockgate.workflows._graph_waiting import GraphWaiting
-from lockgate.workflows._trail import trail_row
 
-__all__ = ["DEADLINE_ACTOR", "GraphGates"]
-
-DEADLINE_ACTOR = Actor.unverified(DEADLINE_CHANNEL)
-"""Who the trail records when a deadline decides: the system, never a person (it holds
-nothing, so a node it leads to runs only if that node needs nothing)."""
+__all__ = ["GraphGates"]
 
 
 class GraphGates(GraphWaiting):
@@ -67,22 +61,8 @@ class GraphGates(GraphWaiting):
                 break
             actor = given.actor
             self._spend(actor)
-            if given.waiver is None:
-                role = self._gate.role if self._gate else ask.role
-                row = trail_row(state, f"ask:{role}", "answered", actor, answer=given.choice)
-            else:
-                # A waiver decides alone, whatever the policy: a row of its own, with its reason.
-                row = trail_row(
-                    state,
-                    f"waive:{ask.waivable_by}",
-                    "waived",
-                    actor,
-                    answer=given.choice,
-                    why=given.waiver,
-                )
-            if given.evidence is not None:
-                row["evidence"] = given.evidence
-            decided = given.choice if given.waiver is not None else self._count_answer(row, given)
+            assert self._gate is not None
+            self._gate, row, decided = answer_counted(self._gate, given, state)
             self._trail.append(row)
             if decided is not None:
                 break
@@ -90,8 +70,9 @@ class GraphGates(GraphWaiting):
             workflow.upsert_memo({"lockgate_gate": self._gate_memo(keep_opened_at=True)})
             self._settled()
         self._stop_deadline_timer()
+        assert self._gate is not None
         if ask.evidence_into is not None:
-            self._channels[ask.evidence_into] = self._evidence_of(given)
+            self._channels[ask.evidence_into] = evidence_of_decision(self._gate, given, decided)
         self._gate = None
         self._driver = actor
         # The next gate reviews the work done from here on: its makers are who drive it.
@@ -105,35 +86,13 @@ class GraphGates(GraphWaiting):
         """The open gate's deadline passed undecided: the option it takes, or None once it has
         escalated (a new opening asks the escalation role alone). A trail row says which."""
         gate = self._gate
-        assert gate is not None and gate.deadline is not None
+        assert gate is not None
         self._stop_deadline_timer()
-        deadline = gate.deadline
-        if deadline.take is not None:
-            self._trail.append(
-                trail_row(
-                    state,
-                    "deadline",
-                    "timed_out",
-                    DEADLINE_ACTOR,
-                    answer=deadline.take,
-                    why=f"No decision within {deadline.described()}: the gate takes "
-                    f"'{deadline.take}', as its deadline declares.",
-                )
-            )
-            return deadline.take
-        self._trail.append(
-            trail_row(
-                state,
-                "deadline",
-                "escalated",
-                DEADLINE_ACTOR,
-                why=f"No decision within {deadline.described()} at gate '{gate.gate}': "
-                f"escalated from '{gate.role}' to '{deadline.escalate_to}', who decides alone "
-                "at a new opening.",
-            )
-        )
-        await self._open_gate(state, escalated_from=gate)
-        return None
+        row, taken = deadline_passed(gate, state)
+        self._trail.append(row)
+        if taken is None:
+            await self._open_gate(state, escalated_from=gate)
+        return taken
 
     def _start_deadline_timer(self) -> None:
         """Starts the durable timer of the open gate's deadline (once per opening; a run that
@@ -158,45 +117,11 @@ class GraphGates(GraphWaiting):
         self._deadline_timer = None
         self._deadline_passed = False
 
-    def _count_answer(self, row: TrailRow, given: GivenAnswer) -> str | None:
-        """Counts an accepted answer at the open gate: the option its policy has now decided
-        (adding the tally to the answer's trail ``row``), or None while it needs more."""
-        gate = self._gate
-        assert gate is not None
-        if gate.policy.single:
-            return given.choice  # the row a single answer always had, nothing added
-        principal = given.actor.principal or given.actor.actor
-        answers = (*gate.answers, GateAnswer(principal, given.choice, given.evidence))
-        outcome = tally(gate.policy, answers, gate.options)
-        self._gate = dataclasses.replace(gate, answers=answers)
-        row["counts"] = dict(outcome.counts)
-        row["needed"] = gate.policy.approvals
-        if outcome.option is not None:
-            row["decided"] = outcome.option
-        row["why"] = outcome.why
-        return outcome.option
-
-    def _evidence_of(self, last: GivenAnswer | None) -> list[dict[str, Any]]:
-        """The evidence of the answers counted at the gate just decided, for its channel."""
-        assert self._gate is not None
-        if last is None:
-            given = []  # the deadline decided it
-        elif self._gate.policy.single:
-            given = [(last.actor.principal or last.actor.actor, last.choice, last.evidence)]
-        else:
-            given = [(a.principal, a.option, a.evidence) for a in self._gate.answers]
-        return [
-            {"by": by, "answer": option, "evidence": dict(evidence)}
-            for by, option, evidence in given
-            if evidence is not None
-        ]
-
     async def _open_gate(self, state: str, escalated_from: OpenGate | None = None) -> None:
         """Opens gate ``state``: as declared, or, escalated from an opening whose deadline
         passed, asking the escalation role alone, with no deadline of its own."""
         graph = self._graph
         ask = graph.asks[state]
-        deadline = ask.deadline if escalated_from is None else None
         self._gate_openings += 1
         choices = []
         for option in ask.options:
@@ -215,34 +140,25 @@ class GraphGates(GraphWaiting):
                 )
             )
         target = self._target()
-        self._gate = OpenGate(
+        declared = OpenGate(
             graph=graph.name,
             run=self._run_id,
             gate=f"{state}#{self._gate_openings}",
             ask=state,
-            role=(
-                ask.role
-                if escalated_from is None or ask.deadline is None
-                else str(ask.deadline.escalate_to)
-            ),
+            role=ask.role,
             because=ask.because,
             requester=self._requester.actor,
             choices=tuple(choices),
             execution=self._execution,
             subject=gate_subject(target, [choice.to_dict() for choice in choices]),
             makers=tuple(self._makers),
-            policy=ask.policy if escalated_from is None else SINGLE_POLICY,
+            policy=ask.policy,
             evidence={option: evidence_shown(model) for option, model in ask.evidence.items()},
             waivable_by=ask.waivable_by,
-            deadline=deadline,
-            due_at=(
-                (workflow.now() + timedelta(seconds=deadline.seconds)).isoformat()
-                if deadline is not None
-                else None
-            ),
-            escalated_from=escalated_from.role if escalated_from is not None else None,
+            deadline=ask.deadline,
             parent=self._parent,
         )
+        self._gate = opened(declared, workflow.now(), escalated_from)
         self._status = "waiting"
         self._gate_opened_at = workflow.now()
         self._record("gate.open", gate=self._gate.gate, role=self._gate.role)

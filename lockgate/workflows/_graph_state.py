@@ -23,15 +23,15 @@ from lockgate.gating import (
     TRAIL_PAGE,
     Actor,
     ErrorCode,
-    GateAnswer,
     Judgement,
     OpenGate,
     ParkedNode,
     PayloadProblem,
     shorten,
-    tally,
 )
+from lockgate.gating._gate_engine import GivenAnswer, gate_memo, gate_to_judge
 from lockgate.gating._quoting import a_role
+from lockgate.gating._trail import trail_row
 from lockgate.workflows._authority_context import current_audit
 from lockgate.workflows._carry import CarriedState
 from lockgate.workflows._compiled import END_STATE, CompiledGraph
@@ -41,13 +41,11 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_GRAPH,
     LOCKGATE_STATE,
 )
-from lockgate.workflows._trail import trail_row
 
 __all__ = [
     "VERSION_MEMO",
     "Accepted",
     "CancelAccepted",
-    "GivenAnswer",
     "GraphState",
     "invalid",
 ]
@@ -65,17 +63,6 @@ class Accepted:
     kind: str
     actor: Actor
     choice: str | None
-    evidence: Any = None
-    waiver: str | None = None
-
-
-@dataclass(frozen=True)
-class GivenAnswer:
-    """An accepted answer the run has not counted yet: the option, who, what evidence, and
-    the reason when it waives the gate."""
-
-    choice: str
-    actor: Actor
     evidence: Any = None
     waiver: str | None = None
 
@@ -192,31 +179,13 @@ class GraphState:
 
     def _gate_memo(self, *, keep_opened_at: bool = False) -> dict[str, Any]:
         assert self._gate is not None
-        memo = self._gate.to_dict()
-        memo["target"] = self._target()
-        memo["version"] = self._graph.version
         written = workflow.memo_value("lockgate_gate", default=None) if keep_opened_at else None
-        opened_at = written.get("opened_at") if isinstance(written, dict) else None
-        memo["opened_at"] = opened_at or workflow.now().isoformat()
-        return memo
+        shows = {"target": self._target(), "version": self._graph.version}
+        return gate_memo(self._gate, shows, written, workflow.now())
 
     def _gate_to_judge(self) -> OpenGate | None:
-        """The gate an answer arriving now would answer: None when none is open or an accepted
-        answer already decides it; with several approvers, their answers so far, the one
-        accepted and not yet counted included."""
-        gate = self._gate
-        if gate is None or self._answer is None:
-            return gate
-        if gate.policy.single or self._answer.waiver is not None:
-            return None
-        given = self._answer
-        answers = (
-            *gate.answers,
-            GateAnswer(given.actor.principal or given.actor.actor, given.choice, given.evidence),
-        )
-        if tally(gate.policy, answers, gate.options).option is not None:
-            return None
-        return dataclasses.replace(gate, answers=answers)
+        """The gate an answer arriving now would answer (see :func:`gate_to_judge`)."""
+        return gate_to_judge(self._gate, self._answer)
 
     def _gate_view(self) -> dict[str, Any]:
         assert self._gate is not None

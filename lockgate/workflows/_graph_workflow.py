@@ -37,6 +37,7 @@ from lockgate.gating import (
     node_refusal_sentence,
     shorten,
 )
+from lockgate.gating._trail import Outcome, trail_row
 from lockgate.workflows import _generated
 from lockgate.workflows._activity_options import (
     execute_defined,
@@ -57,7 +58,6 @@ from lockgate.workflows._graph_inputs import (
 )
 from lockgate.workflows._graph_state import VERSION_MEMO, CancelAccepted, invalid
 from lockgate.workflows._signed_starts import await_signed_start
-from lockgate.workflows._trail import Outcome, trail_row
 
 __all__ = ["GraphRun", "graph_workflow"]
 

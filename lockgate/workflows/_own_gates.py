@@ -6,20 +6,17 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Generic, NoReturn, TypeVar
 
 from temporalio import workflow
 
 from lockgate.activities import Refusal, definition_of
-from lockgate.contracts import TrailRow
 from lockgate.gating import (
     DEADLINE_CHANNEL,
-    SINGLE_POLICY,
     Actor,
     Authority,
     ErrorCode,
-    GateAnswer,
     GateChoice,
     GateDeadline,
     Judgement,
@@ -29,7 +26,17 @@ from lockgate.gating import (
     gate_subject,
     judge_answer,
     shorten,
-    tally,
+)
+from lockgate.gating._gate_engine import (
+    DEADLINE_ACTOR,
+    GivenAnswer,
+    answer_counted,
+    deadline_passed,
+    evidence_of_decision,
+    gate_to_judge,
+    opened,
+    uncountable_answer,
+    waits_to_be_counted,
 )
 from lockgate.workflows._authority_context import (
     current_authority,
@@ -41,8 +48,7 @@ from lockgate.workflows._compile_asks import ask_deadline, ask_evidence, ask_pol
 from lockgate.workflows._declare import Ask, GraphDeclarationError
 from lockgate.workflows._failures import refuse_update
 from lockgate.workflows._graph_inputs import one_answer
-from lockgate.workflows._own_state import DEADLINE_ACTOR, GivenAnswer, OwnRunState
-from lockgate.workflows._trail import trail_row
+from lockgate.workflows._own_state import OwnRunState
 
 __all__ = ["Decision", "OwnGates"]
 
@@ -92,46 +98,25 @@ class OwnGates(OwnRunState):
         choices = self._choices(where, ask.options, leads_to or {})
         self.evidence_models = evidence
         self._open_gate(ask, choices, subject, policy, deadline, waivable_by)
+        given: GivenAnswer | None
         while True:
             given = await self._answered()
             if given is None:
                 decided = self._deadline_passes(ask, choices, subject, waivable_by)
                 if decided is None:
                     continue
-                actor, given = DEADLINE_ACTOR, GivenAnswer(decided, DEADLINE_ACTOR)
+                actor = DEADLINE_ACTOR
                 break
             actor = given.actor
             if actor.authorization:
                 self.spent.append(actor.authorization)
-            opened = self._gate()
-            if given.waiver is None:
-                row = trail_row(
-                    None,
-                    f"ask:{opened.role}",
-                    "answered",
-                    actor,
-                    gate=opened.gate,
-                    answer=given.choice,
-                )
-            else:
-                row = trail_row(
-                    None,
-                    f"waive:{waivable_by}",
-                    "waived",
-                    actor,
-                    gate=opened.gate,
-                    answer=given.choice,
-                    why=given.waiver,
-                )
-            if given.evidence is not None:
-                row["evidence"] = given.evidence
-            decided = given.choice if given.waiver is not None else self._count(row, given)
+            self.gate, row, decided = answer_counted(self._gate(), given, None)
             self.trail.append(row)
             if decided is not None:
                 break
             workflow.upsert_memo({"lockgate_gate": self._gate_memo(keep_opened_at=True)})
             self.settles += 1
-        evidence_given = self._evidence_of(given, decided)
+        evidence_given = evidence_of_decision(self._gate(), given, decided)
         self.gate = None
         self.deadline_passed = False
         self.driver = actor
@@ -144,7 +129,7 @@ class OwnGates(OwnRunState):
             ask.options(_enum_value(ask.options, decided)),
             actor.to_dict(),
             evidence_given,
-            given.waiver,
+            given.waiver if given is not None else None,
         )
 
     def _choices(
@@ -187,37 +172,31 @@ class OwnGates(OwnRunState):
         policy: Any,
         deadline: GateDeadline | None,
         waivable_by: str | None,
-        escalated_from: str | None = None,
+        escalated_from: OpenGate | None = None,
     ) -> None:
         assert self.requester is not None
-        escalate_to = deadline.escalate_to if deadline is not None else None
         self.openings += 1
         name = _snake(ask.options.__name__)
-        self.gate = OpenGate(
+        declared = OpenGate(
             graph=self.workflow_type,
             run=self.run_id,
             gate=f"{name}#{self.openings}",
             ask=name,
-            role=ask.of if escalate_to is None or escalated_from is None else escalate_to,
+            role=ask.of,
             because=ask.because,
             requester=self.requester.actor,
             choices=choices,
             execution=self.execution,
             subject=gate_subject(subject, [choice.to_dict() for choice in choices]),
             makers=tuple(self.makers),
-            policy=policy if escalated_from is None else SINGLE_POLICY,
+            policy=policy,
             evidence={
                 option: evidence_shown(model) for option, model in self.evidence_models.items()
             },
             waivable_by=waivable_by,
-            deadline=deadline if escalated_from is None else None,
-            due_at=(
-                (workflow.now() + timedelta(seconds=deadline.seconds)).isoformat()
-                if deadline is not None and escalated_from is None
-                else None
-            ),
-            escalated_from=escalated_from,
+            deadline=deadline,
         )
+        self.gate = opened(declared, workflow.now(), escalated_from)
         self.subject = subject
         self.status = "waiting"
         self._record("gate.open", gate=self.gate.gate, role=self.gate.role)
@@ -251,88 +230,31 @@ class OwnGates(OwnRunState):
         subject: dict[str, Any] | None,
         waivable_by: str | None,
     ) -> str | None:
+        """The open gate's deadline passed undecided: the option it takes, or None once it has
+        escalated (a new opening asks the escalation role alone). A trail row says which."""
         gate = self._gate()
-        deadline = gate.deadline
-        assert deadline is not None
-        if deadline.take is not None:
-            self.trail.append(
-                trail_row(
-                    None,
-                    "deadline",
-                    "timed_out",
-                    DEADLINE_ACTOR,
-                    gate=gate.gate,
-                    answer=deadline.take,
-                    why=f"No decision within {deadline.described()}: the gate takes "
-                    f"'{deadline.take}', as its deadline declares.",
-                )
+        row, taken = deadline_passed(gate, None)
+        self.trail.append(row)
+        if taken is None:
+            self._open_gate(
+                ask, choices, subject, gate.policy, gate.deadline, waivable_by, escalated_from=gate
             )
-            return deadline.take
-        self.trail.append(
-            trail_row(
-                None,
-                "deadline",
-                "escalated",
-                DEADLINE_ACTOR,
-                gate=gate.gate,
-                why=f"No decision within {deadline.described()} at gate '{gate.gate}': "
-                f"escalated from '{gate.role}' to '{deadline.escalate_to}', who decides alone at "
-                "a new opening.",
-            )
-        )
-        self._open_gate(
-            ask, choices, subject, SINGLE_POLICY, deadline, waivable_by, escalated_from=gate.role
-        )
-        self.deadline_passed = False
-        return None
-
-    def _count(self, row: TrailRow, given: GivenAnswer) -> str | None:
-        gate = self._gate()
-        if gate.policy.single:
-            return given.choice
-        principal = given.actor.principal or given.actor.actor
-        answers = (*gate.answers, GateAnswer(principal, given.choice, given.evidence))
-        outcome = tally(gate.policy, answers, gate.options)
-        self.gate = dataclasses.replace(gate, answers=answers)
-        row["counts"] = dict(outcome.counts)
-        row["needed"] = gate.policy.approvals
-        if outcome.option is not None:
-            row["decided"] = outcome.option
-        row["why"] = outcome.why
-        return outcome.option
-
-    def _evidence_of(self, last: GivenAnswer, decided: str) -> list[dict[str, Any]]:
-        gate = self._gate()
-        if last.actor is DEADLINE_ACTOR:
-            return []
-        if gate.policy.single or last.waiver is not None:
-            given = [(last.actor.principal or last.actor.actor, last.choice, last.evidence)]
-        else:
-            given = [(a.principal, a.option, a.evidence) for a in gate.answers]
-        return [
-            {"by": by, "answer": option, "evidence": dict(evidence)}
-            for by, option, evidence in given
-            if evidence is not None and option == decided
-        ]
+            self.deadline_passed = False
+        return taken
 
     async def decide(self, *args: Any) -> dict[str, Any]:
         """Records an answer the validator accepted; returns the run as it then stands."""
         proof = Proof.parse(args[0])
         actor = Actor.of_proof(proof)
-        while self.gate is not None and not self.gate.policy.single and self.answer is not None:
+        while waits_to_be_counted(self.gate, self.answer):
             await workflow.wait_condition(lambda: self.answer is None)
         gate = self.gate
-        if gate is None or self.answer is not None or proof.authorizes.get("gate") != gate.gate:
-            raise Refusal(
-                ErrorCode.GATE_NOT_PENDING.value,
-                f"Run '{self.run_id}' is not waiting for a decision.",
-            )
-        if gate.answered_by(actor.principal) is not None:
-            raise Refusal(
-                ErrorCode.ALREADY_ANSWERED.value,
-                f"{actor.actor} already answered at gate '{gate.gate}', and each approver "
-                "counts once.",
-            )
+        refused = uncountable_answer(
+            gate, self.answer, proof.authorizes.get("gate"), actor, self.run_id
+        )
+        if refused is not None:
+            raise Refusal(refused[0].value, refused[1])
+        assert gate is not None
         choice = str(proof.authorizes["choice"])
         if not workflow.unsafe.is_replaying():
             authority = current_authority()
@@ -373,18 +295,7 @@ class OwnGates(OwnRunState):
             self._refuse(authority, judgement)
 
     def _gate_to_judge(self) -> OpenGate | None:
-        gate, given = self.gate, self.answer
-        if gate is None or given is None:
-            return gate
-        if gate.policy.single or given.waiver is not None:
-            return None
-        answers = (
-            *gate.answers,
-            GateAnswer(given.actor.principal or given.actor.actor, given.choice, given.evidence),
-        )
-        if tally(gate.policy, answers, gate.options).option is not None:
-            return None
-        return dataclasses.replace(gate, answers=answers)
+        return gate_to_judge(self.gate, self.answer)
 
     def _refuse(self, authority: Authority, judgement: Judgement) -> NoReturn:
         refuse_update(

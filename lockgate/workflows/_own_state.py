@@ -4,7 +4,6 @@ it writes for ``pending`` (memo, search attributes)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,12 +18,13 @@ from lockgate.activities._activity_inputs import (
 )
 from lockgate.contracts import TrailRow
 from lockgate.gating import (
-    DEADLINE_CHANNEL,
     TRAIL_PAGE,
     Actor,
     ErrorCode,
     OpenGate,
 )
+from lockgate.gating._gate_engine import GivenAnswer, gate_memo
+from lockgate.gating._trail import trail_row
 from lockgate.workflows._activity_options import local, local_tool_names, recorded_local_tools
 from lockgate.workflows._authority_context import (
     current_audit,
@@ -39,15 +39,8 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_STATE,
 )
 from lockgate.workflows._signed_starts import await_signed_start
-from lockgate.workflows._trail import trail_row
 
-__all__ = [
-    "DEADLINE_ACTOR",
-    "START_PROOF_MEMO",
-    "GivenAnswer",
-    "OwnRunState",
-    "workflow_type_name",
-]
+__all__ = ["START_PROOF_MEMO", "OwnRunState", "workflow_type_name"]
 
 START_PROOF_MEMO = "lockgate_start"
 """The memo key under which lockgate's clients put a start proof before proofs named their
@@ -62,9 +55,6 @@ def workflow_type_name(run: Callable[..., Any]) -> str:
     return definition.name
 
 
-DEADLINE_ACTOR = Actor.unverified(DEADLINE_CHANNEL)
-
-
 def _local_tools() -> list[str]:
     """The worker's tools that may run local (never a mutating one), as this run starts."""
     tools = current_tools()
@@ -73,14 +63,6 @@ def _local_tools() -> list[str]:
     return local_tool_names(
         definition for name in tools.names() if (definition := tools.get(name)) is not None
     )
-
-
-@dataclasses.dataclass
-class GivenAnswer:
-    choice: str
-    actor: Actor
-    evidence: Any = None
-    waiver: str | None = None
 
 
 class OwnRunState:
@@ -208,12 +190,8 @@ class OwnRunState:
         return view
 
     def _gate_memo(self, *, keep_opened_at: bool = False) -> dict[str, Any]:
-        memo = self._gate().to_dict()
-        memo["target"] = self.subject
         written = workflow.memo_value("lockgate_gate", default=None) if keep_opened_at else None
-        opened_at = written.get("opened_at") if isinstance(written, dict) else None
-        memo["opened_at"] = opened_at or workflow.now().isoformat()
-        return memo
+        return gate_memo(self._gate(), {"target": self.subject}, written, workflow.now())
 
     def finished(self) -> None:
         """The run function returned. A run recorded before :data:`SETTLING_PROTOCOL` wrote so in

@@ -12,13 +12,13 @@ from lockgate.gating import (
     ErrorCode,
     ToolResult,
 )
+from lockgate.gating._trail import trail_row
 from lockgate.workflows._activity_options import execute_defined, refused_tool_call, runs_local
 from lockgate.workflows._authority_context import (
     current_tools,
     sealing_own_call,
 )
 from lockgate.workflows._own_state import OwnRunState
-from lockgate.workflows._trail import trail_row
 
 __all__ = ["OwnTools"]
 
