@@ -1,4 +1,4 @@
-"""The state a graph run hands its next run at continue-as-new, as one versioned type.
+"""A graph run's state, as one versioned type: what it is, and what it hands its next run.
 
 Everything a run is (channels, trail, budgets, an open gate, who asked and who drove, the proofs
 it spent, the makers of its work) crosses into the next run's start input. The input is anyone's
@@ -16,10 +16,10 @@ from lockgate.contracts import TrailRow
 from lockgate.errors import LockgateError
 from lockgate.gating import Actor, OpenGate
 
-__all__ = ["CARRIED_VERSION", "CarriedState", "CarriedStateError"]
+__all__ = ["CARRIED_VERSION", "CarriedState", "CarriedStateError", "RunState"]
 
 CARRIED_VERSION = 2
-"""The version of :class:`CarriedState` this lockgate writes and reads."""
+"""The version of :class:`RunState` this lockgate writes and reads."""
 
 
 class CarriedStateError(LockgateError, ValueError):
@@ -27,11 +27,14 @@ class CarriedStateError(LockgateError, ValueError):
 
 
 @dataclass
-class CarriedState:
-    """One run's state, as its next run restores it.
+class RunState:
+    """A graph run's state: what it is at any moment, and exactly what it hands its next
+    history at continue-as-new (``to_dict``), under the worker secret's seal.
 
-    Trail rows name their actor by index into ``actors``: a long run's carried trail is then a
-    fraction of its shown size, and stays far inside Temporal's payload limit.
+    A new field is one line here: the run reads and writes it as ``self._run.<field>``, and it
+    is carried with the rest. Carried trail rows name their actor by index into ``actors``: a
+    long run's carried trail is then a fraction of its shown size, and stays far inside
+    Temporal's payload limit.
     """
 
     state: str
@@ -95,7 +98,7 @@ class CarriedState:
         }
 
     @classmethod
-    def from_dict(cls, value: dict[str, Any]) -> CarriedState:
+    def from_dict(cls, value: dict[str, Any]) -> RunState:
         """Reads :meth:`to_dict` output.
 
         Raises:
@@ -145,3 +148,7 @@ def _signal_entry(value: Any) -> dict[str, Any]:
         "value": value.get("value"),
         "problem": value.get("problem"),
     }
+
+
+CarriedState = RunState
+"""The name :class:`RunState` had while it was only what a run carried."""

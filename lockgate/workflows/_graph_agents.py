@@ -82,7 +82,7 @@ class GraphAgents(GraphChildren):
     async def _run_agent(self, node: CompiledNode, visit: int) -> AgentEnd:
         agent = node.agent
         assert agent is not None
-        record = self._conversations.pop(node.state, None) or self._new_conversation(agent)
+        record = self._run.conversations.pop(node.state, None) or self._new_conversation(agent)
         if record.get("paused_at") is not None:
             # Back from the gate its spent budget opened: carried on, with a fresh budget.
             record |= {"paused_at": None, "requests": 0, "tokens": 0}
@@ -106,12 +106,12 @@ class GraphAgents(GraphChildren):
             total["requests"] += 1
             total["input_tokens"] += used[0]
             total["output_tokens"] += used[1]
-            self._trail.append(
+            self._run.trail.append(
                 trail_row(
                     node.state,
                     f"model:{agent.model}",
                     "ran",
-                    self._driver,
+                    self._run.driver,
                     usage={"input_tokens": used[0], "output_tokens": used[1]},
                 )
             )
@@ -135,12 +135,12 @@ class GraphAgents(GraphChildren):
             record["next"] = {"prompt": None, "tool_results": results}
             if workflow.info().is_continue_as_new_suggested():
                 # The step goes on in the next history, from here.
-                self._conversations[node.state] = record
+                self._run.conversations[node.state] = record
                 await self._continue_as_new_if_due()
-                del self._conversations[node.state]
+                del self._run.conversations[node.state]
 
     def _new_conversation(self, agent: CompiledAgent) -> dict[str, Any]:
-        value = self._channels.get(agent.prompt_from)
+        value = self._run.channels.get(agent.prompt_from)
         prompt = (
             value
             if isinstance(value, str)
@@ -223,7 +223,7 @@ class GraphAgents(GraphChildren):
             step = f"{node.state}:{visit}:{request}:{index}"
             call = ToolActivityInput(
                 arguments=arguments,
-                actor=self._driver.to_dict(),
+                actor=self._run.driver.to_dict(),
                 request_id=f"{self._run_id}:{step}",
                 idempotency_key=f"{self._run_id}/{self._execution}:{step}",
                 # The model asked, and a model cannot consent: a tool that needs confirmation
@@ -236,26 +236,28 @@ class GraphAgents(GraphChildren):
                     definition,
                     call,
                     local=runs_local(definition, self._local_tools),
-                    summary=f"{definition.name} as {self._driver.actor}, asked by {agent.model}",
+                    summary=(
+                        f"{definition.name} as {self._run.driver.actor}, asked by {agent.model}"
+                    ),
                 )
             except ActivityError as error:
                 code, message = _tool_refusal(error)
             else:
                 if result.get("success"):
-                    self._trail.append(
-                        trail_row(node.state, operation, "ran", self._driver, asked_by=asked_by)
+                    self._run.trail.append(
+                        trail_row(node.state, operation, "ran", self._run.driver, asked_by=asked_by)
                     )
                     return returned | {"outcome": "success", "content": result.get("data")}
                 error_of = result.get("error") or {}
                 code = str(error_of.get("code") or ErrorCode.INTERNAL_ERROR.value)
                 message = str(error_of.get("message") or "it reported a failure")
         refused = code in CALLER_MISTAKES or code in _DENIED
-        self._trail.append(
+        self._run.trail.append(
             trail_row(
                 node.state,
                 operation,
                 "refused" if refused else "failed",
-                self._driver,
+                self._run.driver,
                 asked_by=asked_by,
                 needs=sorted(definition.scopes) if definition is not None else [],
                 code=code,
@@ -285,12 +287,12 @@ class GraphAgents(GraphChildren):
             f"One response may ask for at most {MAX_TOOL_CALLS_PER_RESPONSE} tool calls; this "
             "one was not run. Ask for it again."
         )
-        self._trail.append(
+        self._run.trail.append(
             trail_row(
                 node.state,
                 shorten(name, _NAME_SHOWN),
                 "refused",
-                self._driver,
+                self._run.driver,
                 asked_by=f"model:{agent.model}",
                 needs=[],
                 code=ErrorCode.RATE_LIMITED.value,
@@ -314,7 +316,7 @@ class GraphAgents(GraphChildren):
         audit.event(
             "agent.tool_call",
             accepted=False,
-            actor=self._driver.to_dict(),
+            actor=self._run.driver.to_dict(),
             reason=message,
             code=code,
             graph=self._graph.name,
@@ -328,32 +330,32 @@ class GraphAgents(GraphChildren):
     ) -> None:
         """Keeps the conversation and moves the run to the gate the spent budget opens."""
         record["paused_at"] = agent.then_ask
-        self._conversations[node.state] = record
-        self._trail.append(
+        self._run.conversations[node.state] = record
+        self._run.trail.append(
             trail_row(
                 node.state,
                 node.tool,
                 "budget_spent",
-                self._driver,
+                self._run.driver,
                 why=f"The step used its budget ({spent}) before its model finished: the gate "
                 f"'{agent.then_ask}' decides whether it goes on.",
             )
         )
         self._add_maker()
         self._record("node.budget_spent", node=node.state, operation=node.tool, gate=agent.then_ask)
-        self._state = agent.then_ask
+        self._run.state = agent.then_ask
 
     def _add_maker(self) -> None:
-        maker = self._driver.principal
-        if self._driver.verified and maker is not None and maker not in self._makers:
-            self._makers.append(maker)
+        maker = self._run.driver.principal
+        if self._run.driver.verified and maker is not None and maker not in self._run.makers:
+            self._run.makers.append(maker)
 
     async def _hold_gate(self, state: str) -> None:
         await super()._hold_gate(state)
         # The conversation a budget gate kept goes on only where its decision leads back.
-        for step, record in list(self._conversations.items()):
-            if record.get("paused_at") == state and self._state != step:
-                del self._conversations[step]
+        for step, record in list(self._run.conversations.items()):
+            if record.get("paused_at") == state and self._run.state != step:
+                del self._run.conversations[step]
 
 
 _TOO_LARGE = (

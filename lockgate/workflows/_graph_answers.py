@@ -69,10 +69,10 @@ class GraphAnswers(GraphSignals):
                 f"Run '{self._run_id}' already knows who started it.",
             )
         _audit("run.start", True, actor, graph=self._graph.name, run=self._run_id)
-        self._start_actor = self._requester = self._driver = actor
+        self._start_actor = self._run.requester = self._run.driver = actor
         if not settle:
             return self._view()
-        return await self._after_settling(self._settles)
+        return await self._after_settling(self._run.settles)
 
     @start.validator
     def validate_start(self, *args: Any) -> None:
@@ -112,7 +112,7 @@ class GraphAnswers(GraphSignals):
                 f"{self._refusal.sentence}",
             )
         if self._begun or self._start_actor is not None:
-            who = (self._start_actor or self._requester).actor
+            who = (self._start_actor or self._run.requester).actor
             return Judgement.refuse(
                 ErrorCode.GATE_NOT_PENDING,
                 f"Run '{self._run_id}' has begun, started by {who}: a run takes its start proof "
@@ -133,10 +133,10 @@ class GraphAnswers(GraphSignals):
         proof = Proof.parse(args[0])
         choice = str(proof.authorizes["choice"])
         actor = Actor.of_proof(proof)
-        while waits_to_be_counted(self._gate, self._answer):
+        while waits_to_be_counted(self._run.gate, self._answer):
             # Several approvers: one accepted before this one is counted first.
             await workflow.wait_condition(lambda: self._answer is None)
-        gate = self._gate
+        gate = self._run.gate
         refused = uncountable_answer(
             gate, self._answer, proof.authorizes.get("gate"), actor, self._run_id
         )
@@ -162,7 +162,7 @@ class GraphAnswers(GraphSignals):
         self._answer = GivenAnswer(
             choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
         )
-        return await self._after_settling(self._settles)
+        return await self._after_settling(self._run.settles)
 
     @decide.validator
     def validate_decide(self, *args: Any) -> None:
@@ -176,7 +176,7 @@ class GraphAnswers(GraphSignals):
                 graph=self._graph.name,
                 run=self._run_id,
                 gate=self._gate_to_judge(),
-                spent_nonces=self._spent,
+                spent_nonces=self._run.spent,
                 evidence_models=self._evidence_models(),
             ),
         )
@@ -185,7 +185,7 @@ class GraphAnswers(GraphSignals):
                 authority,
                 "gate.decide",
                 judgement,
-                gate=self._gate.gate if self._gate else None,
+                gate=self._run.gate.gate if self._run.gate else None,
                 answer=shorten(judgement.choice),
             )
 
@@ -216,7 +216,7 @@ class GraphAnswers(GraphSignals):
             "run.resume", True, actor, graph=self._graph.name, run=self._run_id, node=parked.node
         )
         self._resumer = actor
-        return await self._after_settling(self._settles)
+        return await self._after_settling(self._run.settles)
 
     @resume.validator
     def validate_resume(self, *args: Any) -> None:
@@ -232,7 +232,7 @@ class GraphAnswers(GraphSignals):
                 execution=self._execution,
                 status=self._status,
                 parked=self._parked if self._resumer is None else None,
-                spent_nonces=self._spent,
+                spent_nonces=self._run.spent,
             ),
         )
         if not judgement.accepted:
@@ -274,7 +274,7 @@ class GraphAnswers(GraphSignals):
             reason=self._cancel_reason,
         )
         self._canceller = actor
-        return await self._after_settling(self._settles)
+        return await self._after_settling(self._run.settles)
 
     @cancel.validator
     def validate_cancel(self, *args: Any) -> None:
@@ -290,8 +290,8 @@ class GraphAnswers(GraphSignals):
                 run=self._run_id,
                 execution=self._execution,
                 status="cancelled" if self._canceller is not None else self._status,
-                requester=self._requester,
-                spent_nonces=self._spent,
+                requester=self._run.requester,
+                spent_nonces=self._run.spent,
             ),
         )
         if judgement.accepted:
@@ -320,12 +320,12 @@ class GraphAnswers(GraphSignals):
 
     def _evidence_models(self) -> Mapping[str, type[BaseModel]]:
         """The evidence models of the gate open now (none when no gate is)."""
-        if self._gate is None or self._gate.ask not in self._graph.asks:
+        if self._run.gate is None or self._run.gate.ask not in self._graph.asks:
             return {}
-        return self._graph.asks[self._gate.ask].evidence
+        return self._graph.asks[self._run.gate.ask].evidence
 
     def _answerable(self) -> bool:
-        return self._gate is not None and self._answer is None and self._carry != "pending"
+        return self._run.gate is not None and self._answer is None and self._carry != "pending"
 
     def _judged(
         self,
@@ -390,10 +390,10 @@ class GraphAnswers(GraphSignals):
     def validate_settle(self, *args: Any) -> None:
         """Refuses a settle that could never return or that would crowd out other callers."""
         wait, problem = settle_input(args)
-        if problem is None and not 0 <= wait.after <= self._settles:
+        if problem is None and not 0 <= wait.after <= self._run.settles:
             problem = invalid(
                 f"'after' counts the times run '{self._run_id}' has settled (0 to "
-                f"{self._settles} so far); a settle waits for the next one after it."
+                f"{self._run.settles} so far); a settle waits for the next one after it."
             )
         if problem is None and self._waiting_settles >= MAX_WAITING_SETTLES:
             problem = PayloadProblem(
@@ -410,13 +410,13 @@ class GraphAnswers(GraphSignals):
         callers."""
         await workflow.wait_condition(
             lambda: (
-                self._settles > after
+                self._run.settles > after
                 or self._status in ("finished", "refused", "cancelled")
                 or (released and self._releasing)
             )
         )
         view = self._view()
-        if self._settles <= after and self._status not in ("finished", "refused", "cancelled"):
+        if self._run.settles <= after and self._status not in ("finished", "refused", "cancelled"):
             # Not settled: the caller asks again (on the next history) with `after` = settles.
             view["moving_to_new_history"] = True
         return view

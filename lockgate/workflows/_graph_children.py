@@ -36,10 +36,10 @@ class GraphChildren(GraphGates):
         child_id = f"{self._run_id}/{node.state}:{visit}"
         named: dict[str, Any] = {"graph": child.name, "run_id": child_id}
         start = StartGraphInput(
-            inputs={name: self._channels.get(name) for name in node.reads},
+            inputs={name: self._run.channels.get(name) for name in node.reads},
             handed={
-                "actor": self._driver.to_dict(),
-                "depth": self._depth + 1,
+                "actor": self._run.driver.to_dict(),
+                "depth": self._run.depth + 1,
                 "parent": {
                     "graph": self._graph.name,
                     "run_id": self._run_id,

@@ -39,14 +39,14 @@ class GraphGates(GraphWaiting):
     def _take(self, origin: str, code: str) -> str:
         transition = self._graph.routes[origin][code]
         if transition.at_most is not None and transition.then_ask is not None:
-            taken = self._taken.get(code, 0)
+            taken = self._run.taken.get(code, 0)
             if taken >= transition.at_most:
                 return transition.then_ask
-            self._taken[code] = taken + 1
+            self._run.taken[code] = taken + 1
         return transition.to
 
     async def _hold_gate(self, state: str) -> None:
-        if self._gate is None or self._gate.ask != state:
+        if self._run.gate is None or self._run.gate.ask != state:
             await self._open_gate(state)
         ask = self._graph.asks[state]
         self._start_deadline_timer()
@@ -61,35 +61,37 @@ class GraphGates(GraphWaiting):
                 break
             actor = given.actor
             self._spend(actor)
-            assert self._gate is not None
-            self._gate, row, decided = answer_counted(self._gate, given, state)
-            self._trail.append(row)
+            assert self._run.gate is not None
+            self._run.gate, row, decided = answer_counted(self._run.gate, given, state)
+            self._run.trail.append(row)
             if decided is not None:
                 break
             # A partial approval: the gate stays open, showing who has answered so far.
             workflow.upsert_memo({"lockgate_gate": self._gate_memo(keep_opened_at=True)})
             self._settled()
         self._stop_deadline_timer()
-        assert self._gate is not None
+        assert self._run.gate is not None
         if ask.evidence_into is not None:
-            self._channels[ask.evidence_into] = evidence_of_decision(self._gate, given, decided)
-        self._gate = None
-        self._driver = actor
+            self._run.channels[ask.evidence_into] = evidence_of_decision(
+                self._run.gate, given, decided
+            )
+        self._run.gate = None
+        self._run.driver = actor
         # The next gate reviews the work done from here on: its makers are who drive it.
-        self._makers = []
+        self._run.makers = []
         self._status = "running"
         workflow.upsert_memo({"lockgate_gate": None})
-        self._state = self._take(state, decided)
-        self._settle_attributes_moving_on(self._state)
+        self._run.state = self._take(state, decided)
+        self._settle_attributes_moving_on(self._run.state)
 
     async def _deadline_passes(self, state: str) -> str | None:
         """The open gate's deadline passed undecided: the option it takes, or None once it has
         escalated (a new opening asks the escalation role alone). A trail row says which."""
-        gate = self._gate
+        gate = self._run.gate
         assert gate is not None
         self._stop_deadline_timer()
         row, taken = deadline_passed(gate, state)
-        self._trail.append(row)
+        self._run.trail.append(row)
         if taken is None:
             await self._open_gate(state, escalated_from=gate)
         return taken
@@ -97,7 +99,7 @@ class GraphGates(GraphWaiting):
     def _start_deadline_timer(self) -> None:
         """Starts the durable timer of the open gate's deadline (once per opening; a run that
         moved to a new history starts it again for what is left)."""
-        gate = self._gate
+        gate = self._run.gate
         if gate is None or gate.due_at is None or self._deadline_timer is not None:
             return
         left = (datetime.fromisoformat(gate.due_at) - workflow.now()).total_seconds()
@@ -122,7 +124,7 @@ class GraphGates(GraphWaiting):
         passed, asking the escalation role alone, with no deadline of its own."""
         graph = self._graph
         ask = graph.asks[state]
-        self._gate_openings += 1
+        self._run.gate_openings += 1
         choices = []
         for option in ask.options:
             leads_to = graph.routes[state][option].to
@@ -143,25 +145,25 @@ class GraphGates(GraphWaiting):
         declared = OpenGate(
             graph=graph.name,
             run=self._run_id,
-            gate=f"{state}#{self._gate_openings}",
+            gate=f"{state}#{self._run.gate_openings}",
             ask=state,
             role=ask.role,
             because=ask.because,
-            requester=self._requester.actor,
+            requester=self._run.requester.actor,
             choices=tuple(choices),
             execution=self._execution,
             subject=gate_subject(target, [choice.to_dict() for choice in choices]),
-            makers=tuple(self._makers),
+            makers=tuple(self._run.makers),
             policy=ask.policy,
             evidence={option: evidence_shown(model) for option, model in ask.evidence.items()},
             waivable_by=ask.waivable_by,
             deadline=ask.deadline,
-            parent=self._parent,
+            parent=self._run.parent,
         )
-        self._gate = opened(declared, workflow.now(), escalated_from)
+        self._run.gate = opened(declared, workflow.now(), escalated_from)
         self._status = "waiting"
         self._gate_opened_at = workflow.now()
-        self._record("gate.open", gate=self._gate.gate, role=self._gate.role)
+        self._record("gate.open", gate=self._run.gate.gate, role=self._run.gate.role)
         self._upsert_search_attributes()
         workflow.upsert_memo({"lockgate_gate": self._gate_memo()})
         self._settled()

@@ -74,7 +74,7 @@ class GraphSignals(GraphState):
         """Judges the signals waiting (in batches, in arrival order) and records the refused."""
         # At a gate of several approvers each signal is judged against the answers counted
         # before it, so one at a time; a single gate closes on the first accepted.
-        several = self._gate is not None and not self._gate.policy.single
+        several = self._run.gate is not None and not self._run.gate.policy.single
         at_once = 1 if several else _JUDGED_AT_ONCE
         entries, self._inbox = self._inbox[:at_once], self._inbox[at_once:]
         batch = JudgeSignalsInput(
@@ -83,9 +83,9 @@ class GraphSignals(GraphState):
             run=self._run_id,
             execution=self._execution,
             status=self._status,
-            gate=self._gate.to_dict() if self._gate and self._answer is None else None,
+            gate=self._run.gate.to_dict() if self._run.gate and self._answer is None else None,
             parked=self._parked.to_dict() if self._parked and self._resumer is None else None,
-            spent_nonces=list(self._spent),
+            spent_nonces=list(self._run.spent),
             version=self._graph.version,
         )
         try:

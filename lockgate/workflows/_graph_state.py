@@ -17,7 +17,6 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeUpdate
 
 from lockgate.activities._activity_inputs import SETTLING_PROTOCOL, SignalEntry
-from lockgate.contracts import TrailRow
 from lockgate.gating import (
     MAX_REFUSED_SIGNALS_KEPT,
     TRAIL_PAGE,
@@ -33,7 +32,7 @@ from lockgate.gating._gate_engine import GivenAnswer, gate_memo, gate_to_judge
 from lockgate.gating._quoting import a_role
 from lockgate.gating._trail import trail_row
 from lockgate.workflows._authority_context import current_audit
-from lockgate.workflows._carry import CarriedState
+from lockgate.workflows._carry import RunState
 from lockgate.workflows._compiled import END_STATE, CompiledGraph
 from lockgate.workflows._graph_inputs import StartGraphInput
 from lockgate.workflows._search_attributes import (
@@ -96,25 +95,12 @@ class GraphState:
     # Who signed the run's start, once its `start` update was accepted.
     _start_actor: Actor | None
     _begun: bool  # the run has settled who started it: no start proof is taken any more
-    # The run.
+    # The run: what it carries to its next history is exactly `_run`.
+    _run: RunState
     _status: str
-    _state: str
-    _channels: dict[str, Any]
-    _trail: list[TrailRow]
-    _taken: dict[str, int]
-    _visits: dict[str, int]
-    _gate: OpenGate | None
-    _gate_openings: int
     # When the open gate opened (None for a gate a carried state brought): for time to answer.
     _gate_opened_at: datetime | None = None
     _parked: ParkedNode | None
-    _parkings: int
-    _spent: list[str]
-    _settles: int
-    _dropped_inputs: list[str]
-    _makers: list[str]
-    _requester: Actor
-    _driver: Actor
     # Callers.
     _inbox: list[SignalEntry]
     _answer: GivenAnswer | None
@@ -126,36 +112,28 @@ class GraphState:
     _deadline_timer: asyncio.Future[None] | None  # the open gate's deadline, while it runs
     _deadline_passed: bool
     # Sub-graphs.
-    _depth: int  # how deep this run nests under parents (0: it has none)
-    _parent: dict[str, Any] | None  # the parent that started this run, once its seal opened
     _child: dict[str, Any] | None  # the sub-graph run this run waits for, if any
     _releasing: bool
     _refused_signals_kept: int
-    _refused_signals_dropped: int
-    # Agent steps: the conversation of a step while it waits (at its budget's gate, or for the
-    # run's next history), by the step's state.
-    _conversations: dict[str, dict[str, Any]]
 
     def _fresh_state(self, requester: Actor) -> None:
         self._status = "running"
-        self._state = self._graph.start
-        self._channels = dict(self._graph.defaults)
-        self._trail = []
-        self._taken = {}
-        self._visits = {}
-        self._gate = None
-        self._gate_openings = 0
+        self._run = RunState(
+            state=self._graph.start,
+            channels=dict(self._graph.defaults),
+            trail=[],
+            taken={},
+            visits={},
+            requester=requester,
+            driver=requester,
+            gate=None,
+            gate_openings=0,
+            parkings=0,
+            spent=[],
+            settles=0,
+        )
         self._parked = None
-        self._parkings = 0
-        self._spent = []
-        self._settles = 0
-        self._dropped_inputs = []
-        self._makers = []
-        self._refused_signals_dropped = 0
         self._refused_signals_kept = 0
-        self._requester = requester
-        self._driver = requester
-        self._conversations = {}
 
     def _record(self, event: str, **facts: Any) -> None:
         """An audit record of what the run itself did (a gate opened, a node parked), written
@@ -167,7 +145,7 @@ class GraphState:
             audit.event(
                 event,
                 accepted=True,
-                actor=self._driver.to_dict(),
+                actor=self._run.driver.to_dict(),
                 graph=self._graph.name,
                 run=self._run_id,
                 **facts,
@@ -175,22 +153,22 @@ class GraphState:
 
     def _target(self) -> dict[str, Any] | None:
         target = self._graph.target
-        return {target: self._channels.get(target)} if target else None
+        return {target: self._run.channels.get(target)} if target else None
 
     def _gate_memo(self, *, keep_opened_at: bool = False) -> dict[str, Any]:
-        assert self._gate is not None
+        assert self._run.gate is not None
         written = workflow.memo_value("lockgate_gate", default=None) if keep_opened_at else None
         shows = {"target": self._target(), "version": self._graph.version}
-        return gate_memo(self._gate, shows, written, workflow.now())
+        return gate_memo(self._run.gate, shows, written, workflow.now())
 
     def _gate_to_judge(self) -> OpenGate | None:
         """The gate an answer arriving now would answer (see :func:`gate_to_judge`)."""
-        return gate_to_judge(self._gate, self._answer)
+        return gate_to_judge(self._run.gate, self._answer)
 
     def _gate_view(self) -> dict[str, Any]:
-        assert self._gate is not None
-        view = self._gate.to_dict()
-        view["options"] = self._gate.options
+        assert self._run.gate is not None
+        view = self._run.gate.to_dict()
+        view["options"] = self._run.gate.options
         view["target"] = self._target()
         return view
 
@@ -201,12 +179,12 @@ class GraphState:
         whole trail (a finished run's result, which no stranger can make large: refused rows
         are bounded)."""
         graph = self._graph
-        total = len(self._trail)
+        total = len(self._run.trail)
         if trail_limit is None:
-            first, rows = 0, list(self._trail)
+            first, rows = 0, list(self._run.trail)
         else:
             first = max(total - trail_limit, 0) if trail_from is None else min(trail_from, total)
-            rows = self._trail[first : first + trail_limit]
+            rows = self._run.trail[first : first + trail_limit]
         shown: dict[str, Any] = {
             "ok": self._refusal is None,
             "run_id": self._run_id,
@@ -214,40 +192,40 @@ class GraphState:
             "graph": graph.name,
             "version": graph.version,
             "status": self._status,
-            "state": self._state if self._state != END_STATE else None,
-            "requester": self._requester.to_dict(),
-            "awaiting": self._gate_view() if self._gate else None,
+            "state": self._run.state if self._run.state != END_STATE else None,
+            "requester": self._run.requester.to_dict(),
+            "awaiting": self._gate_view() if self._run.gate else None,
             "parked": self._parked.to_dict() if self._parked else None,
-            "channels": dict(self._channels),
+            "channels": dict(self._run.channels),
             "budgets": {
-                code: {"taken": self._taken.get(code, 0), "at_most": at_most}
+                code: {"taken": self._run.taken.get(code, 0), "at_most": at_most}
                 for code, at_most in graph.budgets.items()
             },
             "trail": rows,
             "trail_from": first,
             "trail_total": total,
-            "settles": self._settles,
+            "settles": self._run.settles,
         }
-        if self._parent is not None:
-            shown["parent"] = dict(self._parent)
+        if self._run.parent is not None:
+            shown["parent"] = dict(self._run.parent)
         if self._child is not None:
             shown["child"] = dict(self._child)
-        if self._conversations:
+        if self._run.conversations:
             # What an agent step waiting here has used, for whoever decides whether it goes on.
             shown["conversations"] = {
                 step: {"messages": len(record["messages"]), **record["total"]}
-                for step, record in self._conversations.items()
+                for step, record in self._run.conversations.items()
             }
-        if self._refused_signals_dropped:
-            shown["refused_signals_not_kept"] = self._refused_signals_dropped
-        if self._dropped_inputs:
-            shown["ignored_inputs"] = list(self._dropped_inputs)
+        if self._run.refused_signals_dropped:
+            shown["refused_signals_not_kept"] = self._run.refused_signals_dropped
+        if self._run.ignored_inputs:
+            shown["ignored_inputs"] = list(self._run.ignored_inputs)
         if self._refusal is not None:
             shown["error"] = {"code": self._refusal.code, "message": self._refusal.sentence}
         return shown
 
     def _settled(self) -> None:
-        self._settles += 1
+        self._run.settles += 1
 
     def _quiet_attributes(self) -> bool:
         """Whether the run writes its search attributes only when it settles (a gate opens, a
@@ -278,7 +256,7 @@ class GraphState:
         wanted = {
             LOCKGATE_GRAPH: self._graph.name,
             LOCKGATE_STATE: self._status,
-            LOCKGATE_AWAITING: self._gate.role if self._gate is not None else None,
+            LOCKGATE_AWAITING: self._run.gate.role if self._run.gate is not None else None,
         }
         updates: list[SearchAttributeUpdate[Any]] = []
         for key, value in wanted.items():
@@ -291,22 +269,23 @@ class GraphState:
     def _details(self) -> str:
         """What the run is doing, in the Temporal UI's words (Markdown)."""
         graph = f"**{self._graph.name}** v{self._graph.version}"
-        if self._status == "waiting" and self._gate is not None:
+        gate = self._run.gate
+        if self._status == "waiting" and gate is not None:
             options = ", ".join(
                 f"`{choice.option}`" + (" (ends the run)" if choice.ends_run else "")
-                for choice in self._gate.choices
+                for choice in gate.choices
             )
-            policy = self._gate.policy
-            if self._gate.due_at is not None:
-                options += f" Its deadline passes at {self._gate.due_at}."
+            policy = gate.policy
+            if gate.due_at is not None:
+                options += f" Its deadline passes at {gate.due_at}."
             if not policy.single:
                 options += (
                     f" It needs {policy.approvals} matching answers ({policy.name}); "
-                    f"{len(self._gate.answers)} given so far."
+                    f"{len(gate.answers)} given so far."
                 )
             return (
-                f"{graph} waits for **{a_role(self._gate.role)}** at gate `{self._gate.gate}`: "
-                f"{self._gate.because} Options: {options}. Answer with `lockgate decide "
+                f"{graph} waits for **{a_role(gate.role)}** at gate `{gate.gate}`: "
+                f"{gate.because} Options: {options}. Answer with `lockgate decide "
                 f"{self._run_id} OPTION --as YOU`."
             )
         if self._status == "parked" and self._parked is not None:
@@ -324,13 +303,13 @@ class GraphState:
             return (
                 f"{graph} waits for its signed start proof (`lockgate sign start {self._run_id}`)."
             )
-        return f"{graph} is running (at `{self._state}`, driven by {self._driver.actor})."
+        return f"{graph} is running (at `{self._run.state}`, driven by {self._run.driver.actor})."
 
     def _sync_memo(self) -> None:
         """Overwrites any lockgate memo the starter wrote: only the run says what it waits for,
         and on which version of its graph it runs."""
         wanted: dict[str, Any] = {
-            "lockgate_gate": self._gate_memo() if self._gate is not None else None,
+            "lockgate_gate": self._gate_memo() if self._run.gate is not None else None,
             "lockgate_parked": self._parked.to_dict() if self._parked is not None else None,
             VERSION_MEMO: self._graph.version,
         }
@@ -351,15 +330,15 @@ class GraphState:
         """One trail row per refused signal, up to a bound; beyond it they are only counted
         (each is in the worker's audit log), so strangers cannot bloat the run."""
         if self._refused_signals_kept >= MAX_REFUSED_SIGNALS_KEPT:
-            self._refused_signals_dropped += 1
+            self._run.refused_signals_dropped += 1
             return
         self._refused_signals_kept += 1
         # A signal without a valid proof still came from someone: record them the way an
         # unsigned Temporal caller is recorded everywhere else, so every row's `by` has one shape.
         sender = judged.actor or Actor.unverified("temporal")
-        self._trail.append(
+        self._run.trail.append(
             trail_row(
-                self._state,
+                self._run.state,
                 f"signal:{name}",
                 "refused",
                 sender,
@@ -373,11 +352,11 @@ class GraphState:
     def _spend(self, actor: Actor) -> None:
         """Records the nonce of the proof ``actor`` came with: this run takes it once."""
         if actor.authorization:
-            self._spent.append(actor.authorization)
+            self._run.spent.append(actor.authorization)
 
     def _refuse_late_signal(self, accepted: Accepted) -> None:
-        if accepted.actor.authorization in self._spent:
-            self._spent.remove(accepted.actor.authorization)
+        if accepted.actor.authorization in self._run.spent:
+            self._run.spent.remove(accepted.actor.authorization)
         self._record_refused_signal(
             accepted.kind,
             Judgement.refuse(
@@ -393,7 +372,7 @@ class GraphState:
     def _take_signalled(self, accepted: Accepted) -> None:
         """An answer or resume a signal carried, accepted by the judge: taken like an update's,
         unless an update got in while the signal was judged (it was promised, so it stands)."""
-        if accepted.kind == "decide" and accepted.choice and self._gate is not None:
+        if accepted.kind == "decide" and accepted.choice and self._run.gate is not None:
             if self._answer is None:
                 self._answer = GivenAnswer(
                     accepted.choice, accepted.actor, accepted.evidence, accepted.waiver
@@ -405,50 +384,15 @@ class GraphState:
         self._refuse_late_signal(accepted)
 
     def _carried(self) -> dict[str, Any]:
-        return CarriedState(
-            state=self._state,
-            channels=self._channels,
-            trail=self._trail,
-            taken=self._taken,
-            visits=self._visits,
-            requester=self._requester,
-            driver=self._driver,
-            gate=self._gate,
-            gate_openings=self._gate_openings,
-            parkings=self._parkings,
-            spent=self._spent,
-            settles=self._settles,
-            ignored_inputs=self._dropped_inputs,
-            makers=self._makers,
-            refused_signals_dropped=self._refused_signals_dropped,
-            inbox=[dataclasses.asdict(entry) for entry in self._inbox],
-            depth=self._depth,
-            parent=self._parent,
-            conversations=self._conversations,
-        ).to_dict()
+        """The run's state for its next history, with the signals not judged yet."""
+        inbox = [dataclasses.asdict(entry) for entry in self._inbox]
+        return dataclasses.replace(self._run, inbox=inbox).to_dict()
 
-    def _restore(self, carried: CarriedState) -> None:
-        self._state = carried.state
-        self._channels = carried.channels
-        self._trail = carried.trail
-        self._taken = carried.taken
-        self._visits = carried.visits
-        self._requester = carried.requester
-        self._driver = carried.driver
-        self._gate = carried.gate
-        if self._gate is not None:
+    def _restore(self, carried: RunState) -> None:
+        self._run = dataclasses.replace(carried, inbox=[])
+        if self._run.gate is not None:
             self._status = "waiting"
-        self._gate_openings = carried.gate_openings
-        self._parkings = carried.parkings
-        self._spent = carried.spent
-        self._settles = carried.settles
-        self._dropped_inputs = carried.ignored_inputs
-        self._makers = carried.makers
-        self._refused_signals_dropped = carried.refused_signals_dropped
         self._refused_signals_kept = sum(
             1 for row in carried.trail if str(row.get("operation", "")).startswith("signal:")
         )
         self._inbox = [SignalEntry(**entry) for entry in carried.inbox]
-        self._depth = carried.depth
-        self._parent = carried.parent
-        self._conversations = carried.conversations

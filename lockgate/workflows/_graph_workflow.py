@@ -47,7 +47,7 @@ from lockgate.workflows._activity_options import (
     runs_local,
 )
 from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal, handover_seal
-from lockgate.workflows._carry import CarriedState, CarriedStateError
+from lockgate.workflows._carry import CarriedStateError, RunState
 from lockgate.workflows._compiled import END_STATE, CompiledGraph, CompiledNode
 from lockgate.workflows._failures import UnreadableStart, refusals_complete, refused_run
 from lockgate.workflows._graph_agents import GraphAgents
@@ -92,10 +92,7 @@ class GraphRun(GraphAgents):
         self._deadline_timer = None
         self._deadline_passed = False
         self._child = None
-        self._depth = 0
-        self._parent = None
         self._releasing = False
-        self._refused_signals_kept = 0
         self._carry = "none"  # "pending" until a carried state's seal is opened, then "open"
         self._carried_signals = 0
         self._unserved_version: object = None
@@ -159,14 +156,14 @@ class GraphRun(GraphAgents):
         return pinned, None
 
     def _take_carried(self, carried: dict[str, Any]) -> PayloadProblem | None:
-        """Restores a carried state, to be believed only once its seal opens (see ``_run``)."""
+        """Restores a carried state, believed only once its seal opens (see ``_interpret``)."""
         if workflow.info().continued_run_id is None:
             return invalid(
                 "'carried' is lockgate's own, handed over only by the run's own continue-as-new: "
                 "leave it out."
             )
         try:
-            restored = CarriedState.from_dict(carried)
+            restored = RunState.from_dict(carried)
         except CarriedStateError as error:
             return PayloadProblem(
                 ErrorCode.UNAUTHORIZED.value, f"The carried state was refused: {error}."
@@ -177,7 +174,7 @@ class GraphRun(GraphAgents):
         self._carry = "pending"
         return None
 
-    async def _run(self) -> dict[str, Any]:
+    async def _interpret(self) -> dict[str, Any]:
         if self._carry == "pending":
             await self._open_carried()
         elif self._refusal is None:
@@ -199,15 +196,15 @@ class GraphRun(GraphAgents):
         self._sync_memo()
         self._upsert_search_attributes()
         try:
-            while self._state != END_STATE:
+            while self._run.state != END_STATE:
                 if self._canceller is not None:
                     # Accepted while a node ran: the run stops before its next step.
                     raise CancelAccepted
                 await self._continue_as_new_if_due()
-                if self._state in self._graph.asks:
-                    await self._hold_gate(self._state)
+                if self._run.state in self._graph.asks:
+                    await self._hold_gate(self._run.state)
                 else:
-                    await self._run_node(self._state)
+                    await self._run_node(self._run.state)
         except CancelAccepted:
             return await self._end_cancelled()
         return await self._finish()
@@ -218,21 +215,21 @@ class GraphRun(GraphAgents):
         actor = self._canceller
         assert actor is not None
         self._stop_deadline_timer()
-        row = trail_row(self._state, "cancel", "cancelled", actor)
+        row = trail_row(self._run.state, "cancel", "cancelled", actor)
         if self._cancel_reason is not None:
             row["why"] = self._cancel_reason
-        self._trail.append(row)
+        self._run.trail.append(row)
         stale = {
             key: None
-            for key, value in (("lockgate_gate", self._gate), ("lockgate_parked", self._parked))
+            for key, value in (("lockgate_gate", self._run.gate), ("lockgate_parked", self._parked))
             if value is not None
         }
-        self._gate = None
+        self._run.gate = None
         self._parked = None
         self._answer = None
         self._resumer = None
         self._status = "cancelled"
-        self._state = END_STATE
+        self._run.state = END_STATE
         if stale:
             workflow.upsert_memo(stale)
         self._settled()
@@ -249,7 +246,7 @@ class GraphRun(GraphAgents):
             else None
         )
         if self._start_actor is not None:
-            self._requester = self._driver = self._start_actor
+            self._run.requester = self._run.driver = self._start_actor
         elif missing is not None:
             self._refusal = PayloadProblem(
                 ErrorCode.UNAUTHORIZED.value,
@@ -331,15 +328,15 @@ class GraphRun(GraphAgents):
         if opened["channels"] is None:
             self._refusal = PayloadProblem(str(opened["code"]), str(opened["reason"]))
             return
-        self._channels = opened["channels"]
+        self._run.channels = opened["channels"]
         self._local_tools = recorded_local_tools(opened)
-        self._dropped_inputs = list(opened.get("ignored_inputs") or [])
+        self._run.ignored_inputs = list(opened.get("ignored_inputs") or [])
         if opened.get("actor") is not None:
-            self._requester = Actor.from_dict(opened["actor"])
-            self._driver = self._requester
+            self._run.requester = Actor.from_dict(opened["actor"])
+            self._run.driver = self._run.requester
         if opened.get("parent") is not None:
-            self._parent = dict(opened["parent"])
-            self._depth = int(opened.get("depth") or 1)
+            self._run.parent = dict(opened["parent"])
+            self._run.depth = int(opened.get("depth") or 1)
 
     def _handed_over(self) -> dict[str, Any]:
         """What a sub-graph run's start activity needs to open its handover: what it was handed,
@@ -356,8 +353,8 @@ class GraphRun(GraphAgents):
 
     async def _run_node(self, state: str) -> None:
         node = self._graph.nodes[state]
-        visit = self._visits.get(state, 0) + 1
-        self._visits[state] = visit
+        visit = self._run.visits.get(state, 0) + 1
+        self._run.visits[state] = visit
         ran: dict[str, Any] = {}
         data: Any
         if node.subgraph is not None:
@@ -381,10 +378,10 @@ class GraphRun(GraphAgents):
         if problem is not None:
             await self._park(node, "failed", problem, ())
             return
-        self._trail.append(trail_row(state, node.tool, "ran", self._driver, **ran))
-        maker = self._driver.principal
-        if self._driver.verified and maker is not None and maker not in self._makers:
-            self._makers.append(maker)
+        self._run.trail.append(trail_row(state, node.tool, "ran", self._run.driver, **ran))
+        maker = self._run.driver.principal
+        if self._run.driver.verified and maker is not None and maker not in self._run.makers:
+            self._run.makers.append(maker)
         if node.route_enum is not None:
             value = data if node.decides_on == "" else (data or {}).get(node.decides_on)
             code = _case(node.route_cases, value)
@@ -397,19 +394,19 @@ class GraphRun(GraphAgents):
                     (),
                 )
                 return
-            self._state = self._take(state, code)
+            self._run.state = self._take(state, code)
         elif state in self._graph.edges:
-            self._state = self._graph.edges[state].to
+            self._run.state = self._graph.edges[state].to
         else:
-            self._state = END_STATE
+            self._run.state = END_STATE
 
     async def _run_tool(self, node: CompiledNode, visit: int) -> Any:
         """Runs a tool node's activity: its result's data, or ``_PARKED`` once it parked."""
         state = node.state
         step = f"{self._run_id}:{state}:{visit}"
         call = ToolActivityInput(
-            arguments={name: self._channels.get(name) for name in node.reads},
-            actor=self._driver.to_dict(),
+            arguments={name: self._run.channels.get(name) for name in node.reads},
+            actor=self._run.driver.to_dict(),
             request_id=step,
             # The execution keeps a new execution under this id from passing for this one; a
             # reset keeps it, so a step re-run after a reset has the key its first run had.
@@ -424,7 +421,7 @@ class GraphRun(GraphAgents):
                 definition,
                 call,
                 local=runs_local(definition, self._local_tools),
-                summary=f"{node.tool} as {self._driver.actor}",
+                summary=f"{node.tool} as {self._run.driver.actor}",
             )
         except ActivityError as error:
             await self._park_after_error(node, error)
@@ -450,11 +447,11 @@ class GraphRun(GraphAgents):
         else:
             written = {}
         for name, value in written.items():
-            self._channels[name] = value
+            self._run.channels[name] = value
             for list_channel, source in graph.appends.items():
                 if source == name:
-                    self._channels[list_channel] = [
-                        *(self._channels.get(list_channel) or []),
+                    self._run.channels[list_channel] = [
+                        *(self._run.channels.get(list_channel) or []),
                         value,
                     ]
         return None
@@ -476,19 +473,19 @@ class GraphRun(GraphAgents):
     async def _park(
         self, node: CompiledNode, outcome: Outcome, why: str, needs: Sequence[str]
     ) -> None:
-        self._parkings += 1
+        self._run.parkings += 1
         self._parked = ParkedNode(
-            self._graph.name, self._run_id, node.state, node.tool, tuple(needs), self._parkings
+            self._graph.name, self._run_id, node.state, node.tool, tuple(needs), self._run.parkings
         )
         row = trail_row(
             node.state,
             node.tool,
             outcome,
-            self._driver,
+            self._run.driver,
             needs=list(needs),
             why=node_refusal_sentence(node.state, node.tool, why),
         )
-        self._trail.append(row)
+        self._run.trail.append(row)
         self._status = "parked"
         self._record("node.park", node=node.state, operation=node.tool, parked_because=outcome)
         self._upsert_search_attributes()
@@ -497,8 +494,8 @@ class GraphRun(GraphAgents):
         while self._resumer is None:
             await self._while_waiting()
         actor, self._resumer = self._resumer, None
-        self._trail.append(trail_row(node.state, node.tool, "resumed", actor))
-        self._driver = actor
+        self._run.trail.append(trail_row(node.state, node.tool, "resumed", actor))
+        self._run.driver = actor
         self._parked = None
         self._status = "running"
         workflow.upsert_memo({"lockgate_parked": None})
@@ -508,7 +505,7 @@ class GraphRun(GraphAgents):
         ended_early = self._status in ("refused", "cancelled")
         if not ended_early:
             self._status = "finished"
-            self._state = END_STATE
+            self._run.state = END_STATE
             self._settled()
         if ended_early or not self._quiet_attributes():
             # A refused or cancelled run says so in its search attributes: it completed.
@@ -610,7 +607,7 @@ def graph_workflow(name: str, versions: dict[int, CompiledGraph]) -> type[GraphR
         self._setup(starts)
 
     async def run(self: GraphRun, *starts: Any) -> dict[str, Any]:
-        return await self._run()
+        return await self._interpret()
 
     for function in (__init__, run):
         function.__module__ = module
