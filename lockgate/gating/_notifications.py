@@ -109,7 +109,9 @@ class Notifications:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Notifications:
-        """Reads a TOML file::
+        """Reads a TOML file.
+
+        For example::
 
             inbox_url = "http://localhost:8240"
 

@@ -184,10 +184,12 @@ class ToolCallWorkflow:
 
     @workflow.run
     async def run(self, *calls: Any) -> dict[str, Any]:
-        """The call's result. A call refused (its caller's mistake, or a confirmation that
-        expired) completes with the refusal as its result, so it counts in no failure metric;
-        one whose tool failed, or that could not be checked, fails with its code and sentence.
-        (A call recorded before :data:`SETTLING_PROTOCOL` failed on a refusal too.)"""
+        """The call's result.
+
+        A call refused (its caller's mistake, or a confirmation that expired) completes with the
+        refusal as its result, so it counts in no failure metric; one whose tool failed, or that
+        could not be checked, fails with its code and sentence. (A call recorded before
+        :data:`SETTLING_PROTOCOL` failed on a refusal too.)"""
         result = await self._call_once()
         if not result.get("success"):
             # The `outcome` updates waiting for the result answer first.
