@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -16,6 +17,7 @@ from lockgate.activities import (
     ToolFailure,
 )
 from lockgate.gating import Confirmation, ConfirmationStore, RateDecision
+from lockgate.gating._ratelimit import store_unavailable
 from tests.support import definition_of
 
 READER = ToolContext("ada", "web", ["notes:read"])
@@ -227,6 +229,44 @@ async def test_a_mutating_call_spends_five_tokens_and_a_read_one() -> None:
     await registry.call("notes.write", {"text": "x"}, READER)
 
     assert limiter.keys == [("web:ada:notes.read", 1), ("web:ada:notes.write", 5)]
+
+
+class AwaitedLimiter(SpyLimiter):
+    """Answers with a coroutine, as a limiter on a shared store does."""
+
+    async def consume(self, key: str, cost: int = 1) -> RateDecision:  # type: ignore[override]
+        await asyncio.sleep(0)
+        return SpyLimiter.consume(self, key, cost)
+
+
+async def test_a_limiter_that_answers_with_an_awaitable_is_awaited_before_the_tool_runs() -> None:
+    registry, counter = make(rate_limiter=AwaitedLimiter(allow=False))
+
+    result = await registry.call("notes.read", {}, READER)
+
+    assert result.code == ErrorCode.RATE_LIMITED
+    assert result.error is not None and "'web:ada:notes.read'" in result.error.message
+    assert result.meta["retry_after_seconds"] == 42.0
+    assert counter.runs == 0
+
+
+async def test_a_limiter_whose_store_cannot_count_refuses_and_names_the_store() -> None:
+    class DownLimiter:
+        async def consume(self, key: str, cost: int = 1) -> RateDecision:
+            return store_unavailable(key, "redis://store:6379/0", "ConnectionError: refused")
+
+    registry, counter = make(rate_limiter=DownLimiter())
+
+    result = await registry.call("notes.read", {}, READER)
+
+    assert result.code == ErrorCode.RATE_LIMITED
+    assert result.meta["rate_limit_store_unavailable"] == "redis://store:6379/0"
+    assert result.error is not None
+    assert "the shared rate-limit store at redis://store:6379/0 cannot be reached" in (
+        result.error.message
+    )
+    assert "nothing ran" in result.error.message
+    assert counter.runs == 0
 
 
 # The executing hook only sees calls every check admitted ------------------------------------------

@@ -38,6 +38,7 @@ from lockgate.gating import (
     ErrorCode,
     PolicyDecision,
     PolicyGate,
+    RateDecision,
     RateLimiter,
     ToolContext,
     ToolResult,
@@ -329,9 +330,19 @@ class ToolRegistry:
         # Rate-limit, plan, confirm.
         limiter = self.rate_limiter if rate_limit else None
         if limiter is not None or ctx.mode == "plan" or decision.needs_confirmation:
-            answer = self._limit_plan_confirm(
-                definition, validated, ctx, decision, token, confirmation, limiter
-            )
+            answer = None
+            if limiter is not None:
+                key = rate_key(ctx.channel, ctx.principal, definition.name)
+                spent = limiter.consume(key, MUTATING_COST if definition.mutating else 1)
+                # A limiter in memory answers at once; one on a shared store, once it has.
+                if not isinstance(spent, RateDecision):
+                    spent = await spent
+                if not spent.allowed:
+                    answer = _rate_limited(key, spent)
+            if answer is None:
+                answer = self._plan_confirm(
+                    definition, validated, ctx, decision, token, confirmation
+                )
             if marks is not None:
                 marks.append(("rate_limit_plan_confirm", time.time_ns()))
             if answer is not None:
@@ -385,7 +396,7 @@ class ToolRegistry:
                 await _maybe_await(after(executed))
         return result
 
-    def _limit_plan_confirm(
+    def _plan_confirm(
         self,
         definition: ToolDefinition,
         validated: dict[str, Any],
@@ -393,18 +404,8 @@ class ToolRegistry:
         decision: PolicyDecision,
         token: object,
         confirmation: Confirmation,
-        limiter: RateLimiter | None,
     ) -> ToolResult | None:
-        """Rate-limit, plan, confirm: a refusal, a plan or a confirmation, or ``None`` to run."""
-        if limiter is not None:
-            key = rate_key(ctx.channel, ctx.principal, definition.name)
-            spent = limiter.consume(key, MUTATING_COST if definition.mutating else 1)
-            if not spent.allowed:
-                return ToolResult.error(
-                    ErrorCode.RATE_LIMITED,
-                    spent.reason or f"Rate limit exceeded for '{key}'.",
-                    meta={"retry_after_seconds": spent.retry_after_seconds},
-                )
+        """Plan, confirm: a plan, a confirmation or its refusal, or ``None`` to run."""
         if ctx.mode == "plan":
             plan = {
                 "tool": definition.name,
@@ -576,6 +577,17 @@ def _stages(marks: list[tuple[str, int]]) -> list[tuple[str, int, int]]:
 
 def _qualname(handler: Callable[..., Any]) -> str:
     return f"{getattr(handler, '__module__', '?')}.{getattr(handler, '__qualname__', handler)}"
+
+
+def _rate_limited(key: str, spent: RateDecision) -> ToolResult:
+    """The refusal of a call its limiter did not let spend: over its budget, or the shared
+    store that keeps the budget could not count it (``meta`` names the store then)."""
+    meta: dict[str, Any] = {"retry_after_seconds": spent.retry_after_seconds}
+    if spent.unavailable_store is not None:
+        meta["rate_limit_store_unavailable"] = spent.unavailable_store
+    return ToolResult.error(
+        ErrorCode.RATE_LIMITED, spent.reason or f"Rate limit exceeded for '{key}'.", meta=meta
+    )
 
 
 async def _maybe_await(value: Awaitable[Any] | Any) -> Any:

@@ -277,6 +277,9 @@ class ToolActivities:
             )
         if error.code == ErrorCode.RATE_LIMITED.value:
             details["retry_after_seconds"] = result.meta.get("retry_after_seconds")
+            store = result.meta.get("rate_limit_store_unavailable")
+            if store is not None:
+                details["rate_limit_store_unavailable"] = store
         return _refusal(error.code, error.message, **details)
 
     @activity.defn(name=OPEN_START)
