@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         ToolResult,
         WorkerSecret,
     )
+    from lockgate.redis_ratelimit import RedisRateLimiter
     from lockgate.worker import LockgatePlugin
     from lockgate.workflows import (
         AgentStep,
@@ -82,6 +83,7 @@ __all__ = [
     "Param",
     "PolicyGate",
     "Quorum",
+    "RedisRateLimiter",
     "Retry",
     "Route",
     "Signer",
@@ -126,6 +128,7 @@ _HOMES = {
     "Param": "lockgate.activities",
     "PolicyGate": "lockgate.gating",
     "Quorum": "lockgate.workflows",
+    "RedisRateLimiter": "lockgate.redis_ratelimit",
     "Retry": "lockgate.activities",
     "Route": "lockgate.workflows",
     "Signer": "lockgate.gating",

@@ -36,6 +36,7 @@ PUBLIC_NAMES = [
     "Param",
     "PolicyGate",
     "Quorum",
+    "RedisRateLimiter",
     "Retry",
     "Route",
     "Signer",
