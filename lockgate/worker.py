@@ -54,6 +54,7 @@ from lockgate.gating import (
     Authority,
     Directory,
     Notifications,
+    RateLimiter,
     RelyingParty,
     WorkerSecret,
     WorkerSecretError,
@@ -154,6 +155,12 @@ class LockgatePlugin(SimplePlugin):
     Args:
         tools: ``@tool`` functions, or a :class:`ToolRegistry` (its gate, limiter and audit log
             are used).
+        rate_limiter: Budgets per ``channel:principal:tool`` for the tool calls this worker
+            runs: :class:`~lockgate.InMemoryRateLimiter` counts in this process only (each
+            worker of a fleet a budget of its own),
+            :class:`~lockgate.redis_ratelimit.RedisRateLimiter` once for the whole fleet. Given
+            to the plugin's registry; a registry passed as ``tools`` with a limiter of its own
+            takes none from here. Without either, nothing is limited.
         graphs: ``@graph`` classes (several versions of one graph may be served side by side).
         directory: The Directory, or the path of its TOML file (re-read when it changes). Without
             one, nobody is verified: unsigned callers run only tools that need no scope.
@@ -205,6 +212,7 @@ class LockgatePlugin(SimplePlugin):
         encryption: PayloadKeys | EncryptionCodec | None = None,
         telemetry: LockgateTelemetry | None = None,
         models: Mapping[str, Any] | None = None,
+        rate_limiter: RateLimiter | None = None,
     ) -> None:
         _check_plugin_settings(
             tools=tools,
@@ -219,8 +227,11 @@ class LockgatePlugin(SimplePlugin):
             encryption=encryption,
             telemetry=telemetry,
             models=models,
+            rate_limiter=rate_limiter,
         )
         self.registry = _registry_of(tools)
+        if rate_limiter is not None:
+            self.registry.rate_limiter = rate_limiter
         if audit is not None and not isinstance(tools, ToolRegistry):
             # One audit log for the tool calls and the judgements of the plugin's own registry.
             self.registry.audit = audit
@@ -407,9 +418,11 @@ def _check_plugin_settings(
     encryption: object,
     telemetry: object,
     models: object,
+    rate_limiter: object,
 ) -> None:
     """Refuses, before anything is built, a setting of the wrong type (a dict for a Directory, a
-    string for the secret), naming it, what it got and what it takes."""
+    string for the secret), naming it, what it got and what it takes; and two rate limiters
+    for one registry."""
     where = "LockgatePlugin"
     # A string is iterable too, and its letters are neither tools nor graphs.
     if isinstance(tools, (str, bytes)) or not (tools is None or isinstance(tools, Iterable)):
@@ -467,6 +480,32 @@ def _check_plugin_settings(
     check_setting(
         where, "models", models, Mapping, "a mapping of model names to models", optional=True
     )
+    if isinstance(rate_limiter, str):
+        # Not shown: a store's URL may hold its password.
+        raise TypeError(
+            f"{where}: rate_limiter must be a RateLimiter, and it got a string: give a store's "
+            "URL as RedisRateLimiter(url)."
+        )
+    if rate_limiter is not None and not callable(getattr(rate_limiter, "consume", None)):
+        raise refused_setting(
+            where,
+            "rate_limiter",
+            rate_limiter,
+            "a RateLimiter (InMemoryRateLimiter() or RedisRateLimiter(url))",
+        )
+    if (
+        rate_limiter is not None
+        and isinstance(tools, ToolRegistry)
+        and tools.rate_limiter is not None
+        and tools.rate_limiter is not rate_limiter
+    ):
+        # Which of the two would count is a guess either way, and a guess about a limit is a
+        # budget someone did not mean to give.
+        raise TypeError(
+            f"{where}: rate_limiter {rate_limiter!r} was given, and the ToolRegistry given as "
+            f"tools has its own, {tools.rate_limiter!r}: give one of them (the registry's is "
+            "used when only it has one)."
+        )
 
 
 _NO_SECRET = (

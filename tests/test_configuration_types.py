@@ -16,6 +16,7 @@ import pytest
 from lockgate import (
     ChannelPolicy,
     GraphDeclarationError,
+    InMemoryRateLimiter,
     LockgatePlugin,
     PolicyGate,
     ToolRegistry,
@@ -195,6 +196,16 @@ def test_a_gate_policy_that_is_not_one_is_refused_when_the_graph_compiles() -> N
             "LockgatePlugin: models must be a mapping of model names to models or None, and it "
             "got list ['support-model'].",
         ),
+        (
+            {"rate_limiter": {"max_tokens": 10}},
+            "LockgatePlugin: rate_limiter must be a RateLimiter (InMemoryRateLimiter() or "
+            "RedisRateLimiter(url)), and it got dict {'max_tokens': 10}.",
+        ),
+        (
+            {"rate_limiter": "redis://:hunter2@cache:6379/0"},
+            "LockgatePlugin: rate_limiter must be a RateLimiter, and it got a string: give a "
+            "store's URL as RedisRateLimiter(url).",
+        ),
     ],
 )
 def test_a_plugin_setting_of_the_wrong_type_is_refused_when_the_plugin_is_built(
@@ -203,3 +214,32 @@ def test_a_plugin_setting_of_the_wrong_type_is_refused_when_the_plugin_is_built(
     settings.setdefault("secret", WorkerSecret.generate("test"))
 
     assert refusal(lambda: LockgatePlugin(**settings)).startswith(sentence)
+
+
+def test_a_plugin_given_a_limiter_and_a_registry_with_another_is_refused() -> None:
+    registry = ToolRegistry(rate_limiter=InMemoryRateLimiter())
+
+    sentence = refusal(
+        lambda: LockgatePlugin(
+            registry, rate_limiter=InMemoryRateLimiter(), secret=WorkerSecret.generate("test")
+        )
+    )
+
+    assert sentence.startswith("LockgatePlugin: rate_limiter ")
+    assert "the ToolRegistry given as tools has its own" in sentence
+
+
+def test_a_plugins_limiter_counts_the_calls_of_its_registry() -> None:
+    limiter = InMemoryRateLimiter()
+
+    plugin = LockgatePlugin(rate_limiter=limiter, secret=WorkerSecret.generate("test"))
+
+    assert plugin.registry.rate_limiter is limiter
+
+
+def test_a_plugin_keeps_the_limiter_of_a_registry_given_as_its_tools() -> None:
+    limiter = InMemoryRateLimiter()
+
+    plugin = LockgatePlugin(ToolRegistry(rate_limiter=limiter), secret=WorkerSecret.generate("t"))
+
+    assert plugin.registry.rate_limiter is limiter
