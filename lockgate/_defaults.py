@@ -5,7 +5,9 @@ from __future__ import annotations
 
 __all__ = [
     "AUDIT_FILE_ENV",
+    "DEFAULT_MAX_TOKENS",
     "DEFAULT_TASK_QUEUE",
+    "DEFAULT_WINDOW_SECONDS",
     "ENROLMENT_SECRET_FILE_ENV",
     "PAYLOAD_KEYS_FILE_ENV",
     "WORKER_SECRET_FILE_ENV",
@@ -13,6 +15,12 @@ __all__ = [
 
 DEFAULT_TASK_QUEUE = "lockgate"
 """The task queue lockgate's workers serve and its clients use unless told otherwise."""
+
+DEFAULT_MAX_TOKENS = 100
+"""A rate limit's tokens per key per window, unless told otherwise."""
+
+DEFAULT_WINDOW_SECONDS = 60.0
+"""A rate limit's window, unless told otherwise."""
 
 AUDIT_FILE_ENV = "LOCKGATE_AUDIT_FILE"
 """The environment variable that may name the JSON-lines audit file of ``lockgate worker``."""

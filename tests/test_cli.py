@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -19,8 +20,10 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from lockgate import LockgatePlugin, ToolClient, WorkerSecret
+from lockgate import InMemoryRateLimiter, LockgatePlugin, ToolClient, WorkerSecret
 from lockgate.cli._loop import event_loop_name, run_on_the_fastest_loop
+from lockgate.cli._output import CommandError
+from lockgate.cli._worker import rate_limiter_of
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gating import Directory, Signer, WorkerSecretError
@@ -538,3 +541,47 @@ async def test_a_taken_inbox_port_names_the_inbox_and_the_flag_that_moves_it(
     assert ran.status == 2
     assert ran.err.startswith(f"lockgate: The inbox cannot listen on 127.0.0.1:{port}")
     assert "lockgate inbox --port N" in ran.err
+
+
+def _worker_arguments(*flags: str) -> argparse.Namespace:
+    from lockgate.cli._arguments import build_parser
+
+    return build_parser().parse_args(["worker", "--tools", "x", *flags])
+
+
+def test_a_worker_without_rate_limit_limits_nothing() -> None:
+    assert rate_limiter_of(_worker_arguments()) is None
+
+
+def test_rate_limit_memory_gives_each_worker_process_its_own_budget() -> None:
+    limiter = rate_limiter_of(
+        _worker_arguments("--rate-limit", "memory", "--rate-limit-tokens", "7")
+    )
+
+    assert isinstance(limiter, InMemoryRateLimiter)
+    assert (limiter.max_tokens, limiter.window_seconds) == (7, 60.0)
+
+
+def test_rate_limit_with_a_redis_url_shares_the_budget_through_that_store() -> None:
+    from lockgate.redis_ratelimit import RedisRateLimiter
+
+    limiter = rate_limiter_of(
+        _worker_arguments(
+            "--rate-limit", "redis://:hunter2@cache:6380/2", "--rate-limit-window", "30"
+        )
+    )
+
+    assert isinstance(limiter, RedisRateLimiter)
+    assert (limiter.address, limiter.max_tokens, limiter.window_seconds) == (
+        "redis://cache:6380/2",
+        100,
+        30.0,
+    )
+
+
+def test_rate_limit_naming_no_store_is_refused_without_echoing_it() -> None:
+    with pytest.raises(CommandError) as refused:
+        rate_limiter_of(_worker_arguments("--rate-limit", "cache:6379?password=hunter2"))
+
+    assert "--rate-limit takes memory" in str(refused.value)
+    assert "hunter2" not in str(refused.value)

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from lockgate._defaults import (
     AUDIT_FILE_ENV,
+    DEFAULT_MAX_TOKENS,
     DEFAULT_TASK_QUEUE,
+    DEFAULT_WINDOW_SECONDS,
     ENROLMENT_SECRET_FILE_ENV,
     PAYLOAD_KEYS_FILE_ENV,
     WORKER_SECRET_FILE_ENV,
@@ -145,6 +147,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--notifications",
         metavar="TOML",
         help="webhooks told when a gate of their role opens or closes",
+    )
+    worker.add_argument(
+        "--rate-limit",
+        metavar="STORE",
+        help="budgets per channel:principal:tool: redis://HOST:PORT/DB shares them with every "
+        "worker on that Redis (lockgate[redis]); memory keeps one per worker process; a store "
+        "that cannot be reached refuses calls (default: no limit)",
+    )
+    worker.add_argument(
+        "--rate-limit-tokens",
+        type=int,
+        default=DEFAULT_MAX_TOKENS,
+        metavar="N",
+        help=f"tokens per key per window; a mutating call spends 5, a read 1 (default "
+        f"{DEFAULT_MAX_TOKENS})",
+    )
+    worker.add_argument(
+        "--rate-limit-window",
+        type=float,
+        default=DEFAULT_WINDOW_SECONDS,
+        metavar="SECONDS",
+        help=f"the window's length (default {DEFAULT_WINDOW_SECONDS:g})",
     )
 
     inbox = commands.add_parser(

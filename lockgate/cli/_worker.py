@@ -17,8 +17,10 @@ from lockgate.gating import (
     AuditLogger,
     AuditSink,
     IdentityError,
+    InMemoryRateLimiter,
     JsonLinesAuditSink,
     Notifications,
+    RateLimiter,
 )
 from lockgate.namespace import SearchAttributesMissingError
 from lockgate.worker import LockgatePlugin, load_components, run_worker
@@ -26,7 +28,7 @@ from lockgate.worker import LockgatePlugin, load_components, run_worker
 if TYPE_CHECKING:
     from lockgate.telemetry import LockgateTelemetry
 
-__all__ = ["plugin_for", "serve_worker"]
+__all__ = ["plugin_for", "rate_limiter_of", "serve_worker"]
 
 
 def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> LockgatePlugin:
@@ -52,6 +54,7 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
     encryption = payload_keys(arguments)
     audit = _audit(arguments)
     telemetry = _telemetry(arguments)
+    limiter = rate_limiter_of(arguments)
     path = directory_path(arguments)
     if not path.exists():
         print(
@@ -68,6 +71,7 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
             telemetry=telemetry,
             relying_party=party,
             notifications=notifications,
+            rate_limiter=limiter,
         )
     return LockgatePlugin(
         tools,
@@ -79,7 +83,46 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
         encryption=encryption,
         audit=audit,
         telemetry=telemetry,
+        rate_limiter=limiter,
     )
+
+
+def rate_limiter_of(arguments: argparse.Namespace) -> RateLimiter | None:
+    """The limiter ``--rate-limit`` names: ``memory`` (this process), ``redis://...`` (the
+    fleet's, shared through that Redis), or None without the flag.
+
+    Raises:
+        CommandError: the flag names neither, the Redis client is not installed, or the
+            budget is not a positive number.
+    """
+    chosen = getattr(arguments, "rate_limit", None)
+    if not chosen:
+        return None
+    tokens = arguments.rate_limit_tokens
+    window = arguments.rate_limit_window
+    if tokens < 1 or not window > 0:
+        raise CommandError(
+            f"--rate-limit-tokens must be at least 1 and --rate-limit-window more than 0 "
+            f"seconds; they are {tokens} and {window:g}."
+        )
+    if chosen == "memory":
+        return InMemoryRateLimiter(max_tokens=tokens, window_seconds=window)
+    if not chosen.startswith(("redis://", "rediss://", "unix://")):
+        # Not echoed: what was meant as a store's URL may hold its password.
+        raise CommandError(
+            "--rate-limit takes memory (one budget per worker process) or a Redis URL, "
+            "redis://HOST:PORT/DB (rediss:// for TLS), whose budgets every worker on it shares."
+        )
+    try:
+        from lockgate.redis_ratelimit import RedisRateLimiter
+    except ImportError:
+        raise CommandError(
+            "--rate-limit redis://... needs the Redis client: pip install 'lockgate[redis]'."
+        ) from None
+    try:
+        return RedisRateLimiter(chosen, max_tokens=tokens, window_seconds=window)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
 
 
 def _audit(arguments: argparse.Namespace) -> AuditLogger | None:
@@ -112,6 +155,15 @@ def _telemetry(arguments: argparse.Namespace) -> LockgateTelemetry | None:
     return LockgateTelemetry()
 
 
+def _limited(plugin: LockgatePlugin) -> str:
+    """What the ready line says of the rate limit: where budgets are counted, if anywhere."""
+    limiter = plugin.registry.rate_limiter
+    if limiter is None:
+        return ""
+    where = getattr(limiter, "address", None)  # a shared store's, without credentials
+    return f", rate-limited in {where}" if where else ", rate-limited in this process"
+
+
 _NO_OTEL = "--otel and --audit-otel need OpenTelemetry: pip install 'lockgate[otel]'."
 
 
@@ -130,7 +182,7 @@ async def serve_worker(arguments: argparse.Namespace) -> int:
             on_ready=lambda: print(
                 f"worker ready: {len(plugin.registry)} tools, {len(plugin.graph_workflows)} "
                 f"graphs on task queue '{arguments.task_queue}' ({client.namespace}), on "
-                f"{event_loop_name()}; Ctrl-C stops it",
+                f"{event_loop_name()}{_limited(plugin)}; Ctrl-C stops it",
                 flush=True,
             ),
         )

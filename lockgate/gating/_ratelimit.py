@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from lockgate._defaults import DEFAULT_MAX_TOKENS, DEFAULT_WINDOW_SECONDS
+
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_WINDOW_SECONDS",
@@ -27,8 +29,6 @@ __all__ = [
     "store_unavailable",
 ]
 
-DEFAULT_MAX_TOKENS = 100
-DEFAULT_WINDOW_SECONDS = 60.0
 MUTATING_COST = 5
 """A mutating call spends five tokens, a read one: 20 writes or 100 reads per window."""
 
