@@ -8,23 +8,34 @@ of the real dev server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
+import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from redis.asyncio import Redis
+from temporalio.client import Client
 
 from lockgate import (
     ErrorCode,
     InMemoryRateLimiter,
     RedisRateLimiter,
+    ToolClient,
     ToolContext,
     ToolRegistry,
     tool,
 )
+from lockgate.contracts import ToolCallResult
+from lockgate.testing import Identities
+from lockgate.workflows._tool_call import call_workflow_id
 from tests.redis_support import RedisServer, own_redis, redis_url
+from tests.support import REPOSITORY, error_of, failed_workflow_tasks
 
 __all__ = ["own_redis", "redis_url"]  # fixtures, imported for pytest to find
 
@@ -264,3 +275,124 @@ async def test_through_the_pipeline_a_mutating_call_spends_five_and_nothing_runs
     assert refusal is not None
     assert f"Rate limit exceeded for 'web:{ctx.principal}:notes.write'" in refusal.message
     assert results[-1].meta["retry_after_seconds"] > 0
+
+
+# A fleet of workers against one store ------------------------------------------------------------
+
+FLEET_BUDGET = 6
+"""Tokens per key per window on every worker of the fleet; a call of fleet:record costs one."""
+
+
+@contextlib.asynccontextmanager
+async def fleet(
+    address: str, task_queue: str, store: str, people: Identities, folder: Path, size: int = 3
+) -> AsyncIterator[list[asyncio.subprocess.Process]]:
+    """``size`` ``lockgate worker`` processes on one task queue, all limited through ``store``,
+    each once it says it is ready; stopped with SIGTERM after."""
+    directory = folder / "directory.toml"
+    directory.write_text(people.toml)
+    workers: list[asyncio.subprocess.Process] = []
+    try:
+        for number in range(size):
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "lockgate.cli",
+                "worker",
+                "--tools",
+                "tests.fleet_tools",
+                "--directory",
+                str(directory),
+                "--task-queue",
+                task_queue,
+                "--rate-limit",
+                store,
+                "--rate-limit-tokens",
+                str(FLEET_BUDGET),
+                "--rate-limit-window",
+                str(WINDOW),
+                cwd=REPOSITORY,
+                env={
+                    **os.environ,
+                    "TEMPORAL_ADDRESS": address,
+                    "PYTHONPATH": str(REPOSITORY),
+                    "LOCKGATE_WORKER_SECRET": people.secret.to_text(),
+                },
+                stdout=asyncio.subprocess.PIPE,
+                stderr=(folder / f"worker-{number}.log").open("wb"),
+            )
+            workers.append(process)
+            assert process.stdout is not None
+            ready = await asyncio.wait_for(process.stdout.readline(), 60)
+            assert b"worker ready" in ready, ready
+            assert store.encode() in ready, ready  # it says where budgets are counted
+        yield workers
+    finally:
+        for worker in workers:
+            if worker.returncode is None:
+                worker.send_signal(signal.SIGTERM)
+        for worker in workers:
+            await asyncio.wait_for(worker.wait(), 60)
+
+
+def runs_in(path: Path) -> list[str]:
+    """The labels of the calls that ran, one line each."""
+    return [line.split()[0] for line in path.read_text().splitlines()] if path.exists() else []
+
+
+async def test_a_fleet_of_three_workers_spends_one_budget_and_refuses_once_its_store_dies(
+    temporal_client: Client, task_queue: str, own_redis: RedisServer, tmp_path: Path
+) -> None:
+    people = Identities({"ada": {}, "bob": {}})
+    address = temporal_client.service_client.config.target_host
+    ran = tmp_path / "runs"
+    second_connection = await Client.connect(address, namespace=temporal_client.namespace)
+    callers = [
+        ToolClient(connection, task_queue, signer=people.signer("ada"))
+        for connection in (temporal_client, second_connection)
+    ]
+    request_ids: list[str] = []
+
+    async def call(caller: ToolClient, label: str) -> ToolCallResult:
+        request_ids.append(uuid.uuid4().hex)
+        arguments = {"path": str(ran), "label": label}
+        return await caller.call("fleet:record", arguments, request_id=request_ids[-1])
+
+    async with fleet(address, task_queue, own_redis.url, people, tmp_path):
+        # Two clients, one agent, twice the budget at once.
+        burst = await asyncio.gather(
+            *(call(callers[n % 2], f"ada-{n}") for n in range(2 * FLEET_BUDGET))
+        )
+        accepted = [result for result in burst if result["success"]]
+        refused = [error_of(result) for result in burst if not result["success"]]
+
+        assert len(accepted) == FLEET_BUDGET
+        assert len(refused) == FLEET_BUDGET
+        for error in refused:
+            assert error["code"] == "RATE_LIMITED"
+            assert error["message"].startswith(
+                f"Rate limit exceeded for 'cli:ada:fleet:record': max {FLEET_BUDGET} tokens "
+                "per 3600s"
+            )
+        assert sorted(runs_in(ran)) == sorted(result["data"]["label"] for result in accepted)
+
+        # Another agent, with a budget of its own, while the store is up and then once it is not.
+        bob = ToolClient(temporal_client, task_queue, signer=people.signer("bob"))
+        before = [await call(bob, f"bob-{n}") for n in range(2)]
+        own_redis.stop()
+        after = [await call(bob, f"bob-late-{n}") for n in range(3)]
+
+    assert [result["success"] for result in before] == [True, True]
+    for result in after:
+        error = error_of(result)
+        assert error["code"] == "RATE_LIMITED"
+        assert error["message"].startswith(
+            "Rate limit for 'cli:bob:fleet:record' not checked: the shared rate-limit store at "
+            f"{own_redis.url} cannot be reached ("
+        )
+        assert "so nothing ran" in error["message"]
+    assert len(runs_in(ran)) == FLEET_BUDGET + 2
+    assert not [label for label in runs_in(ran) if label.startswith("bob-late")]
+    for request_id in request_ids:
+        handle = temporal_client.get_workflow_handle(call_workflow_id(request_id))
+        assert await failed_workflow_tasks(handle) == []
