@@ -13,7 +13,7 @@ PORT ?=
 UI_PORT ?=
 DURABILITY ?=
 
-.PHONY: dev test test-main test-other-pythons browser soak bench lint typecheck package-check clean
+.PHONY: dev test test-main test-other-pythons browser redis soak bench lint typecheck package-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,7 @@ dev: $(STAMP)
 
 test: test-main test-other-pythons
 
-test-main: $(STAMP) browser
+test-main: $(STAMP) browser redis
 	$(BIN)/python -m pytest -q
 
 # The Temporal UI test drives Debian's Chromium headless: installed here with apt-get where that
@@ -44,6 +44,18 @@ browser:
 		|| echo "make browser: apt-get could not install chromium; the Temporal UI test is skipped"; \
 	else \
 		echo "make browser: no chromium here, and apt-get needs root: the Temporal UI test is skipped"; \
+	fi
+
+# The shared rate limit's tests run Debian's redis-server: installed here with apt-get where that
+# can be done (as root); elsewhere they are skipped and say so.
+redis:
+	@if command -v redis-server >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "make redis: installing Debian's redis-server for the shared rate limit's tests"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null) \
+		|| echo "make redis: apt-get could not install redis-server; the shared rate limit's tests are skipped"; \
+	else \
+		echo "make redis: no redis-server here, and apt-get needs root: the shared rate limit's tests are skipped"; \
 	fi
 
 test-other-pythons:
