@@ -56,6 +56,16 @@ async def test_the_idempotent_tool_example_passes_its_own_check() -> None:
     assert len(namespace["REFUNDS"]) == 1
 
 
+def test_the_rate_limit_example_refuses_the_third_call_naming_its_key(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    example = _block_containing("python", "InMemoryRateLimiter(max_tokens=2")
+
+    exec(compile(example, "README.md", "exec"), {"__name__": "readme_rate_limits"})
+
+    assert "Rate limit exceeded for 'web:agent-7:notes:search'" in capsys.readouterr().out
+
+
 def test_the_graph_example_is_the_declaration_in_examples_essay_review() -> None:
     example = _block_containing("python", '@graph(\n    "essay:review"')
     source = (REPOSITORY / "lockgate" / "examples" / "essay_review.py").read_text()
