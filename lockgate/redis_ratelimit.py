@@ -214,7 +214,7 @@ class RedisRateLimiter:
     def _why(self, error: BaseException) -> str:
         if isinstance(error, asyncio.TimeoutError):
             return f"no answer within {2 * self.timeout_seconds:g}s"
-        said = str(error) or "no detail"
+        said = (str(error) or "no detail").rstrip(".")
         password = urlsplit(self._url).password
         if password:
             said = said.replace(password, "***")
