@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = [
     "AUDIT_FILE_ENV",
+    "DEFAULT_GRACE_SECONDS",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_TASK_QUEUE",
     "DEFAULT_WINDOW_SECONDS",
@@ -21,6 +22,10 @@ DEFAULT_MAX_TOKENS = 100
 
 DEFAULT_WINDOW_SECONDS = 60.0
 """A rate limit's window, unless told otherwise."""
+
+DEFAULT_GRACE_SECONDS = 10.0
+"""How long a stopping worker lets running activities finish before cancelling them: long enough
+for a typical tool call, short enough for an orchestrator's default 30 s termination grace."""
 
 AUDIT_FILE_ENV = "LOCKGATE_AUDIT_FILE"
 """The environment variable that may name the JSON-lines audit file of ``lockgate worker``."""

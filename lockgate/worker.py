@@ -31,6 +31,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+from lockgate._defaults import DEFAULT_GRACE_SECONDS
 from lockgate.activities import (
     NotificationActivities,
     ToolRegistry,
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
     from lockgate.telemetry import LockgateTelemetry
 
 __all__ = [
+    "DEFAULT_GRACE",
     "DEFAULT_TASK_QUEUE",
     "SANDBOX_PASSTHROUGH",
     "LockgatePlugin",
@@ -85,6 +87,9 @@ __all__ = [
 ]
 
 _log = logging.getLogger("lockgate.worker")
+
+DEFAULT_GRACE = timedelta(seconds=DEFAULT_GRACE_SECONDS)
+"""How long :func:`run_worker` lets running activities finish once told to stop."""
 
 SANDBOX_PASSTHROUGH = (
     # lockgate's own modules, for users' workflow modules that import lockgate: re-importing it
@@ -627,11 +632,15 @@ async def run_worker(
     *,
     stop: asyncio.Event | None = None,
     on_ready: Callable[[], None] | None = None,
+    grace: timedelta = DEFAULT_GRACE,
 ) -> None:
     """Serves ``task_queue`` until ``stop`` is set, or until SIGINT, SIGTERM or SIGHUP (the
     terminal closing).
 
-    Shuts down gracefully: polling stops, running activities get their grace period.
+    Shuts down gracefully: polling stops at once, so other workers on the queue take the new
+    work, and the activities running here get ``grace`` to finish and report their results.
+    Those still running then are cancelled; Temporal retries them on another worker (a tool's
+    idempotency key is the same on every attempt).
 
     Raises:
         SearchAttributesMissingError: The namespace lacks lockgate's search attributes (checked
@@ -653,7 +662,7 @@ async def run_worker(
             client,
             task_queue=task_queue,
             plugins=[plugin],
-            graceful_shutdown_timeout=timedelta(seconds=10),
+            graceful_shutdown_timeout=grace,
         ):
             _log.info("lockgate worker serving task queue %r", task_queue)
             if on_ready is not None:

@@ -186,12 +186,12 @@ def error_of(result: ToolCallResult) -> ErrorDetail:
 
 
 async def worker_process(
-    address: str, task_queue: str, components: str
+    address: str, task_queue: str, components: str, *flags: str
 ) -> asyncio.subprocess.Process:
     """A ``lockgate worker`` subprocess, once it says it is ready: a worker a test can kill.
 
     It serves ``<components>_TOOLS`` and ``<components>_GRAPHS`` of ``tests.reliability_graphs``
-    (``TOOLS`` and ``GRAPHS`` when ``components`` is empty).
+    (``TOOLS`` and ``GRAPHS`` when ``components`` is empty), with ``flags`` added.
     """
     prefix = f"{components}_" if components else ""
     process = await asyncio.create_subprocess_exec(
@@ -205,6 +205,7 @@ async def worker_process(
         f"tests.reliability_graphs:{prefix}GRAPHS",
         "--task-queue",
         task_queue,
+        *flags,
         cwd=REPOSITORY,
         env={
             **os.environ,

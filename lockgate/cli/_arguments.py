@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import TYPE_CHECKING, Any
 
 from lockgate._defaults import (
     AUDIT_FILE_ENV,
+    DEFAULT_GRACE_SECONDS,
     DEFAULT_MAX_TOKENS,
     DEFAULT_TASK_QUEUE,
     DEFAULT_WINDOW_SECONDS,
@@ -37,6 +39,17 @@ def json_argument(text: str, what: str) -> Any:
         raise CommandError(
             f"{what} is not valid JSON ({error.msg} at {error.pos}): {text}"
         ) from None
+
+
+def _seconds(text: str) -> float:
+    """A flag's value of seconds: a number, zero or more."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds are a finite number, zero or more")
+    return seconds
 
 
 _TAKES_GLOBAL_OPTIONS = (
@@ -169,6 +182,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_WINDOW_SECONDS,
         metavar="SECONDS",
         help=f"the window's length (default {DEFAULT_WINDOW_SECONDS:g})",
+    )
+    worker.add_argument(
+        "--grace-seconds",
+        type=_seconds,
+        default=DEFAULT_GRACE_SECONDS,
+        metavar="N",
+        help="on SIGTERM or Ctrl-C, stop polling at once and give running activities N seconds "
+        "to finish before they are cancelled and retried elsewhere (default "
+        f"{DEFAULT_GRACE_SECONDS:g}; keep an orchestrator's termination grace above it)",
     )
 
     inbox = commands.add_parser(

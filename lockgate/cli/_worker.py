@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from lockgate.cli._inbox import relying_party_of
@@ -179,6 +180,7 @@ async def serve_worker(arguments: argparse.Namespace) -> int:
             client,
             plugin,
             arguments.task_queue,
+            grace=timedelta(seconds=arguments.grace_seconds),
             on_ready=lambda: print(
                 f"worker ready: {len(plugin.registry)} tools, {len(plugin.graph_workflows)} "
                 f"graphs on task queue '{arguments.task_queue}' ({client.namespace}), on "
