@@ -32,6 +32,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerConfig, W
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from lockgate._defaults import DEFAULT_GRACE_SECONDS
+from lockgate._health import WorkerHealth, serve_health
 from lockgate.activities import (
     NotificationActivities,
     ToolRegistry,
@@ -82,8 +83,10 @@ __all__ = [
     "DEFAULT_TASK_QUEUE",
     "SANDBOX_PASSTHROUGH",
     "LockgatePlugin",
+    "WorkerHealth",
     "load_components",
     "run_worker",
+    "serve_health",
 ]
 
 _log = logging.getLogger("lockgate.worker")
@@ -633,6 +636,7 @@ async def run_worker(
     stop: asyncio.Event | None = None,
     on_ready: Callable[[], None] | None = None,
     grace: timedelta = DEFAULT_GRACE,
+    health: WorkerHealth | None = None,
 ) -> None:
     """Serves ``task_queue`` until ``stop`` is set, or until SIGINT, SIGTERM or SIGHUP (the
     terminal closing).
@@ -642,11 +646,20 @@ async def run_worker(
     Those still running then are cancelled; Temporal retries them on another worker (a tool's
     idempotency key is the same on every attempt).
 
+    With ``health`` (served by :func:`serve_health` for an orchestrator's
+    probes), it marks the worker ready once the plugin holds its Directory and worker secret,
+    the namespace is checked and the worker polls, and draining once it is told to stop.
+
     Raises:
         SearchAttributesMissingError: The namespace lacks lockgate's search attributes (checked
             before the worker starts, so ``on_ready`` is never called for it).
     """
+    health = health or WorkerHealth()
+    health.mark("directory")
+    if plugin.authority.secret is not None:  # a plugin is never built without one
+        health.mark("worker secret")
     await plugin.check_namespace(client)
+    health.mark("namespace")
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
@@ -663,11 +676,17 @@ async def run_worker(
             task_queue=task_queue,
             plugins=[plugin],
             graceful_shutdown_timeout=grace,
-        ):
+        ) as worker:
+            # The SDK checks the namespace before its pollers start: ready means polling.
+            while not worker.is_running:
+                await asyncio.sleep(0.01)
+            health.mark("polling")
             _log.info("lockgate worker serving task queue %r", task_queue)
             if on_ready is not None:
                 on_ready()
             await stop.wait()
+            health.drain()
+            _log.info("lockgate worker draining: polling stops, running activities get %s", grace)
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)

@@ -1,18 +1,24 @@
-"""``lockgate worker`` as an operator runs it: it drains on SIGTERM within its grace."""
+"""``lockgate worker`` as an operator runs it: it drains on SIGTERM within its grace, and says
+over HTTP whether it is alive and ready."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
+import urllib.error
+import urllib.request
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
 
-from lockgate import GraphClient
+from lockgate import GraphClient, LockgatePlugin
+from lockgate.devserver import free_port
+from lockgate.worker import WorkerHealth, run_worker, serve_health
 from tests.reliability_graphs import SlowJob
-from tests.support import worker_process
+from tests.support import SECRET, worker_process
 
 
 async def _eventually(check: Callable[[], Awaitable[Any]], timeout: float = 60) -> Any:
@@ -22,6 +28,19 @@ async def _eventually(check: Callable[[], Awaitable[Any]], timeout: float = 60) 
         assert asyncio.get_running_loop().time() < deadline, "condition never held"
         await asyncio.sleep(0.05)
     return found
+
+
+async def _get(port: int, path: str) -> tuple[int, dict[str, Any]]:
+    """The status and JSON body of ``GET http://127.0.0.1:PORT/PATH``."""
+
+    def get() -> tuple[int, dict[str, Any]]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    return await asyncio.to_thread(get)
 
 
 def _started(folder: Path) -> list[list[str]]:
@@ -60,11 +79,22 @@ async def test_a_worker_told_to_stop_finishes_the_call_it_holds_and_takes_no_new
 ) -> None:
     address = temporal_client.service_client.config.target_host
     client = GraphClient(temporal_client, task_queue)
-    draining = await worker_process(address, task_queue, "", "--grace-seconds", "60")
+    port = free_port()
+    draining = await worker_process(
+        address, task_queue, "", "--grace-seconds", "60", "--health-port", str(port)
+    )
     workers = [draining]
     try:
         held = await _start_held(client, tmp_path / "held", "held")
+        ready = await _get(port, "/readyz")
         draining.send_signal(signal.SIGTERM)
+
+        async def not_ready() -> tuple[int, dict[str, Any]] | None:
+            answer = await _get(port, "/readyz")
+            return answer if answer[0] == 503 else None
+
+        while_draining = await _eventually(not_ready)
+        alive_while_draining = await _get(port, "/livez")
         workers.append(await worker_process(address, task_queue, ""))
         new = await _start_held(client, tmp_path / "new", "new")
         (tmp_path / "new" / "release").touch()
@@ -77,6 +107,9 @@ async def test_a_worker_told_to_stop_finishes_the_call_it_holds_and_takes_no_new
     finally:
         await _stop(*workers)
 
+    assert ready == (200, {"ready": True})
+    assert while_draining[1]["reason"].startswith("draining")
+    assert alive_while_draining == (200, {"alive": True})
     assert status == 0
     assert [attempt[2] for attempt in _started(tmp_path / "held")] == [str(draining.pid)]
     assert [attempt[2] for attempt in _started(tmp_path / "new")] == [str(workers[1].pid)]
@@ -114,3 +147,70 @@ async def test_a_call_still_running_when_the_grace_runs_out_is_retried_on_anothe
     assert result["status"] == "finished"
     assert result["channels"]["result"] == "held done"
     assert _effects(folder) == [f"held {first[1]}"]
+
+
+class _NamespaceCheckHeld(LockgatePlugin):
+    """A plugin whose namespace check waits until the test lets it through."""
+
+    def __init__(self) -> None:
+        super().__init__(graphs=[SlowJob], secret=SECRET)
+        self.checked = asyncio.Event()
+
+    async def check_namespace(self, client: Client) -> None:
+        await self.checked.wait()
+        await super().check_namespace(client)
+
+
+async def test_readyz_says_what_the_worker_waits_for_until_it_polls(
+    temporal_client: Client, task_queue: str
+) -> None:
+    health = WorkerHealth()
+    port = free_port()
+    probes = await serve_health(health, "127.0.0.1", port)
+    plugin = _NamespaceCheckHeld()
+    stop = asyncio.Event()
+    before_anything = await _get(port, "/readyz")
+    serving = asyncio.create_task(
+        run_worker(temporal_client, plugin, task_queue, stop=stop, health=health)
+    )
+    try:
+        await asyncio.sleep(0.1)
+        while_checking = await _get(port, "/readyz")
+        alive = await _get(port, "/livez")
+        plugin.checked.set()
+
+        async def ready() -> tuple[int, dict[str, Any]] | None:
+            answer = await _get(port, "/readyz")
+            return answer if answer[0] == 200 else None
+
+        once_polling = await _eventually(ready)
+        stop.set()
+        await serving
+        stopped = await _get(port, "/readyz")
+        unknown = await _get(port, "/metrics")
+    finally:
+        plugin.checked.set()
+        stop.set()
+        await serving
+        probes.close()
+        await probes.wait_closed()
+
+    assert before_anything[0] == 503
+    assert before_anything[1]["waiting_for"] == [
+        "directory",
+        "worker secret",
+        "namespace",
+        "polling",
+    ]
+    assert while_checking == (
+        503,
+        {
+            "ready": False,
+            "reason": "waiting for: namespace, polling",
+            "waiting_for": ["namespace", "polling"],
+        },
+    )
+    assert alive == (200, {"alive": True})
+    assert once_polling == (200, {"ready": True})
+    assert stopped[0] == 503
+    assert unknown[0] == 404

@@ -192,6 +192,21 @@ def build_parser() -> argparse.ArgumentParser:
         "to finish before they are cancelled and retried elsewhere (default "
         f"{DEFAULT_GRACE_SECONDS:g}; keep an orchestrator's termination grace above it)",
     )
+    worker.add_argument(
+        "--health-port",
+        type=int,
+        metavar="PORT",
+        help="answer GET /livez (200 while the process runs) and /readyz (200 once the "
+        "Directory, the worker secret and the namespace are checked and the worker polls; 503 "
+        "with a JSON reason before that and while draining) on PORT",
+    )
+    worker.add_argument(
+        "--health-host",
+        default="0.0.0.0",
+        metavar="ADDRESS",
+        help="the address --health-port binds (default 0.0.0.0: an orchestrator probes the "
+        "pod's own address; the answers say only whether the worker is ready)",
+    )
 
     inbox = commands.add_parser(
         "inbox", parents=[common, enrolling], help="the web inbox for people"

@@ -24,7 +24,13 @@ from lockgate.gating import (
     RateLimiter,
 )
 from lockgate.namespace import SearchAttributesMissingError
-from lockgate.worker import LockgatePlugin, load_components, run_worker
+from lockgate.worker import (
+    LockgatePlugin,
+    WorkerHealth,
+    load_components,
+    run_worker,
+    serve_health,
+)
 
 if TYPE_CHECKING:
     from lockgate.telemetry import LockgateTelemetry
@@ -173,6 +179,28 @@ async def serve_worker(arguments: argparse.Namespace) -> int:
     references = [*(arguments.tools or []), *(arguments.graphs or [])]
     if not references:
         raise CommandError("worker needs --tools and/or --graphs (module or module:attr).")
+    health = WorkerHealth()
+    probes = None
+    if arguments.health_port is not None:
+        # Up before anything loads: a probe hears what the worker still waits for.
+        try:
+            probes = await serve_health(health, arguments.health_host, arguments.health_port)
+        except OSError as error:
+            raise CommandError(
+                f"Cannot answer health probes on {arguments.health_host}:"
+                f"{arguments.health_port}: {error}."
+            ) from None
+    try:
+        return await _serve(arguments, references, health)
+    finally:
+        if probes is not None:
+            probes.close()
+            await probes.wait_closed()
+
+
+async def _serve(
+    arguments: argparse.Namespace, references: Sequence[str], health: WorkerHealth
+) -> int:
     plugin = plugin_for(arguments, references)
     client = await connect(arguments)
     try:
@@ -181,6 +209,7 @@ async def serve_worker(arguments: argparse.Namespace) -> int:
             plugin,
             arguments.task_queue,
             grace=timedelta(seconds=arguments.grace_seconds),
+            health=health,
             on_ready=lambda: print(
                 f"worker ready: {len(plugin.registry)} tools, {len(plugin.graph_workflows)} "
                 f"graphs on task queue '{arguments.task_queue}' ({client.namespace}), on "
