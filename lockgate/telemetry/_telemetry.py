@@ -1,5 +1,6 @@
 """Tracing and metrics with OpenTelemetry: temporalio's own tracing interceptor, plus lockgate's
-spans and metrics, made from the audit records every judgement already leaves.
+spans and metrics, made from the audit records every judgement already leaves (what a record
+counts as is :func:`~lockgate.gating._audit_counts.audit_counts`'s to say).
 
 Off unless a :class:`LockgateTelemetry` is given to :class:`lockgate.LockgatePlugin`; it needs
 the ``otel`` extra (``pip install 'lockgate[otel]'``), and lockgate imports OpenTelemetry
@@ -21,6 +22,8 @@ except ImportError as missing:  # pragma: no cover - exercised only without the 
     raise ImportError(
         "lockgate.telemetry needs OpenTelemetry: pip install 'lockgate[otel]'"
     ) from missing
+
+from lockgate.gating._audit_counts import AuditCount, audit_counts
 
 __all__ = ["METER_NAME", "TRACER_NAME", "LockgateTelemetry"]
 
@@ -90,6 +93,8 @@ class LockgateTelemetry:
 
     def write(self, record: Mapping[str, Any], *, accepted: bool) -> None:
         """Takes one audit record (this object is an :class:`~lockgate.gating.AuditSink`)."""
+        for count in audit_counts(record, accepted=accepted):
+            self._count(count)
         event = str(record.get("event"))
         if event == "tool.call":
             self._tool_call(record, accepted)
@@ -97,7 +102,6 @@ class LockgateTelemetry:
         where = _where(record)
         if not accepted:
             code = str(record.get("code") or "UNKNOWN")
-            self._refusals.add(1, {"code": code, "event": event})
             self._span(
                 "lockgate.refusal",
                 {**where, "lockgate.event": event, "lockgate.code": code},
@@ -106,29 +110,37 @@ class LockgateTelemetry:
             )
             return
         role = str(record.get("role") or "")
-        graph = str(record.get("graph") or "")
         if event == "gate.open":
-            self._gates_open.add(1, {"role": role, "graph": graph})
             self._span("lockgate.gate.open", {**where, "lockgate.role": role}, record)
         elif event in ("gate.decide", "signal.decide"):
-            self._gates_open.add(-1, {"role": role, "graph": graph})
-            waited = record.get("waited_seconds")
-            if isinstance(waited, (int, float)):
-                self._time_to_answer.record(waited, {"role": role, "graph": graph})
-            attributes = {**where, "lockgate.role": role, "lockgate.answer": record.get("answer")}
+            attributes = {
+                **where,
+                "lockgate.role": role,
+                "lockgate.answer": record.get("answer"),
+            }
             self._span("lockgate.gate.answer", attributes, record)
-        elif event == "node.park":
-            self._nodes_parked.add(1, {"graph": graph, "node": str(record.get("node") or "")})
-        elif event in ("run.resume", "signal.resume"):
-            self._nodes_parked.add(-1, {"graph": graph, "node": str(record.get("node") or "")})
+
+    def _count(self, count: AuditCount) -> None:
+        labels = dict(count.labels)
+        if count.counted == "tool_call":
+            self._tool_calls.add(1, labels)
+        elif count.counted == "refusal":
+            self._refusals.add(1, labels)
+        elif count.counted == "gate_opened":
+            self._gates_open.add(1, labels)
+        elif count.counted == "gate_answered":
+            self._gates_open.add(-1, labels)
+            if count.waited_seconds is not None:
+                self._time_to_answer.record(count.waited_seconds, labels)
+        elif count.counted == "node_parked":
+            self._nodes_parked.add(1, labels)
+        elif count.counted == "node_resumed":
+            self._nodes_parked.add(-1, labels)
 
     def _tool_call(self, record: Mapping[str, Any], accepted: bool) -> None:
         tool = str(record.get("tool"))
         code = str(record.get("code") or "")
         outcome = "ok" if accepted else "error"
-        self._tool_calls.add(1, {"tool": tool, "outcome": outcome, "code": code})
-        if not accepted:
-            self._refusals.add(1, {"code": code or "UNKNOWN", "event": "tool.call"})
         end = time.time_ns()
         stages = record.get("stages") or ()
         took_ns = int(float(record.get("took_ms") or 0) * 1_000_000)
