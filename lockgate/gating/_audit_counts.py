@@ -38,12 +38,16 @@ def audit_counts(record: Mapping[str, Any], *, accepted: bool) -> list[AuditCoun
     """What ``record`` (an audit record, as a sink gets it) counts as.
 
     - a tool call, by ``tool``, ``outcome`` (ok or error) and ``code``; a failed one is a
-      refusal too;
+      refusal too; a dry run (``mode`` plan) that passed is no call;
     - any other record not accepted: a refusal, by ``code`` and ``event``;
     - a gate opened, and a gate answered (with how long it waited), by ``graph`` and ``role``;
     - a node parked, and a parked node resumed, by ``graph`` and ``node``.
     """
     event = str(record.get("event"))
+    if event == "tool.call" and accepted and record.get("mode") == "plan":
+        # A dry run that passed (a durable call checks itself before it waits): the call it
+        # checked is counted when it runs. One that failed is the refused call, counted below.
+        return []
     if event == "tool.call":
         code = str(record.get("code") or "")
         outcome = "ok" if accepted else "error"
