@@ -71,6 +71,7 @@ from lockgate.workflows._compile_asks import check_staffing
 from lockgate.workflows._declare import GraphDeclarationError
 from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
+from lockgate.workflows._metrics import TemporalMetrics
 from lockgate.workflows._notify import GateNotifier, NotifyWorkflow
 from lockgate.workflows._stack_traces import TracelessWorkflowRunner, without_activity_stack_traces
 from lockgate.workflows._tool_call import ToolCallWorkflow
@@ -199,6 +200,10 @@ class LockgatePlugin(SimplePlugin):
             steps give them (``{"support-model": OpenAIChatModel("gpt-5")}``): a model is a
             client with credentials, so it is given to the worker, never sent through Temporal.
             Each request is the activity ``lockgate.model``.
+        metrics: Count tool calls, refusals and gates on Temporal's own metric meter, so that
+            what the worker client's Runtime exports (``PrometheusConfig``, say) carries
+            lockgate's series beside the SDK's; see :class:`~lockgate.workflows._metrics.
+            TemporalMetrics` for the series and ``PROMETHEUS_BUCKETS`` for their buckets.
 
     Raises:
         WorkerSecretError: No worker secret was given or configured.
@@ -221,6 +226,7 @@ class LockgatePlugin(SimplePlugin):
         telemetry: LockgateTelemetry | None = None,
         models: Mapping[str, Any] | None = None,
         rate_limiter: RateLimiter | None = None,
+        metrics: bool = False,
     ) -> None:
         _check_plugin_settings(
             tools=tools,
@@ -236,6 +242,7 @@ class LockgatePlugin(SimplePlugin):
             telemetry=telemetry,
             models=models,
             rate_limiter=rate_limiter,
+            metrics=metrics,
         )
         self.registry = _registry_of(tools)
         if rate_limiter is not None:
@@ -274,12 +281,15 @@ class LockgatePlugin(SimplePlugin):
         for compiled in self.graphs:
             check_staffing(compiled, authority.directory)
         self.telemetry = telemetry
+        audit_logs = {id(log): log for log in (authority.audit, self.registry.audit)}.values()
         if telemetry is not None:
-            for audit_log in {
-                id(log): log for log in (authority.audit, self.registry.audit)
-            }.values():
+            for audit_log in audit_logs:
                 audit_log.sinks.append(telemetry)
             self.registry.trace_stages = True
+        self.metrics = TemporalMetrics() if metrics else None
+        if self.metrics is not None:
+            for audit_log in audit_logs:
+                audit_log.sinks.append(self.metrics)
         self.check_search_attributes = check_search_attributes
         self._ready_namespaces: set[tuple[str, str]] = set()
         self.tool_activities = ToolActivities(
@@ -377,6 +387,9 @@ class LockgatePlugin(SimplePlugin):
         except BaseException:
             _never_started(worker)
             raise
+        if self.metrics is not None and self.metrics.runtime is None:
+            # What is judged outside workflows and activities counts on the worker's Runtime.
+            self.metrics.runtime = worker.client.service_client.config.runtime
         directory = self.authority.directory
         if self._owns_directory:
             directory.watch()
@@ -427,6 +440,7 @@ def _check_plugin_settings(
     telemetry: object,
     models: object,
     rate_limiter: object,
+    metrics: object,
 ) -> None:
     """Refuses, before anything is built, a setting of the wrong type (a dict for a Directory, a
     string for the secret), naming it, what it got and what it takes; and two rate limiters
@@ -514,6 +528,7 @@ def _check_plugin_settings(
             f"tools has its own, {tools.rate_limiter!r}: give one of them (the registry's is "
             "used when only it has one)."
         )
+    check_flag(where, "metrics", metrics)
 
 
 _NO_SECRET = (

@@ -1,11 +1,14 @@
-"""``lockgate worker`` as an operator runs it: it drains on SIGTERM within its grace, and says
-over HTTP whether it is alive and ready."""
+"""``lockgate worker`` as an operator runs it: it drains on SIGTERM within its grace, says over
+HTTP whether it is alive and ready, and serves Prometheus metrics, the SDK's and lockgate's."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import signal
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable
@@ -13,12 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.worker import Replayer
 
-from lockgate import GraphClient, LockgatePlugin
+from lockgate import GraphClient, LockgatePlugin, ToolClient
 from lockgate.devserver import free_port
+from lockgate.examples.essay_review import EssayReview
+from lockgate.testing import Identities
 from lockgate.worker import WorkerHealth, run_worker, serve_health
+from tests.graphs_for_tests import ALWAYS_FAILS
 from tests.reliability_graphs import SlowJob
-from tests.support import SECRET, worker_process
+from tests.support import REPOSITORY, SECRET, error_of, gate_of, worker_process
 
 
 async def _eventually(check: Callable[[], Awaitable[Any]], timeout: float = 60) -> Any:
@@ -214,3 +221,120 @@ async def test_readyz_says_what_the_worker_waits_for_until_it_polls(
     assert once_polling == (200, {"ready": True})
     assert stopped[0] == 503
     assert unknown[0] == 404
+
+
+_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})? (?P<value>\S+)$")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def _samples(exposition: str, name: str, **labels: str) -> float:
+    """The sum of the samples of ``name`` whose labels include ``labels``, in a Prometheus
+    text exposition."""
+    total = 0.0
+    for line in exposition.splitlines():
+        found = _SAMPLE.match(line)
+        if found is None or found["name"] != name:
+            continue
+        have = dict(_LABEL.findall(found["labels"] or ""))
+        if all(have.get(key) == value for key, value in labels.items()):
+            total += float(found["value"])
+    return total
+
+
+async def _scrape(port: int) -> str:
+    def get() -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+            text: str = answer.read().decode()
+            return text
+
+    return await asyncio.to_thread(get)
+
+
+async def test_the_metrics_port_serves_the_sdks_series_and_lockgates_own(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    people = Identities({"ada": {}, "ed": {"roles": ["editor"], "scopes": ["essay:publish"]}})
+    (tmp_path / "directory.toml").write_text(people.toml)
+    port = free_port()
+    worker = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "lockgate.cli",
+        "worker",
+        "--graphs",
+        "lockgate.examples.essay_review",
+        "--directory",
+        str(tmp_path / "directory.toml"),
+        "--task-queue",
+        task_queue,
+        "--metrics-port",
+        str(port),
+        "--metrics-host",
+        "127.0.0.1",
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "TEMPORAL_ADDRESS": temporal_client.service_client.config.target_host,
+            "PYTHONPATH": str(REPOSITORY),
+            "LOCKGATE_WORKER_SECRET": people.secret.to_text(),
+        },
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        assert worker.stdout is not None
+        ready = await asyncio.wait_for(worker.stdout.readline(), 60)
+        assert b"worker ready" in ready, ready
+        published = await ToolClient(temporal_client, task_queue, signer=people.signer("ed")).call(
+            "essay:publish", {"title": "Tides", "draft": "y"}
+        )
+        refused = await ToolClient(temporal_client, task_queue, signer=people.signer("ada")).call(
+            "essay:publish", {"title": "Tides", "draft": "y"}
+        )
+        run = await GraphClient(temporal_client, task_queue, signer=people.signer("ada")).start(
+            EssayReview, ALWAYS_FAILS
+        )
+        gate_of(run)
+        await GraphClient(temporal_client, task_queue, signer=people.signer("ed")).decide(
+            run["run_id"], "publish_as_is"
+        )
+        handle = temporal_client.get_workflow_handle(run["run_id"])
+        finished = await handle.result()
+        # Recorded by a worker counting metrics, replayed by one that counts none.
+        replayer = Replayer(
+            workflows=[], plugins=[LockgatePlugin(graphs=[EssayReview], secret=people.secret)]
+        )
+        replayed = await replayer.replay_workflow(
+            await handle.fetch_history(), raise_on_replay_failure=False
+        )
+
+        async def counted() -> str | None:
+            scraped = await _scrape(port)
+            every_call = _samples(scraped, "lockgate_tool_calls", tool="essay:publish")
+            completed = _samples(scraped, "temporal_workflow_completed")
+            return scraped if every_call == 3 and completed >= 3 else None
+
+        scraped = await _eventually(counted)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        await worker.wait()
+
+    code = error_of(refused)["code"]
+    assert published["error"] is None
+    assert finished["status"] == "finished"
+    assert replayed.replay_failure is None
+    assert _samples(scraped, "lockgate_tool_calls", tool="essay:publish", outcome="ok") == 2
+    assert (
+        _samples(scraped, "lockgate_tool_calls", tool="essay:publish", outcome="error", code=code)
+        == 1
+    )
+    assert _samples(scraped, "lockgate_tool_calls", tool="essay:grade", outcome="ok") == 4
+    assert _samples(scraped, "lockgate_refusals", code=code, event="tool.call") == 1
+    gate = {"graph": "essay:review", "role": "editor"}
+    assert _samples(scraped, "lockgate_gates_opened", **gate) == 1
+    assert _samples(scraped, "lockgate_gates_answered", **gate) == 1
+    assert _samples(scraped, "lockgate_gate_decision_seconds_count", **gate) == 1
+    assert _samples(scraped, "lockgate_gate_decision_seconds_bucket", le="+Inf", **gate) == 1
+    assert _samples(scraped, "lockgate_gates_opened", workflow_type="essay:review") == 1
+    assert _samples(scraped, "temporal_request") > 0
+    assert _samples(scraped, "temporal_workflow_completed", workflow_type="essay:review") == 1

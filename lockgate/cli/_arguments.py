@@ -207,6 +207,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="the address --health-port binds (default 0.0.0.0: an orchestrator probes the "
         "pod's own address; the answers say only whether the worker is ready)",
     )
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics on PORT at /metrics: the Temporal SDK's (temporal_*) and "
+        "lockgate's (lockgate_tool_calls, lockgate_refusals, lockgate_gates_opened, "
+        "lockgate_gates_answered, lockgate_gate_decision_seconds)",
+    )
+    worker.add_argument(
+        "--metrics-host",
+        default="0.0.0.0",
+        metavar="ADDRESS",
+        help="the address --metrics-port binds (default 0.0.0.0, where Prometheus scrapes a pod; "
+        "the series name tools, graphs, roles and refusal codes, never people or arguments)",
+    )
 
     inbox = commands.add_parser(
         "inbox", parents=[common, enrolling], help="the web inbox for people"

@@ -19,6 +19,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.converter import PayloadCodec
 from temporalio.envconfig import ClientConfig
+from temporalio.runtime import Runtime
 
 from lockgate.cli._output import CommandError
 from lockgate.encryption import (
@@ -161,9 +162,10 @@ def local_directory(arguments: argparse.Namespace) -> Directory | None:
         raise CommandError(str(error)) from None
 
 
-async def connect(arguments: argparse.Namespace) -> Client:
+async def connect(arguments: argparse.Namespace, *, runtime: Runtime | None = None) -> Client:
     """A client for the Temporal the flags, environment and profile name; with payload keys
-    configured (:func:`payload_keys`), it encrypts and decrypts payloads with them.
+    configured (:func:`payload_keys`), it encrypts and decrypts payloads with them. With
+    ``runtime`` (one that exports metrics, say), the client and the workers on it run there.
 
     Raises:
         CommandError: the settings cannot be read, or nothing answers at the address.
@@ -187,6 +189,8 @@ async def connect(arguments: argparse.Namespace) -> Client:
     if arguments.namespace:
         config["namespace"] = arguments.namespace
     config.setdefault("target_host", "localhost:7233")
+    if runtime is not None:
+        config["runtime"] = runtime
     try:
         return await Client.connect(**config)
     except RuntimeError as error:

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+
 from lockgate.cli._inbox import relying_party_of
 from lockgate.cli._loop import event_loop_name
 from lockgate.cli._output import CommandError
@@ -31,6 +33,7 @@ from lockgate.worker import (
     run_worker,
     serve_health,
 )
+from lockgate.workflows._metrics import PROMETHEUS_BUCKETS
 
 if TYPE_CHECKING:
     from lockgate.telemetry import LockgateTelemetry
@@ -59,6 +62,7 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
         except IdentityError as error:
             raise CommandError(str(error)) from None
     encryption = payload_keys(arguments)
+    metrics = getattr(arguments, "metrics_port", None) is not None
     audit = _audit(arguments)
     telemetry = _telemetry(arguments)
     limiter = rate_limiter_of(arguments)
@@ -79,6 +83,7 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
             relying_party=party,
             notifications=notifications,
             rate_limiter=limiter,
+            metrics=metrics,
         )
     return LockgatePlugin(
         tools,
@@ -91,6 +96,7 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
         audit=audit,
         telemetry=telemetry,
         rate_limiter=limiter,
+        metrics=metrics,
     )
 
 
@@ -130,6 +136,29 @@ def rate_limiter_of(arguments: argparse.Namespace) -> RateLimiter | None:
         return RedisRateLimiter(chosen, max_tokens=tokens, window_seconds=window)
     except ValueError as error:
         raise CommandError(str(error)) from None
+
+
+def _metrics_runtime(arguments: argparse.Namespace) -> Runtime | None:
+    """A Runtime serving Prometheus metrics on ``--metrics-port``; None without it.
+
+    Raises:
+        CommandError: the address cannot be bound.
+    """
+    if arguments.metrics_port is None:
+        return None
+    address = f"{arguments.metrics_host}:{arguments.metrics_port}"
+    if ":" in arguments.metrics_host:  # an IPv6 address
+        address = f"[{arguments.metrics_host}]:{arguments.metrics_port}"
+    try:
+        return Runtime(
+            telemetry=TelemetryConfig(
+                metrics=PrometheusConfig(
+                    bind_address=address, histogram_bucket_overrides=PROMETHEUS_BUCKETS
+                )
+            )
+        )
+    except ValueError as error:  # how the SDK reports an address it cannot bind
+        raise CommandError(f"Cannot serve metrics on {address}: {error}.") from None
 
 
 def _audit(arguments: argparse.Namespace) -> AuditLogger | None:
@@ -202,7 +231,7 @@ async def _serve(
     arguments: argparse.Namespace, references: Sequence[str], health: WorkerHealth
 ) -> int:
     plugin = plugin_for(arguments, references)
-    client = await connect(arguments)
+    client = await connect(arguments, runtime=_metrics_runtime(arguments))
     try:
         await run_worker(
             client,
