@@ -71,7 +71,7 @@ from lockgate.workflows._compile_asks import check_staffing
 from lockgate.workflows._declare import GraphDeclarationError
 from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
-from lockgate.workflows._metrics import TemporalMetrics
+from lockgate.workflows._metrics import PROMETHEUS_BUCKETS, TemporalMetrics
 from lockgate.workflows._notify import GateNotifier, NotifyWorkflow
 from lockgate.workflows._stack_traces import TracelessWorkflowRunner, without_activity_stack_traces
 from lockgate.workflows._tool_call import ToolCallWorkflow
@@ -82,6 +82,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_GRACE",
     "DEFAULT_TASK_QUEUE",
+    "PROMETHEUS_BUCKETS",
     "SANDBOX_PASSTHROUGH",
     "LockgatePlugin",
     "WorkerHealth",
@@ -202,8 +203,10 @@ class LockgatePlugin(SimplePlugin):
             Each request is the activity ``lockgate.model``.
         metrics: Count tool calls, refusals and gates on Temporal's own metric meter, so that
             what the worker client's Runtime exports (``PrometheusConfig``, say) carries
-            lockgate's series beside the SDK's; see :class:`~lockgate.workflows._metrics.
-            TemporalMetrics` for the series and ``PROMETHEUS_BUCKETS`` for their buckets.
+            lockgate's series beside the SDK's (``lockgate_tool_calls``, ``lockgate_refusals``,
+            ``lockgate_gates_opened``, ``lockgate_gates_answered``,
+            ``lockgate_gate_decision_seconds``); give a ``PrometheusConfig``
+            :data:`PROMETHEUS_BUCKETS` as its ``histogram_bucket_overrides``.
 
     Raises:
         WorkerSecretError: No worker secret was given or configured.

@@ -27,13 +27,13 @@ from lockgate.gating import (
 )
 from lockgate.namespace import SearchAttributesMissingError
 from lockgate.worker import (
+    PROMETHEUS_BUCKETS,
     LockgatePlugin,
     WorkerHealth,
     load_components,
     run_worker,
     serve_health,
 )
-from lockgate.workflows._metrics import PROMETHEUS_BUCKETS
 
 if TYPE_CHECKING:
     from lockgate.telemetry import LockgateTelemetry
