@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shlex
 import sys
 import types
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 
 from lockgate import GraphClient
 from lockgate.cli import _parser
+from lockgate.devserver import free_port
 from lockgate.gating import WorkerSecret, new_identity
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import eventually
@@ -300,3 +304,22 @@ async def test_the_watched_worker_example_encrypts_audits_and_traces(
     runs = await eventually(listed, bool, what="the essay in visibility")
     history = await temporal_client.get_workflow_handle(runs[0]).fetch_history()
     assert b"Tides" not in b"".join(event.SerializeToString() for event in history.events)
+
+
+async def test_the_metrics_example_serves_prometheus_on_the_port_it_names(
+    temporal_client: Client,
+) -> None:
+    example = _block_containing("python", "def prometheus_runtime")
+    namespace: dict[str, Any] = {"__name__": "readme_metrics"}
+    exec(compile(example, "README.md", "exec"), namespace)
+    port = free_port()
+
+    client = await namespace["connect_counted"](
+        temporal_client.service_client.config.target_host, port
+    )
+    await client.workflow_service.get_system_info(GetSystemInfoRequest())
+    scraped = await asyncio.to_thread(
+        lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+    )
+
+    assert b"temporal_request" in scraped
