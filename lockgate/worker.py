@@ -26,9 +26,16 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client
+from temporalio.common import WorkerDeploymentVersion
 from temporalio.converter import DataConverter
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerConfig, WorkflowRunner
+from temporalio.worker import (
+    UnsandboxedWorkflowRunner,
+    Worker,
+    WorkerConfig,
+    WorkerDeploymentConfig,
+    WorkflowRunner,
+)
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from lockgate._defaults import DEFAULT_GRACE_SECONDS
@@ -75,6 +82,7 @@ from lockgate.workflows._metrics import PROMETHEUS_BUCKETS, TemporalMetrics
 from lockgate.workflows._notify import GateNotifier, NotifyWorkflow
 from lockgate.workflows._stack_traces import TracelessWorkflowRunner, without_activity_stack_traces
 from lockgate.workflows._tool_call import ToolCallWorkflow
+from lockgate.workflows._versioning import with_versioning_behavior
 
 if TYPE_CHECKING:
     from lockgate.telemetry import LockgateTelemetry
@@ -342,7 +350,13 @@ class LockgatePlugin(SimplePlugin):
 
         What lockgate's own workflows and activities write carries no stack trace (anyone with
         namespace access reads every history, and can make them fail): their failures keep
-        type, message and details; a shop's own workflows and activities keep their traces."""
+        type, message and details; a shop's own workflows and activities keep their traces.
+
+        On a worker whose ``deployment_config`` turns Worker Versioning on, lockgate's workflow
+        types (graph runs, ``lockgate.tool_call``, ``lockgate.notify``, ``lockgate.catalogue``)
+        carry the versioning behaviour auto-upgrade, whatever the worker's default: a run
+        moves to the deployment's current version at its next task and finishes there on the
+        graph version it started with. A shop's own workflows keep theirs."""
         config = super().configure_worker(config)
         client = config["client"]
         if self.codec is not None:
@@ -350,10 +364,17 @@ class LockgatePlugin(SimplePlugin):
         config["client"] = _with_data_converter(
             client, without_activity_stack_traces(client.data_converter)
         )
+        own_workflows = self.own_workflows
+        deployment = config.get("deployment_config")
+        if deployment is not None and deployment.use_worker_versioning:
+            # Worker Versioning wants a behaviour on every workflow type (see _versioning).
+            versioned = {cls: with_versioning_behavior(cls) for cls in own_workflows}
+            config["workflows"] = [versioned.get(cls, cls) for cls in config.get("workflows", [])]
+            own_workflows = list(versioned.values())
         # lockgate's workflows all opt out of the sandbox, so they run on this runner.
         config["unsandboxed_workflow_runner"] = TracelessWorkflowRunner(
             config.get("unsandboxed_workflow_runner") or UnsandboxedWorkflowRunner(),
-            self.own_workflows,
+            own_workflows,
         )
         return config
 
@@ -655,6 +676,7 @@ async def run_worker(
     on_ready: Callable[[], None] | None = None,
     grace: timedelta = DEFAULT_GRACE,
     health: WorkerHealth | None = None,
+    deployment_version: WorkerDeploymentVersion | None = None,
 ) -> None:
     """Serves ``task_queue`` until ``stop`` is set, or until SIGINT, SIGTERM or SIGHUP (the
     terminal closing).
@@ -667,6 +689,12 @@ async def run_worker(
     With ``health`` (served by :func:`serve_health` for an orchestrator's
     probes), it marks the worker ready once the plugin holds its Directory and worker secret,
     the namespace is checked and the worker polls, and draining once it is told to stop.
+
+    With ``deployment_version`` the worker uses Temporal's Worker Versioning as that build of
+    that worker deployment: it gets tasks once the version is the deployment's current (or
+    ramping) one, and lockgate's workflow types carry the behaviour auto-upgrade (see
+    :meth:`LockgatePlugin.configure_worker`). No default behaviour is set, so the SDK checks
+    as the worker starts that every workflow type on it carries one.
 
     Raises:
         SearchAttributesMissingError: The namespace lacks lockgate's search attributes (checked
@@ -694,6 +722,7 @@ async def run_worker(
             task_queue=task_queue,
             plugins=[plugin],
             graceful_shutdown_timeout=grace,
+            deployment_config=_versioned(deployment_version),
         ) as worker:
             # The SDK checks the namespace before its pollers start: ready means polling.
             while not worker.is_running:
@@ -708,3 +737,10 @@ async def run_worker(
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)
+
+
+def _versioned(version: WorkerDeploymentVersion | None) -> WorkerDeploymentConfig | None:
+    """Worker Versioning as ``version``, or none without one."""
+    if version is None:
+        return None
+    return WorkerDeploymentConfig(version=version, use_worker_versioning=True)

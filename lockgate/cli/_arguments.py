@@ -222,6 +222,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="the address --metrics-port binds (default 0.0.0.0, where Prometheus scrapes a pod; "
         "the series name tools, graphs, roles and refusal codes, never people or arguments)",
     )
+    worker.add_argument(
+        "--deployment",
+        metavar="NAME",
+        help="Temporal Worker Versioning: the worker deployment this worker belongs to (with "
+        "--build-id). It gets tasks once its build is the deployment's current version "
+        "(`temporal worker deployment set-current-version`); lockgate's runs are auto-upgrade: "
+        "at their next task they move to the current version and finish there on the graph "
+        "version they started with, so a build must serve every graph version still running",
+    )
+    worker.add_argument(
+        "--build-id",
+        metavar="ID",
+        help="Temporal Worker Versioning: this worker's build of --deployment (with --deployment)",
+    )
 
     inbox = commands.add_parser(
         "inbox", parents=[common, enrolling], help="the web inbox for people"

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from temporalio.common import WorkerDeploymentVersion
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from lockgate.cli._inbox import relying_party_of
@@ -38,7 +39,36 @@ from lockgate.worker import (
 if TYPE_CHECKING:
     from lockgate.telemetry import LockgateTelemetry
 
-__all__ = ["plugin_for", "rate_limiter_of", "serve_worker"]
+__all__ = ["deployment_version", "plugin_for", "rate_limiter_of", "serve_worker"]
+
+
+def deployment_version(arguments: argparse.Namespace) -> WorkerDeploymentVersion | None:
+    """The Worker Versioning version ``--deployment`` and ``--build-id`` name, or None with
+    neither.
+
+    Raises:
+        CommandError: only one of them is given, or one is empty.
+    """
+    name = getattr(arguments, "deployment", None)
+    build = getattr(arguments, "build_id", None)
+    if name is None and build is None:
+        return None
+    if not name or not build:
+        raise CommandError(
+            "--deployment and --build-id go together: a versioned worker is one build of one "
+            "worker deployment (e.g. --deployment essays --build-id 2025-06-01.1); give both, "
+            "or neither for a worker without Worker Versioning."
+        )
+    return WorkerDeploymentVersion(deployment_name=name, build_id=build)
+
+
+def _as_build(version: WorkerDeploymentVersion | None) -> str:
+    if version is None:
+        return ""
+    return (
+        f", as build '{version.build_id}' of worker deployment '{version.deployment_name}' "
+        "(it gets tasks once that build is the deployment's current version)"
+    )
 
 
 def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> LockgatePlugin:
@@ -230,6 +260,7 @@ async def serve_worker(arguments: argparse.Namespace) -> int:
 async def _serve(
     arguments: argparse.Namespace, references: Sequence[str], health: WorkerHealth
 ) -> int:
+    version = deployment_version(arguments)
     plugin = plugin_for(arguments, references)
     client = await connect(arguments, runtime=_metrics_runtime(arguments))
     try:
@@ -242,9 +273,10 @@ async def _serve(
             on_ready=lambda: print(
                 f"worker ready: {len(plugin.registry)} tools, {len(plugin.graph_workflows)} "
                 f"graphs on task queue '{arguments.task_queue}' ({client.namespace}), on "
-                f"{event_loop_name()}{_limited(plugin)}; Ctrl-C stops it",
+                f"{event_loop_name()}{_limited(plugin)}{_as_build(version)}; Ctrl-C stops it",
                 flush=True,
             ),
+            deployment_version=version,
         )
     except SearchAttributesMissingError as error:
         # Its message is the fix (`lockgate setup`, or the commands to hand an operator).
