@@ -3,7 +3,8 @@
 - ``loop:count`` counts to a target, one node step per count: a long run without a human.
 - ``job:slow`` runs one node that waits for a release file, recording who started it with which
   idempotency key and each side effect it had: for killing workers and restarting servers.
-- ``doc:review`` in two versions whose approve routes differ: for graph evolution.
+- ``doc:review`` in two versions whose approve routes differ: for graph evolution and rolling
+  upgrades (``ROLL_OLD_*`` serve version 1, ``ROLL_NEW_*`` both).
 - ``relay:local`` runs two local tools, a mutating one that waits for a release file, and a slow
   local one that waits for another: for killing a worker while a local activity runs. Each tool
   writes a line per run to ``runs`` in the run's folder, with its idempotency key and process.
@@ -157,6 +158,14 @@ class DocReviewV2(BaseModel):
 
 TOOLS = [count, finish, work, draft, publish, archive]
 GRAPHS = [CountTo, SlowJob]
+
+ROLL_OLD_TOOLS = [count, finish, draft, publish, archive]
+ROLL_OLD_GRAPHS = [CountTo, DocReviewV1]
+"""What the workers serve before a rolling upgrade: ``doc:review`` version 1."""
+
+ROLL_NEW_TOOLS = ROLL_OLD_TOOLS
+ROLL_NEW_GRAPHS = [CountTo, DocReviewV1, DocReviewV2]
+"""What the workers serve after it: ``doc:review`` version 2, and version 1 for the runs on it."""
 
 
 def _record(folder: str, tool: str, event: str, ctx: ToolContext) -> None:

@@ -191,7 +191,8 @@ async def worker_process(
     """A ``lockgate worker`` subprocess, once it says it is ready: a worker a test can kill.
 
     It serves ``<components>_TOOLS`` and ``<components>_GRAPHS`` of ``tests.reliability_graphs``
-    (``TOOLS`` and ``GRAPHS`` when ``components`` is empty), with ``flags`` added.
+    (``TOOLS`` and ``GRAPHS`` when ``components`` is empty), with ``flags`` (``--directory
+    FILE``, ``--deployment NAME --build-id ID``...) besides.
     """
     prefix = f"{components}_" if components else ""
     process = await asyncio.create_subprocess_exec(
