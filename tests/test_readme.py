@@ -323,3 +323,23 @@ async def test_the_metrics_example_serves_prometheus_on_the_port_it_names(
     )
 
     assert b"temporal_request" in scraped
+
+
+async def test_the_versioned_worker_example_makes_a_worker_the_sdk_accepts(
+    temporal_client: Client,
+) -> None:
+    """The SDK refuses, as it builds the worker, a versioned worker with any workflow type that
+    carries no versioning behaviour; the plugin's types all carry one."""
+    from lockgate import LockgatePlugin
+    from lockgate.examples.essay_review import EssayReview
+
+    example = _block_containing("python", "def versioned_worker")
+    namespace: dict[str, Any] = {"__name__": "readme_versioned_worker"}
+    exec(compile(example, "README.md", "exec"), namespace)
+    people = Identities({"ed": {"roles": ["editor"], "scopes": ["essay:publish"]}})
+    plugin = LockgatePlugin(graphs=[EssayReview], directory=people.directory, secret=people.secret)
+
+    worker = namespace["versioned_worker"](temporal_client, plugin, "2025-06-02")
+
+    deployment = worker.config(active_config=True).get("deployment_config")
+    assert deployment is not None and deployment.version.build_id == "2025-06-02"
