@@ -68,12 +68,12 @@ class Closed(BaseModel):
 
 @tool("tickets:read", "Read a support ticket.", scopes=["tickets:read"])
 async def read_ticket(ticket: int) -> ToolResult:
-    return ToolResult.success({"ticket": ticket, "paid": 90})
+    return ToolResult.ok({"ticket": ticket, "paid": 90})
 
 
 @tool("refunds:issue", "Refund a customer.", scopes=["refunds:issue"], mutating=True)
 async def issue_refund(ticket: int, amount: int) -> ToolResult:
-    return ToolResult.success({"ticket": ticket, "refunded": amount})
+    return ToolResult.ok({"ticket": ticket, "refunded": amount})
 
 
 @tool("desk:close", "Close the ticket unanswered.")
@@ -180,7 +180,7 @@ async def wait_for_release(folder: str, ctx: ToolContext) -> ToolResult:
         started.write(f"{os.getpid()}\n")
     while not (Path(folder) / "release").exists():
         await asyncio.sleep(0.05)
-    return ToolResult.success({"released": True})
+    return ToolResult.ok({"released": True})
 
 
 @tool("crash:give_up", "Say the agent ran out of budget.")

@@ -25,7 +25,7 @@ from tests.own_workflows_for_tests import issue_refund, read_ticket
 
 @tool("tickets:close", "Close a support ticket", scopes=["tickets:close"], mutating=True)
 def close_ticket(ticket: Annotated[int, Param("The ticket number")]) -> ToolResult:
-    return ToolResult.success({"closed": ticket})
+    return ToolResult.ok({"closed": ticket})
 
 
 AGENT_TOOLS: list[Callable[..., Any]] = [read_ticket, issue_refund, close_ticket]

@@ -27,7 +27,7 @@ class Closure(str, Enum):
 
 @tool("tickets:read", "Read a support ticket", scopes=["tickets:read"], local=True)
 def read_ticket(ticket: Annotated[int, Param("The ticket number")]) -> ToolResult:
-    return ToolResult.success({"ticket": ticket, "customer": "c-7", "paid": 250})
+    return ToolResult.ok({"ticket": ticket, "customer": "c-7", "paid": 250})
 
 
 @tool("refunds:issue", "Refund a customer", scopes=["refunds:issue"], mutating=True)
@@ -35,7 +35,7 @@ def issue_refund(
     ticket: Annotated[int, Param("The ticket number")],
     amount: Annotated[int, Param("The amount, in whole units")],
 ) -> ToolResult:
-    return ToolResult.success({"refunded": amount, "ticket": ticket})
+    return ToolResult.ok({"refunded": amount, "ticket": ticket})
 
 
 OWN_TOOLS: list[Callable[..., Any]] = [read_ticket, issue_refund]

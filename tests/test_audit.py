@@ -256,7 +256,7 @@ async def test_a_short_circuited_call_is_recorded_as_cache_served(
     audited: pytest.LogCaptureFixture,
 ) -> None:
     registry = make()
-    registry.on_executing(lambda event: event.short_circuit(ToolResult.success("cached")))
+    registry.on_executing(lambda event: event.short_circuit(ToolResult.ok("cached")))
 
     await registry.call("login", {"user": "ada"})
 

@@ -390,7 +390,7 @@ def test_a_top_level_requires_confirmation_flag_asks_for_confirmation() -> None:
 
 
 def test_a_requires_confirmation_flag_nested_in_a_plan_does_not_ask_for_confirmation() -> None:
-    plan = ToolResult.success({"plan": {"tool": "notes.delete", "requires_confirmation": True}})
+    plan = ToolResult.ok({"plan": {"tool": "notes.delete", "requires_confirmation": True}})
 
     assert not ToolResult.asks_for_confirmation(plan)
     assert not ToolResult.asks_for_confirmation(plan.to_json())

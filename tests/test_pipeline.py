@@ -307,7 +307,7 @@ async def test_the_executing_hook_sees_the_validated_arguments_and_the_caller() 
 
 async def test_a_hook_short_circuit_answers_without_running_the_tool() -> None:
     registry, counter = make()
-    registry.on_executing(lambda event: event.short_circuit(ToolResult.success({"cached": True})))
+    registry.on_executing(lambda event: event.short_circuit(ToolResult.ok({"cached": True})))
 
     result = await registry.call("notes.read", {}, READER)
 
@@ -317,7 +317,7 @@ async def test_a_hook_short_circuit_answers_without_running_the_tool() -> None:
 
 async def test_the_executed_hook_marks_a_short_circuited_call_as_cache_served() -> None:
     registry, _ = make()
-    registry.on_executing(lambda event: event.short_circuit(ToolResult.success("cached")))
+    registry.on_executing(lambda event: event.short_circuit(ToolResult.ok("cached")))
     seen: list[ExecutedEvent] = []
     registry.on_executed(seen.append)
 
@@ -601,7 +601,7 @@ async def test_a_tool_returning_a_result_keeps_it() -> None:
 async def test_a_tool_error_result_keeps_its_own_code() -> None:
     @tool("lookup", "Find a note")
     def lookup(note_id: int) -> ToolResult:
-        return ToolResult.error(ErrorCode.NOT_FOUND, f"Note {note_id} does not exist.")
+        return ToolResult.failed(ErrorCode.NOT_FOUND, f"Note {note_id} does not exist.")
 
     registry = ToolRegistry()
     registry.register(lookup)
@@ -613,7 +613,7 @@ async def test_a_tool_error_result_keeps_its_own_code() -> None:
 
 
 async def test_a_result_object_served_twice_keeps_each_calls_own_request_id() -> None:
-    cached = ToolResult.success({"cached": True})
+    cached = ToolResult.ok({"cached": True})
     registry, _ = make()
     registry.on_executing(lambda event: event.short_circuit(cached))
     first_ctx = ToolContext("ada", "web", ["notes:read"])

@@ -13,7 +13,7 @@ from lockgate.gating import CliRenderer, DefaultRenderer, RendererRegistry
 
 
 def test_success_builds_a_successful_result() -> None:
-    result = ToolResult.success({"id": 1}, "Found it.", {"source": "cache"})
+    result = ToolResult.ok({"id": 1}, "Found it.", {"source": "cache"})
 
     assert (result.success, result.data, result.message, result.error, result.meta) == (
         True,
@@ -24,22 +24,26 @@ def test_success_builds_a_successful_result() -> None:
     )
 
 
-def test_the_success_field_is_a_bool_while_the_class_attribute_is_the_factory() -> None:
-    result = ToolResult.success()
+def test_the_success_field_is_a_bool_and_the_seed_factory_still_builds_but_is_deprecated() -> None:
+    result = ToolResult.ok()
 
     assert result.success is True
-    assert callable(ToolResult.success)
+    with pytest.warns(DeprecationWarning, match=r"use ToolResult\.ok\(\.\.\.\)"):
+        old = ToolResult.success({"id": 1})
+    assert (old.success, old.data) == (True, {"id": 1})
 
 
-def test_the_error_field_is_the_error_while_the_class_attribute_is_the_factory() -> None:
-    result = ToolResult.error(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
+def test_the_error_field_is_the_error_and_the_seed_factory_still_builds_but_is_deprecated() -> None:
+    result = ToolResult.failed(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
 
     assert result.error == ToolError("NOT_FOUND", "Note 7 does not exist.")
-    assert callable(ToolResult.error)
+    with pytest.warns(DeprecationWarning, match=r"use ToolResult\.failed\(\.\.\.\)"):
+        old = ToolResult.error(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
+    assert old.error == result.error
 
 
 def test_error_builds_a_failure_with_code_message_and_error_type() -> None:
-    result = ToolResult.error(ErrorCode.NOT_FOUND, "Note 7 does not exist.", meta={"id": 7})
+    result = ToolResult.failed(ErrorCode.NOT_FOUND, "Note 7 does not exist.", meta={"id": 7})
 
     assert (result.success, result.code, result.type, result.meta["id"]) == (
         False,
@@ -55,7 +59,7 @@ def test_an_error_code_reads_as_its_value() -> None:
 
 
 def test_a_successful_result_has_no_code() -> None:
-    assert ToolResult.success().code is None
+    assert ToolResult.ok().code is None
 
 
 @pytest.mark.parametrize(
@@ -144,7 +148,7 @@ def test_a_result_without_a_type_is_generic() -> None:
 
 
 def test_with_meta_adds_to_a_copy() -> None:
-    original = ToolResult.success(1, meta={"a": 1})
+    original = ToolResult.ok(1, meta={"a": 1})
 
     copy = original.with_meta(b=2)
 
@@ -152,16 +156,16 @@ def test_with_meta_adds_to_a_copy() -> None:
 
 
 def test_confirm_token_reads_the_token_from_the_data() -> None:
-    assert ToolResult.success({"confirm_token": "abc"}).confirm_token == "abc"
-    assert ToolResult.success(["abc"]).confirm_token is None
-    assert ToolResult.success({"confirm_token": 5}).confirm_token is None
+    assert ToolResult.ok({"confirm_token": "abc"}).confirm_token == "abc"
+    assert ToolResult.ok(["abc"]).confirm_token is None
+    assert ToolResult.ok({"confirm_token": 5}).confirm_token is None
 
 
 # Wire shape ---------------------------------------------------------------------------------------
 
 
 def test_to_json_of_a_success_has_a_null_error() -> None:
-    wire = json.loads(ToolResult.success({"n": 1}, "Done.").to_json())
+    wire = json.loads(ToolResult.ok({"n": 1}, "Done.").to_json())
 
     assert wire == {
         "success": True,
@@ -173,7 +177,7 @@ def test_to_json_of_a_success_has_a_null_error() -> None:
 
 
 def test_to_json_of_a_failure_has_an_error_object_with_code_and_message() -> None:
-    wire = json.loads(ToolResult.error(ErrorCode.TIMEOUT, "Too slow.").to_json())
+    wire = json.loads(ToolResult.failed(ErrorCode.TIMEOUT, "Too slow.").to_json())
 
     assert wire == {
         "success": False,
@@ -185,11 +189,11 @@ def test_to_json_of_a_failure_has_an_error_object_with_code_and_message() -> Non
 
 
 def test_to_json_keeps_non_ascii_text_readable() -> None:
-    assert "café" in ToolResult.success("café").to_json()
+    assert "café" in ToolResult.ok("café").to_json()
 
 
 def test_to_dict_turns_tuples_and_sets_into_lists() -> None:
-    wire = ToolResult.success({"pair": (1, 2), "tags": {"b", "a"}}).to_dict()
+    wire = ToolResult.ok({"pair": (1, 2), "tags": {"b", "a"}}).to_dict()
 
     assert wire["data"] == {"pair": [1, 2], "tags": ["a", "b"]}
 
@@ -197,8 +201,8 @@ def test_to_dict_turns_tuples_and_sets_into_lists() -> None:
 @pytest.mark.parametrize(
     "result",
     [
-        ToolResult.success({"id": 1}, "Done.", {"k": "v"}),
-        ToolResult.error(ErrorCode.NOT_FOUND, "Missing."),
+        ToolResult.ok({"id": 1}, "Done.", {"k": "v"}),
+        ToolResult.failed(ErrorCode.NOT_FOUND, "Missing."),
         ToolResult.paginated([1, 2], page=1, total_items=2, limit=10),
         ToolResult.blocked("No.", "Later."),
         ToolResult.confirmation("Sure?", {"x": 1}),
@@ -212,7 +216,7 @@ def test_from_dict_rebuilds_what_to_dict_wrote(result: ToolResult) -> None:
 
 
 def test_results_with_different_data_are_not_equal() -> None:
-    assert ToolResult.success(1) != ToolResult.success(2)
+    assert ToolResult.ok(1) != ToolResult.ok(2)
 
 
 # Renderers ----------------------------------------------------------------------------------------
@@ -233,7 +237,7 @@ def test_the_default_renderer_lists_items_and_the_page() -> None:
 
 
 def test_the_default_renderer_shows_detail_lines_with_readable_labels() -> None:
-    result = ToolResult.success({"full_name": "Ada", "tags": ["a"]})
+    result = ToolResult.ok({"full_name": "Ada", "tags": ["a"]})
 
     assert DefaultRenderer().render(result) == (
         'Operation completed successfully.\n- Full name: Ada\n- Tags: ["a"]'
@@ -241,7 +245,7 @@ def test_the_default_renderer_shows_detail_lines_with_readable_labels() -> None:
 
 
 def test_the_default_renderer_shows_an_error() -> None:
-    result = ToolResult.error(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
+    result = ToolResult.failed(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
 
     assert DefaultRenderer().render(result) == "Error: Note 7 does not exist."
 
@@ -255,7 +259,7 @@ def test_the_default_renderer_shows_a_blocked_calls_suggestion() -> None:
 
 
 def test_the_cli_renderer_marks_an_error_with_its_code() -> None:
-    result = ToolResult.error(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
+    result = ToolResult.failed(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
 
     assert CliRenderer().render(result) == "✗ Error [NOT_FOUND]: Note 7 does not exist."
 
@@ -282,7 +286,7 @@ def test_the_cli_renderer_shows_a_block_and_its_suggestion() -> None:
 
 
 def test_the_cli_renderer_marks_a_success() -> None:
-    assert CliRenderer().render(ToolResult.success(None, "Saved.")) == "✓ Saved."
+    assert CliRenderer().render(ToolResult.ok(None, "Saved.")) == "✓ Saved."
 
 
 def test_the_cli_renderer_supports_only_cli() -> None:
@@ -291,7 +295,7 @@ def test_the_cli_renderer_supports_only_cli() -> None:
 
 def test_the_registry_uses_the_first_renderer_that_supports_the_channel() -> None:
     registry = RendererRegistry(CliRenderer(), DefaultRenderer())
-    result = ToolResult.success(None, "Saved.")
+    result = ToolResult.ok(None, "Saved.")
 
     assert registry.render(result, ToolContext.cli()) == "✓ Saved."
     assert registry.render(result, ToolContext.web("ada", [])) == "Saved."
@@ -300,12 +304,12 @@ def test_the_registry_uses_the_first_renderer_that_supports_the_channel() -> Non
 def test_the_registry_falls_back_to_its_default_renderer() -> None:
     registry = RendererRegistry(CliRenderer(), default=DefaultRenderer())
 
-    assert registry.render(ToolResult.success(None, "Saved."), ToolContext.web("a", [])) == "Saved."
+    assert registry.render(ToolResult.ok(None, "Saved."), ToolContext.web("a", [])) == "Saved."
 
 
 def test_the_registry_falls_back_to_json_when_no_renderer_supports_the_channel() -> None:
     registry = RendererRegistry(CliRenderer())
-    result = ToolResult.success({"n": 1}, "Saved.")
+    result = ToolResult.ok({"n": 1}, "Saved.")
 
     assert registry.render(result, ToolContext.web("ada", [])) == result.to_json()
 
@@ -314,11 +318,11 @@ def test_a_renderer_added_later_is_consulted() -> None:
     registry = RendererRegistry()
     registry.add(CliRenderer())
 
-    assert registry.render(ToolResult.success(None, "Saved."), ToolContext.cli()) == "✓ Saved."
+    assert registry.render(ToolResult.ok(None, "Saved."), ToolContext.cli()) == "✓ Saved."
 
 
 def test_the_registry_renders_for_the_default_channel_without_a_context() -> None:
     registry = RendererRegistry(CliRenderer())
-    result = ToolResult.success(None, "Saved.")
+    result = ToolResult.ok(None, "Saved.")
 
     assert registry.render(result) == result.to_json()

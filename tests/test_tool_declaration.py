@@ -332,7 +332,7 @@ def raw_registry() -> tuple[ToolRegistry, list[tuple[dict[str, Any], ToolContext
 
     def handler(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         received.append((arguments, ctx))
-        return ToolResult.success(arguments)
+        return ToolResult.ok(arguments)
 
     registry = ToolRegistry()
     registry.register_schema("posts.create", "Create a post", RAW_SCHEMA, handler)

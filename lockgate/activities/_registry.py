@@ -312,7 +312,7 @@ class ToolRegistry:
         try:
             validated = definition.validate(arguments)
         except ArgumentsInvalid as invalid:
-            refusal = ToolResult.error(ErrorCode.VALIDATION_ERROR, str(invalid))
+            refusal = ToolResult.failed(ErrorCode.VALIDATION_ERROR, str(invalid))
             return self._close(refusal, definition.name, arguments, ctx, started)
         if marks is not None:
             marks.append(("validate", time.time_ns()))
@@ -322,7 +322,7 @@ class ToolRegistry:
         if marks is not None:
             marks.append(("authorize", time.time_ns()))
         if not decision.allowed:
-            refusal = ToolResult.error(
+            refusal = ToolResult.failed(
                 ErrorCode.FORBIDDEN, decision.reason or "Forbidden.", meta={"check": decision.check}
             )
             return self._close(refusal, definition.name, validated, ctx, started, definition)
@@ -415,7 +415,7 @@ class ToolRegistry:
                 "timeout": definition.timeout,
                 "args": to_jsonable(validated),
             }
-            return ToolResult.success({"plan": plan}, f"Plan for '{definition.name}'.")
+            return ToolResult.ok({"plan": plan}, f"Plan for '{definition.name}'.")
         if not decision.needs_confirmation or confirmation == "confirmed":
             return None
         if confirmation == "ask":
@@ -453,14 +453,14 @@ class ToolRegistry:
                 {"type": "confirmation", "requires_confirmation": True},
             )
         if not isinstance(token, str):
-            return ToolResult.error(
+            return ToolResult.failed(
                 ErrorCode.VALIDATION_ERROR,
                 f"confirm_token for '{definition.name}' must be a string, not "
                 f"{_describe_type(token)}.",
             )
         check = self.confirmations.redeem(token, definition.name, ctx.principal, bound)
         if not check.ok:
-            return ToolResult.error(
+            return ToolResult.failed(
                 ErrorCode.VALIDATION_ERROR, check.sentence or "Invalid confirmation token."
             )
         return None
@@ -501,7 +501,7 @@ class ToolRegistry:
         started: float,
         contain_exceptions: bool,
     ) -> ToolResult:
-        result = ToolResult.error(
+        result = ToolResult.failed(
             ErrorCode.INTERNAL_ERROR,
             f"'{definition.name}' failed: {_sentence(type(error).__name__, str(error))}",
         )
@@ -515,13 +515,13 @@ class ToolRegistry:
 
     def _not_found(self, name: object) -> ToolResult:
         if not isinstance(name, str):
-            return ToolResult.error(
+            return ToolResult.failed(
                 ErrorCode.TOOL_NOT_FOUND,
                 f"Tool not found: a tool is named by a string, not {_describe_type(name)}.",
             )
         close = difflib.get_close_matches(name, self._tools, n=1)
         hint = f" Did you mean '{close[0]}'?" if close else ""
-        return ToolResult.error(ErrorCode.TOOL_NOT_FOUND, f"Tool not found: '{name}'.{hint}")
+        return ToolResult.failed(ErrorCode.TOOL_NOT_FOUND, f"Tool not found: '{name}'.{hint}")
 
     def _close(
         self,
@@ -585,7 +585,7 @@ def _rate_limited(key: str, spent: RateDecision) -> ToolResult:
     meta: dict[str, Any] = {"retry_after_seconds": spent.retry_after_seconds}
     if spent.unavailable_store is not None:
         meta["rate_limit_store_unavailable"] = spent.unavailable_store
-    return ToolResult.error(
+    return ToolResult.failed(
         ErrorCode.RATE_LIMITED, spent.reason or f"Rate limit exceeded for '{key}'.", meta=meta
     )
 

@@ -58,7 +58,7 @@ def _as_arguments(tool: str, arguments: object) -> ToolResult | tuple[dict[str, 
     if arguments is None:
         return {}, None
     if not isinstance(arguments, Mapping):
-        return ToolResult.error(
+        return ToolResult.failed(
             ErrorCode.VALIDATION_ERROR,
             _NOT_A_MAPPING.format(tool=tool, what=_describe_type(arguments)),
         )

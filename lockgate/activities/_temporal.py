@@ -491,7 +491,7 @@ class ToolActivities:
             return {"ok": False, "result": result.to_dict()}
         if call.proof is not None:
             # As for a start: a proof inside the call's start input names no execution.
-            error = ToolResult.error(
+            error = ToolResult.failed(
                 ErrorCode.UNAUTHORIZED,
                 f"Call '{call.request_id}' carries its proof inside its start input, where "
                 "lockgate no longer takes one: a call's proof names the execution the server "
@@ -508,7 +508,7 @@ class ToolActivities:
         except IdentityError as error:
             return {
                 "ok": False,
-                "result": ToolResult.error(ErrorCode.UNAUTHORIZED, str(error)).to_dict(),
+                "result": ToolResult.failed(ErrorCode.UNAUTHORIZED, str(error)).to_dict(),
             }
         ctx = self.authority.context_for(actor, request_id=call.request_id).as_plan()
         plan = await self.registry.run_pipeline(call.tool, call.arguments, ctx, rate_limit=False)

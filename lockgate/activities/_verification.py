@@ -207,7 +207,7 @@ def register_verification(
         policy: Annotated[str, Param("How it is to be verified")] = "single",
     ) -> ToolResult:
         opened = keeper.request(subject, policy, ctx.principal)
-        return ToolResult.success(
+        return ToolResult.ok(
             {
                 "subject": opened.subject,
                 "policy": opened.policy,
@@ -234,8 +234,8 @@ def register_verification(
         try:
             resolved = keeper.resolve(request_id, decision, ctx.principal, reason)
         except VerificationError as refused:
-            return ToolResult.error(refused.code, refused.message)
-        return ToolResult.success(
+            return ToolResult.failed(refused.code, refused.message)
+        return ToolResult.ok(
             {
                 "request_id": resolved.request_id,
                 "status": resolved.status,

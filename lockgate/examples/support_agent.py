@@ -52,7 +52,7 @@ class Refund(str, Enum):
 
 @tool("tickets:read", "Read a support ticket", scopes=["tickets:read"], local=True)
 def read_ticket(ticket: Annotated[int, Param("The ticket number")]) -> ToolResult:
-    return ToolResult.success({"ticket": ticket, "customer": f"customer-{ticket}", "paid": 900})
+    return ToolResult.ok({"ticket": ticket, "customer": f"customer-{ticket}", "paid": 900})
 
 
 @tool("refunds:issue", "Refund a customer", scopes=["refunds:issue"], mutating=True)
@@ -60,7 +60,7 @@ def issue_refund(
     ticket: Annotated[int, Param("The ticket number")],
     amount: Annotated[int, Param("The amount, in whole units", clamp=(1, 10_000))],
 ) -> ToolResult:
-    return ToolResult.success({"ticket": ticket, "refunded": amount})
+    return ToolResult.ok({"ticket": ticket, "refunded": amount})
 
 
 TOOLS: list[Callable[..., Any]] = [read_ticket, issue_refund]

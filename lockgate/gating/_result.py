@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
@@ -63,15 +64,20 @@ _Factory = TypeVar("_Factory", bound=Callable[..., Any])
 
 
 class _FieldAndFactory(Generic[_Value, _Factory]):
-    """``ToolResult.success(...)`` builds a result; ``result.success`` reads the field.
+    """``result.success`` reads the field; ``ToolResult.success(...)`` is the seed API's
+    factory of the same name, kept for one release and deprecated for :meth:`ToolResult.ok`
+    (``ToolResult.error(...)`` for :meth:`ToolResult.failed`).
 
-    The seed API names its factories after the fields they fill, so one name has to mean both.
     Instance values live in the instance ``__dict__``, which wins over this non-data descriptor.
     """
 
-    def __init__(self, factory: _Factory) -> None:
+    def __init__(self, factory: _Factory, instead: str) -> None:
         self._factory = factory
+        self._instead = instead
         self.__doc__ = factory.__doc__
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self._name = name
 
     @overload
     def __get__(self, instance: None, owner: type[Any]) -> _Factory: ...
@@ -81,6 +87,12 @@ class _FieldAndFactory(Generic[_Value, _Factory]):
 
     def __get__(self, instance: object | None, owner: type[Any]) -> Any:
         if instance is None:
+            warnings.warn(
+                f"ToolResult.{self._name}(...) is deprecated: use ToolResult.{self._instead}(...); "
+                f"result.{self._name} still reads the field.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
             return self._factory
         raise AttributeError  # pragma: no cover - instances always carry the field
 
@@ -110,13 +122,17 @@ class ToolResult:
     ``error`` is ``None`` on success and a :class:`ToolError` otherwise. Build results with the
     factories::
 
-        ToolResult.success({"notes": []})
-        ToolResult.error(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
+        ToolResult.ok({"notes": []})
+        ToolResult.failed(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
         ToolResult.paginated(items, page=1, total_items=42, limit=10)
     """
 
-    success: _FieldAndFactory[bool, Callable[..., ToolResult]] = _FieldAndFactory(_success)
-    error: _FieldAndFactory[ToolError | None, Callable[..., ToolResult]] = _FieldAndFactory(_error)
+    success: _FieldAndFactory[bool, Callable[..., ToolResult]] = _FieldAndFactory(_success, "ok")
+    error: _FieldAndFactory[ToolError | None, Callable[..., ToolResult]] = _FieldAndFactory(
+        _error, "failed"
+    )
+    ok = staticmethod(_success)
+    failed = staticmethod(_error)
 
     def __init__(
         self,

@@ -235,8 +235,8 @@ def refused_tool_call(error: ActivityError) -> ToolResult:
     if isinstance(cause, ApplicationError) and cause.type in CALLER_MISTAKES:
         details = cause.details[0] if cause.details else {}
         meta = dict(details) if isinstance(details, dict) else {}
-        return ToolResult.error(str(cause.type), cause.message, meta=meta)
-    return ToolResult.error(
+        return ToolResult.failed(str(cause.type), cause.message, meta=meta)
+    return ToolResult.failed(
         ErrorCode.INTERNAL_ERROR,
         f"The tool failed after its retries: {getattr(cause, 'message', None) or cause}",
     )

@@ -45,7 +45,7 @@ def refusal(code: str | ErrorCode, message: str, **facts: Any) -> RunView:
 
 def tool_refusal(code: str | ErrorCode, message: str, request_id: str) -> ToolCallResult:
     """A tool client's refusal, in the shape of every tool result (``success: False``)."""
-    refused = ToolResult.error(code, message, meta={"request_id": request_id})
+    refused = ToolResult.failed(code, message, meta={"request_id": request_id})
     return cast(ToolCallResult, refused.to_dict())
 
 

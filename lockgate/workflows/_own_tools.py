@@ -34,7 +34,7 @@ class OwnTools(OwnRunState):
         tools = current_tools()
         definition = tools.get(name) if tools is not None else None
         if definition is None:
-            return ToolResult.error(
+            return ToolResult.failed(
                 ErrorCode.TOOL_NOT_FOUND,
                 f"Tool '{name}' is not served by this worker; give LockgatePlugin the tool.",
             )

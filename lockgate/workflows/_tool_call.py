@@ -207,12 +207,12 @@ class ToolCallWorkflow:
         call = self._call
         if call is None or self._problem is not None:
             code, sentence = self._problem or (ErrorCode.VALIDATION_ERROR.value, "")
-            return self._done(ToolResult.error(code, sentence))
+            return self._done(ToolResult.failed(code, sentence))
         if call.signed:
             missing = await await_signed_start(lambda: self._caller is not None, "its proof")
             if missing is not None:
                 return self._done(
-                    ToolResult.error(
+                    ToolResult.failed(
                         ErrorCode.UNAUTHORIZED,
                         f"Call '{call.request_id}' was made as signed and holds no proof, so "
                         f"nothing ran: {missing}.",
@@ -234,7 +234,7 @@ class ToolCallWorkflow:
             )
         except ActivityError as error:
             return self._done(
-                ToolResult.error(
+                ToolResult.failed(
                     ErrorCode.INTERNAL_ERROR,
                     f"The call could not be checked: {error.cause or error}",
                 )
@@ -247,9 +247,7 @@ class ToolCallWorkflow:
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         self._summary = action_summary(call.tool, arguments)
         if call.plan:
-            return self._done(
-                ToolResult.success({"plan": prepared["plan"]}, f"Plan for '{call.tool}'.")
-            )
+            return self._done(ToolResult.ok({"plan": prepared["plan"]}, f"Plan for '{call.tool}'."))
         if prepared["needs_confirmation"]:
             expired = await self._await_confirmation(prepared["confirmation_ttl_seconds"])
             if expired is not None:
@@ -277,10 +275,10 @@ class ToolCallWorkflow:
         except ActivityError as error:
             cause = error.cause
             if isinstance(cause, ApplicationError) and cause.type in CALLER_MISTAKES:
-                return self._done(ToolResult.error(cause.type, cause.message))
+                return self._done(ToolResult.failed(cause.type, cause.message))
             message = str(getattr(cause, "message", None) or cause or error)
             return self._done(
-                ToolResult.error(
+                ToolResult.failed(
                     ErrorCode.INTERNAL_ERROR, f"'{call.tool}' failed after its retries: {message}"
                 )
             )
@@ -304,7 +302,7 @@ class ToolCallWorkflow:
             )
         except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
             self._status = "expired"
-            return ToolResult.error(
+            return ToolResult.failed(
                 ErrorCode.VALIDATION_ERROR,
                 f"The confirmation token for '{self._call.tool}' expired at "
                 f"{self._request['expires_at']}; call '{self._call.tool}' again with a new "
