@@ -20,6 +20,7 @@ from temporalio.client import (
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
+from typing_extensions import assert_type
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.activities import ToolActivityInput, tool_activity_name
@@ -297,6 +298,8 @@ async def test_a_finished_run_that_returned_no_dict_still_shows_its_trail(
         handle = await GraphClient(
             temporal_client, task_queue, people.signer("ada")
         ).start_workflow(LookupWorkflow.run, 42, id=f"lookup-{uuid4().hex[:8]}")
+        # Typed like Client.start_workflow: `make typecheck` checks this line.
+        assert_type(handle, WorkflowHandle[LookupWorkflow, str])
         result = await handle.result()
         shown = await GraphClient(temporal_client, task_queue).show(handle.id)
 

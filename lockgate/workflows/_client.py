@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, cast
+from typing import Any, Concatenate, cast, overload
 
 from temporalio.client import (
     Client,
@@ -36,6 +36,14 @@ from temporalio.common import (
 )
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
+from temporalio.types import (
+    MethodAsyncNoParam,
+    MethodAsyncSingleParam,
+    MultiParamSpec,
+    ParamType,
+    ReturnType,
+    SelfType,
+)
 
 from lockgate.contracts import RunView
 from lockgate.gating import (
@@ -279,6 +287,37 @@ class GraphClient(RunViews):
             run_id=run_id,
             status=status_name(description.status),
         )
+
+    # Typed like ``Client.start_workflow``: a run method gives a handle of its workflow class
+    # and result type; a type name gives an untyped handle.
+    @overload
+    async def start_workflow(
+        self, workflow: MethodAsyncNoParam[SelfType, ReturnType], *, id: str, **options: Any
+    ) -> WorkflowHandle[SelfType, ReturnType]: ...
+
+    @overload
+    async def start_workflow(
+        self,
+        workflow: MethodAsyncSingleParam[SelfType, ParamType, ReturnType],
+        arg: ParamType,
+        *,
+        id: str,
+        **options: Any,
+    ) -> WorkflowHandle[SelfType, ReturnType]: ...
+
+    @overload
+    async def start_workflow(
+        self,
+        workflow: Callable[Concatenate[SelfType, MultiParamSpec], Awaitable[ReturnType]],
+        *args: Any,
+        id: str,
+        **options: Any,
+    ) -> WorkflowHandle[SelfType, ReturnType]: ...
+
+    @overload
+    async def start_workflow(
+        self, workflow: str, *args: Any, id: str, **options: Any
+    ) -> WorkflowHandle[Any, Any]: ...
 
     async def start_workflow(
         self, workflow: str | Callable[..., Any], *args: Any, id: str, **options: Any
