@@ -195,11 +195,8 @@ async def worker_process(
     FILE``, ``--deployment NAME --build-id ID``...) besides.
     """
     prefix = f"{components}_" if components else ""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "lockgate.cli",
-        "worker",
+    process, _ = await lockgate_worker_command(
+        address,
         "--tools",
         f"tests.reliability_graphs:{prefix}TOOLS",
         "--graphs",
@@ -207,20 +204,36 @@ async def worker_process(
         "--task-queue",
         task_queue,
         *flags,
+    )
+    return process
+
+
+async def lockgate_worker_command(
+    address: str, *arguments: str, secret: WorkerSecret = SECRET, stderr: Any = None
+) -> tuple[asyncio.subprocess.Process, bytes]:
+    """``lockgate worker ARGUMENTS`` against ``address`` with ``secret``, once it prints that
+    it is ready: the process and that line. Its stderr goes to ``stderr`` (a file), else
+    nowhere."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "lockgate.cli",
+        "worker",
+        *arguments,
         cwd=REPOSITORY,
         env={
             **os.environ,
             "TEMPORAL_ADDRESS": address,
             "PYTHONPATH": str(REPOSITORY),
-            "LOCKGATE_WORKER_SECRET": SECRET.to_text(),
+            "LOCKGATE_WORKER_SECRET": secret.to_text(),
         },
         stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
+        stderr=stderr if stderr is not None else asyncio.subprocess.DEVNULL,
     )
     assert process.stdout is not None
     ready = await asyncio.wait_for(process.stdout.readline(), 60)
     assert b"worker ready" in ready, ready
-    return process
+    return process, ready
 
 
 async def temporal_cli(client: Client, *arguments: str) -> str:

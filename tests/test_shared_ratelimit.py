@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -35,7 +33,7 @@ from lockgate.contracts import ToolCallResult
 from lockgate.testing import Identities
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.redis_support import RedisServer, own_redis, redis_url
-from tests.support import REPOSITORY, error_of, failed_workflow_tasks
+from tests.support import error_of, failed_workflow_tasks, lockgate_worker_command
 
 __all__ = ["own_redis", "redis_url"]  # fixtures, imported for pytest to find
 
@@ -294,11 +292,8 @@ async def fleet(
     workers: list[asyncio.subprocess.Process] = []
     try:
         for number in range(size):
-            process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "lockgate.cli",
-                "worker",
+            process, ready = await lockgate_worker_command(
+                address,
                 "--tools",
                 "tests.fleet_tools",
                 "--directory",
@@ -311,20 +306,10 @@ async def fleet(
                 str(FLEET_BUDGET),
                 "--rate-limit-window",
                 str(WINDOW),
-                cwd=REPOSITORY,
-                env={
-                    **os.environ,
-                    "TEMPORAL_ADDRESS": address,
-                    "PYTHONPATH": str(REPOSITORY),
-                    "LOCKGATE_WORKER_SECRET": people.secret.to_text(),
-                },
-                stdout=asyncio.subprocess.PIPE,
+                secret=people.secret,
                 stderr=(folder / f"worker-{number}.log").open("wb"),
             )
             workers.append(process)
-            assert process.stdout is not None
-            ready = await asyncio.wait_for(process.stdout.readline(), 60)
-            assert b"worker ready" in ready, ready
             assert store.encode() in ready, ready  # it says where budgets are counted
         yield workers
     finally:
