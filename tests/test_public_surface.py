@@ -150,3 +150,111 @@ def test_every_name_a_subpackage_exports_exists(package_name: str) -> None:
 
 def test_the_package_is_typed() -> None:
     assert importlib.resources.files("lockgate").joinpath("py.typed").is_file()
+
+
+# The public subpackages, each pinned to its exact names: adding or removing one is a change to
+# lockgate's API, made here on purpose. (`lockgate.gating`, `lockgate.activities` and
+# `lockgate.workflows` are the layers the top level draws from, not surfaces of their own.)
+PUBLIC_SUBPACKAGES = {
+    "lockgate.contracts": [
+        "ActorView",
+        "AnswerView",
+        "Budget",
+        "ChoiceView",
+        "DeadlineView",
+        "ErrorDetail",
+        "EvidenceView",
+        "GateView",
+        "ParkedView",
+        "PendingGate",
+        "PolicyView",
+        "RunRef",
+        "RunView",
+        "ToolCallResult",
+        "TrailRow",
+        "ViewerView",
+    ],
+    "lockgate.errors": [
+        "ConfigurationError",
+        "DeclarationError",
+        "LockgateError",
+        "RefusedError",
+        "SetupError",
+    ],
+    "lockgate.testing": [
+        "Identities",
+        "WorkerFactory",
+        "assert_honours_idempotency_key",
+        "lockgate_worker",
+        "task_queue",
+        "temporal_client",
+        "temporal_env",
+        "time_skipping_env",
+    ],
+    "lockgate.encryption": [
+        "CODEC_SERVER_TOKEN_ENV",
+        "ENCRYPTED_ENCODING",
+        "KEY_ID_METADATA",
+        "PAYLOAD_KEYS_ENV",
+        "PAYLOAD_KEYS_FILE_ENV",
+        "UNREADABLE_ENCODING",
+        "CodecAccess",
+        "CodecAccessError",
+        "CodecServer",
+        "EncryptionCodec",
+        "LockgateFailureConverter",
+        "PayloadDecryptionError",
+        "PayloadKeys",
+        "PayloadKeysError",
+        "codec_of",
+        "encrypted_data_converter",
+        "encrypting_client",
+        "worker_client",
+    ],
+    "lockgate.telemetry": [
+        "AUDIT_LOG_SCOPE",
+        "METER_NAME",
+        "TRACER_NAME",
+        "LockgateTelemetry",
+        "OpenTelemetryAuditSink",
+    ],
+    "lockgate.worker": [
+        "DEFAULT_GRACE",
+        "DEFAULT_TASK_QUEUE",
+        "PROMETHEUS_BUCKETS",
+        "SANDBOX_PASSTHROUGH",
+        "LockgatePlugin",
+        "WorkerHealth",
+        "load_components",
+        "run_worker",
+        "serve_health",
+    ],
+    "lockgate.adapters.langgraph": ["GATE_KEY", "ask_gate", "governed_tools", "run_graph"],
+    "lockgate.adapters.openai_agents": [
+        "MAX_SUBJECT_BYTES",
+        "Approval",
+        "ApprovalSetting",
+        "GateKey",
+        "governed_tool",
+        "governed_tools",
+        "run_agent",
+    ],
+    "lockgate.adapters.pydantic_ai": [
+        "MAX_SUBJECT_BYTES",
+        "Approval",
+        "LockgateToolset",
+        "run_agent",
+    ],
+}
+
+
+@pytest.mark.parametrize("package_name", sorted(PUBLIC_SUBPACKAGES))
+def test_each_public_subpackage_exports_exactly_its_pinned_names(package_name: str) -> None:
+    if package_name.startswith("lockgate.adapters."):
+        # An adapter needs its framework's extra, which some Pythons cannot install.
+        package = pytest.importorskip(package_name)
+    else:
+        package = importlib.import_module(package_name)
+
+    assert package.__all__ == PUBLIC_SUBPACKAGES[package_name]
+    assert [name for name in package.__all__ if not hasattr(package, name)] == []
