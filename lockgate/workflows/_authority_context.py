@@ -52,7 +52,7 @@ from lockgate.activities._activity_inputs import (
     handover_binding,
 )
 from lockgate.activities._sealed_calls import header_text
-from lockgate.gating import AuditLogger, Authority, ErrorCode
+from lockgate.gating import Actor, AuditLogger, Authority, ErrorCode
 from lockgate.workflows._own_start import OwnStart
 
 __all__ = [
@@ -68,6 +68,7 @@ __all__ = [
     "current_tools",
     "handover_seal",
     "judging_authority",
+    "record_once",
     "run_arguments",
     "sealing_own_call",
 ]
@@ -144,6 +145,16 @@ def current_audit() -> AuditLogger | None:
     gate opened, a node parked); None outside a workflow run. Never consulted for a decision:
     it is where records go, not something a run reads."""
     return _AUDIT.get()
+
+
+def record_once(event: str, actor: Actor, graph: str, run: str, **facts: Any) -> None:
+    """An audit record of what a run itself did (a gate opened, a node parked), by ``actor``,
+    written the first time only, never again when the run is replayed."""
+    if workflow.unsafe.is_replaying():
+        return
+    audit = current_audit()
+    if audit is not None:
+        audit.event(event, accepted=True, actor=actor.to_dict(), graph=graph, run=run, **facts)
 
 
 def current_authority() -> Authority | None:

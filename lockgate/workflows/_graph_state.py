@@ -31,7 +31,7 @@ from lockgate.gating import (
 from lockgate.gating._gate_engine import GivenAnswer, gate_memo, gate_to_judge
 from lockgate.gating._quoting import a_role
 from lockgate.gating._trail import trail_row
-from lockgate.workflows._authority_context import current_audit
+from lockgate.workflows._authority_context import record_once
 from lockgate.workflows._carry import RunState
 from lockgate.workflows._compiled import END_STATE, CompiledGraph
 from lockgate.workflows._graph_inputs import StartGraphInput
@@ -136,20 +136,8 @@ class GraphState:
         self._refused_signals_kept = 0
 
     def _record(self, event: str, **facts: Any) -> None:
-        """An audit record of what the run itself did (a gate opened, a node parked), written
-        the first time only, never again when the run is replayed."""
-        if workflow.unsafe.is_replaying():
-            return
-        audit = current_audit()
-        if audit is not None:
-            audit.event(
-                event,
-                accepted=True,
-                actor=self._run.driver.to_dict(),
-                graph=self._graph.name,
-                run=self._run_id,
-                **facts,
-            )
+        """An audit record of what the run itself did, as its driver (see :func:`record_once`)."""
+        record_once(event, self._run.driver, self._graph.name, self._run_id, **facts)
 
     def _target(self) -> dict[str, Any] | None:
         target = self._graph.target

@@ -27,9 +27,9 @@ from lockgate.gating._gate_engine import GivenAnswer, gate_memo
 from lockgate.gating._trail import trail_row
 from lockgate.workflows._activity_options import local, local_tool_names, recorded_local_tools
 from lockgate.workflows._authority_context import (
-    current_audit,
     current_own_start,
     current_tools,
+    record_once,
     run_arguments,
 )
 from lockgate.workflows._own_start import start_arguments
@@ -216,15 +216,5 @@ class OwnRunState:
             workflow.upsert_search_attributes(updates)
 
     def _record(self, event: str, **facts: Any) -> None:
-        if workflow.unsafe.is_replaying():
-            return
-        audit = current_audit()
-        if audit is not None:
-            audit.event(
-                event,
-                accepted=True,
-                actor=self.driver.to_dict(),
-                graph=self.workflow_type,
-                run=self.run_id,
-                **facts,
-            )
+        """An audit record of what the run itself did, as its driver (see :func:`record_once`)."""
+        record_once(event, self.driver, self.workflow_type, self.run_id, **facts)
