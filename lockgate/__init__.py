@@ -15,48 +15,41 @@ from typing import TYPE_CHECKING, Any
 # The public names resolve on first use (PEP 562, `__getattr__` below): `lockgate --help`, or any
 # light submodule, then runs without importing temporalio and every layer with it.
 if TYPE_CHECKING:
-    from lockgate.activities import Param, Retry, ToolDefinition, ToolRegistry, tool
+    from lockgate.activities._registry import ToolRegistry
+    from lockgate.activities._tool import Param, Retry, ToolDefinition, tool
     from lockgate.errors import LockgateError
-    from lockgate.gating import (
-        Actor,
-        AuditLogger,
-        Authority,
-        ChannelPolicy,
-        Directory,
-        ErrorCode,
-        InMemoryRateLimiter,
-        PolicyGate,
-        Signer,
-        ToolContext,
-        ToolError,
-        ToolResult,
-        WorkerSecret,
-    )
+    from lockgate.gating._actors import Actor
+    from lockgate.gating._audit import AuditLogger
+    from lockgate.gating._authority import Authority
+    from lockgate.gating._context import ToolContext
+    from lockgate.gating._directory import Directory
+    from lockgate.gating._policy import ChannelPolicy, PolicyGate
+    from lockgate.gating._proofs import Signer
+    from lockgate.gating._ratelimit import InMemoryRateLimiter
+    from lockgate.gating._result import ErrorCode, ToolError, ToolResult
+    from lockgate.gating._seals import WorkerSecret
     from lockgate.redis_ratelimit import RedisRateLimiter
     from lockgate.worker import LockgatePlugin
-    from lockgate.workflows import (
-        AgentStep,
+    from lockgate.workflows._client import GraphClient
+    from lockgate.workflows._compile import compile_graph
+    from lockgate.workflows._declare import (
         Appends,
         ApprovalPolicy,
         Ask,
         Because,
         Deadline,
-        Decision,
         Dual,
         Edge,
-        GraphClient,
         GraphDeclarationError,
-        ModelBudget,
         Quorum,
         Route,
         Subgraph,
         Target,
-        ToolClient,
-        call_tool,
-        compile_graph,
-        gate,
         graph,
     )
+    from lockgate.workflows._declare_agents import AgentStep, ModelBudget
+    from lockgate.workflows._own_workflows import Decision, call_tool, gate
+    from lockgate.workflows._tool_client import ToolClient
 
 __all__ = [
     "Actor",

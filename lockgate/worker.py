@@ -40,15 +40,12 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from lockgate._defaults import DEFAULT_GRACE_SECONDS
 from lockgate._health import WorkerHealth, serve_health
-from lockgate.activities import (
-    NotificationActivities,
-    ToolRegistry,
-    WorkflowStartActivities,
-    definition_of,
-    is_tool,
-)
 from lockgate.activities._model_calls import ModelCalls, check_models
+from lockgate.activities._notify import NotificationActivities
+from lockgate.activities._registry import ToolRegistry
 from lockgate.activities._temporal import ToolActivities
+from lockgate.activities._tool import definition_of, is_tool
+from lockgate.activities._workflow_starts import WorkflowStartActivities
 from lockgate.encryption import (
     EncryptionCodec,
     PayloadKeys,
@@ -56,19 +53,19 @@ from lockgate.encryption import (
     encrypted_data_converter,
     worker_client,
 )
-from lockgate.gating import (
+from lockgate.gating._audit import AuditLogger
+from lockgate.gating._authority import Authority
+from lockgate.gating._configuration import check_flag, check_setting, refused_setting
+from lockgate.gating._directory import Directory
+from lockgate.gating._notifications import Notifications
+from lockgate.gating._passkeys import RelyingParty
+from lockgate.gating._ratelimit import RateLimiter
+from lockgate.gating._seals import (
     WORKER_SECRET_ENV,
     WORKER_SECRET_FILE_ENV,
-    AuditLogger,
-    Authority,
-    Directory,
-    Notifications,
-    RateLimiter,
-    RelyingParty,
     WorkerSecret,
     WorkerSecretError,
 )
-from lockgate.gating._configuration import check_flag, check_setting, refused_setting
 from lockgate.namespace import SearchAttributesMissingError, check_search_attributes
 from lockgate.workflows._authority_context import AuthorityInterceptor
 from lockgate.workflows._catalogue import catalogue_workflow

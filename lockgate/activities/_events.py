@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lockgate.errors import LockgateError
-from lockgate.gating import ToolContext, ToolResult
+from lockgate.gating._context import ToolContext
+from lockgate.gating._result import ToolResult
 
 __all__ = [
     "ExecutedEvent",

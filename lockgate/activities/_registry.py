@@ -31,23 +31,14 @@ from lockgate.activities._tool import (
     definition_of,
     tool_methods,
 )
-from lockgate.gating import (
-    MUTATING_COST,
-    AuditLogger,
-    ConfirmationStore,
-    ErrorCode,
-    PolicyDecision,
-    PolicyGate,
-    RateDecision,
-    RateLimiter,
-    ToolContext,
-    ToolResult,
-    action_summary,
-    local_shell_context,
-    rate_key,
-    to_jsonable,
-)
+from lockgate.gating._audit import AuditLogger
+from lockgate.gating._canonical import to_jsonable
 from lockgate.gating._configuration import check_setting, refused_setting
+from lockgate.gating._confirm import ConfirmationStore, action_summary
+from lockgate.gating._context import ToolContext, local_shell_context
+from lockgate.gating._policy import PolicyDecision, PolicyGate
+from lockgate.gating._ratelimit import MUTATING_COST, RateDecision, RateLimiter, rate_key
+from lockgate.gating._result import ErrorCode, ToolResult
 
 __all__ = [
     "PIPELINE_STAGES",

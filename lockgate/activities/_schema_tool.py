@@ -14,7 +14,7 @@ from lockgate.activities._tool import (
     ToolDefinition,
     local_refusal,
 )
-from lockgate.gating import ToolContext
+from lockgate.gating._context import ToolContext
 
 __all__ = ["schema_definition"]
 

@@ -16,7 +16,8 @@ from typing import Annotated, Literal
 from lockgate.activities._registry import ToolRegistry
 from lockgate.activities._tool import Param, tool
 from lockgate.errors import RefusedError
-from lockgate.gating import ErrorCode, ToolContext, ToolResult
+from lockgate.gating._context import ToolContext
+from lockgate.gating._result import ErrorCode, ToolResult
 
 __all__ = [
     "HumanVerifier",

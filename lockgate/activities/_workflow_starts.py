@@ -19,7 +19,9 @@ from lockgate.activities._activity_inputs import (
     OpenWorkflowStartInput,
 )
 from lockgate.activities._temporal import only_local
-from lockgate.gating import Actor, Authority, ErrorCode
+from lockgate.gating._actors import Actor
+from lockgate.gating._authority import Authority
+from lockgate.gating._result import ErrorCode
 
 __all__ = ["WorkflowStartActivities"]
 

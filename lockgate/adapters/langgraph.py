@@ -35,9 +35,11 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from lockgate.activities import definition_of
-from lockgate.gating import ErrorCode, model_tool_name
-from lockgate.workflows import Ask, call_tool, gate
+from lockgate.activities._tool import definition_of
+from lockgate.gating._result import ErrorCode
+from lockgate.gating._tool_names import model_tool_name
+from lockgate.workflows._declare import Ask
+from lockgate.workflows._own_workflows import call_tool, gate
 
 try:
     with workflow.unsafe.imports_passed_through():

@@ -61,11 +61,14 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 from typing_extensions import Unpack
 
-from lockgate.activities import ToolDefinition, definition_of
+from lockgate.activities._tool import ToolDefinition, definition_of
 from lockgate.adapters._approvals import APPROVE, MAX_SUBJECT_BYTES, Approval
 from lockgate.adapters._client_plugins import require_client_plugin
-from lockgate.gating import ErrorCode, ToolResult, measure, model_tool_name
-from lockgate.workflows import Ask, Decision, GraphDeclarationError, call_tool, gate
+from lockgate.gating._limits import measure
+from lockgate.gating._result import ErrorCode, ToolResult
+from lockgate.gating._tool_names import model_tool_name
+from lockgate.workflows._declare import Ask, GraphDeclarationError
+from lockgate.workflows._own_workflows import Decision, call_tool, gate
 
 _EXTRA_MODULES = ("agents", "openai", "temporalio")
 """The top-level packages the extra brings (``temporalio.openai_agents`` is a namespace

@@ -19,7 +19,8 @@ from lockgate.cli._settings import (
     local_directory,
     payload_keys,
 )
-from lockgate.gating import IdentityError, RelyingParty
+from lockgate.gating._identity_errors import IdentityError
+from lockgate.gating._passkeys import RelyingParty
 
 __all__ = [
     "PASSKEY_ORIGINS_ENV",

@@ -11,9 +11,10 @@ from lockgate.cli._arguments import json_argument
 from lockgate.cli._output import CommandError, fail, is_refused, print_json, report_result
 from lockgate.cli._settings import connect, local_directory, signer
 from lockgate.contracts import ChoiceView, GateView, RunView
-from lockgate.gating import ENDS_RUN
+from lockgate.gating._gates import ENDS_RUN
 from lockgate.gating._quoting import a_role
-from lockgate.workflows import CatalogueError, GraphClient
+from lockgate.workflows._catalogue import CatalogueError
+from lockgate.workflows._client import GraphClient
 
 __all__ = [
     "cancel_run",

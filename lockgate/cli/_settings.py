@@ -33,13 +33,13 @@ from lockgate.encryption import (
     PayloadKeysError,
     encrypted_data_converter,
 )
-from lockgate.gating import (
-    ENROLMENT_SECRET_FILE_ENV,
+from lockgate.gating._directory import Directory
+from lockgate.gating._enrolment import ENROLMENT_SECRET_FILE_ENV
+from lockgate.gating._identity_errors import IdentityError
+from lockgate.gating._proofs import Signer
+from lockgate.gating._seals import (
     WORKER_SECRET_ENV,
     WORKER_SECRET_FILE_ENV,
-    Directory,
-    IdentityError,
-    Signer,
     WorkerSecret,
     WorkerSecretError,
 )

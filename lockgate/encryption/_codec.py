@@ -26,7 +26,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.api.failure.v1 import Failure
 from temporalio.converter import DataConverter, DefaultFailureConverter, PayloadCodec
 
-from lockgate.activities import Refusal
+from lockgate.activities._refusal import Refusal
 from lockgate.encryption._keys import PayloadKeys
 from lockgate.errors import RefusedError
 

@@ -38,23 +38,19 @@ from starlette.staticfiles import StaticFiles
 from temporalio.client import Client, WorkflowExecutionDescription
 
 from lockgate._bodies import read_bounded
-from lockgate.gating import (
-    Directory,
-    EnrolmentRefused,
-    EnrolmentSecret,
-    ErrorCode,
-    IdentityError,
-    ProofRefused,
-    RelyingParty,
-    Verifier,
-    check_principal_name,
-    encode_base64url,
-    sign_in_binding,
-    toml_key,
-)
+from lockgate.gating._bindings import sign_in_binding
+from lockgate.gating._directory import Directory
+from lockgate.gating._enrolment import EnrolmentRefused, EnrolmentSecret
+from lockgate.gating._identity_errors import IdentityError, ProofRefused
+from lockgate.gating._keys import encode_base64url
+from lockgate.gating._names import check_principal_name, toml_key
+from lockgate.gating._passkeys import RelyingParty
+from lockgate.gating._result import ErrorCode
+from lockgate.gating._verifier import Verifier
 from lockgate.inbox._words import FILTERS, excerpt
-from lockgate.workflows import LOCKGATE_GRAPH, GraphClient
+from lockgate.workflows._client import GraphClient
 from lockgate.workflows._client_support import describe_run
+from lockgate.workflows._search_attributes import LOCKGATE_GRAPH
 
 __all__ = ["inbox_app"]
 

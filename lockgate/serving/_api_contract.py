@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.json_schema import models_json_schema
 
-from lockgate.gating import ErrorCode
+from lockgate.gating._result import ErrorCode
 from lockgate.serving._operations import refusal_of
 
 __all__ = [

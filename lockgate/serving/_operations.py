@@ -23,9 +23,15 @@ from typing import Any, cast
 from temporalio.client import Client
 
 from lockgate.contracts import ToolCallResult
-from lockgate.gating import MAX_START_BYTES, Directory, ErrorCode, Signer, digest, measure
-from lockgate.workflows import CatalogueError, GraphClient, ToolClient
+from lockgate.gating._canonical import digest
+from lockgate.gating._directory import Directory
+from lockgate.gating._limits import MAX_START_BYTES, measure
+from lockgate.gating._proofs import Signer
+from lockgate.gating._result import ErrorCode
+from lockgate.workflows._catalogue import CatalogueError
+from lockgate.workflows._client import GraphClient
 from lockgate.workflows._graph_inputs import StartGraphInput
+from lockgate.workflows._tool_client import ToolClient
 
 __all__ = ["Operations", "refusal_of"]
 

@@ -10,14 +10,10 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 
-from lockgate.activities import (
-    CALLER_MISTAKES,
-    Retry,
-    ToolActivityInput,
-    ToolDefinition,
-    tool_activity_name,
-)
-from lockgate.gating import ErrorCode, ToolResult
+from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
+from lockgate.activities._temporal import CALLER_MISTAKES
+from lockgate.activities._tool import Retry, ToolDefinition
+from lockgate.gating._result import ErrorCode, ToolResult
 
 __all__ = [
     "DEFAULT_RETRY",

@@ -37,22 +37,25 @@ from temporalio.worker import (
     WorkflowOutboundInterceptor,
 )
 
-from lockgate.activities import (
-    SEAL_HEADER,
-    Refusal,
-    SealReader,
-    ToolActivityInput,
-    ToolRegistry,
-    tool_activity_binding,
-)
 from lockgate.activities._activity_inputs import (
     JudgeSignalsInput,
     ModelCallInput,
+    ToolActivityInput,
     carry_binding,
     handover_binding,
 )
-from lockgate.activities._sealed_calls import header_text
-from lockgate.gating import Actor, AuditLogger, Authority, ErrorCode
+from lockgate.activities._refusal import Refusal
+from lockgate.activities._registry import ToolRegistry
+from lockgate.activities._sealed_calls import (
+    SEAL_HEADER,
+    SealReader,
+    header_text,
+    tool_activity_binding,
+)
+from lockgate.gating._actors import Actor
+from lockgate.gating._audit import AuditLogger
+from lockgate.gating._authority import Authority
+from lockgate.gating._result import ErrorCode
 from lockgate.workflows._own_start import OwnStart
 
 __all__ = [

@@ -46,16 +46,11 @@ from temporalio.types import (
 )
 
 from lockgate.contracts import RunView
-from lockgate.gating import (
-    Authority,
-    Directory,
-    ErrorCode,
-    Signer,
-    answer_binding,
-    cancel_binding,
-    resume_binding,
-    start_binding,
-)
+from lockgate.gating._authority import Authority
+from lockgate.gating._bindings import answer_binding, cancel_binding, resume_binding, start_binding
+from lockgate.gating._directory import Directory
+from lockgate.gating._proofs import Signer
+from lockgate.gating._result import ErrorCode
 from lockgate.workflows._client_support import (
     DEFAULT_TASK_QUEUE,
     describe_run,

@@ -23,7 +23,12 @@ from temporalio.common import QueryRejectCondition
 from temporalio.service import RPCError
 
 from lockgate.contracts import PendingGate, RunView
-from lockgate.gating import Authority, ErrorCode, OpenGate, Signer, judge_viewer, shorten
+from lockgate.gating._authority import Authority
+from lockgate.gating._gates import OpenGate
+from lockgate.gating._judgements import judge_viewer
+from lockgate.gating._limits import shorten
+from lockgate.gating._proofs import Signer
+from lockgate.gating._result import ErrorCode
 from lockgate.workflows._catalogue import CatalogueError, describe_worker
 from lockgate.workflows._client_support import (
     describe_run,

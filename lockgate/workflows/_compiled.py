@@ -13,8 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from lockgate.activities import ToolDefinition
-from lockgate.gating import SINGLE_POLICY, GateDeadline, GatePolicy, to_jsonable
+from lockgate.activities._tool import ToolDefinition
+from lockgate.gating._canonical import to_jsonable
+from lockgate.gating._policies import SINGLE_POLICY, GateDeadline, GatePolicy
 
 __all__ = [
     "END_STATE",

@@ -19,10 +19,12 @@ from temporalio import workflow
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from lockgate.activities import Refusal
 from lockgate.activities._activity_inputs import SETTLING_PROTOCOL
+from lockgate.activities._refusal import Refusal
 from lockgate.errors import RefusedError
-from lockgate.gating import AuditLogger, ErrorCode, Judgement
+from lockgate.gating._audit import AuditLogger
+from lockgate.gating._judgements import Judgement
+from lockgate.gating._result import ErrorCode
 
 __all__ = ["UnreadableStart", "outcome_of", "refusals_complete", "refuse_update", "refused_run"]
 

@@ -25,9 +25,10 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from lockgate.activities import CALLER_MISTAKES, ToolActivityInput
-from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput
-from lockgate.gating import MAX_DEPTH, ErrorCode, measure, shorten
+from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput, ToolActivityInput
+from lockgate.activities._temporal import CALLER_MISTAKES
+from lockgate.gating._limits import MAX_DEPTH, measure, shorten
+from lockgate.gating._result import ErrorCode
 from lockgate.gating._trail import trail_row
 from lockgate.workflows._activity_options import (
     MODEL_RETRY,

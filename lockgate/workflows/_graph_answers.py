@@ -15,24 +15,22 @@ from typing import Any, NoReturn
 from pydantic import BaseModel
 from temporalio import workflow
 
-from lockgate.activities import Refusal
 from lockgate.activities._activity_inputs import carry_binding
-from lockgate.gating import (
-    MAX_WAITING_SETTLES,
-    Actor,
-    Authority,
-    ErrorCode,
+from lockgate.activities._refusal import Refusal
+from lockgate.gating._actors import Actor
+from lockgate.gating._authority import Authority
+from lockgate.gating._gate_engine import GivenAnswer, uncountable_answer, waits_to_be_counted
+from lockgate.gating._judgements import (
     Judgement,
-    PayloadProblem,
-    Proof,
-    WorkerSecretError,
     judge_answer,
     judge_cancel,
     judge_resume,
     judge_start,
-    shorten,
 )
-from lockgate.gating._gate_engine import GivenAnswer, uncountable_answer, waits_to_be_counted
+from lockgate.gating._limits import MAX_WAITING_SETTLES, PayloadProblem, shorten
+from lockgate.gating._proofs import Proof
+from lockgate.gating._result import ErrorCode
+from lockgate.gating._seals import WorkerSecretError
 from lockgate.workflows._authority_context import (
     carry_seal,
     current_authority,

@@ -12,13 +12,8 @@ from datetime import datetime
 
 from temporalio import workflow
 
-from lockgate.gating import (
-    ENDS_RUN,
-    GateChoice,
-    OpenGate,
-    evidence_shown,
-    gate_subject,
-)
+from lockgate.gating._bindings import gate_subject
+from lockgate.gating._evidence import evidence_shown
 from lockgate.gating._gate_engine import (
     DEADLINE_ACTOR,
     GivenAnswer,
@@ -27,6 +22,7 @@ from lockgate.gating._gate_engine import (
     evidence_of_decision,
     opened,
 )
+from lockgate.gating._gates import ENDS_RUN, GateChoice, OpenGate
 from lockgate.workflows._compiled import END_STATE
 from lockgate.workflows._graph_waiting import GraphWaiting
 

@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate.gating import (
+from lockgate.gating._limits import (
     MAX_ANSWER_BYTES,
     MAX_START_BYTES,
     TRAIL_PAGE,
-    ErrorCode,
     PayloadProblem,
     measure,
 )
+from lockgate.gating._result import ErrorCode
 
 __all__ = [
     "MAX_CARRIED_BYTES",

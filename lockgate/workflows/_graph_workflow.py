@@ -20,7 +20,6 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from lockgate.activities import CALLER_MISTAKES
 from lockgate.activities._activity_inputs import (
     OPEN_START,
     VERIFY_CARRIED,
@@ -28,15 +27,13 @@ from lockgate.activities._activity_inputs import (
     ToolActivityInput,
     VerifyCarriedInput,
 )
+from lockgate.activities._temporal import CALLER_MISTAKES
 from lockgate.errors import LockgateError
-from lockgate.gating import (
-    Actor,
-    ErrorCode,
-    ParkedNode,
-    PayloadProblem,
-    node_refusal_sentence,
-    shorten,
-)
+from lockgate.gating._actors import Actor
+from lockgate.gating._authority import node_refusal_sentence
+from lockgate.gating._gates import ParkedNode
+from lockgate.gating._limits import PayloadProblem, shorten
+from lockgate.gating._result import ErrorCode
 from lockgate.gating._trail import Outcome, trail_row
 from lockgate.workflows import _generated
 from lockgate.workflows._activity_options import (

@@ -20,12 +20,13 @@ from temporalio.client import Client
 from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 
-from lockgate.activities import (
+from lockgate.activities._notify import (
     DELIVER_NOTIFICATION,
     DeliverNotificationInput,
     notification_binding,
 )
-from lockgate.gating import GateEvent, Notifications, WorkerSecret
+from lockgate.gating._notifications import GateEvent, Notifications
+from lockgate.gating._seals import WorkerSecret
 from lockgate.workflows._client import GraphClient
 
 __all__ = ["NOTIFY_WORKFLOW", "GateNotifier", "NotifyWorkflow", "notify_workflow_id"]

@@ -11,22 +11,12 @@ from typing import Any, Generic, NoReturn, TypeVar
 
 from temporalio import workflow
 
-from lockgate.activities import Refusal, definition_of
-from lockgate.gating import (
-    DEADLINE_CHANNEL,
-    Actor,
-    Authority,
-    ErrorCode,
-    GateChoice,
-    GateDeadline,
-    Judgement,
-    OpenGate,
-    Proof,
-    evidence_shown,
-    gate_subject,
-    judge_answer,
-    shorten,
-)
+from lockgate.activities._refusal import Refusal
+from lockgate.activities._tool import definition_of
+from lockgate.gating._actors import Actor
+from lockgate.gating._authority import Authority
+from lockgate.gating._bindings import gate_subject
+from lockgate.gating._evidence import evidence_shown
 from lockgate.gating._gate_engine import (
     DEADLINE_ACTOR,
     GivenAnswer,
@@ -38,6 +28,13 @@ from lockgate.gating._gate_engine import (
     uncountable_answer,
     waits_to_be_counted,
 )
+from lockgate.gating._gates import GateChoice, OpenGate
+from lockgate.gating._judgements import Judgement, judge_answer
+from lockgate.gating._limits import shorten
+from lockgate.gating._policies import GateDeadline
+from lockgate.gating._policy import DEADLINE_CHANNEL
+from lockgate.gating._proofs import Proof
+from lockgate.gating._result import ErrorCode
 from lockgate.workflows._authority_context import (
     current_authority,
     current_tools,
