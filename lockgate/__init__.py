@@ -18,16 +18,16 @@ if TYPE_CHECKING:
     from lockgate.activities._registry import ToolRegistry
     from lockgate.activities._tool import Param, Retry, ToolDefinition, tool
     from lockgate.errors import LockgateError
-    from lockgate.gating._actors import Actor
     from lockgate.gating._audit import AuditLogger
     from lockgate.gating._authority import Authority
     from lockgate.gating._context import ToolContext
-    from lockgate.gating._directory import Directory
     from lockgate.gating._policy import ChannelPolicy, PolicyGate
-    from lockgate.gating._proofs import Signer
     from lockgate.gating._ratelimit import InMemoryRateLimiter
     from lockgate.gating._result import ErrorCode, ToolError, ToolResult
-    from lockgate.gating._seals import WorkerSecret
+    from lockgate.identity._actors import Actor
+    from lockgate.identity._directory import Directory
+    from lockgate.identity._proofs import Signer
+    from lockgate.identity._seals import WorkerSecret
     from lockgate.redis_ratelimit import RedisRateLimiter
     from lockgate.worker import LockgatePlugin
     from lockgate.workflows._client import GraphClient

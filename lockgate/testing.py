@@ -44,10 +44,10 @@ from lockgate.activities._registry import ToolRegistry
 from lockgate.activities._tool import ToolDefinition
 from lockgate.devserver import server_args, temporal_binary
 from lockgate.gating._context import ToolContext
-from lockgate.gating._directory import Directory
-from lockgate.gating._keys import directory_entry_toml, generate_private_key, public_key_text
-from lockgate.gating._proofs import Signer
-from lockgate.gating._seals import WorkerSecret
+from lockgate.identity._directory import Directory
+from lockgate.identity._keys import directory_entry_toml, generate_private_key, public_key_text
+from lockgate.identity._proofs import Signer
+from lockgate.identity._seals import WorkerSecret
 from lockgate.worker import LockgatePlugin
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 

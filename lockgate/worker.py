@@ -56,11 +56,11 @@ from lockgate.encryption import (
 from lockgate.gating._audit import AuditLogger
 from lockgate.gating._authority import Authority
 from lockgate.gating._configuration import check_flag, check_setting, refused_setting
-from lockgate.gating._directory import Directory
 from lockgate.gating._notifications import Notifications
-from lockgate.gating._passkeys import RelyingParty
 from lockgate.gating._ratelimit import RateLimiter
-from lockgate.gating._seals import (
+from lockgate.identity._directory import Directory
+from lockgate.identity._passkeys import RelyingParty
+from lockgate.identity._seals import (
     WORKER_SECRET_ENV,
     WORKER_SECRET_FILE_ENV,
     WorkerSecret,

@@ -25,7 +25,7 @@ from lockgate.gating import (
     generate_private_key,
     public_key_text,
 )
-from lockgate.gating._keys import decode_base64url
+from lockgate.identity._keys import decode_base64url
 from lockgate.testing import Identities, WorkerFactory
 from tests.gate_graphs import PAYMENT, POLICY_GRAPHS, DualPayment
 from tests.passkey_support import SoftwarePasskey

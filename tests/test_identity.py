@@ -25,10 +25,10 @@ from lockgate.gating import (
     start_binding,
     tool_binding,
 )
-from lockgate.gating._actors import Actor
-from lockgate.gating._directory import Directory, DirectoryEntry
-from lockgate.gating._identity_errors import IdentityError, ProofRefused
-from lockgate.gating._keys import (
+from lockgate.identity._actors import Actor
+from lockgate.identity._directory import Directory, DirectoryEntry
+from lockgate.identity._identity_errors import IdentityError, ProofRefused
+from lockgate.identity._keys import (
     generate_private_key,
     new_identity,
     parse_public_key,
@@ -36,8 +36,8 @@ from lockgate.gating._keys import (
     read_private_key,
     write_private_key,
 )
-from lockgate.gating._proofs import Proof, Signer
-from lockgate.gating._verifier import Verifier
+from lockgate.identity._proofs import Proof, Signer
+from lockgate.identity._verifier import Verifier
 
 ISSUED_AT = 1_764_452_400  # 2025-11-29T21:40:00Z
 DECIDE = {

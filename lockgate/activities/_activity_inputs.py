@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate.gating._canonical import fingerprint
+from lockgate.identity._canonical import fingerprint
 
 __all__ = [
     "JUDGE_SIGNALS",

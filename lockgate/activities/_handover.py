@@ -7,12 +7,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lockgate.activities._activity_inputs import OpenStartInput, handover_binding
-from lockgate.gating._actors import Actor
 from lockgate.gating._authority import Authority
-from lockgate.gating._identity_errors import IdentityError
 from lockgate.gating._limits import MAX_SUBGRAPH_DEPTH
 from lockgate.gating._result import ErrorCode
-from lockgate.gating._seals import WorkerSecretError
+from lockgate.identity._actors import Actor
+from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._seals import WorkerSecretError
 
 __all__ = ["open_handover", "seal_problem", "start_refused"]
 

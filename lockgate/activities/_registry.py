@@ -32,13 +32,13 @@ from lockgate.activities._tool import (
     tool_methods,
 )
 from lockgate.gating._audit import AuditLogger
-from lockgate.gating._canonical import to_jsonable
 from lockgate.gating._configuration import check_setting, refused_setting
 from lockgate.gating._confirm import ConfirmationStore, action_summary
 from lockgate.gating._context import ToolContext, local_shell_context
 from lockgate.gating._policy import PolicyDecision, PolicyGate
 from lockgate.gating._ratelimit import MUTATING_COST, RateDecision, RateLimiter, rate_key
 from lockgate.gating._result import ErrorCode, ToolResult
+from lockgate.identity._canonical import to_jsonable
 
 __all__ = [
     "PIPELINE_STAGES",

@@ -20,8 +20,8 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadConverter
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
 
-from lockgate.gating._canonical import fingerprint
-from lockgate.gating._seals import WorkerSecret
+from lockgate.identity._canonical import fingerprint
+from lockgate.identity._seals import WorkerSecret
 
 __all__ = [
     "SEAL_HEADER",

@@ -45,12 +45,12 @@ from lockgate.activities._refusal import Refusal
 from lockgate.activities._registry import ToolRegistry
 from lockgate.activities._sealed_calls import sealed_by_own_run
 from lockgate.activities._tool import ToolDefinition
-from lockgate.gating._actors import Actor
 from lockgate.gating._authority import Authority, why_node_refuses
 from lockgate.gating._gates import OpenGate, ParkedNode
-from lockgate.gating._identity_errors import IdentityError
 from lockgate.gating._judgements import Judgement, judge_answer, judge_resume
 from lockgate.gating._result import ErrorCode, ToolResult
+from lockgate.identity._actors import Actor
+from lockgate.identity._identity_errors import IdentityError
 
 __all__ = ["CALLER_MISTAKES", "ToolActivities", "only_local"]
 

@@ -19,9 +19,9 @@ from lockgate.activities._activity_inputs import (
     OpenWorkflowStartInput,
 )
 from lockgate.activities._temporal import only_local
-from lockgate.gating._actors import Actor
 from lockgate.gating._authority import Authority
 from lockgate.gating._result import ErrorCode
+from lockgate.identity._actors import Actor
 
 __all__ = ["WorkflowStartActivities"]
 

@@ -25,8 +25,8 @@ from lockgate.encryption import (
     EncryptionCodec,
     PayloadKeys,
 )
-from lockgate.gating._keys import new_identity
-from lockgate.gating._seals import WORKER_SECRET_ENV, WorkerSecret
+from lockgate.identity._keys import new_identity
+from lockgate.identity._seals import WORKER_SECRET_ENV, WorkerSecret
 from lockgate.worker import run_worker
 
 __all__ = ["DEMO_PRINCIPALS", "EXAMPLES", "SERVER_LOG", "WORKER_LOG", "run_dev_stack"]

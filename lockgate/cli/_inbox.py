@@ -19,8 +19,8 @@ from lockgate.cli._settings import (
     local_directory,
     payload_keys,
 )
-from lockgate.gating._identity_errors import IdentityError
-from lockgate.gating._passkeys import RelyingParty
+from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._passkeys import RelyingParty
 
 __all__ = [
     "PASSKEY_ORIGINS_ENV",

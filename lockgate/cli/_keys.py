@@ -9,11 +9,11 @@ import time
 
 from lockgate.cli._output import CommandError
 from lockgate.cli._settings import enrolment_secret_path, keys_dir, secret_path
-from lockgate.gating._enrolment import EnrolmentSecret, EnrolmentSecretError
-from lockgate.gating._identity_errors import IdentityError
-from lockgate.gating._keys import new_identity
-from lockgate.gating._names import check_principal_name
-from lockgate.gating._seals import WorkerSecret, WorkerSecretError
+from lockgate.identity._enrolment import EnrolmentSecret, EnrolmentSecretError
+from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._keys import new_identity
+from lockgate.identity._names import check_principal_name
+from lockgate.identity._seals import WorkerSecret, WorkerSecretError
 
 __all__ = ["enrolment_secret", "manage_keys", "manage_worker_secret"]
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from lockgate.cli._output import CommandError
 from lockgate.cli._settings import connect, keys_dir, local_directory
-from lockgate.gating._identity_errors import IdentityError
-from lockgate.gating._proofs import Signer
+from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._proofs import Signer
 
 __all__ = ["TOKEN_ENV", "serve_mcp"]
 

@@ -33,11 +33,11 @@ from lockgate.encryption import (
     PayloadKeysError,
     encrypted_data_converter,
 )
-from lockgate.gating._directory import Directory
-from lockgate.gating._enrolment import ENROLMENT_SECRET_FILE_ENV
-from lockgate.gating._identity_errors import IdentityError
-from lockgate.gating._proofs import Signer
-from lockgate.gating._seals import (
+from lockgate.identity._directory import Directory
+from lockgate.identity._enrolment import ENROLMENT_SECRET_FILE_ENV
+from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._proofs import Signer
+from lockgate.identity._seals import (
     WORKER_SECRET_ENV,
     WORKER_SECRET_FILE_ENV,
     WorkerSecret,

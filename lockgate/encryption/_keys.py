@@ -16,7 +16,7 @@ from pathlib import Path
 
 from lockgate._defaults import PAYLOAD_KEYS_FILE_ENV
 from lockgate.errors import ConfigurationError
-from lockgate.gating._keyrings import Keyring
+from lockgate.identity._keyrings import Keyring
 
 __all__ = ["PAYLOAD_KEYS_ENV", "PAYLOAD_KEYS_FILE_ENV", "PayloadKeys", "PayloadKeysError"]
 
@@ -31,7 +31,7 @@ class PayloadKeysError(ConfigurationError):
 class PayloadKeys(Keyring):
     """The AES-256 keys payloads are encrypted with, the first being the one new payloads use.
 
-    Made, read, written and rotated as every :class:`~lockgate.gating._keyrings.Keyring` is;
+    Made, read, written and rotated as every :class:`~lockgate.identity._keyrings.Keyring` is;
     :meth:`from_environment` is None when no keys are configured (payloads are then stored as
     they are).
 

@@ -4,7 +4,6 @@ This package never imports temporalio: the same rules run in process, inside act
 inside the workflow sandbox.
 """
 
-from lockgate.gating._actors import Actor
 from lockgate.gating._audit import (
     AUDIT_LOGGER_NAME,
     DEFAULT_SENSITIVE_NAMES,
@@ -20,18 +19,6 @@ from lockgate.gating._authority import (
     node_refusal_sentence,
     why_node_refuses,
 )
-from lockgate.gating._bindings import (
-    answer_binding,
-    cancel_binding,
-    confirm_binding,
-    decide_binding,
-    gate_subject,
-    resume_binding,
-    sign_in_binding,
-    start_binding,
-    tool_binding,
-)
-from lockgate.gating._canonical import canonical_json, digest, fingerprint, to_jsonable
 from lockgate.gating._confirm import (
     DEFAULT_CONFIRMATION_TTL_SECONDS,
     Confirmation,
@@ -40,16 +27,8 @@ from lockgate.gating._confirm import (
     action_summary,
 )
 from lockgate.gating._context import Mode, ToolContext, local_shell_context, new_request_id
-from lockgate.gating._directory import Directory, DirectoryEntry
-from lockgate.gating._enrolment import (
-    ENROLMENT_SECRET_FILE_ENV,
-    EnrolmentRefused,
-    EnrolmentSecret,
-    EnrolmentSecretError,
-)
 from lockgate.gating._evidence import evidence_problem, evidence_shown
 from lockgate.gating._gates import ENDS_RUN, GateChoice, OpenGate, ParkedNode
-from lockgate.gating._identity_errors import IdentityError, ProofRefused, RefusalReason
 from lockgate.gating._judgements import (
     MADE_THE_WORK,
     OWN_GATE,
@@ -62,17 +41,6 @@ from lockgate.gating._judgements import (
     judge_start,
     judge_start_inputs,
     judge_viewer,
-)
-from lockgate.gating._keys import (
-    NewIdentity,
-    directory_entry_toml,
-    encode_base64url,
-    generate_private_key,
-    new_identity,
-    parse_public_key,
-    public_key_text,
-    read_private_key,
-    write_private_key,
 )
 from lockgate.gating._limits import (
     MAX_ANSWER_BYTES,
@@ -87,19 +55,12 @@ from lockgate.gating._limits import (
     measure,
     shorten,
 )
-from lockgate.gating._names import check_principal_name, toml_key
 from lockgate.gating._notifications import (
     GateEvent,
     Notifications,
     Webhook,
     signature_of,
     webhook_request,
-)
-from lockgate.gating._passkeys import (
-    Passkey,
-    RelyingParty,
-    passkey_challenge,
-    verify_passkey_assertion,
 )
 from lockgate.gating._policies import (
     SINGLE_POLICY,
@@ -124,7 +85,6 @@ from lockgate.gating._policy import (
     PolicyRuleProvider,
     format_scopes,
 )
-from lockgate.gating._proofs import Proof, Signer
 from lockgate.gating._ratelimit import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_WINDOW_SECONDS,
@@ -136,14 +96,54 @@ from lockgate.gating._ratelimit import (
 )
 from lockgate.gating._render import ChannelRenderer, CliRenderer, DefaultRenderer, RendererRegistry
 from lockgate.gating._result import ErrorCode, ToolError, ToolResult
-from lockgate.gating._seals import (
+from lockgate.gating._tool_names import model_tool_name
+from lockgate.identity._actors import Actor
+from lockgate.identity._bindings import (
+    answer_binding,
+    cancel_binding,
+    confirm_binding,
+    decide_binding,
+    gate_subject,
+    resume_binding,
+    sign_in_binding,
+    start_binding,
+    tool_binding,
+)
+from lockgate.identity._canonical import canonical_json, digest, fingerprint, to_jsonable
+from lockgate.identity._directory import Directory, DirectoryEntry
+from lockgate.identity._enrolment import (
+    ENROLMENT_SECRET_FILE_ENV,
+    EnrolmentRefused,
+    EnrolmentSecret,
+    EnrolmentSecretError,
+)
+from lockgate.identity._identity_errors import IdentityError, ProofRefused, RefusalReason
+from lockgate.identity._keys import (
+    NewIdentity,
+    directory_entry_toml,
+    encode_base64url,
+    generate_private_key,
+    new_identity,
+    parse_public_key,
+    public_key_text,
+    read_private_key,
+    write_private_key,
+)
+from lockgate.identity._names import check_principal_name, toml_key
+from lockgate.identity._passkeys import (
+    Passkey,
+    RelyingParty,
+    passkey_challenge,
+    verify_passkey_assertion,
+)
+from lockgate.identity._proofs import Proof, Signer
+from lockgate.identity._seals import (
     WORKER_SECRET_ENV,
     WORKER_SECRET_FILE_ENV,
     WorkerSecret,
     WorkerSecretError,
 )
-from lockgate.gating._tool_names import model_tool_name
-from lockgate.gating._verifier import Verifier
+from lockgate.identity._verifier import Verifier
 
 __all__ = [
     "AUDIT_FILE_ENV",

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lockgate.gating._audit_sinks import AuditSink
-from lockgate.gating._canonical import to_jsonable
 from lockgate.gating._context import ToolContext
 from lockgate.gating._result import ToolResult
+from lockgate.identity._canonical import to_jsonable
 
 __all__ = ["AUDIT_LOGGER_NAME", "DEFAULT_SENSITIVE_NAMES", "REDACTED", "AuditLogger", "redact"]
 

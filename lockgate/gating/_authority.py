@@ -1,6 +1,6 @@
 """Authority: what a proven actor holds, looked up when judged, and why a node may not run.
 
-Who a caller is comes from a verified proof (:mod:`lockgate.gating._verifier`); what they hold
+Who a caller is comes from a verified proof (:mod:`lockgate.identity._verifier`); what they hold
 comes from the worker's :class:`Directory`, here, each time they are judged. This module owns the
 :class:`Authority` and the sentences of a node that may not run; the gate records live in
 :mod:`lockgate.gating._gates` and the judgements of answers, resumes and viewers in
@@ -13,14 +13,14 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
-from lockgate.gating._actors import Actor
 from lockgate.gating._audit import AuditLogger
 from lockgate.gating._context import ToolContext
-from lockgate.gating._directory import Directory
-from lockgate.gating._passkeys import RelyingParty
 from lockgate.gating._policy import PRIVATE_HOLDINGS
-from lockgate.gating._seals import WorkerSecret, WorkerSecretError
-from lockgate.gating._verifier import Verifier
+from lockgate.identity._actors import Actor
+from lockgate.identity._directory import Directory
+from lockgate.identity._passkeys import RelyingParty
+from lockgate.identity._seals import WorkerSecret, WorkerSecretError
+from lockgate.identity._verifier import Verifier
 
 __all__ = [
     "Authority",

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from lockgate.gating._canonical import digest
+from lockgate.identity._canonical import digest
 
 __all__ = [
     "DEFAULT_CONFIRMATION_TTL_SECONDS",

@@ -15,15 +15,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from lockgate.gating._actors import Actor
 from lockgate.gating._authority import Authority, answer_refusal_sentence, why_node_refuses
-from lockgate.gating._canonical import digest
 from lockgate.gating._evidence import evidence_problem
 from lockgate.gating._gates import OpenGate, ParkedNode
-from lockgate.gating._identity_errors import ProofRefused
 from lockgate.gating._limits import shorten
-from lockgate.gating._proofs import Proof
 from lockgate.gating._result import ErrorCode
+from lockgate.identity._actors import Actor
+from lockgate.identity._canonical import digest
+from lockgate.identity._identity_errors import ProofRefused
+from lockgate.identity._proofs import Proof
 
 __all__ = [
     "MADE_THE_WORK",

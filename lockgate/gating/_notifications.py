@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
-from lockgate.gating._identity_errors import IdentityError
-from lockgate.gating._quoting import a_role, quoted
+from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._quoting import a_role, quoted
 
 if sys.version_info >= (3, 11):
     import tomllib

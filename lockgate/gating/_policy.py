@@ -10,7 +10,7 @@ from typing import Any, Literal, Protocol
 
 from lockgate.gating._configuration import check_flag, check_setting, refused_setting
 from lockgate.gating._context import ToolContext
-from lockgate.gating._names import UNVERIFIED_PREFIX
+from lockgate.identity._names import UNVERIFIED_PREFIX
 
 __all__ = [
     "DEADLINE_CHANNEL",

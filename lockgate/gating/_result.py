@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
-from lockgate.gating._canonical import to_jsonable
+from lockgate.identity._canonical import to_jsonable
 
 __all__ = ["ErrorCode", "ToolError", "ToolResult"]
 

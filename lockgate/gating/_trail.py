@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal, cast
 
 from lockgate.contracts import TrailRow
-from lockgate.gating._actors import Actor
+from lockgate.identity._actors import Actor
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

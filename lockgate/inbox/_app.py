@@ -38,15 +38,15 @@ from starlette.staticfiles import StaticFiles
 from temporalio.client import Client, WorkflowExecutionDescription
 
 from lockgate._bodies import read_bounded
-from lockgate.gating._bindings import sign_in_binding
-from lockgate.gating._directory import Directory
-from lockgate.gating._enrolment import EnrolmentRefused, EnrolmentSecret
-from lockgate.gating._identity_errors import IdentityError, ProofRefused
-from lockgate.gating._keys import encode_base64url
-from lockgate.gating._names import check_principal_name, toml_key
-from lockgate.gating._passkeys import RelyingParty
 from lockgate.gating._result import ErrorCode
-from lockgate.gating._verifier import Verifier
+from lockgate.identity._bindings import sign_in_binding
+from lockgate.identity._directory import Directory
+from lockgate.identity._enrolment import EnrolmentRefused, EnrolmentSecret
+from lockgate.identity._identity_errors import IdentityError, ProofRefused
+from lockgate.identity._keys import encode_base64url
+from lockgate.identity._names import check_principal_name, toml_key
+from lockgate.identity._passkeys import RelyingParty
+from lockgate.identity._verifier import Verifier
 from lockgate.inbox._words import FILTERS, excerpt
 from lockgate.workflows._client import GraphClient
 from lockgate.workflows._client_support import describe_run

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lockgate.gating._gates import ENDS_RUN
-from lockgate.gating._quoting import a_role, label
+from lockgate.identity._quoting import a_role, label
 
 __all__ = ["FILTERS", "excerpt", "leads_to", "shown_value", "when"]
 

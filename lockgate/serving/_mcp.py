@@ -31,8 +31,8 @@ from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from lockgate.gating._quoting import a_role
 from lockgate.gating._result import ErrorCode
+from lockgate.identity._quoting import a_role
 from lockgate.serving._gate_watch import (
     GATE_URI_TEMPLATE,
     GATES_URI,

@@ -23,11 +23,11 @@ from typing import Any, cast
 from temporalio.client import Client
 
 from lockgate.contracts import ToolCallResult
-from lockgate.gating._canonical import digest
-from lockgate.gating._directory import Directory
 from lockgate.gating._limits import MAX_START_BYTES, measure
-from lockgate.gating._proofs import Signer
 from lockgate.gating._result import ErrorCode
+from lockgate.identity._canonical import digest
+from lockgate.identity._directory import Directory
+from lockgate.identity._proofs import Signer
 from lockgate.workflows._catalogue import CatalogueError
 from lockgate.workflows._client import GraphClient
 from lockgate.workflows._graph_inputs import StartGraphInput

@@ -52,10 +52,10 @@ from lockgate.activities._sealed_calls import (
     header_text,
     tool_activity_binding,
 )
-from lockgate.gating._actors import Actor
 from lockgate.gating._audit import AuditLogger
 from lockgate.gating._authority import Authority
 from lockgate.gating._result import ErrorCode
+from lockgate.identity._actors import Actor
 from lockgate.workflows._own_start import OwnStart
 
 __all__ = [

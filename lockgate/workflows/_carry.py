@@ -14,8 +14,8 @@ from typing import Any, cast
 
 from lockgate.contracts import TrailRow
 from lockgate.errors import LockgateError
-from lockgate.gating._actors import Actor
 from lockgate.gating._gates import OpenGate
+from lockgate.identity._actors import Actor
 
 __all__ = ["CARRIED_VERSION", "CarriedState", "CarriedStateError", "RunState"]
 

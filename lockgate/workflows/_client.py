@@ -47,10 +47,15 @@ from temporalio.types import (
 
 from lockgate.contracts import RunView
 from lockgate.gating._authority import Authority
-from lockgate.gating._bindings import answer_binding, cancel_binding, resume_binding, start_binding
-from lockgate.gating._directory import Directory
-from lockgate.gating._proofs import Signer
 from lockgate.gating._result import ErrorCode
+from lockgate.identity._bindings import (
+    answer_binding,
+    cancel_binding,
+    resume_binding,
+    start_binding,
+)
+from lockgate.identity._directory import Directory
+from lockgate.identity._proofs import Signer
 from lockgate.workflows._client_support import (
     DEFAULT_TASK_QUEUE,
     describe_run,

@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from lockgate.activities._tool import ToolDefinition
-from lockgate.gating._canonical import to_jsonable
 from lockgate.gating._policies import SINGLE_POLICY, GateDeadline, GatePolicy
+from lockgate.identity._canonical import to_jsonable
 
 __all__ = [
     "END_STATE",

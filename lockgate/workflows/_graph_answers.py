@@ -17,7 +17,6 @@ from temporalio import workflow
 
 from lockgate.activities._activity_inputs import carry_binding
 from lockgate.activities._refusal import Refusal
-from lockgate.gating._actors import Actor
 from lockgate.gating._authority import Authority
 from lockgate.gating._gate_engine import GivenAnswer, uncountable_answer, waits_to_be_counted
 from lockgate.gating._judgements import (
@@ -28,9 +27,10 @@ from lockgate.gating._judgements import (
     judge_start,
 )
 from lockgate.gating._limits import MAX_WAITING_SETTLES, PayloadProblem, shorten
-from lockgate.gating._proofs import Proof
 from lockgate.gating._result import ErrorCode
-from lockgate.gating._seals import WorkerSecretError
+from lockgate.identity._actors import Actor
+from lockgate.identity._proofs import Proof
+from lockgate.identity._seals import WorkerSecretError
 from lockgate.workflows._authority_context import (
     carry_seal,
     current_authority,

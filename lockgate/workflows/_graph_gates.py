@@ -12,7 +12,6 @@ from datetime import datetime
 
 from temporalio import workflow
 
-from lockgate.gating._bindings import gate_subject
 from lockgate.gating._evidence import evidence_shown
 from lockgate.gating._gate_engine import (
     DEADLINE_ACTOR,
@@ -23,6 +22,7 @@ from lockgate.gating._gate_engine import (
     opened,
 )
 from lockgate.gating._gates import ENDS_RUN, GateChoice, OpenGate
+from lockgate.identity._bindings import gate_subject
 from lockgate.workflows._compiled import END_STATE
 from lockgate.workflows._graph_waiting import GraphWaiting
 

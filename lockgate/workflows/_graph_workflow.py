@@ -29,12 +29,12 @@ from lockgate.activities._activity_inputs import (
 )
 from lockgate.activities._temporal import CALLER_MISTAKES
 from lockgate.errors import LockgateError
-from lockgate.gating._actors import Actor
 from lockgate.gating._authority import node_refusal_sentence
 from lockgate.gating._gates import ParkedNode
 from lockgate.gating._limits import PayloadProblem, shorten
 from lockgate.gating._result import ErrorCode
 from lockgate.gating._trail import Outcome, trail_row
+from lockgate.identity._actors import Actor
 from lockgate.workflows import _generated
 from lockgate.workflows._activity_options import (
     execute_defined,

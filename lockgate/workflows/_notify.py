@@ -26,7 +26,7 @@ from lockgate.activities._notify import (
     notification_binding,
 )
 from lockgate.gating._notifications import GateEvent, Notifications
-from lockgate.gating._seals import WorkerSecret
+from lockgate.identity._seals import WorkerSecret
 from lockgate.workflows._client import GraphClient
 
 __all__ = ["NOTIFY_WORKFLOW", "GateNotifier", "NotifyWorkflow", "notify_workflow_id"]

@@ -13,9 +13,7 @@ from temporalio import workflow
 
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._tool import definition_of
-from lockgate.gating._actors import Actor
 from lockgate.gating._authority import Authority
-from lockgate.gating._bindings import gate_subject
 from lockgate.gating._evidence import evidence_shown
 from lockgate.gating._gate_engine import (
     DEADLINE_ACTOR,
@@ -33,8 +31,10 @@ from lockgate.gating._judgements import Judgement, judge_answer
 from lockgate.gating._limits import shorten
 from lockgate.gating._policies import GateDeadline
 from lockgate.gating._policy import DEADLINE_CHANNEL
-from lockgate.gating._proofs import Proof
 from lockgate.gating._result import ErrorCode
+from lockgate.identity._actors import Actor
+from lockgate.identity._bindings import gate_subject
+from lockgate.identity._proofs import Proof
 from lockgate.workflows._authority_context import (
     current_authority,
     current_tools,

@@ -17,17 +17,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from lockgate.gating._canonical import canonical_json, to_jsonable
-from lockgate.gating._identity_errors import IdentityError, ProofRefused
-from lockgate.gating._keys import (
+from lockgate.identity._canonical import canonical_json, to_jsonable
+from lockgate.identity._identity_errors import IdentityError, ProofRefused
+from lockgate.identity._keys import (
     decode_base64url,
     encode_base64url,
     private_key_path,
     public_key_text,
     read_private_key,
 )
-from lockgate.gating._names import check_channel_name, check_principal_name
-from lockgate.gating._quoting import kind_of, quoted
+from lockgate.identity._names import check_channel_name, check_principal_name
+from lockgate.identity._quoting import kind_of, quoted
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey

@@ -33,9 +33,9 @@ from typing import Any
 
 from lockgate._defaults import WORKER_SECRET_FILE_ENV
 from lockgate.errors import ConfigurationError
-from lockgate.gating._canonical import canonical_json
-from lockgate.gating._keyrings import Keyring
-from lockgate.gating._keys import encode_base64url
+from lockgate.identity._canonical import canonical_json
+from lockgate.identity._keyrings import Keyring
+from lockgate.identity._keys import encode_base64url
 
 __all__ = ["WORKER_SECRET_ENV", "WORKER_SECRET_FILE_ENV", "WorkerSecret", "WorkerSecretError"]
 
@@ -55,7 +55,7 @@ class WorkerSecret(Keyring):
 
     Never written to history, logs or the repository: it lives in a file readable by the worker
     only, or in an environment variable (see :meth:`from_environment`). Made, read, written and
-    rotated as every :class:`~lockgate.gating._keyrings.Keyring` is.
+    rotated as every :class:`~lockgate.identity._keyrings.Keyring` is.
     """
 
     _error = WorkerSecretError

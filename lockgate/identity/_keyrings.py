@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
-from lockgate.gating._keys import encode_base64url
+from lockgate.identity._keys import encode_base64url
 
 __all__ = ["KEY_BYTES", "Keyring", "new_key_id"]
 

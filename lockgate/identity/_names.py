@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import re
 
-from lockgate.gating._identity_errors import IdentityError
-from lockgate.gating._quoting import quoted
+from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._quoting import quoted
 
 __all__ = ["UNVERIFIED_PREFIX", "check_channel_name", "check_principal_name", "toml_key"]
 

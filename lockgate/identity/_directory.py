@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lockgate.gating._identity_errors import IdentityError
-from lockgate.gating._keys import decode_base64url, parse_public_key, public_key_bytes
-from lockgate.gating._names import check_principal_name, toml_key
-from lockgate.gating._passkeys import Passkey
-from lockgate.gating._quoting import quoted
+from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._keys import decode_base64url, parse_public_key, public_key_bytes
+from lockgate.identity._names import check_principal_name, toml_key
+from lockgate.identity._passkeys import Passkey
+from lockgate.identity._quoting import quoted
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey

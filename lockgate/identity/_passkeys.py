@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from lockgate.gating._canonical import canonical_json
-from lockgate.gating._identity_errors import IdentityError, ProofRefused
-from lockgate.gating._keys import decode_base64url
-from lockgate.gating._quoting import quoted
+from lockgate.identity._canonical import canonical_json
+from lockgate.identity._identity_errors import IdentityError, ProofRefused
+from lockgate.identity._keys import decode_base64url
+from lockgate.identity._quoting import quoted
 
 __all__ = ["Passkey", "RelyingParty", "passkey_challenge", "verify_passkey_assertion"]
 

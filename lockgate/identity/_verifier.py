@@ -27,14 +27,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lockgate.gating._actors import Actor
-from lockgate.gating._canonical import canonical_json, to_jsonable
-from lockgate.gating._directory import Directory
-from lockgate.gating._identity_errors import ProofRefused
-from lockgate.gating._keys import load_cryptography
-from lockgate.gating._passkeys import RelyingParty, passkey_challenge, verify_passkey_assertion
-from lockgate.gating._proofs import Proof, decode_signature
-from lockgate.gating._quoting import quoted
+from lockgate.identity._actors import Actor
+from lockgate.identity._canonical import canonical_json, to_jsonable
+from lockgate.identity._directory import Directory
+from lockgate.identity._identity_errors import ProofRefused
+from lockgate.identity._keys import load_cryptography
+from lockgate.identity._passkeys import RelyingParty, passkey_challenge, verify_passkey_assertion
+from lockgate.identity._proofs import Proof, decode_signature
+from lockgate.identity._quoting import quoted
 
 __all__ = ["Verifier"]
 

@@ -16,7 +16,7 @@ Example:
     >>> secret.check(code, "ada", now=1_900_000_000)
     Traceback (most recent call last):
     ...
-    lockgate.gating._enrolment.EnrolmentRefused: This enrolment code is not one issued for 'ada'...
+    lockgate.identity._enrolment.EnrolmentRefused: This enrolment code is not one issued for...
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from pathlib import Path
 
 from lockgate._defaults import ENROLMENT_SECRET_FILE_ENV
 from lockgate.errors import ConfigurationError
-from lockgate.gating._identity_errors import IdentityError
-from lockgate.gating._keyrings import Keyring
-from lockgate.gating._keys import encode_base64url
-from lockgate.gating._quoting import quoted
+from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._keyrings import Keyring
+from lockgate.identity._keys import encode_base64url
+from lockgate.identity._quoting import quoted
 
 __all__ = [
     "ENROLMENT_SECRET_FILE_ENV",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lockgate.gating._canonical import digest
+from lockgate.identity._canonical import digest
 
 __all__ = [
     "answer_binding",

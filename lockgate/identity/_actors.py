@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate.gating._identity_errors import IdentityError
-from lockgate.gating._names import UNVERIFIED_PREFIX
-from lockgate.gating._proofs import Proof
+from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._names import UNVERIFIED_PREFIX
+from lockgate.identity._proofs import Proof
 
 __all__ = ["Actor"]
 
