@@ -309,10 +309,10 @@ _COSTS: Sequence[tuple[str, str, frozenset[str] | None, bool]] = (
     ),
     ("pydantic validation and serialisation", "/pydantic", None, False),
     ("Ed25519 proof signing and verification (cryptography)", "/cryptography/", None, False),
-    ("lockgate tool pipeline (activities._registry)", "lockgate/activities/_registry", None, False),
+    ("lockgate tool pipeline (tools._registry)", "lockgate/tools/_registry", None, False),
     # The pipeline's helpers and hook events left `_registry` for modules of their own.
-    ("lockgate tool pipeline (activities._registry)", "lockgate/activities/_results", None, False),
-    ("lockgate tool pipeline (activities._registry)", "lockgate/activities/_events", None, False),
+    ("lockgate tool pipeline (tools._registry)", "lockgate/tools/_results", None, False),
+    ("lockgate tool pipeline (tools._registry)", "lockgate/tools/_events", None, False),
     (
         "lockgate tool activity wrapper (activities._temporal)",
         "lockgate/activities/_temporal",

@@ -15,20 +15,20 @@ from typing import TYPE_CHECKING, Any
 # The public names resolve on first use (PEP 562, `__getattr__` below): `lockgate --help`, or any
 # light submodule, then runs without importing temporalio and every layer with it.
 if TYPE_CHECKING:
-    from lockgate.activities._registry import ToolRegistry
-    from lockgate.activities._tool import Param, Retry, ToolDefinition, tool
     from lockgate.errors import LockgateError
-    from lockgate.gating._audit import AuditLogger
     from lockgate.gating._authority import Authority
-    from lockgate.gating._context import ToolContext
-    from lockgate.gating._policy import ChannelPolicy, PolicyGate
-    from lockgate.gating._ratelimit import InMemoryRateLimiter
-    from lockgate.gating._result import ErrorCode, ToolError, ToolResult
     from lockgate.identity._actors import Actor
     from lockgate.identity._directory import Directory
     from lockgate.identity._proofs import Signer
     from lockgate.identity._seals import WorkerSecret
     from lockgate.redis_ratelimit import RedisRateLimiter
+    from lockgate.tools._audit import AuditLogger
+    from lockgate.tools._context import ToolContext
+    from lockgate.tools._policy import ChannelPolicy, PolicyGate
+    from lockgate.tools._ratelimit import InMemoryRateLimiter
+    from lockgate.tools._registry import ToolRegistry
+    from lockgate.tools._result import ErrorCode, ToolError, ToolResult
+    from lockgate.tools._tool import Param, Retry, ToolDefinition, tool
     from lockgate.worker import LockgatePlugin
     from lockgate.workflows._client import GraphClient
     from lockgate.workflows._compile import compile_graph

@@ -19,7 +19,7 @@ import math
 from typing import Any
 from urllib.parse import urlsplit
 
-from lockgate.gating._ratelimit import (
+from lockgate.tools._ratelimit import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_WINDOW_SECONDS,
     RateDecision,

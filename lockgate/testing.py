@@ -40,14 +40,14 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from lockgate.activities._registry import ToolRegistry
-from lockgate.activities._tool import ToolDefinition
 from lockgate.devserver import server_args, temporal_binary
-from lockgate.gating._context import ToolContext
 from lockgate.identity._directory import Directory
 from lockgate.identity._keys import directory_entry_toml, generate_private_key, public_key_text
 from lockgate.identity._proofs import Signer
 from lockgate.identity._seals import WorkerSecret
+from lockgate.tools._context import ToolContext
+from lockgate.tools._registry import ToolRegistry
+from lockgate.tools._tool import ToolDefinition
 from lockgate.worker import LockgatePlugin
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 

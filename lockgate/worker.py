@@ -42,9 +42,7 @@ from lockgate._defaults import DEFAULT_GRACE_SECONDS
 from lockgate._health import WorkerHealth, serve_health
 from lockgate.activities._model_calls import ModelCalls, check_models
 from lockgate.activities._notify import NotificationActivities
-from lockgate.activities._registry import ToolRegistry
 from lockgate.activities._temporal import ToolActivities
-from lockgate.activities._tool import definition_of, is_tool
 from lockgate.activities._workflow_starts import WorkflowStartActivities
 from lockgate.encryption import (
     EncryptionCodec,
@@ -53,11 +51,8 @@ from lockgate.encryption import (
     encrypted_data_converter,
     worker_client,
 )
-from lockgate.gating._audit import AuditLogger
 from lockgate.gating._authority import Authority
-from lockgate.gating._configuration import check_flag, check_setting, refused_setting
 from lockgate.gating._notifications import Notifications
-from lockgate.gating._ratelimit import RateLimiter
 from lockgate.identity._directory import Directory
 from lockgate.identity._passkeys import RelyingParty
 from lockgate.identity._seals import (
@@ -67,6 +62,11 @@ from lockgate.identity._seals import (
     WorkerSecretError,
 )
 from lockgate.namespace import SearchAttributesMissingError, check_search_attributes
+from lockgate.tools._audit import AuditLogger
+from lockgate.tools._configuration import check_flag, check_setting, refused_setting
+from lockgate.tools._ratelimit import RateLimiter
+from lockgate.tools._registry import ToolRegistry
+from lockgate.tools._tool import definition_of, is_tool
 from lockgate.workflows._authority_context import AuthorityInterceptor
 from lockgate.workflows._catalogue import catalogue_workflow
 from lockgate.workflows._client_support import DEFAULT_TASK_QUEUE

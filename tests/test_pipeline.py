@@ -17,7 +17,7 @@ from lockgate.activities import (
     ToolFailure,
 )
 from lockgate.gating import Confirmation, ConfirmationStore, RateDecision
-from lockgate.gating._ratelimit import store_unavailable
+from lockgate.tools._ratelimit import store_unavailable
 from tests.support import definition_of
 
 READER = ToolContext("ada", "web", ["notes:read"])

@@ -112,6 +112,7 @@ def _private_modules() -> list[str]:
         "lockgate.inbox",
         "lockgate.serving",
         "lockgate.telemetry",
+        "lockgate.tools",
         "lockgate.workflows",
     ):
         module = importlib.import_module(package)
@@ -141,6 +142,7 @@ def test_every_private_module_declares_its_own_all_of_names_it_defines(module_na
         "lockgate.inbox",
         "lockgate.serving",
         "lockgate.telemetry",
+        "lockgate.tools",
         "lockgate.workflows",
     ],
 )

@@ -9,7 +9,7 @@ import pytest
 
 from lockgate import ErrorCode, ToolContext, ToolRegistry, ToolResult
 from lockgate.activities import ToolDeclarationError
-from lockgate.activities._verification import (
+from lockgate.tools._verification import (
     HumanVerifier,
     VerificationError,
     register_verification,

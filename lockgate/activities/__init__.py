@@ -5,8 +5,6 @@ from lockgate.activities._activity_inputs import (
     ToolActivityInput,
     tool_activity_name,
 )
-from lockgate.activities._budget import BudgetReport, context_tokens, estimate_tokens
-from lockgate.activities._events import ExecutedEvent, ExecutingEvent, FailedEvent, ToolFailure
 from lockgate.activities._notify import (
     DELIVER_NOTIFICATION,
     DeliverNotificationInput,
@@ -14,7 +12,6 @@ from lockgate.activities._notify import (
     notification_binding,
 )
 from lockgate.activities._refusal import Refusal
-from lockgate.activities._registry import PIPELINE_STAGES, ToolRegistry
 from lockgate.activities._sealed_calls import (
     SEAL_HEADER,
     SealReader,
@@ -22,7 +19,11 @@ from lockgate.activities._sealed_calls import (
     tool_activity_binding,
 )
 from lockgate.activities._temporal import CALLER_MISTAKES, ToolActivities
-from lockgate.activities._tool import (
+from lockgate.activities._workflow_starts import WorkflowStartActivities
+from lockgate.tools._budget import BudgetReport, context_tokens, estimate_tokens
+from lockgate.tools._events import ExecutedEvent, ExecutingEvent, FailedEvent, ToolFailure
+from lockgate.tools._registry import PIPELINE_STAGES, ToolRegistry
+from lockgate.tools._tool import (
     ArgumentsInvalid,
     Param,
     Retry,
@@ -33,13 +34,12 @@ from lockgate.activities._tool import (
     tool,
     tool_methods,
 )
-from lockgate.activities._verification import (
+from lockgate.tools._verification import (
     HumanVerifier,
     VerificationError,
     VerificationRequest,
     register_verification,
 )
-from lockgate.activities._workflow_starts import WorkflowStartActivities
 
 __all__ = [
     "CALLER_MISTAKES",

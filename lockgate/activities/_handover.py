@@ -9,10 +9,10 @@ from typing import Any
 from lockgate.activities._activity_inputs import OpenStartInput, handover_binding
 from lockgate.gating._authority import Authority
 from lockgate.gating._limits import MAX_SUBGRAPH_DEPTH
-from lockgate.gating._result import ErrorCode
 from lockgate.identity._actors import Actor
 from lockgate.identity._identity_errors import IdentityError
 from lockgate.identity._seals import WorkerSecretError
+from lockgate.tools._result import ErrorCode
 
 __all__ = ["open_handover", "seal_problem", "start_refused"]
 

@@ -26,7 +26,7 @@ from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._sealed_calls import sealed_by_own_run
 from lockgate.gating._authority import Authority
-from lockgate.gating._result import ErrorCode
+from lockgate.tools._result import ErrorCode
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelRequest, ModelRequestPart

@@ -38,19 +38,19 @@ from lockgate.activities._activity_inputs import (
     carry_binding,
     tool_activity_name,
 )
-from lockgate.activities._events import ToolFailure
 from lockgate.activities._handover import open_handover, seal_problem
 from lockgate.activities._handover import start_refused as _start_refused
 from lockgate.activities._refusal import Refusal
-from lockgate.activities._registry import ToolRegistry
 from lockgate.activities._sealed_calls import sealed_by_own_run
-from lockgate.activities._tool import ToolDefinition
 from lockgate.gating._authority import Authority, why_node_refuses
 from lockgate.gating._gates import OpenGate, ParkedNode
 from lockgate.gating._judgements import Judgement, judge_answer, judge_resume
-from lockgate.gating._result import ErrorCode, ToolResult
 from lockgate.identity._actors import Actor
 from lockgate.identity._identity_errors import IdentityError
+from lockgate.tools._events import ToolFailure
+from lockgate.tools._registry import ToolRegistry
+from lockgate.tools._result import ErrorCode, ToolResult
+from lockgate.tools._tool import ToolDefinition
 
 __all__ = ["CALLER_MISTAKES", "ToolActivities", "only_local"]
 

@@ -20,8 +20,8 @@ from lockgate.activities._activity_inputs import (
 )
 from lockgate.activities._temporal import only_local
 from lockgate.gating._authority import Authority
-from lockgate.gating._result import ErrorCode
 from lockgate.identity._actors import Actor
+from lockgate.tools._result import ErrorCode
 
 __all__ = ["WorkflowStartActivities"]
 

@@ -35,9 +35,9 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from lockgate.activities._tool import definition_of
-from lockgate.gating._result import ErrorCode
-from lockgate.gating._tool_names import model_tool_name
+from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool import definition_of
+from lockgate.tools._tool_names import model_tool_name
 from lockgate.workflows._declare import Ask
 from lockgate.workflows._own_workflows import call_tool, gate
 

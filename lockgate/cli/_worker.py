@@ -16,12 +16,12 @@ from lockgate.cli._inbox import relying_party_of
 from lockgate.cli._loop import event_loop_name
 from lockgate.cli._output import CommandError
 from lockgate.cli._settings import connect, directory_path, payload_keys, worker_secret
-from lockgate.gating._audit import AuditLogger
-from lockgate.gating._audit_sinks import AUDIT_FILE_ENV, AuditSink, JsonLinesAuditSink
 from lockgate.gating._notifications import Notifications
-from lockgate.gating._ratelimit import InMemoryRateLimiter, RateLimiter
 from lockgate.identity._identity_errors import IdentityError
 from lockgate.namespace import SearchAttributesMissingError
+from lockgate.tools._audit import AuditLogger
+from lockgate.tools._audit_sinks import AUDIT_FILE_ENV, AuditSink, JsonLinesAuditSink
+from lockgate.tools._ratelimit import InMemoryRateLimiter, RateLimiter
 from lockgate.worker import (
     PROMETHEUS_BUCKETS,
     LockgatePlugin,

@@ -4,14 +4,6 @@ This package never imports temporalio: the same rules run in process, inside act
 inside the workflow sandbox.
 """
 
-from lockgate.gating._audit import (
-    AUDIT_LOGGER_NAME,
-    DEFAULT_SENSITIVE_NAMES,
-    REDACTED,
-    AuditLogger,
-    redact,
-)
-from lockgate.gating._audit_sinks import AUDIT_FILE_ENV, AuditSink, JsonLinesAuditSink
 from lockgate.gating._authority import (
     Authority,
     answer_refusal_sentence,
@@ -19,14 +11,6 @@ from lockgate.gating._authority import (
     node_refusal_sentence,
     why_node_refuses,
 )
-from lockgate.gating._confirm import (
-    DEFAULT_CONFIRMATION_TTL_SECONDS,
-    Confirmation,
-    ConfirmationStore,
-    TokenCheck,
-    action_summary,
-)
-from lockgate.gating._context import Mode, ToolContext, local_shell_context, new_request_id
 from lockgate.gating._evidence import evidence_problem, evidence_shown
 from lockgate.gating._gates import ENDS_RUN, GateChoice, OpenGate, ParkedNode
 from lockgate.gating._judgements import (
@@ -71,32 +55,6 @@ from lockgate.gating._policies import (
     describe_duration,
     tally,
 )
-from lockgate.gating._policy import (
-    DEADLINE_CHANNEL,
-    DEFAULT_CHANNEL_POLICIES,
-    FAIL_CLOSED_POLICY,
-    PRIVATE_HOLDINGS,
-    ChannelPolicy,
-    ConsentGrant,
-    GovernedTool,
-    PolicyDecision,
-    PolicyGate,
-    PolicyRule,
-    PolicyRuleProvider,
-    format_scopes,
-)
-from lockgate.gating._ratelimit import (
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_WINDOW_SECONDS,
-    MUTATING_COST,
-    InMemoryRateLimiter,
-    RateDecision,
-    RateLimiter,
-    rate_key,
-)
-from lockgate.gating._render import ChannelRenderer, CliRenderer, DefaultRenderer, RendererRegistry
-from lockgate.gating._result import ErrorCode, ToolError, ToolResult
-from lockgate.gating._tool_names import model_tool_name
 from lockgate.identity._actors import Actor
 from lockgate.identity._bindings import (
     answer_binding,
@@ -144,6 +102,48 @@ from lockgate.identity._seals import (
     WorkerSecretError,
 )
 from lockgate.identity._verifier import Verifier
+from lockgate.tools._audit import (
+    AUDIT_LOGGER_NAME,
+    DEFAULT_SENSITIVE_NAMES,
+    REDACTED,
+    AuditLogger,
+    redact,
+)
+from lockgate.tools._audit_sinks import AUDIT_FILE_ENV, AuditSink, JsonLinesAuditSink
+from lockgate.tools._confirm import (
+    DEFAULT_CONFIRMATION_TTL_SECONDS,
+    Confirmation,
+    ConfirmationStore,
+    TokenCheck,
+    action_summary,
+)
+from lockgate.tools._context import Mode, ToolContext, local_shell_context, new_request_id
+from lockgate.tools._policy import (
+    DEADLINE_CHANNEL,
+    DEFAULT_CHANNEL_POLICIES,
+    FAIL_CLOSED_POLICY,
+    PRIVATE_HOLDINGS,
+    ChannelPolicy,
+    ConsentGrant,
+    GovernedTool,
+    PolicyDecision,
+    PolicyGate,
+    PolicyRule,
+    PolicyRuleProvider,
+    format_scopes,
+)
+from lockgate.tools._ratelimit import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_WINDOW_SECONDS,
+    MUTATING_COST,
+    InMemoryRateLimiter,
+    RateDecision,
+    RateLimiter,
+    rate_key,
+)
+from lockgate.tools._render import ChannelRenderer, CliRenderer, DefaultRenderer, RendererRegistry
+from lockgate.tools._result import ErrorCode, ToolError, ToolResult
+from lockgate.tools._tool_names import model_tool_name
 
 __all__ = [
     "AUDIT_FILE_ENV",

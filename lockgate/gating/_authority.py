@@ -13,14 +13,14 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
-from lockgate.gating._audit import AuditLogger
-from lockgate.gating._context import ToolContext
-from lockgate.gating._policy import PRIVATE_HOLDINGS
 from lockgate.identity._actors import Actor
 from lockgate.identity._directory import Directory
 from lockgate.identity._passkeys import RelyingParty
 from lockgate.identity._seals import WorkerSecret, WorkerSecretError
 from lockgate.identity._verifier import Verifier
+from lockgate.tools._audit import AuditLogger
+from lockgate.tools._context import ToolContext
+from lockgate.tools._policy import PRIVATE_HOLDINGS
 
 __all__ = [
     "Authority",

@@ -19,10 +19,10 @@ from typing import Any
 from lockgate.contracts import TrailRow
 from lockgate.gating._gates import OpenGate
 from lockgate.gating._policies import SINGLE_POLICY, GateAnswer, tally
-from lockgate.gating._policy import DEADLINE_CHANNEL
-from lockgate.gating._result import ErrorCode
 from lockgate.gating._trail import trail_row
 from lockgate.identity._actors import Actor
+from lockgate.tools._policy import DEADLINE_CHANNEL
+from lockgate.tools._result import ErrorCode
 
 __all__ = [
     "DEADLINE_ACTOR",

@@ -19,11 +19,11 @@ from lockgate.gating._authority import Authority, answer_refusal_sentence, why_n
 from lockgate.gating._evidence import evidence_problem
 from lockgate.gating._gates import OpenGate, ParkedNode
 from lockgate.gating._limits import shorten
-from lockgate.gating._result import ErrorCode
 from lockgate.identity._actors import Actor
 from lockgate.identity._canonical import digest
 from lockgate.identity._identity_errors import ProofRefused
 from lockgate.identity._proofs import Proof
+from lockgate.tools._result import ErrorCode
 
 __all__ = [
     "MADE_THE_WORK",

@@ -22,8 +22,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.json_schema import models_json_schema
 
-from lockgate.gating._result import ErrorCode
 from lockgate.serving._operations import refusal_of
+from lockgate.tools._result import ErrorCode
 
 __all__ = [
     "ENDPOINTS",

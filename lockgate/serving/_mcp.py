@@ -31,7 +31,6 @@ from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from lockgate.gating._result import ErrorCode
 from lockgate.identity._quoting import a_role
 from lockgate.serving._gate_watch import (
     GATE_URI_TEMPLATE,
@@ -42,6 +41,7 @@ from lockgate.serving._gate_watch import (
 )
 from lockgate.serving._names import ToolNames
 from lockgate.serving._operations import Operations
+from lockgate.tools._result import ErrorCode
 
 __all__ = [
     "GRAPH_OPERATIONS",

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 
 from lockgate.errors import ConfigurationError
-from lockgate.gating._tool_names import model_tool_name
+from lockgate.tools._tool_names import model_tool_name
 
 __all__ = ["ToolNameError", "ToolNames", "mcp_name"]
 

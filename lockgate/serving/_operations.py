@@ -24,10 +24,10 @@ from temporalio.client import Client
 
 from lockgate.contracts import ToolCallResult
 from lockgate.gating._limits import MAX_START_BYTES, measure
-from lockgate.gating._result import ErrorCode
 from lockgate.identity._canonical import digest
 from lockgate.identity._directory import Directory
 from lockgate.identity._proofs import Signer
+from lockgate.tools._result import ErrorCode
 from lockgate.workflows._catalogue import CatalogueError
 from lockgate.workflows._client import GraphClient
 from lockgate.workflows._graph_inputs import StartGraphInput

@@ -1,6 +1,6 @@
 """Tracing and metrics with OpenTelemetry: temporalio's own tracing interceptor, plus lockgate's
 spans and metrics, made from the audit records every judgement already leaves (what a record
-counts as is :func:`~lockgate.gating._audit_counts.audit_counts`'s to say).
+counts as is :func:`~lockgate.tools._audit_counts.audit_counts`'s to say).
 
 Off unless a :class:`LockgateTelemetry` is given to :class:`lockgate.LockgatePlugin`; it needs
 the ``otel`` extra (``pip install 'lockgate[otel]'``), and lockgate imports OpenTelemetry
@@ -23,7 +23,7 @@ except ImportError as missing:  # pragma: no cover - exercised only without the 
         "lockgate.telemetry needs OpenTelemetry: pip install 'lockgate[otel]'"
     ) from missing
 
-from lockgate.gating._audit_counts import AuditCount, audit_counts
+from lockgate.tools._audit_counts import AuditCount, audit_counts
 
 __all__ = ["METER_NAME", "TRACER_NAME", "LockgateTelemetry"]
 

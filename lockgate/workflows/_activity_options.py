@@ -12,8 +12,8 @@ from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 
 from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
 from lockgate.activities._temporal import CALLER_MISTAKES
-from lockgate.activities._tool import Retry, ToolDefinition
-from lockgate.gating._result import ErrorCode, ToolResult
+from lockgate.tools._result import ErrorCode, ToolResult
+from lockgate.tools._tool import Retry, ToolDefinition
 
 __all__ = [
     "DEFAULT_RETRY",

@@ -45,17 +45,17 @@ from lockgate.activities._activity_inputs import (
     handover_binding,
 )
 from lockgate.activities._refusal import Refusal
-from lockgate.activities._registry import ToolRegistry
 from lockgate.activities._sealed_calls import (
     SEAL_HEADER,
     SealReader,
     header_text,
     tool_activity_binding,
 )
-from lockgate.gating._audit import AuditLogger
 from lockgate.gating._authority import Authority
-from lockgate.gating._result import ErrorCode
 from lockgate.identity._actors import Actor
+from lockgate.tools._audit import AuditLogger
+from lockgate.tools._registry import ToolRegistry
+from lockgate.tools._result import ErrorCode
 from lockgate.workflows._own_start import OwnStart
 
 __all__ = [

@@ -47,7 +47,6 @@ from temporalio.types import (
 
 from lockgate.contracts import RunView
 from lockgate.gating._authority import Authority
-from lockgate.gating._result import ErrorCode
 from lockgate.identity._bindings import (
     answer_binding,
     cancel_binding,
@@ -56,6 +55,7 @@ from lockgate.identity._bindings import (
 )
 from lockgate.identity._directory import Directory
 from lockgate.identity._proofs import Signer
+from lockgate.tools._result import ErrorCode
 from lockgate.workflows._client_support import (
     DEFAULT_TASK_QUEUE,
     describe_run,

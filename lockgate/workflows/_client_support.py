@@ -18,7 +18,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from lockgate._defaults import DEFAULT_TASK_QUEUE
 from lockgate.contracts import RunView, ToolCallResult
-from lockgate.gating._result import ErrorCode, ToolResult
+from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.workflows._declare import graph_spec
 
 __all__ = [

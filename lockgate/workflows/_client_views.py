@@ -27,8 +27,8 @@ from lockgate.gating._authority import Authority
 from lockgate.gating._gates import OpenGate
 from lockgate.gating._judgements import judge_viewer
 from lockgate.gating._limits import shorten
-from lockgate.gating._result import ErrorCode
 from lockgate.identity._proofs import Signer
+from lockgate.tools._result import ErrorCode
 from lockgate.workflows._catalogue import CatalogueError, describe_worker
 from lockgate.workflows._client_support import (
     describe_run,

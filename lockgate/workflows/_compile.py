@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from lockgate.activities._tool import ToolDefinition, definition_of, is_tool
 from lockgate.identity._canonical import to_jsonable
+from lockgate.tools._tool import ToolDefinition, definition_of, is_tool
 from lockgate.workflows._compile_agents import compile_agent
 from lockgate.workflows._compile_asks import (
     ask_deadline,

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from lockgate.activities._tool import ToolDefinition, definition_of, is_tool
-from lockgate.gating._tool_names import model_tool_name
+from lockgate.tools._tool import ToolDefinition, definition_of, is_tool
+from lockgate.tools._tool_names import model_tool_name
 from lockgate.workflows._compiled import CompiledAgent, CompiledGraph, CompiledNode
 from lockgate.workflows._declare import GraphDeclarationError
 from lockgate.workflows._declare_agents import AgentStep, ModelBudget

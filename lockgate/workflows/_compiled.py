@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from lockgate.activities._tool import ToolDefinition
 from lockgate.gating._policies import SINGLE_POLICY, GateDeadline, GatePolicy
 from lockgate.identity._canonical import to_jsonable
+from lockgate.tools._tool import ToolDefinition
 
 __all__ = [
     "END_STATE",

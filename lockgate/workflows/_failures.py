@@ -22,9 +22,9 @@ from temporalio.exceptions import ApplicationError
 from lockgate.activities._activity_inputs import SETTLING_PROTOCOL
 from lockgate.activities._refusal import Refusal
 from lockgate.errors import RefusedError
-from lockgate.gating._audit import AuditLogger
 from lockgate.gating._judgements import Judgement
-from lockgate.gating._result import ErrorCode
+from lockgate.tools._audit import AuditLogger
+from lockgate.tools._result import ErrorCode
 
 __all__ = ["UnreadableStart", "outcome_of", "refusals_complete", "refuse_update", "refused_run"]
 

@@ -27,10 +27,10 @@ from lockgate.gating._judgements import (
     judge_start,
 )
 from lockgate.gating._limits import MAX_WAITING_SETTLES, PayloadProblem, shorten
-from lockgate.gating._result import ErrorCode
 from lockgate.identity._actors import Actor
 from lockgate.identity._proofs import Proof
 from lockgate.identity._seals import WorkerSecretError
+from lockgate.tools._result import ErrorCode
 from lockgate.workflows._authority_context import (
     carry_seal,
     current_authority,

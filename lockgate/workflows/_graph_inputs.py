@@ -20,7 +20,7 @@ from lockgate.gating._limits import (
     PayloadProblem,
     measure,
 )
-from lockgate.gating._result import ErrorCode
+from lockgate.tools._result import ErrorCode
 
 __all__ = [
     "MAX_CARRIED_BYTES",

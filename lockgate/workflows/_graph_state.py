@@ -21,10 +21,10 @@ from lockgate.gating._gate_engine import GivenAnswer, gate_memo, gate_to_judge
 from lockgate.gating._gates import OpenGate, ParkedNode
 from lockgate.gating._judgements import Judgement
 from lockgate.gating._limits import MAX_REFUSED_SIGNALS_KEPT, TRAIL_PAGE, PayloadProblem, shorten
-from lockgate.gating._result import ErrorCode
 from lockgate.gating._trail import trail_row
 from lockgate.identity._actors import Actor
 from lockgate.identity._quoting import a_role
+from lockgate.tools._result import ErrorCode
 from lockgate.workflows._authority_context import record_once
 from lockgate.workflows._carry import RunState
 from lockgate.workflows._compiled import END_STATE, CompiledGraph

@@ -32,9 +32,9 @@ from lockgate.errors import LockgateError
 from lockgate.gating._authority import node_refusal_sentence
 from lockgate.gating._gates import ParkedNode
 from lockgate.gating._limits import PayloadProblem, shorten
-from lockgate.gating._result import ErrorCode
 from lockgate.gating._trail import Outcome, trail_row
 from lockgate.identity._actors import Actor
+from lockgate.tools._result import ErrorCode
 from lockgate.workflows import _generated
 from lockgate.workflows._activity_options import (
     execute_defined,

@@ -2,7 +2,7 @@
 exports (Prometheus, OpenTelemetry) carries them beside the SDK's series, with no exporter of
 lockgate's own.
 
-What a record counts as is :func:`~lockgate.gating._audit_counts.audit_counts`'s rule; this
+What a record counts as is :func:`~lockgate.tools._audit_counts.audit_counts`'s rule; this
 module only says which meter it goes to: a workflow's (replay-safe, labelled with the workflow
 type, namespace and task queue), an activity's (labelled with the activity type), or the
 Runtime's for what the worker judges outside both.
@@ -18,7 +18,7 @@ from temporalio import activity, workflow
 from temporalio.common import MetricMeter
 from temporalio.runtime import Runtime
 
-from lockgate.gating._audit_counts import audit_counts
+from lockgate.tools._audit_counts import audit_counts
 
 __all__ = ["PROMETHEUS_BUCKETS", "TemporalMetrics"]
 

@@ -12,7 +12,6 @@ from typing import Any, Generic, NoReturn, TypeVar
 from temporalio import workflow
 
 from lockgate.activities._refusal import Refusal
-from lockgate.activities._tool import definition_of
 from lockgate.gating._authority import Authority
 from lockgate.gating._evidence import evidence_shown
 from lockgate.gating._gate_engine import (
@@ -30,11 +29,12 @@ from lockgate.gating._gates import GateChoice, OpenGate
 from lockgate.gating._judgements import Judgement, judge_answer
 from lockgate.gating._limits import shorten
 from lockgate.gating._policies import GateDeadline
-from lockgate.gating._policy import DEADLINE_CHANNEL
-from lockgate.gating._result import ErrorCode
 from lockgate.identity._actors import Actor
 from lockgate.identity._bindings import gate_subject
 from lockgate.identity._proofs import Proof
+from lockgate.tools._policy import DEADLINE_CHANNEL
+from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool import definition_of
 from lockgate.workflows._authority_context import (
     current_authority,
     current_tools,

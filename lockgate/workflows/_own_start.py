@@ -23,9 +23,9 @@ from temporalio.converter import PayloadConverter
 from lockgate.activities._refusal import Refusal
 from lockgate.gating._authority import Authority
 from lockgate.gating._judgements import Judgement, judge_start, judge_start_inputs
-from lockgate.gating._result import ErrorCode
 from lockgate.identity._actors import Actor
 from lockgate.identity._proofs import Proof
+from lockgate.tools._result import ErrorCode
 from lockgate.workflows._failures import refuse_update
 from lockgate.workflows._graph_inputs import one_answer
 

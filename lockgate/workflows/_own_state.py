@@ -20,9 +20,9 @@ from lockgate.contracts import TrailRow
 from lockgate.gating._gate_engine import GivenAnswer, gate_memo
 from lockgate.gating._gates import OpenGate
 from lockgate.gating._limits import TRAIL_PAGE
-from lockgate.gating._result import ErrorCode
 from lockgate.gating._trail import trail_row
 from lockgate.identity._actors import Actor
+from lockgate.tools._result import ErrorCode
 from lockgate.workflows._activity_options import local, local_tool_names, recorded_local_tools
 from lockgate.workflows._authority_context import (
     current_own_start,

@@ -20,7 +20,7 @@ from typing import Any
 
 from temporalio import workflow
 
-from lockgate.gating._result import ToolResult
+from lockgate.tools._result import ToolResult
 from lockgate.workflows._authority_context import OWN_RUN_FINISHED
 from lockgate.workflows._declare import Ask, GraphDeclarationError
 from lockgate.workflows._own_gates import Decision, OwnGates

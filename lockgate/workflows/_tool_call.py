@@ -33,16 +33,16 @@ from lockgate.activities._activity_inputs import (
 )
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._temporal import CALLER_MISTAKES
-from lockgate.activities._tool import Retry
 from lockgate.gating._authority import Authority
-from lockgate.gating._confirm import action_summary
 from lockgate.gating._judgements import Judgement, judge_call
 from lockgate.gating._limits import MAX_ANSWER_BYTES, MAX_START_BYTES, measure
-from lockgate.gating._result import ErrorCode, ToolResult
 from lockgate.identity._actors import Actor
 from lockgate.identity._bindings import confirm_binding
 from lockgate.identity._identity_errors import ProofRefused
 from lockgate.identity._proofs import Proof
+from lockgate.tools._confirm import action_summary
+from lockgate.tools._result import ErrorCode, ToolResult
+from lockgate.tools._tool import Retry
 from lockgate.workflows._activity_options import execute_tool, local
 from lockgate.workflows._authority_context import current_authority, judging_authority
 from lockgate.workflows._failures import (

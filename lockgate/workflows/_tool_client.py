@@ -21,9 +21,9 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from lockgate.contracts import ToolCallResult
-from lockgate.gating._result import ErrorCode
 from lockgate.identity._bindings import confirm_binding, tool_binding
 from lockgate.identity._proofs import Signer
+from lockgate.tools._result import ErrorCode
 from lockgate.workflows._catalogue import describe_worker
 from lockgate.workflows._client_support import (
     DEFAULT_TASK_QUEUE,

@@ -8,13 +8,13 @@ from typing import Any
 
 import jsonschema
 
-from lockgate.activities._tool import (
+from lockgate.tools._context import ToolContext
+from lockgate.tools._tool import (
     ArgumentsInvalid,
     ToolDeclarationError,
     ToolDefinition,
     local_refusal,
 )
-from lockgate.gating._context import ToolContext
 
 __all__ = ["schema_definition"]
 

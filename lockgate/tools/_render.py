@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from lockgate.gating._context import ToolContext
-from lockgate.gating._result import ToolResult
+from lockgate.tools._context import ToolContext
+from lockgate.tools._result import ToolResult
 
 __all__ = ["ChannelRenderer", "CliRenderer", "DefaultRenderer", "RendererRegistry"]
 

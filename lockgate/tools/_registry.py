@@ -14,31 +14,31 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
-from lockgate.activities._budget import BudgetReport, tools_within_budget
-from lockgate.activities._events import ExecutedEvent, ExecutingEvent, FailedEvent, ToolFailure
-from lockgate.activities._results import (
+from lockgate.identity._canonical import to_jsonable
+from lockgate.tools._audit import AuditLogger
+from lockgate.tools._budget import BudgetReport, tools_within_budget
+from lockgate.tools._configuration import check_setting, refused_setting
+from lockgate.tools._confirm import ConfirmationStore, action_summary
+from lockgate.tools._context import ToolContext, local_shell_context
+from lockgate.tools._events import ExecutedEvent, ExecutingEvent, FailedEvent, ToolFailure
+from lockgate.tools._policy import PolicyDecision, PolicyGate
+from lockgate.tools._ratelimit import MUTATING_COST, RateDecision, RateLimiter, rate_key
+from lockgate.tools._result import ErrorCode, ToolResult
+from lockgate.tools._results import (
     _as_arguments,
     _as_result,
     _copy,
     _describe_type,
     _sentence,
 )
-from lockgate.activities._schema_tool import schema_definition
-from lockgate.activities._tool import (
+from lockgate.tools._schema_tool import schema_definition
+from lockgate.tools._tool import (
     ArgumentsInvalid,
     ToolDeclarationError,
     ToolDefinition,
     definition_of,
     tool_methods,
 )
-from lockgate.gating._audit import AuditLogger
-from lockgate.gating._configuration import check_setting, refused_setting
-from lockgate.gating._confirm import ConfirmationStore, action_summary
-from lockgate.gating._context import ToolContext, local_shell_context
-from lockgate.gating._policy import PolicyDecision, PolicyGate
-from lockgate.gating._ratelimit import MUTATING_COST, RateDecision, RateLimiter, rate_key
-from lockgate.gating._result import ErrorCode, ToolResult
-from lockgate.identity._canonical import to_jsonable
 
 __all__ = [
     "PIPELINE_STAGES",

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lockgate.errors import LockgateError
-from lockgate.gating._context import ToolContext
-from lockgate.gating._result import ToolResult
+from lockgate.tools._context import ToolContext
+from lockgate.tools._result import ToolResult
 
 __all__ = [
     "ExecutedEvent",

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from lockgate.gating._configuration import check_flag, check_setting, refused_setting
-from lockgate.gating._context import ToolContext
 from lockgate.identity._names import UNVERIFIED_PREFIX
+from lockgate.tools._configuration import check_flag, check_setting, refused_setting
+from lockgate.tools._context import ToolContext
 
 __all__ = [
     "DEADLINE_CHANNEL",

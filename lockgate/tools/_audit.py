@@ -7,10 +7,10 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from lockgate.gating._audit_sinks import AuditSink
-from lockgate.gating._context import ToolContext
-from lockgate.gating._result import ToolResult
 from lockgate.identity._canonical import to_jsonable
+from lockgate.tools._audit_sinks import AuditSink
+from lockgate.tools._context import ToolContext
+from lockgate.tools._result import ToolResult
 
 __all__ = ["AUDIT_LOGGER_NAME", "DEFAULT_SENSITIVE_NAMES", "REDACTED", "AuditLogger", "redact"]
 

@@ -13,11 +13,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Annotated, Literal
 
-from lockgate.activities._registry import ToolRegistry
-from lockgate.activities._tool import Param, tool
 from lockgate.errors import RefusedError
-from lockgate.gating._context import ToolContext
-from lockgate.gating._result import ErrorCode, ToolResult
+from lockgate.tools._context import ToolContext
+from lockgate.tools._registry import ToolRegistry
+from lockgate.tools._result import ErrorCode, ToolResult
+from lockgate.tools._tool import Param, tool
 
 __all__ = [
     "HumanVerifier",
