@@ -319,7 +319,28 @@ _COSTS: Sequence[tuple[str, str, frozenset[str] | None, bool]] = (
         None,
         False,
     ),
-    ("lockgate gating rules (lockgate.gating)", "lockgate/gating/", None, False),
+    # The rules that were lockgate.gating: identity, gates, and the pipeline's rules in tools.
+    *(
+        (
+            "lockgate rules (identity, gates, the pipeline's rules)",
+            f"lockgate/{fragment}",
+            None,
+            False,
+        )
+        for fragment in (
+            "identity/",
+            "gates/",
+            "tools/_audit",
+            "tools/_configuration",
+            "tools/_confirm",
+            "tools/_context",
+            "tools/_policy",
+            "tools/_ratelimit",
+            "tools/_render",
+            "tools/_result.py",
+            "tools/_tool_names",
+        )
+    ),
     (
         "lockgate graph interpreter (workflows._graph_workflow)",
         "lockgate/workflows/_graph",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 # light submodule, then runs without importing temporalio and every layer with it.
 if TYPE_CHECKING:
     from lockgate.errors import LockgateError
-    from lockgate.gating._authority import Authority
+    from lockgate.gates._authority import Authority
     from lockgate.identity._actors import Actor
     from lockgate.identity._directory import Directory
     from lockgate.identity._proofs import Signer

@@ -51,8 +51,8 @@ from lockgate.encryption import (
     encrypted_data_converter,
     worker_client,
 )
-from lockgate.gating._authority import Authority
-from lockgate.gating._notifications import Notifications
+from lockgate.gates._authority import Authority
+from lockgate.gates._notifications import Notifications
 from lockgate.identity._directory import Directory
 from lockgate.identity._passkeys import RelyingParty
 from lockgate.identity._seals import (

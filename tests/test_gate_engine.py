@@ -12,8 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from lockgate.gating import Actor, GateChoice, GateDeadline, GatePolicy, OpenGate
-from lockgate.gating._gate_engine import (
+from lockgate.gates._gate_engine import (
     DEADLINE_ACTOR,
     GivenAnswer,
     answer_counted,
@@ -25,6 +24,7 @@ from lockgate.gating._gate_engine import (
     uncountable_answer,
     waits_to_be_counted,
 )
+from lockgate.gating import Actor, GateChoice, GateDeadline, GatePolicy, OpenGate
 
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=timezone.utc)
 SINGLE = GatePolicy()

@@ -107,6 +107,7 @@ def _private_modules() -> list[str]:
     for package in (
         "lockgate.activities",
         "lockgate.encryption",
+        "lockgate.gates",
         "lockgate.gating",
         "lockgate.identity",
         "lockgate.inbox",
@@ -137,6 +138,7 @@ def test_every_private_module_declares_its_own_all_of_names_it_defines(module_na
     [
         "lockgate.activities",
         "lockgate.encryption",
+        "lockgate.gates",
         "lockgate.gating",
         "lockgate.identity",
         "lockgate.inbox",

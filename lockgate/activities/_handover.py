@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lockgate.activities._activity_inputs import OpenStartInput, handover_binding
-from lockgate.gating._authority import Authority
-from lockgate.gating._limits import MAX_SUBGRAPH_DEPTH
+from lockgate.gates._authority import Authority
+from lockgate.gates._limits import MAX_SUBGRAPH_DEPTH
 from lockgate.identity._actors import Actor
 from lockgate.identity._identity_errors import IdentityError
 from lockgate.identity._seals import WorkerSecretError

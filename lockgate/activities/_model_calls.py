@@ -25,7 +25,7 @@ from temporalio import activity
 from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._sealed_calls import sealed_by_own_run
-from lockgate.gating._authority import Authority
+from lockgate.gates._authority import Authority
 from lockgate.tools._result import ErrorCode
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from lockgate.gating._authority import Authority
-from lockgate.gating._notifications import GateEvent, Notifications, webhook_request
+from lockgate.gates._authority import Authority
+from lockgate.gates._notifications import GateEvent, Notifications, webhook_request
 
 __all__ = [
     "DELIVER_NOTIFICATION",

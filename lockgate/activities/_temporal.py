@@ -42,9 +42,9 @@ from lockgate.activities._handover import open_handover, seal_problem
 from lockgate.activities._handover import start_refused as _start_refused
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._sealed_calls import sealed_by_own_run
-from lockgate.gating._authority import Authority, why_node_refuses
-from lockgate.gating._gates import OpenGate, ParkedNode
-from lockgate.gating._judgements import Judgement, judge_answer, judge_resume
+from lockgate.gates._authority import Authority, why_node_refuses
+from lockgate.gates._gates import OpenGate, ParkedNode
+from lockgate.gates._judgements import Judgement, judge_answer, judge_resume
 from lockgate.identity._actors import Actor
 from lockgate.identity._identity_errors import IdentityError
 from lockgate.tools._events import ToolFailure

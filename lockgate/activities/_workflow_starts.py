@@ -19,7 +19,7 @@ from lockgate.activities._activity_inputs import (
     OpenWorkflowStartInput,
 )
 from lockgate.activities._temporal import only_local
-from lockgate.gating._authority import Authority
+from lockgate.gates._authority import Authority
 from lockgate.identity._actors import Actor
 from lockgate.tools._result import ErrorCode
 

@@ -66,7 +66,7 @@ from temporalio.exceptions import ApplicationError
 
 from lockgate.adapters._approvals import APPROVE, MAX_SUBJECT_BYTES, Approval
 from lockgate.adapters._client_plugins import require_client_plugin
-from lockgate.gating._limits import measure
+from lockgate.gates._limits import measure
 from lockgate.identity._canonical import canonical_json
 from lockgate.tools._result import ErrorCode
 from lockgate.tools._tool import ToolDefinition as LockgateTool

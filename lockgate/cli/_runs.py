@@ -11,7 +11,7 @@ from lockgate.cli._arguments import json_argument
 from lockgate.cli._output import CommandError, fail, is_refused, print_json, report_result
 from lockgate.cli._settings import connect, local_directory, signer
 from lockgate.contracts import ChoiceView, GateView, RunView
-from lockgate.gating._gates import ENDS_RUN
+from lockgate.gates._gates import ENDS_RUN
 from lockgate.identity._quoting import a_role
 from lockgate.workflows._catalogue import CatalogueError
 from lockgate.workflows._client import GraphClient

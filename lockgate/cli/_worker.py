@@ -16,7 +16,7 @@ from lockgate.cli._inbox import relying_party_of
 from lockgate.cli._loop import event_loop_name
 from lockgate.cli._output import CommandError
 from lockgate.cli._settings import connect, directory_path, payload_keys, worker_secret
-from lockgate.gating._notifications import Notifications
+from lockgate.gates._notifications import Notifications
 from lockgate.identity._identity_errors import IdentityError
 from lockgate.namespace import SearchAttributesMissingError
 from lockgate.tools._audit import AuditLogger

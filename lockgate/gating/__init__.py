@@ -4,16 +4,16 @@ This package never imports temporalio: the same rules run in process, inside act
 inside the workflow sandbox.
 """
 
-from lockgate.gating._authority import (
+from lockgate.gates._authority import (
     Authority,
     answer_refusal_sentence,
     needed_phrase,
     node_refusal_sentence,
     why_node_refuses,
 )
-from lockgate.gating._evidence import evidence_problem, evidence_shown
-from lockgate.gating._gates import ENDS_RUN, GateChoice, OpenGate, ParkedNode
-from lockgate.gating._judgements import (
+from lockgate.gates._evidence import evidence_problem, evidence_shown
+from lockgate.gates._gates import ENDS_RUN, GateChoice, OpenGate, ParkedNode
+from lockgate.gates._judgements import (
     MADE_THE_WORK,
     OWN_GATE,
     Judgement,
@@ -26,7 +26,7 @@ from lockgate.gating._judgements import (
     judge_start_inputs,
     judge_viewer,
 )
-from lockgate.gating._limits import (
+from lockgate.gates._limits import (
     MAX_ANSWER_BYTES,
     MAX_DEPTH,
     MAX_REFUSED_SIGNALS_KEPT,
@@ -39,14 +39,14 @@ from lockgate.gating._limits import (
     measure,
     shorten,
 )
-from lockgate.gating._notifications import (
+from lockgate.gates._notifications import (
     GateEvent,
     Notifications,
     Webhook,
     signature_of,
     webhook_request,
 )
-from lockgate.gating._policies import (
+from lockgate.gates._policies import (
     SINGLE_POLICY,
     GateAnswer,
     GateDeadline,

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from lockgate.gating._gates import ENDS_RUN
+from lockgate.gates._gates import ENDS_RUN
 from lockgate.identity._quoting import a_role, label
 
 __all__ = ["FILTERS", "excerpt", "leads_to", "shown_value", "when"]

@@ -44,7 +44,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from lockgate._bodies import read_bounded
-from lockgate.gating._limits import MAX_DEPTH, MAX_START_BYTES
+from lockgate.gates._limits import MAX_DEPTH, MAX_START_BYTES
 from lockgate.serving._api_contract import (
     ENDPOINTS,
     OPENAPI_PATH,

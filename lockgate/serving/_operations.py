@@ -23,7 +23,7 @@ from typing import Any, cast
 from temporalio.client import Client
 
 from lockgate.contracts import ToolCallResult
-from lockgate.gating._limits import MAX_START_BYTES, measure
+from lockgate.gates._limits import MAX_START_BYTES, measure
 from lockgate.identity._canonical import digest
 from lockgate.identity._directory import Directory
 from lockgate.identity._proofs import Signer

@@ -51,7 +51,7 @@ from lockgate.activities._sealed_calls import (
     header_text,
     tool_activity_binding,
 )
-from lockgate.gating._authority import Authority
+from lockgate.gates._authority import Authority
 from lockgate.identity._actors import Actor
 from lockgate.tools._audit import AuditLogger
 from lockgate.tools._registry import ToolRegistry

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from lockgate.contracts import TrailRow
 from lockgate.errors import LockgateError
-from lockgate.gating._gates import OpenGate
+from lockgate.gates._gates import OpenGate
 from lockgate.identity._actors import Actor
 
 __all__ = ["CARRIED_VERSION", "CarriedState", "CarriedStateError", "RunState"]

@@ -46,7 +46,7 @@ from temporalio.types import (
 )
 
 from lockgate.contracts import RunView
-from lockgate.gating._authority import Authority
+from lockgate.gates._authority import Authority
 from lockgate.identity._bindings import (
     answer_binding,
     cancel_binding,

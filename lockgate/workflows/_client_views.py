@@ -23,10 +23,10 @@ from temporalio.common import QueryRejectCondition
 from temporalio.service import RPCError
 
 from lockgate.contracts import PendingGate, RunView
-from lockgate.gating._authority import Authority
-from lockgate.gating._gates import OpenGate
-from lockgate.gating._judgements import judge_viewer
-from lockgate.gating._limits import shorten
+from lockgate.gates._authority import Authority
+from lockgate.gates._gates import OpenGate
+from lockgate.gates._judgements import judge_viewer
+from lockgate.gates._limits import shorten
 from lockgate.identity._proofs import Signer
 from lockgate.tools._result import ErrorCode
 from lockgate.workflows._catalogue import CatalogueError, describe_worker

@@ -12,8 +12,8 @@ from datetime import timedelta
 
 from pydantic import BaseModel
 
-from lockgate.gating._authority import needed_phrase
-from lockgate.gating._policies import GateDeadline, GatePolicy
+from lockgate.gates._authority import needed_phrase
+from lockgate.gates._policies import GateDeadline, GatePolicy
 from lockgate.identity._directory import Directory
 from lockgate.tools._configuration import check_flag
 from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from lockgate.gating._limits import MAX_SUBGRAPH_DEPTH
+from lockgate.gates._limits import MAX_SUBGRAPH_DEPTH
 from lockgate.workflows._compiled import CompiledGraph, CompiledNode
 from lockgate.workflows._declare import GraphDeclarationError, Subgraph, graph_spec
 

@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError
 from lockgate.activities._activity_inputs import SETTLING_PROTOCOL
 from lockgate.activities._refusal import Refusal
 from lockgate.errors import RefusedError
-from lockgate.gating._judgements import Judgement
+from lockgate.gates._judgements import Judgement
 from lockgate.tools._audit import AuditLogger
 from lockgate.tools._result import ErrorCode
 

@@ -27,8 +27,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput, ToolActivityInput
 from lockgate.activities._temporal import CALLER_MISTAKES
-from lockgate.gating._limits import MAX_DEPTH, measure, shorten
-from lockgate.gating._trail import trail_row
+from lockgate.gates._limits import MAX_DEPTH, measure, shorten
+from lockgate.gates._trail import trail_row
 from lockgate.tools._result import ErrorCode
 from lockgate.workflows._activity_options import (
     MODEL_RETRY,

@@ -17,16 +17,16 @@ from temporalio import workflow
 
 from lockgate.activities._activity_inputs import carry_binding
 from lockgate.activities._refusal import Refusal
-from lockgate.gating._authority import Authority
-from lockgate.gating._gate_engine import GivenAnswer, uncountable_answer, waits_to_be_counted
-from lockgate.gating._judgements import (
+from lockgate.gates._authority import Authority
+from lockgate.gates._gate_engine import GivenAnswer, uncountable_answer, waits_to_be_counted
+from lockgate.gates._judgements import (
     Judgement,
     judge_answer,
     judge_cancel,
     judge_resume,
     judge_start,
 )
-from lockgate.gating._limits import MAX_WAITING_SETTLES, PayloadProblem, shorten
+from lockgate.gates._limits import MAX_WAITING_SETTLES, PayloadProblem, shorten
 from lockgate.identity._actors import Actor
 from lockgate.identity._proofs import Proof
 from lockgate.identity._seals import WorkerSecretError

@@ -15,7 +15,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
-from lockgate.gating._limits import shorten
+from lockgate.gates._limits import shorten
 from lockgate.workflows._compiled import CompiledNode
 from lockgate.workflows._graph_gates import GraphGates
 from lockgate.workflows._graph_inputs import StartGraphInput

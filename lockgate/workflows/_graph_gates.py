@@ -1,7 +1,7 @@
 """Gates: opening one, waiting for its answers, and taking the way the decision leads.
 
 A gate's options are its enum's cases; its policy says how many distinct approvers decide it
-(:mod:`lockgate.gating._policies`). Every answer counted is a trail row; the run moves on only
+(:mod:`lockgate.gates._policies`). Every answer counted is a trail row; the run moves on only
 once the policy has decided.
 """
 
@@ -12,8 +12,8 @@ from datetime import datetime
 
 from temporalio import workflow
 
-from lockgate.gating._evidence import evidence_shown
-from lockgate.gating._gate_engine import (
+from lockgate.gates._evidence import evidence_shown
+from lockgate.gates._gate_engine import (
     DEADLINE_ACTOR,
     GivenAnswer,
     answer_counted,
@@ -21,7 +21,7 @@ from lockgate.gating._gate_engine import (
     evidence_of_decision,
     opened,
 )
-from lockgate.gating._gates import ENDS_RUN, GateChoice, OpenGate
+from lockgate.gates._gates import ENDS_RUN, GateChoice, OpenGate
 from lockgate.identity._bindings import gate_subject
 from lockgate.workflows._compiled import END_STATE
 from lockgate.workflows._graph_waiting import GraphWaiting

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate.gating._limits import (
+from lockgate.gates._limits import (
     MAX_ANSWER_BYTES,
     MAX_START_BYTES,
     TRAIL_PAGE,

@@ -16,8 +16,8 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError
 
 from lockgate.activities._activity_inputs import JUDGE_SIGNALS, JudgeSignalsInput, SignalEntry
-from lockgate.gating._judgements import Judgement
-from lockgate.gating._limits import MAX_ANSWER_BYTES, PayloadProblem, measure
+from lockgate.gates._judgements import Judgement
+from lockgate.gates._limits import MAX_ANSWER_BYTES, PayloadProblem, measure
 from lockgate.tools._result import ErrorCode
 from lockgate.workflows._activity_options import LOCAL_RETRY, LOCAL_TIMEOUT
 from lockgate.workflows._graph_state import Accepted, GraphState, invalid

@@ -17,11 +17,11 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeUpdate
 
 from lockgate.activities._activity_inputs import SETTLING_PROTOCOL, SignalEntry
-from lockgate.gating._gate_engine import GivenAnswer, gate_memo, gate_to_judge
-from lockgate.gating._gates import OpenGate, ParkedNode
-from lockgate.gating._judgements import Judgement
-from lockgate.gating._limits import MAX_REFUSED_SIGNALS_KEPT, TRAIL_PAGE, PayloadProblem, shorten
-from lockgate.gating._trail import trail_row
+from lockgate.gates._gate_engine import GivenAnswer, gate_memo, gate_to_judge
+from lockgate.gates._gates import OpenGate, ParkedNode
+from lockgate.gates._judgements import Judgement
+from lockgate.gates._limits import MAX_REFUSED_SIGNALS_KEPT, TRAIL_PAGE, PayloadProblem, shorten
+from lockgate.gates._trail import trail_row
 from lockgate.identity._actors import Actor
 from lockgate.identity._quoting import a_role
 from lockgate.tools._result import ErrorCode

@@ -29,10 +29,10 @@ from lockgate.activities._activity_inputs import (
 )
 from lockgate.activities._temporal import CALLER_MISTAKES
 from lockgate.errors import LockgateError
-from lockgate.gating._authority import node_refusal_sentence
-from lockgate.gating._gates import ParkedNode
-from lockgate.gating._limits import PayloadProblem, shorten
-from lockgate.gating._trail import Outcome, trail_row
+from lockgate.gates._authority import node_refusal_sentence
+from lockgate.gates._gates import ParkedNode
+from lockgate.gates._limits import PayloadProblem, shorten
+from lockgate.gates._trail import Outcome, trail_row
 from lockgate.identity._actors import Actor
 from lockgate.tools._result import ErrorCode
 from lockgate.workflows import _generated

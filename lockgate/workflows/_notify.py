@@ -25,7 +25,7 @@ from lockgate.activities._notify import (
     DeliverNotificationInput,
     notification_binding,
 )
-from lockgate.gating._notifications import GateEvent, Notifications
+from lockgate.gates._notifications import GateEvent, Notifications
 from lockgate.identity._seals import WorkerSecret
 from lockgate.workflows._client import GraphClient
 

@@ -12,9 +12,9 @@ from typing import Any, Generic, NoReturn, TypeVar
 from temporalio import workflow
 
 from lockgate.activities._refusal import Refusal
-from lockgate.gating._authority import Authority
-from lockgate.gating._evidence import evidence_shown
-from lockgate.gating._gate_engine import (
+from lockgate.gates._authority import Authority
+from lockgate.gates._evidence import evidence_shown
+from lockgate.gates._gate_engine import (
     DEADLINE_ACTOR,
     GivenAnswer,
     answer_counted,
@@ -25,10 +25,10 @@ from lockgate.gating._gate_engine import (
     uncountable_answer,
     waits_to_be_counted,
 )
-from lockgate.gating._gates import GateChoice, OpenGate
-from lockgate.gating._judgements import Judgement, judge_answer
-from lockgate.gating._limits import shorten
-from lockgate.gating._policies import GateDeadline
+from lockgate.gates._gates import GateChoice, OpenGate
+from lockgate.gates._judgements import Judgement, judge_answer
+from lockgate.gates._limits import shorten
+from lockgate.gates._policies import GateDeadline
 from lockgate.identity._actors import Actor
 from lockgate.identity._bindings import gate_subject
 from lockgate.identity._proofs import Proof

@@ -21,8 +21,8 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadConverter
 
 from lockgate.activities._refusal import Refusal
-from lockgate.gating._authority import Authority
-from lockgate.gating._judgements import Judgement, judge_start, judge_start_inputs
+from lockgate.gates._authority import Authority
+from lockgate.gates._judgements import Judgement, judge_start, judge_start_inputs
 from lockgate.identity._actors import Actor
 from lockgate.identity._proofs import Proof
 from lockgate.tools._result import ErrorCode

@@ -17,10 +17,10 @@ from lockgate.activities._activity_inputs import (
     OpenWorkflowStartInput,
 )
 from lockgate.contracts import TrailRow
-from lockgate.gating._gate_engine import GivenAnswer, gate_memo
-from lockgate.gating._gates import OpenGate
-from lockgate.gating._limits import TRAIL_PAGE
-from lockgate.gating._trail import trail_row
+from lockgate.gates._gate_engine import GivenAnswer, gate_memo
+from lockgate.gates._gates import OpenGate
+from lockgate.gates._limits import TRAIL_PAGE
+from lockgate.gates._trail import trail_row
 from lockgate.identity._actors import Actor
 from lockgate.tools._result import ErrorCode
 from lockgate.workflows._activity_options import local, local_tool_names, recorded_local_tools

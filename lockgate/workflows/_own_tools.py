@@ -9,7 +9,7 @@ from temporalio.exceptions import ActivityError
 
 from lockgate.activities._activity_inputs import ToolActivityInput
 from lockgate.activities._temporal import CALLER_MISTAKES
-from lockgate.gating._trail import trail_row
+from lockgate.gates._trail import trail_row
 from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._tool import definition_of
 from lockgate.workflows._activity_options import execute_defined, refused_tool_call, runs_local

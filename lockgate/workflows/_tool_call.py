@@ -33,9 +33,9 @@ from lockgate.activities._activity_inputs import (
 )
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._temporal import CALLER_MISTAKES
-from lockgate.gating._authority import Authority
-from lockgate.gating._judgements import Judgement, judge_call
-from lockgate.gating._limits import MAX_ANSWER_BYTES, MAX_START_BYTES, measure
+from lockgate.gates._authority import Authority
+from lockgate.gates._judgements import Judgement, judge_call
+from lockgate.gates._limits import MAX_ANSWER_BYTES, MAX_START_BYTES, measure
 from lockgate.identity._actors import Actor
 from lockgate.identity._bindings import confirm_binding
 from lockgate.identity._identity_errors import ProofRefused

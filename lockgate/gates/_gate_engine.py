@@ -17,9 +17,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from lockgate.contracts import TrailRow
-from lockgate.gating._gates import OpenGate
-from lockgate.gating._policies import SINGLE_POLICY, GateAnswer, tally
-from lockgate.gating._trail import trail_row
+from lockgate.gates._gates import OpenGate
+from lockgate.gates._policies import SINGLE_POLICY, GateAnswer, tally
+from lockgate.gates._trail import trail_row
 from lockgate.identity._actors import Actor
 from lockgate.tools._policy import DEADLINE_CHANNEL
 from lockgate.tools._result import ErrorCode

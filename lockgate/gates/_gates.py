@@ -1,6 +1,6 @@
 """Gate and park records: a gate waiting for an answer, its options, and a run parked at a node.
 
-These are what the judgements in :mod:`lockgate.gating._judgements` see of a run; they travel as
+These are what the judgements in :mod:`lockgate.gates._judgements` see of a run; they travel as
 JSON data (the memo, ``pending``, activity results) through ``to_dict`` and ``from_dict``.
 """
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate.gating._policies import SINGLE_POLICY, GateAnswer, GateDeadline, GatePolicy
+from lockgate.gates._policies import SINGLE_POLICY, GateAnswer, GateDeadline, GatePolicy
 
 __all__ = [
     "ENDS_RUN",

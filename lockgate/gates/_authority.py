@@ -3,8 +3,8 @@
 Who a caller is comes from a verified proof (:mod:`lockgate.identity._verifier`); what they hold
 comes from the worker's :class:`Directory`, here, each time they are judged. This module owns the
 :class:`Authority` and the sentences of a node that may not run; the gate records live in
-:mod:`lockgate.gating._gates` and the judgements of answers, resumes and viewers in
-:mod:`lockgate.gating._judgements`. Nothing here writes what anyone holds anywhere.
+:mod:`lockgate.gates._gates` and the judgements of answers, resumes and viewers in
+:mod:`lockgate.gates._judgements`. Nothing here writes what anyone holds anywhere.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 cancel of a run, or a viewer's option stands.
 
 Each is judged before anything about it is written, against the worker's :class:`Authority`
-(:mod:`lockgate.gating._authority`) and the gate records (:mod:`lockgate.gating._gates`).
+(:mod:`lockgate.gates._authority`) and the gate records (:mod:`lockgate.gates._gates`).
 Judgements return sentences, never scopes: a refusal names what was missing, not what anyone holds.
 """
 
@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from lockgate.gating._authority import Authority, answer_refusal_sentence, why_node_refuses
-from lockgate.gating._evidence import evidence_problem
-from lockgate.gating._gates import OpenGate, ParkedNode
-from lockgate.gating._limits import shorten
+from lockgate.gates._authority import Authority, answer_refusal_sentence, why_node_refuses
+from lockgate.gates._evidence import evidence_problem
+from lockgate.gates._gates import OpenGate, ParkedNode
+from lockgate.gates._limits import shorten
 from lockgate.identity._actors import Actor
 from lockgate.identity._canonical import digest
 from lockgate.identity._identity_errors import ProofRefused
