@@ -17,22 +17,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from lockgate.errors import LockgateError
     from lockgate.gates._authority import Authority
-    from lockgate.identity._actors import Actor
-    from lockgate.identity._directory import Directory
-    from lockgate.identity._proofs import Signer
-    from lockgate.identity._seals import WorkerSecret
-    from lockgate.redis_ratelimit import RedisRateLimiter
-    from lockgate.tools._audit import AuditLogger
-    from lockgate.tools._context import ToolContext
-    from lockgate.tools._policy import ChannelPolicy, PolicyGate
-    from lockgate.tools._ratelimit import InMemoryRateLimiter
-    from lockgate.tools._registry import ToolRegistry
-    from lockgate.tools._result import ErrorCode, ToolError, ToolResult
-    from lockgate.tools._tool import Param, Retry, ToolDefinition, tool
-    from lockgate.worker import LockgatePlugin
-    from lockgate.workflows._client import GraphClient
-    from lockgate.workflows._compile import compile_graph
-    from lockgate.workflows._declare import (
+    from lockgate.graphs._compile import compile_graph
+    from lockgate.graphs._declare import (
         Appends,
         ApprovalPolicy,
         Ask,
@@ -47,7 +33,21 @@ if TYPE_CHECKING:
         Target,
         graph,
     )
-    from lockgate.workflows._declare_agents import AgentStep, ModelBudget
+    from lockgate.graphs._declare_agents import AgentStep, ModelBudget
+    from lockgate.identity._actors import Actor
+    from lockgate.identity._directory import Directory
+    from lockgate.identity._proofs import Signer
+    from lockgate.identity._seals import WorkerSecret
+    from lockgate.redis_ratelimit import RedisRateLimiter
+    from lockgate.tools._audit import AuditLogger
+    from lockgate.tools._context import ToolContext
+    from lockgate.tools._policy import ChannelPolicy, PolicyGate
+    from lockgate.tools._ratelimit import InMemoryRateLimiter
+    from lockgate.tools._registry import ToolRegistry
+    from lockgate.tools._result import ErrorCode, ToolError, ToolResult
+    from lockgate.tools._tool import Param, Retry, ToolDefinition, tool
+    from lockgate.worker import LockgatePlugin
+    from lockgate.workflows._client import GraphClient
     from lockgate.workflows._own_workflows import Decision, call_tool, gate
     from lockgate.workflows._tool_client import ToolClient
 

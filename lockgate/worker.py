@@ -53,6 +53,10 @@ from lockgate.encryption import (
 )
 from lockgate.gates._authority import Authority
 from lockgate.gates._notifications import Notifications
+from lockgate.graphs._compile_agents import agent_tools, check_models_given
+from lockgate.graphs._compile_asks import check_staffing
+from lockgate.graphs._declare import GraphDeclarationError
+from lockgate.graphs._graph_registry import GraphRegistry
 from lockgate.identity._directory import Directory
 from lockgate.identity._passkeys import RelyingParty
 from lockgate.identity._seals import (
@@ -70,10 +74,6 @@ from lockgate.tools._tool import definition_of, is_tool
 from lockgate.workflows._authority_context import AuthorityInterceptor
 from lockgate.workflows._catalogue import catalogue_workflow
 from lockgate.workflows._client_support import DEFAULT_TASK_QUEUE
-from lockgate.workflows._compile_agents import agent_tools, check_models_given
-from lockgate.workflows._compile_asks import check_staffing
-from lockgate.workflows._declare import GraphDeclarationError
-from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import graph_workflow
 from lockgate.workflows._metrics import PROMETHEUS_BUCKETS, TemporalMetrics
 from lockgate.workflows._notify import GateNotifier, NotifyWorkflow

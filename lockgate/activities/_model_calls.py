@@ -14,7 +14,6 @@ runs (see :mod:`._sealed_calls`); anything else is refused before any model is a
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -26,6 +25,7 @@ from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._sealed_calls import sealed_by_own_run
 from lockgate.gates._authority import Authority
+from lockgate.graphs._declare_agents import require_pydantic_ai
 from lockgate.tools._result import ErrorCode
 
 if TYPE_CHECKING:
@@ -34,36 +34,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_TOOL_RETURN_CHARS",
-    "PYDANTIC_AI_HINT",
     "ModelCalls",
     "check_models",
-    "require_pydantic_ai",
 ]
 
 MAX_TOOL_RETURN_CHARS = 16_000
 """A tool's return shown to the model is cut to this much JSON: the conversation carries every
 return into every later request."""
 
-PYDANTIC_AI_HINT = (
-    "Agent steps call their model through Pydantic AI, which is not installed. Install it with "
-    "`pip install 'lockgate[pydantic-ai]'` (Python 3.11 or later)."
-)
-"""What a model node declared (or a worker given models) without the ``pydantic-ai`` extra
-says."""
-
 _OUTCOMES = ("success", "denied", "retried", "failed")
 
 ToolOutcome = Literal["success", "denied", "retried", "failed"]
-
-
-def require_pydantic_ai() -> None:
-    """Raises an :class:`ImportError` with the install hint when Pydantic AI is missing.
-
-    Looks for the package without importing it: declaring a graph stays cheap, and only a
-    worker that calls a model imports Pydantic AI.
-    """
-    if importlib.util.find_spec("pydantic_ai") is None:
-        raise ImportError(PYDANTIC_AI_HINT)
 
 
 def check_models(models: Mapping[str, Any]) -> dict[str, Model]:

@@ -64,10 +64,10 @@ from typing_extensions import Unpack
 from lockgate.adapters._approvals import APPROVE, MAX_SUBJECT_BYTES, Approval
 from lockgate.adapters._client_plugins import require_client_plugin
 from lockgate.gates._limits import measure
+from lockgate.graphs._declare import Ask, GraphDeclarationError
 from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._tool import ToolDefinition, definition_of
 from lockgate.tools._tool_names import model_tool_name
-from lockgate.workflows._declare import Ask, GraphDeclarationError
 from lockgate.workflows._own_workflows import Decision, call_tool, gate
 
 _EXTRA_MODULES = ("agents", "openai", "temporalio")

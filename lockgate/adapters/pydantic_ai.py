@@ -67,13 +67,13 @@ from temporalio.exceptions import ApplicationError
 from lockgate.adapters._approvals import APPROVE, MAX_SUBJECT_BYTES, Approval
 from lockgate.adapters._client_plugins import require_client_plugin
 from lockgate.gates._limits import measure
+from lockgate.graphs._declare import Ask
 from lockgate.identity._canonical import canonical_json
 from lockgate.tools._result import ErrorCode
 from lockgate.tools._tool import ToolDefinition as LockgateTool
 from lockgate.tools._tool import definition_of
 from lockgate.tools._tool_names import model_tool_name
 from lockgate.workflows._authority_context import current_tools
-from lockgate.workflows._declare import Ask
 from lockgate.workflows._own_workflows import call_tool, gate
 
 try:

@@ -1,11 +1,8 @@
 """Declared graphs and their Temporal workflows, the durable tool call, and the client."""
 
-from lockgate.workflows._carry import CarriedState
-from lockgate.workflows._catalogue import CatalogueError
-from lockgate.workflows._client import GraphClient
-from lockgate.workflows._compile import compile_graph
-from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
-from lockgate.workflows._declare import (
+from lockgate.graphs._compile import compile_graph
+from lockgate.graphs._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
+from lockgate.graphs._declare import (
     DUAL,
     END,
     SINGLE,
@@ -23,10 +20,13 @@ from lockgate.workflows._declare import (
     Target,
     graph,
 )
-from lockgate.workflows._declare_agents import AgentStep, ModelBudget
+from lockgate.graphs._declare_agents import AgentStep, ModelBudget
+from lockgate.graphs._graph_registry import GraphRegistry
+from lockgate.workflows._carry import CarriedState
+from lockgate.workflows._catalogue import CatalogueError
+from lockgate.workflows._client import GraphClient
 from lockgate.workflows._failures import UnreadableStart
 from lockgate.workflows._graph_inputs import SettleInput, ShowInput, StartGraphInput
-from lockgate.workflows._graph_registry import GraphRegistry
 from lockgate.workflows._graph_workflow import GraphRun
 from lockgate.workflows._own_workflows import Decision, call_tool, gate
 from lockgate.workflows._search_attributes import (

@@ -47,6 +47,7 @@ from temporalio.types import (
 
 from lockgate.contracts import RunView
 from lockgate.gates._authority import Authority
+from lockgate.graphs._declare import graph_spec
 from lockgate.identity._bindings import (
     answer_binding,
     cancel_binding,
@@ -69,7 +70,6 @@ from lockgate.workflows._client_support import (
     update_refusal,
 )
 from lockgate.workflows._client_views import RunViews
-from lockgate.workflows._declare import graph_spec
 from lockgate.workflows._graph_inputs import StartGraphInput
 from lockgate.workflows._graph_state import VERSION_MEMO
 from lockgate.workflows._own_start import (

@@ -18,8 +18,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from lockgate._defaults import DEFAULT_TASK_QUEUE
 from lockgate.contracts import RunView, ToolCallResult
+from lockgate.graphs._declare import graph_spec
 from lockgate.tools._result import ErrorCode, ToolResult
-from lockgate.workflows._declare import graph_spec
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",

@@ -29,6 +29,7 @@ from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput, Too
 from lockgate.activities._temporal import CALLER_MISTAKES
 from lockgate.gates._limits import MAX_DEPTH, measure, shorten
 from lockgate.gates._trail import trail_row
+from lockgate.graphs._compiled import CompiledAgent, CompiledNode
 from lockgate.tools._result import ErrorCode
 from lockgate.workflows._activity_options import (
     MODEL_RETRY,
@@ -38,7 +39,6 @@ from lockgate.workflows._activity_options import (
     runs_local,
 )
 from lockgate.workflows._authority_context import current_audit
-from lockgate.workflows._compiled import CompiledAgent, CompiledNode
 from lockgate.workflows._graph_children import GraphChildren
 
 __all__ = ["MAX_CONVERSATION_BYTES", "MAX_TOOL_CALLS_PER_RESPONSE", "AgentEnd", "GraphAgents"]

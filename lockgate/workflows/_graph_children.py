@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 from lockgate.gates._limits import shorten
-from lockgate.workflows._compiled import CompiledNode
+from lockgate.graphs._compiled import CompiledNode
 from lockgate.workflows._graph_gates import GraphGates
 from lockgate.workflows._graph_inputs import StartGraphInput
 

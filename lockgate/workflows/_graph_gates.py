@@ -22,8 +22,8 @@ from lockgate.gates._gate_engine import (
     opened,
 )
 from lockgate.gates._gates import ENDS_RUN, GateChoice, OpenGate
+from lockgate.graphs._compiled import END_STATE
 from lockgate.identity._bindings import gate_subject
-from lockgate.workflows._compiled import END_STATE
 from lockgate.workflows._graph_waiting import GraphWaiting
 
 __all__ = ["GraphGates"]

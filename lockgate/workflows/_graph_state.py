@@ -22,12 +22,12 @@ from lockgate.gates._gates import OpenGate, ParkedNode
 from lockgate.gates._judgements import Judgement
 from lockgate.gates._limits import MAX_REFUSED_SIGNALS_KEPT, TRAIL_PAGE, PayloadProblem, shorten
 from lockgate.gates._trail import trail_row
+from lockgate.graphs._compiled import END_STATE, CompiledGraph
 from lockgate.identity._actors import Actor
 from lockgate.identity._quoting import a_role
 from lockgate.tools._result import ErrorCode
 from lockgate.workflows._authority_context import record_once
 from lockgate.workflows._carry import RunState
-from lockgate.workflows._compiled import END_STATE, CompiledGraph
 from lockgate.workflows._graph_inputs import StartGraphInput
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,

@@ -33,6 +33,7 @@ from lockgate.gates._authority import node_refusal_sentence
 from lockgate.gates._gates import ParkedNode
 from lockgate.gates._limits import PayloadProblem, shorten
 from lockgate.gates._trail import Outcome, trail_row
+from lockgate.graphs._compiled import END_STATE, CompiledGraph, CompiledNode
 from lockgate.identity._actors import Actor
 from lockgate.tools._result import ErrorCode
 from lockgate.workflows import _generated
@@ -45,7 +46,6 @@ from lockgate.workflows._activity_options import (
 )
 from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal, handover_seal
 from lockgate.workflows._carry import CarriedStateError, RunState
-from lockgate.workflows._compiled import END_STATE, CompiledGraph, CompiledNode
 from lockgate.workflows._failures import UnreadableStart, refusals_complete, refused_run
 from lockgate.workflows._graph_agents import GraphAgents
 from lockgate.workflows._graph_inputs import (

@@ -29,6 +29,9 @@ from lockgate.gates._gates import GateChoice, OpenGate
 from lockgate.gates._judgements import Judgement, judge_answer
 from lockgate.gates._limits import shorten
 from lockgate.gates._policies import GateDeadline
+from lockgate.graphs._compile import _snake
+from lockgate.graphs._compile_asks import ask_deadline, ask_evidence, ask_policy, ask_waiver
+from lockgate.graphs._declare import Ask, GraphDeclarationError
 from lockgate.identity._actors import Actor
 from lockgate.identity._bindings import gate_subject
 from lockgate.identity._proofs import Proof
@@ -40,9 +43,6 @@ from lockgate.workflows._authority_context import (
     current_tools,
     judging_authority,
 )
-from lockgate.workflows._compile import _snake
-from lockgate.workflows._compile_asks import ask_deadline, ask_evidence, ask_policy, ask_waiver
-from lockgate.workflows._declare import Ask, GraphDeclarationError
 from lockgate.workflows._failures import refuse_update
 from lockgate.workflows._graph_inputs import one_answer
 from lockgate.workflows._own_state import OwnRunState

@@ -20,9 +20,9 @@ from typing import Any
 
 from temporalio import workflow
 
+from lockgate.graphs._declare import Ask, GraphDeclarationError
 from lockgate.tools._result import ToolResult
 from lockgate.workflows._authority_context import OWN_RUN_FINISHED
-from lockgate.workflows._declare import Ask, GraphDeclarationError
 from lockgate.workflows._own_gates import Decision, OwnGates
 from lockgate.workflows._own_tools import OwnTools
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from lockgate.workflows._compile import compile_graph
-from lockgate.workflows._compiled import CompiledGraph
-from lockgate.workflows._declare import GraphDeclarationError
+from lockgate.graphs._compile import compile_graph
+from lockgate.graphs._compiled import CompiledGraph
+from lockgate.graphs._declare import GraphDeclarationError
 
 __all__ = ["GraphRegistry"]
 

@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from lockgate.gates._limits import MAX_SUBGRAPH_DEPTH
-from lockgate.workflows._compiled import CompiledGraph, CompiledNode
-from lockgate.workflows._declare import GraphDeclarationError, Subgraph, graph_spec
+from lockgate.graphs._compiled import CompiledGraph, CompiledNode
+from lockgate.graphs._declare import GraphDeclarationError, Subgraph, graph_spec
 
 __all__ = ["MAX_NESTING", "check_outcomes_routed", "compile_subgraph"]
 

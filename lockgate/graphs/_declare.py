@@ -11,7 +11,7 @@ from typing import Any, Final, TypeVar, final
 from pydantic import BaseModel
 
 from lockgate.errors import DeclarationError
-from lockgate.workflows._declare_agents import AgentStep
+from lockgate.graphs._declare_agents import AgentStep
 
 __all__ = [
     "DUAL",

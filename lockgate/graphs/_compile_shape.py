@@ -6,8 +6,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
-from lockgate.workflows._compiled import CompiledAsk, Transition
-from lockgate.workflows._declare import GraphDeclarationError
+from lockgate.graphs._compiled import CompiledAsk, Transition
+from lockgate.graphs._declare import GraphDeclarationError
 
 __all__ = ["check_every_case_routed", "check_no_ungated_cycle"]
 

@@ -16,26 +16,24 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from lockgate.identity._canonical import to_jsonable
-from lockgate.tools._tool import ToolDefinition, definition_of, is_tool
-from lockgate.workflows._compile_agents import compile_agent
-from lockgate.workflows._compile_asks import (
+from lockgate.graphs._compile_agents import compile_agent
+from lockgate.graphs._compile_asks import (
     ask_deadline,
     ask_evidence,
     ask_policy,
     ask_waiver,
     check_deadline_takes,
 )
-from lockgate.workflows._compile_shape import check_every_case_routed, check_no_ungated_cycle
-from lockgate.workflows._compile_subgraphs import check_outcomes_routed, compile_subgraph
-from lockgate.workflows._compiled import (
+from lockgate.graphs._compile_shape import check_every_case_routed, check_no_ungated_cycle
+from lockgate.graphs._compile_subgraphs import check_outcomes_routed, compile_subgraph
+from lockgate.graphs._compiled import (
     END_STATE,
     CompiledAsk,
     CompiledGraph,
     CompiledNode,
     Transition,
 )
-from lockgate.workflows._declare import (
+from lockgate.graphs._declare import (
     Appends,
     Ask,
     Because,
@@ -47,7 +45,9 @@ from lockgate.workflows._declare import (
     Target,
     graph_spec,
 )
-from lockgate.workflows._declare_agents import AgentStep
+from lockgate.graphs._declare_agents import AgentStep
+from lockgate.identity._canonical import to_jsonable
+from lockgate.tools._tool import ToolDefinition, definition_of, is_tool
 
 __all__ = ["compile_graph"]
 

@@ -1,6 +1,6 @@
 """What a compiled graph is: its states, transitions, nodes and gates, ready to run.
 
-The compiler (:mod:`lockgate.workflows._compile`) makes these from a declared graph; the workflow
+The compiler (:mod:`lockgate.graphs._compile`) makes these from a declared graph; the workflow
 and the registry only read them.
 """
 

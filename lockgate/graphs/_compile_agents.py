@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from lockgate.graphs._compiled import CompiledAgent, CompiledGraph, CompiledNode
+from lockgate.graphs._declare import GraphDeclarationError
+from lockgate.graphs._declare_agents import AgentStep, ModelBudget
 from lockgate.tools._tool import ToolDefinition, definition_of, is_tool
 from lockgate.tools._tool_names import model_tool_name
-from lockgate.workflows._compiled import CompiledAgent, CompiledGraph, CompiledNode
-from lockgate.workflows._declare import GraphDeclarationError
-from lockgate.workflows._declare_agents import AgentStep, ModelBudget
 
 __all__ = ["MAX_MODEL_TOOL_NAME", "agent_tools", "check_models_given", "compile_agent"]
 

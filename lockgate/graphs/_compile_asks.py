@@ -14,10 +14,10 @@ from pydantic import BaseModel
 
 from lockgate.gates._authority import needed_phrase
 from lockgate.gates._policies import GateDeadline, GatePolicy
+from lockgate.graphs._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
+from lockgate.graphs._declare import ApprovalPolicy, Ask, Deadline, GraphDeclarationError
 from lockgate.identity._directory import Directory
 from lockgate.tools._configuration import check_flag
-from lockgate.workflows._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
-from lockgate.workflows._declare import ApprovalPolicy, Ask, Deadline, GraphDeclarationError
 
 __all__ = [
     "ask_deadline",

@@ -9,13 +9,29 @@ credentials, and nothing of it may cross Temporal.
 from __future__ import annotations
 
 import enum
+import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate.activities._model_calls import require_pydantic_ai
+__all__ = ["PYDANTIC_AI_HINT", "AgentStep", "ModelBudget", "require_pydantic_ai"]
 
-__all__ = ["AgentStep", "ModelBudget"]
+PYDANTIC_AI_HINT = (
+    "Agent steps call their model through Pydantic AI, which is not installed. Install it with "
+    "`pip install 'lockgate[pydantic-ai]'` (Python 3.11 or later)."
+)
+"""What a model node declared (or a worker given models) without the ``pydantic-ai`` extra
+says."""
+
+
+def require_pydantic_ai() -> None:
+    """Raises an :class:`ImportError` with the install hint when Pydantic AI is missing.
+
+    Looks for the package without importing it: declaring a graph stays cheap, and only a
+    worker that calls a model imports Pydantic AI.
+    """
+    if importlib.util.find_spec("pydantic_ai") is None:
+        raise ImportError(PYDANTIC_AI_HINT)
 
 
 @dataclass(frozen=True, slots=True)
