@@ -74,9 +74,10 @@ from lockgate.tools._tool import definition_of, is_tool
 from lockgate.workflows._authority_context import AuthorityInterceptor
 from lockgate.workflows._catalogue import catalogue_workflow
 from lockgate.workflows._client_support import DEFAULT_TASK_QUEUE
+from lockgate.workflows._gate_notifier import GateNotifier
 from lockgate.workflows._graph_workflow import graph_workflow
 from lockgate.workflows._metrics import PROMETHEUS_BUCKETS, TemporalMetrics
-from lockgate.workflows._notify import GateNotifier, NotifyWorkflow
+from lockgate.workflows._notify import NotifyWorkflow
 from lockgate.workflows._stack_traces import TracelessWorkflowRunner, without_activity_stack_traces
 from lockgate.workflows._tool_call import ToolCallWorkflow
 from lockgate.workflows._versioning import with_versioning_behavior
