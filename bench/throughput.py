@@ -347,7 +347,7 @@ _COSTS: Sequence[tuple[str, str, frozenset[str] | None, bool]] = (
         None,
         False,
     ),
-    ("lockgate client (workflows._client)", "lockgate/workflows/_client", None, False),
+    ("lockgate client (clients._client)", "lockgate/clients/_client", None, False),
     (
         "workflow instance: applying jobs, commands, its event loop (worker._workflow_instance)",
         "temporalio/worker/_workflow_instance",

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 # The public names resolve on first use (PEP 562, `__getattr__` below): `lockgate --help`, or any
 # light submodule, then runs without importing temporalio and every layer with it.
 if TYPE_CHECKING:
+    from lockgate.clients._client import GraphClient
+    from lockgate.clients._tool_client import ToolClient
     from lockgate.errors import LockgateError
     from lockgate.gates._authority import Authority
     from lockgate.graphs._compile import compile_graph
@@ -47,9 +49,7 @@ if TYPE_CHECKING:
     from lockgate.tools._result import ErrorCode, ToolError, ToolResult
     from lockgate.tools._tool import Param, Retry, ToolDefinition, tool
     from lockgate.worker import LockgatePlugin
-    from lockgate.workflows._client import GraphClient
     from lockgate.workflows._own_workflows import Decision, call_tool, gate
-    from lockgate.workflows._tool_client import ToolClient
 
 __all__ = [
     "Actor",

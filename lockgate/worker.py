@@ -44,6 +44,8 @@ from lockgate.activities._model_calls import ModelCalls, check_models
 from lockgate.activities._notify import NotificationActivities
 from lockgate.activities._temporal import ToolActivities
 from lockgate.activities._workflow_starts import WorkflowStartActivities
+from lockgate.clients._client_support import DEFAULT_TASK_QUEUE
+from lockgate.clients._gate_notifier import GateNotifier
 from lockgate.encryption import (
     EncryptionCodec,
     PayloadKeys,
@@ -73,8 +75,6 @@ from lockgate.tools._registry import ToolRegistry
 from lockgate.tools._tool import definition_of, is_tool
 from lockgate.workflows._authority_context import AuthorityInterceptor
 from lockgate.workflows._catalogue import catalogue_workflow
-from lockgate.workflows._client_support import DEFAULT_TASK_QUEUE
-from lockgate.workflows._gate_notifier import GateNotifier
 from lockgate.workflows._graph_workflow import graph_workflow
 from lockgate.workflows._metrics import PROMETHEUS_BUCKETS, TemporalMetrics
 from lockgate.workflows._notify import NotifyWorkflow

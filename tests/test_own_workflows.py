@@ -24,6 +24,7 @@ from typing_extensions import assert_type
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.activities import ToolActivityInput, tool_activity_name
+from lockgate.clients._client import starting_attributes
 from lockgate.gating import start_binding
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows import (
@@ -32,7 +33,6 @@ from lockgate.workflows import (
     LOCKGATE_STATE,
     SIGNED_START_WITHIN,
 )
-from lockgate.workflows._client import starting_attributes
 from lockgate.workflows._own_start import OWN_START_UPDATE, SIGNED_START_MEMO, start_arguments
 from tests.graphs_for_tests import eventually
 from tests.own_workflow_support import open_gate_of, support_people

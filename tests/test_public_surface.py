@@ -106,6 +106,7 @@ def _private_modules() -> list[str]:
     names = []
     for package in (
         "lockgate.activities",
+        "lockgate.clients",
         "lockgate.encryption",
         "lockgate.gates",
         "lockgate.gating",
@@ -138,6 +139,7 @@ def test_every_private_module_declares_its_own_all_of_names_it_defines(module_na
     "package_name",
     [
         "lockgate.activities",
+        "lockgate.clients",
         "lockgate.encryption",
         "lockgate.gates",
         "lockgate.gating",

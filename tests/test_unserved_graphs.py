@@ -19,9 +19,9 @@ from temporalio.client import (
 )
 
 from lockgate import GraphClient
+from lockgate.clients._client import starting_attributes
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import WorkerFactory
-from lockgate.workflows._client import starting_attributes
 from tests.graphs_for_tests import PASSES_FIRST_TIME, essay_people, eventually
 
 

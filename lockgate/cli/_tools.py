@@ -7,8 +7,8 @@ import argparse
 from lockgate.cli._arguments import json_argument
 from lockgate.cli._output import CommandError, is_refused, print_json, report_result
 from lockgate.cli._settings import connect, signer
+from lockgate.clients._tool_client import ToolClient
 from lockgate.workflows._catalogue import CatalogueError
-from lockgate.workflows._tool_client import ToolClient
 
 __all__ = ["use_tools"]
 

@@ -1,5 +1,9 @@
 """Declared graphs and their Temporal workflows, the durable tool call, and the client."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from lockgate.graphs._compile import compile_graph
 from lockgate.graphs._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
 from lockgate.graphs._declare import (
@@ -24,7 +28,6 @@ from lockgate.graphs._declare_agents import AgentStep, ModelBudget
 from lockgate.graphs._graph_registry import GraphRegistry
 from lockgate.workflows._carry import CarriedState
 from lockgate.workflows._catalogue import CatalogueError
-from lockgate.workflows._client import GraphClient
 from lockgate.workflows._failures import UnreadableStart
 from lockgate.workflows._graph_inputs import SettleInput, ShowInput, StartGraphInput
 from lockgate.workflows._graph_workflow import GraphRun
@@ -42,7 +45,18 @@ from lockgate.workflows._tool_call import (
     ToolCallWorkflow,
     WaitCallInput,
 )
-from lockgate.workflows._tool_client import ToolClient
+
+# The clients sit above the workflows and import their modules, which runs this package first:
+# their names resolve on first use (PEP 562, `__getattr__` below), or a client imported before
+# this package would be met here half made.
+if TYPE_CHECKING:
+    from lockgate.clients._client import GraphClient
+    from lockgate.clients._tool_client import ToolClient
+
+_CLIENTS = {
+    "GraphClient": "lockgate.clients._client",
+    "ToolClient": "lockgate.clients._tool_client",
+}
 
 __all__ = [
     "DUAL",
@@ -92,3 +106,18 @@ __all__ = [
     "gate",
     "graph",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _CLIENTS.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # `__import__` rather than importlib: inside Temporal's workflow sandbox it is the sandbox's
+    # importer, which hands back lockgate's own (passed-through) modules.
+    value = getattr(__import__(home, fromlist=[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

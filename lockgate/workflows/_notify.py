@@ -3,7 +3,7 @@
 A delivery is its own run, so a webhook that is down is retried there (and given up, audited,
 after the configured attempts) and never touches the graph run. Its workflow id names the run,
 gate, event and webhook, so workers that see the same gate start it once. Which deliveries start
-is the notifier's to decide (:mod:`lockgate.workflows._gate_notifier`).
+is the notifier's to decide (:mod:`lockgate.clients._gate_notifier`).
 """
 
 from __future__ import annotations

@@ -20,12 +20,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from lockgate.contracts import ToolCallResult
-from lockgate.identity._bindings import confirm_binding, tool_binding
-from lockgate.identity._proofs import Signer
-from lockgate.tools._result import ErrorCode
-from lockgate.workflows._catalogue import describe_worker
-from lockgate.workflows._client_support import (
+from lockgate.clients._client_support import (
     DEFAULT_TASK_QUEUE,
     execution_closed,
     quote_literal,
@@ -34,6 +29,11 @@ from lockgate.workflows._client_support import (
     status_name,
     tool_refusal,
 )
+from lockgate.contracts import ToolCallResult
+from lockgate.identity._bindings import confirm_binding, tool_binding
+from lockgate.identity._proofs import Signer
+from lockgate.tools._result import ErrorCode
+from lockgate.workflows._catalogue import describe_worker
 from lockgate.workflows._failures import outcome_of
 from lockgate.workflows._signed_starts import SIGNED_START_WITHIN, withdraw
 from lockgate.workflows._tool_call import (

@@ -17,9 +17,9 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from lockgate.activities._notify import notification_binding
+from lockgate.clients._client import GraphClient
 from lockgate.gates._notifications import GateEvent, Notifications
 from lockgate.identity._seals import WorkerSecret
-from lockgate.workflows._client import GraphClient
 from lockgate.workflows._notify import NOTIFY_WORKFLOW, notify_workflow_id
 
 __all__ = ["GateNotifier"]

@@ -45,6 +45,19 @@ from temporalio.types import (
     SelfType,
 )
 
+from lockgate.clients._client_support import (
+    DEFAULT_TASK_QUEUE,
+    describe_run,
+    execution_closed,
+    graph_name,
+    plain_refusal,
+    refusal,
+    refused_by_update,
+    status_name,
+    summary_of,
+    update_refusal,
+)
+from lockgate.clients._client_views import RunViews
 from lockgate.contracts import RunView
 from lockgate.gates._authority import Authority
 from lockgate.graphs._declare import graph_spec
@@ -57,19 +70,6 @@ from lockgate.identity._bindings import (
 from lockgate.identity._directory import Directory
 from lockgate.identity._proofs import Signer
 from lockgate.tools._result import ErrorCode
-from lockgate.workflows._client_support import (
-    DEFAULT_TASK_QUEUE,
-    describe_run,
-    execution_closed,
-    graph_name,
-    plain_refusal,
-    refusal,
-    refused_by_update,
-    status_name,
-    summary_of,
-    update_refusal,
-)
-from lockgate.workflows._client_views import RunViews
 from lockgate.workflows._graph_inputs import StartGraphInput
 from lockgate.workflows._graph_state import VERSION_MEMO
 from lockgate.workflows._own_start import (

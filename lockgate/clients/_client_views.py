@@ -22,6 +22,13 @@ from temporalio.client import (
 from temporalio.common import QueryRejectCondition
 from temporalio.service import RPCError
 
+from lockgate.clients._client_support import (
+    describe_run,
+    graph_name,
+    quote_literal,
+    refusal,
+    status_name,
+)
 from lockgate.contracts import PendingGate, RunView
 from lockgate.gates._authority import Authority
 from lockgate.gates._gates import OpenGate
@@ -30,13 +37,6 @@ from lockgate.gates._limits import shorten
 from lockgate.identity._proofs import Signer
 from lockgate.tools._result import ErrorCode
 from lockgate.workflows._catalogue import CatalogueError, describe_worker
-from lockgate.workflows._client_support import (
-    describe_run,
-    graph_name,
-    quote_literal,
-    refusal,
-    status_name,
-)
 from lockgate.workflows._failures import outcome_of
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,
