@@ -1,4 +1,13 @@
-"""Tools: `@tool`, `Param`, the registry that runs the pipeline, and their activities."""
+"""Temporal activities: one per tool, the model call, the webhook delivery, the start check.
+
+With their inputs and names, the seal a tool activity checks, the handover between runs, and a
+refusal as a Temporal failure.
+
+Kept for compatibility: declaring tools and the in-process pipeline (``@tool``, ``Param``,
+``ToolRegistry``, its events, the budget, the verification tools) now live in
+:mod:`lockgate.tools`, and this package re-exports their names as before. lockgate's own modules
+import each name from the module that defines it, never from here.
+"""
 
 from lockgate.activities._activity_inputs import (
     TOOL_ACTIVITY_PREFIX,

@@ -1,7 +1,17 @@
-"""The rules every call is judged by: contexts, results, policy, limits, consent, audit, identity.
+"""The rules every call is judged by, under the name they had: kept for compatibility.
 
-This package never imports temporalio: the same rules run in process, inside activities and
-inside the workflow sandbox.
+This package held three concerns, which now have a package each. It re-exports every name it
+exported before, from the module that now defines it:
+
+- :mod:`lockgate.identity`: keys and keyrings, proofs and their bindings, canonical JSON, the
+  Verifier and passkeys, the Directory, enrolment and names, the worker secret's seals.
+- :mod:`lockgate.tools`: the context a call is judged in, results and error codes, the policy
+  gate, rate limits, confirmations, the audit record and its sinks, model-safe tool names.
+- :mod:`lockgate.gates`: the Authority, gate and park records, approval policies, evidence, the
+  judgements, notifications, and the limits on what a caller sends to a run.
+
+lockgate's own modules import from those, never from here. Like them, this package never imports
+temporalio.
 """
 
 from lockgate.gates._authority import (

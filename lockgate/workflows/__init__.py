@@ -1,4 +1,13 @@
-"""Declared graphs and their Temporal workflows, the durable tool call, and the client."""
+"""Temporal workflows: the graph interpreter, the durable tool call, gates in workflows of your own.
+
+With their inputs, the state a graph run carries across continue-as-new, the task queue's
+catalogue, the notify workflow, and how they schedule activities, fail and version.
+
+Kept for compatibility: the graph language and its compiler now live in :mod:`lockgate.graphs`
+and the clients in :mod:`lockgate.clients`; this package re-exports their names as before (the
+clients' on first use). lockgate's own modules import each name from the module that defines it,
+never from here.
+"""
 
 from __future__ import annotations
 
