@@ -1,5 +1,5 @@
 """Keys, proofs, the Directory, verification, and what a start or a call proof names
-(lockgate.gating)."""
+(lockgate.identity)."""
 
 from __future__ import annotations
 

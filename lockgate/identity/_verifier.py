@@ -8,7 +8,7 @@ proof's age. The result is an
 :class:`~lockgate.gating.Actor`: who the call is verified to come from, never what they hold.
 Scopes and roles are looked up in the Directory each time they are judged.
 
-Like the rest of lockgate.gating this is pure: it imports no temporalio, reads no clock and
+Like the rest of lockgate.identity this is pure: it imports no temporalio, reads no clock and
 touches no file at import time, so it also runs inside the Temporal workflow sandbox.
 
 Example:
