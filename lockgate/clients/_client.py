@@ -71,14 +71,14 @@ from lockgate.identity._directory import Directory
 from lockgate.identity._proofs import Signer
 from lockgate.tools._result import ErrorCode
 from lockgate.workflows._graph_inputs import StartGraphInput
-from lockgate.workflows._graph_state import VERSION_MEMO
+from lockgate.workflows._graph_workflow import VERSION_MEMO
 from lockgate.workflows._own_start import (
     OWN_START_UPDATE,
     SIGNED_START_MEMO,
     payload_arguments,
     start_arguments,
 )
-from lockgate.workflows._own_state import workflow_type_name
+from lockgate.workflows._own_workflows import workflow_type_name
 from lockgate.workflows._search_attributes import (
     LOCKGATE_GRAPH,
     LOCKGATE_STATE,

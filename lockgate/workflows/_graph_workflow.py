@@ -1,4 +1,9 @@
-"""The graph interpreter: one Temporal workflow type per declared graph.
+"""The graph interpreter: one Temporal workflow type per declared graph, one class.
+
+A graph run is one concept, so it is one class, :class:`GraphRun`, read top to bottom in the
+order below: its state, the signals and updates it takes, how it waits, its gates (their rules are
+the shared gate engine's, :mod:`lockgate.gates._gate_engine`), sub-graphs, agent steps, and the
+interpreter that starts, runs nodes, parks and finishes.
 
 History is the run's log. Node runs are activities (each tool's own, through its pipeline, as
 whoever drives the run, under the worker secret's seal; local activities for tools declared
@@ -9,54 +14,341 @@ Channels, trail, budgets and the open gate are rebuilt by replay and stored nowh
 Everything a caller sends is measured and refused with a code before it is stored or echoed;
 nothing a stranger sends can fail the run's task, keep it from finishing or from continuing as
 new (see ``SECURITY.md``).
-"""
+
+A graph run's state, and how it is shown, indexed and handed to the next run.
+
+The interpreter changes this state; its answers and signals read it. All of it is rebuilt by
+replay and stored nowhere else; what it shows holds nothing of what anyone holds.
+
+Signals: how a run takes answers and resumes from the `temporal` CLI and the Temporal UI.
+
+A signal cannot be refused before it is written (unlike an update), so every signal is measured
+on arrival, kept in an inbox, judged on a worker by the same rules as the update validators (a
+regular activity, in arrival order), and recorded: an accepted one moves the run on, a refused
+one becomes a trail row, and past a bound only a count. Nothing a stranger signals is dropped
+unrecorded, fails the run's task, or keeps it from moving on.
+
+Updates and queries: proving who started a run, answering a gate, resuming a parked run,
+cancelling a run, waiting for a run to settle, reading it.
+
+Every update has a validator that refuses, before anything is written, whatever the rules refuse:
+a payload of the wrong shape, size or depth, an answer no verified approver gave for exactly this
+gate of this execution, a wait that could never end or would crowd out other callers. A refusal
+is a code and a sentence, audited once, with no stack trace. Queries write nothing.
+
+Waiting: how a run waits at a gate or a park, and moves to a new history while it does.
+
+A run that waits judges the signals that come, answers its ``settle`` callers, and continues as
+new when the server suggests it, carrying everything under the worker secret's seal.
+
+Gates: opening one, waiting for its answers, and taking the way the decision leads.
+
+A gate's options are its enum's cases; its policy says how many distinct approvers decide it
+(:mod:`lockgate.gates._policies`). Every answer counted is a trail row; the run moves on only
+once the policy has decided.
+
+Sub-graphs: a node that runs another declared graph as a child workflow, and waits for it.
+
+The child is started with the channels both graphs declare and with who drives the parent there,
+handed down under the worker secret's seal (see :mod:`._authority_context`): the child's worker
+believes that driver only once the seal opens for exactly this parent run and this child. The
+child's end comes back as its channels; its outcome routes the parent.
+
+Agent steps: a node where a model works with the node's tools, as the run's driver.
+
+Each model request is one activity, ``lockgate.model`` (sealed: only lockgate's own runs spend
+the deployment's models), whose result is recorded, so a worker that dies after the model
+answered replays without asking it again. Each tool call the model asks for is that tool's own
+sealed activity, run as the run's driver through the whole pipeline, as a tool node's is; a
+call the driver may not make, or of a tool the step does not offer, goes back to the model as
+the tool's return (``denied``) and is a trail row; the run does not park for it.
+
+The conversation lives in the run's state, as Pydantic AI's messages (JSON), only while the step
+needs it across a wait: while the gate its spent budget opened is open (an answer that leads
+back to the step carries it on with a fresh budget), and across a continue-as-new in the middle
+of the step. It is carried to the next run under the worker secret's seal with the rest of the
+state, and dropped once the step ends, parks, or its gate leads elsewhere. It is bounded
+(:data:`MAX_CONVERSATION_BYTES`); a step whose conversation outgrows it parks."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import json
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, ClassVar, NoReturn
 
+from pydantic import BaseModel
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.common import RawValue, SearchAttributeUpdate
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 from lockgate.activities._activity_inputs import (
+    JUDGE_SIGNALS,
+    MODEL_CALL,
     OPEN_START,
+    SETTLING_PROTOCOL,
     VERIFY_CARRIED,
+    JudgeSignalsInput,
+    ModelCallInput,
     OpenStartInput,
+    SignalEntry,
     ToolActivityInput,
     VerifyCarriedInput,
+    carry_binding,
 )
+from lockgate.activities._refusal import Refusal
 from lockgate.activities._temporal import CALLER_MISTAKES
 from lockgate.errors import LockgateError
-from lockgate.gates._authority import node_refusal_sentence
-from lockgate.gates._gates import ParkedNode
-from lockgate.gates._limits import PayloadProblem, shorten
+from lockgate.gates._authority import Authority, node_refusal_sentence
+from lockgate.gates._evidence import evidence_shown
+from lockgate.gates._gate_engine import (
+    DEADLINE_ACTOR,
+    GivenAnswer,
+    answer_counted,
+    deadline_passed,
+    evidence_of_decision,
+    gate_memo,
+    gate_to_judge,
+    opened,
+    uncountable_answer,
+    waits_to_be_counted,
+)
+from lockgate.gates._gates import ENDS_RUN, GateChoice, OpenGate, ParkedNode
+from lockgate.gates._judgements import (
+    Judgement,
+    judge_answer,
+    judge_cancel,
+    judge_resume,
+    judge_start,
+)
+from lockgate.gates._limits import (
+    MAX_ANSWER_BYTES,
+    MAX_DEPTH,
+    MAX_REFUSED_SIGNALS_KEPT,
+    MAX_WAITING_SETTLES,
+    TRAIL_PAGE,
+    PayloadProblem,
+    measure,
+    shorten,
+)
 from lockgate.gates._trail import Outcome, trail_row
-from lockgate.graphs._compiled import END_STATE, CompiledGraph, CompiledNode
+from lockgate.graphs._compiled import END_STATE, CompiledAgent, CompiledGraph, CompiledNode
 from lockgate.identity._actors import Actor
+from lockgate.identity._bindings import gate_subject
+from lockgate.identity._proofs import Proof
+from lockgate.identity._quoting import a_role
+from lockgate.identity._seals import WorkerSecretError
 from lockgate.tools._result import ErrorCode
 from lockgate.workflows import _generated
 from lockgate.workflows._activity_options import (
+    LOCAL_RETRY,
+    LOCAL_TIMEOUT,
+    MODEL_RETRY,
     execute_defined,
+    failure_cause,
     local,
     local_tool_names,
     recorded_local_tools,
+    refused_tool_call,
     runs_local,
 )
-from lockgate.workflows._authority_context import LOCKGATE_WORKFLOW, carry_seal, handover_seal
+from lockgate.workflows._authority_context import (
+    LOCKGATE_WORKFLOW,
+    carry_seal,
+    current_audit,
+    current_authority,
+    handover_seal,
+    judging_authority,
+    record_once,
+)
 from lockgate.workflows._carry import CarriedStateError, RunState
-from lockgate.workflows._failures import UnreadableStart, refusals_complete, refused_run
-from lockgate.workflows._graph_agents import GraphAgents
+from lockgate.workflows._failures import (
+    UnreadableStart,
+    refusals_complete,
+    refuse_update,
+    refused_run,
+)
 from lockgate.workflows._graph_inputs import (
     StartGraphInput,
     channel_ok,
+    one_answer,
     parse_start,
+    settle_input,
+    show_input,
+    start_proof,
 )
-from lockgate.workflows._graph_state import VERSION_MEMO, CancelAccepted, invalid
+from lockgate.workflows._search_attributes import (
+    LOCKGATE_AWAITING,
+    LOCKGATE_GRAPH,
+    LOCKGATE_STATE,
+)
 from lockgate.workflows._signed_starts import await_signed_start
 
-__all__ = ["GraphRun", "graph_workflow"]
+__all__ = [
+    "MAX_CONVERSATION_BYTES",
+    "MAX_TOOL_CALLS_PER_RESPONSE",
+    "VERSION_MEMO",
+    "Accepted",
+    "AgentEnd",
+    "CancelAccepted",
+    "GraphRun",
+    "graph_workflow",
+    "invalid",
+]
+
+
+VERSION_MEMO = "lockgate_version"
+
+
+"""The memo key of the graph version a run follows (the run writes it unless its starter did)."""
+
+
+_SHOWN_REASON_CHARS = 600
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """An answer or resume a signal carried, accepted by the judge."""
+
+    kind: str
+    actor: Actor
+    choice: str | None
+    evidence: Any = None
+    waiver: str | None = None
+
+
+class CancelAccepted(Exception):
+    """Raised where a run waits (a gate, a park) once its requester's cancel was accepted; the
+    interpreter catches it and ends the run as cancelled."""
+
+
+def invalid(sentence: str) -> PayloadProblem:
+    """A ``VALIDATION_ERROR`` problem."""
+    return PayloadProblem(ErrorCode.VALIDATION_ERROR.value, sentence)
+
+
+_JUDGED_AT_ONCE = 25
+
+
+_CARRIED_SIGNAL_BYTES = 512 * 1024
+
+
+def _problem_dict(problem: PayloadProblem) -> dict[str, str]:
+    return {"code": problem.code, "sentence": problem.sentence}
+
+
+def _refused_payload(problem: PayloadProblem | None) -> Judgement | None:
+    if problem is None:
+        return None
+    return Judgement.refuse(ErrorCode(problem.code), problem.sentence)
+
+
+def _audit(event: str, accepted: bool, actor: Actor, **facts: Any) -> None:
+    # Update handlers run again on replay; the audit record is written only the first time.
+    if workflow.unsafe.is_replaying():
+        return
+    authority = current_authority()
+    if authority is not None:
+        authority.audit.event(event, accepted=accepted, actor=actor.to_dict(), **facts)
+
+
+MAX_CONVERSATION_BYTES = 256_000
+
+
+"""How large an agent step's conversation may grow: every model request carries all of it, and
+a run carries it across a gate and into its next history."""
+
+
+MAX_TOOL_CALLS_PER_RESPONSE = 16
+
+
+"""How many tool calls of one model response run; the rest are refused back to the model (a
+budget counts requests, and one response could otherwise ask for any number of calls)."""
+
+
+_DENIED = frozenset(
+    {
+        ErrorCode.FORBIDDEN.value,
+        ErrorCode.UNAUTHORIZED.value,
+        ErrorCode.TOOL_NOT_FOUND.value,
+        ErrorCode.NOT_FOUND.value,
+        ErrorCode.RATE_LIMITED.value,
+        ErrorCode.CONFIRMATION_REQUIRED.value,
+    }
+)
+
+
+"""Refusals a model is told of as a denial (a decision, not a fault); a validation error asks it
+to retry the call; anything else is the tool's failure."""
+
+
+_NAME_SHOWN = 64
+
+
+@dataclass
+class AgentEnd:
+    """How an agent step ended: its output (the channel it writes), or why it could not finish;
+    neither when its budget was spent and the run moved on to the gate that decides."""
+
+    output: dict[str, Any] | None = None
+    problem: str | None = None
+    ran: dict[str, Any] = field(default_factory=dict)
+
+
+_TOO_LARGE = (
+    f"its conversation outgrew what a step carries ({MAX_CONVERSATION_BYTES // 1000} kB, "
+    f"{2 * MAX_DEPTH} levels deep)"
+)
+
+
+def _too_large(record: dict[str, Any]) -> bool:
+    """Whether the conversation (and what the next request adds) outgrew its bound."""
+    problem = measure(
+        [record["messages"], record["next"]],
+        what="The conversation",
+        max_bytes=MAX_CONVERSATION_BYTES,
+        # The messages' own nesting comes on top of what the tools returned.
+        max_depth=2 * MAX_DEPTH,
+    )
+    return problem is not None
+
+
+def _prompt(value: Any) -> str:
+    """A channel's value as the model's prompt: text as it is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _spent(agent: CompiledAgent, record: dict[str, Any]) -> str | None:
+    """What of the step's budget is spent, in words, or None while it lasts."""
+    if agent.requests is not None and record["requests"] >= agent.requests:
+        return f"{agent.requests} model request{'s' if agent.requests != 1 else ''}"
+    if agent.tokens is not None and record["tokens"] >= agent.tokens:
+        return f"{record['tokens']} of {agent.tokens} tokens"
+    return None
+
+
+def _tool_refusal(error: ActivityError) -> tuple[str, str]:
+    """The code and sentence of a tool activity that refused or failed."""
+    refused = refused_tool_call(error)
+    assert refused.error is not None
+    return refused.error.code, str(refused.meta.get("why") or refused.error.message)
+
+
+def _model_failure(error: ActivityError) -> str:
+    cause = failure_cause(error)
+    if isinstance(cause, ApplicationError) and cause.type in CALLER_MISTAKES:
+        return f"its model request was refused: {cause.message.rstrip('.')} ({cause.type})"
+    message = getattr(cause, "message", None) or str(cause or error)
+    return f"its model request failed after its retries: {message}"
 
 
 def _first_sentence_error(error: BaseException) -> str:
@@ -67,11 +359,1381 @@ def _first_sentence_error(error: BaseException) -> str:
 
 
 _PARKED = object()
+
+
 """What running a node returns once it parked the run instead."""
 
 
-class GraphRun(GraphAgents):
-    """The interpreter every graph's workflow class inherits; see :func:`graph_workflow`."""
+class GraphRun:
+    """A graph run: one Temporal workflow type per declared graph, interpreted here.
+
+    One class, in the order a reader meets a run: its state and how it is shown; the signals
+    and updates it takes; how it waits; its gates; sub-graphs; agent steps; and the
+    interpreter that starts, runs nodes, parks and finishes."""
+
+    # What a graph run is, at any moment.
+
+    graphs: ClassVar[dict[int, CompiledGraph]] = {}
+
+    # Fixed at the start (or by the carried state).
+    _graph: CompiledGraph
+    _run_id: str
+    _execution: str
+    _start: StartGraphInput
+    _refusal: PayloadProblem | None
+    _carry: str  # "none"; "pending" until a carried state's seal opens; then "open"
+    _carried_signals: int  # how many of the inbox's first entries the carried state brought
+    _local_tools: frozenset[str] | None  # as the start check recorded them (None: by patch)
+    # The protocol the run's start check recorded (None until one ran; see RUN_PROTOCOL).
+    _protocol: int | None
+    # Who signed the run's start, once its `start` update was accepted.
+    _start_actor: Actor | None
+    _begun: bool  # the run has settled who started it: no start proof is taken any more
+    # The run: what it carries to its next history is exactly `_run`.
+    _run: RunState
+    _status: str
+    # When the open gate opened (None for a gate a carried state brought): for time to answer.
+    _gate_opened_at: datetime | None = None
+    _parked: ParkedNode | None
+    # Callers.
+    _inbox: list[SignalEntry]
+    _answer: GivenAnswer | None
+    _resumer: Actor | None
+    # Who cancelled the run (once their `cancel` update was accepted), and why.
+    _canceller: Actor | None
+    _cancel_reason: str | None
+    _waiting_settles: int
+    _deadline_timer: asyncio.Future[None] | None  # the open gate's deadline, while it runs
+    _deadline_passed: bool
+    # Sub-graphs.
+    _child: dict[str, Any] | None  # the sub-graph run this run waits for, if any
+    _releasing: bool
+    _refused_signals_kept: int
+
+    def _fresh_state(self, requester: Actor) -> None:
+        self._status = "running"
+        self._run = RunState(
+            state=self._graph.start,
+            channels=dict(self._graph.defaults),
+            trail=[],
+            taken={},
+            visits={},
+            requester=requester,
+            driver=requester,
+            gate=None,
+            gate_openings=0,
+            parkings=0,
+            spent=[],
+            settles=0,
+        )
+        self._parked = None
+        self._refused_signals_kept = 0
+
+    def _record(self, event: str, **facts: Any) -> None:
+        """An audit record of what the run itself did, as its driver (see :func:`record_once`)."""
+        record_once(event, self._run.driver, self._graph.name, self._run_id, **facts)
+
+    def _target(self) -> dict[str, Any] | None:
+        target = self._graph.target
+        return {target: self._run.channels.get(target)} if target else None
+
+    def _gate_memo(self, *, keep_opened_at: bool = False) -> dict[str, Any]:
+        assert self._run.gate is not None
+        written = workflow.memo_value("lockgate_gate", default=None) if keep_opened_at else None
+        shows = {"target": self._target(), "version": self._graph.version}
+        return gate_memo(self._run.gate, shows, written, workflow.now())
+
+    def _gate_to_judge(self) -> OpenGate | None:
+        """The gate an answer arriving now would answer (see :func:`gate_to_judge`)."""
+        return gate_to_judge(self._run.gate, self._answer)
+
+    def _gate_view(self) -> dict[str, Any]:
+        assert self._run.gate is not None
+        view = self._run.gate.to_dict()
+        view["options"] = self._run.gate.options
+        view["target"] = self._target()
+        return view
+
+    def _view(
+        self, trail_from: int | None = None, trail_limit: int | None = TRAIL_PAGE
+    ) -> dict[str, Any]:
+        """The run, its trail paged (the newest rows unless ``trail_from``); with no limit, the
+        whole trail (a finished run's result, which no stranger can make large: refused rows
+        are bounded)."""
+        graph = self._graph
+        total = len(self._run.trail)
+        if trail_limit is None:
+            first, rows = 0, list(self._run.trail)
+        else:
+            first = max(total - trail_limit, 0) if trail_from is None else min(trail_from, total)
+            rows = self._run.trail[first : first + trail_limit]
+        shown: dict[str, Any] = {
+            "ok": self._refusal is None,
+            "run_id": self._run_id,
+            "execution": self._execution,
+            "graph": graph.name,
+            "version": graph.version,
+            "status": self._status,
+            "state": self._run.state if self._run.state != END_STATE else None,
+            "requester": self._run.requester.to_dict(),
+            "awaiting": self._gate_view() if self._run.gate else None,
+            "parked": self._parked.to_dict() if self._parked else None,
+            "channels": dict(self._run.channels),
+            "budgets": {
+                code: {"taken": self._run.taken.get(code, 0), "at_most": at_most}
+                for code, at_most in graph.budgets.items()
+            },
+            "trail": rows,
+            "trail_from": first,
+            "trail_total": total,
+            "settles": self._run.settles,
+        }
+        if self._run.parent is not None:
+            shown["parent"] = dict(self._run.parent)
+        if self._child is not None:
+            shown["child"] = dict(self._child)
+        if self._run.conversations:
+            # What an agent step waiting here has used, for whoever decides whether it goes on.
+            shown["conversations"] = {
+                step: {"messages": len(record["messages"]), **record["total"]}
+                for step, record in self._run.conversations.items()
+            }
+        if self._run.refused_signals_dropped:
+            shown["refused_signals_not_kept"] = self._run.refused_signals_dropped
+        if self._run.ignored_inputs:
+            shown["ignored_inputs"] = list(self._run.ignored_inputs)
+        if self._refusal is not None:
+            shown["error"] = {"code": self._refusal.code, "message": self._refusal.sentence}
+        return shown
+
+    def _settled(self) -> None:
+        self._run.settles += 1
+
+    def _quiet_attributes(self) -> bool:
+        """Whether the run writes its search attributes only when it settles (a gate opens, a
+        node parks), as runs recorded from :data:`SETTLING_PROTOCOL` on do; runs recorded before
+        also wrote them when an answer or resume moved them on and when they finished."""
+        return (self._protocol or 1) >= SETTLING_PROTOCOL
+
+    def _settle_attributes_moving_on(self, state: str) -> None:
+        """After an answer or a resume sends the run on to ``state``: its search attributes
+        still name the gate or park just left. They are put right only if the run may still open
+        a gate from there; a run that will only run nodes and end leaves them (its memo says no
+        gate is open, which ``pending`` reads; ExecutionStatus says when it has ended), one
+        billed upsert fewer."""
+        if not self._quiet_attributes() or self._graph.may_open_a_gate_from(state):
+            self._upsert_search_attributes()
+        else:
+            self._show_details()
+
+    def _show_details(self) -> None:
+        """Tells the Temporal UI what the run is doing (its current details; no write)."""
+        workflow.set_current_details(self._details())
+
+    def _upsert_search_attributes(self) -> None:
+        """Brings the run's search attributes up to date, writing only what changed, and tells
+        the Temporal UI what the run waits for (its current details)."""
+        self._show_details()
+        current = workflow.info().typed_search_attributes
+        wanted = {
+            LOCKGATE_GRAPH: self._graph.name,
+            LOCKGATE_STATE: self._status,
+            LOCKGATE_AWAITING: self._run.gate.role if self._run.gate is not None else None,
+        }
+        updates: list[SearchAttributeUpdate[Any]] = []
+        for key, value in wanted.items():
+            if current.get(key) == value:
+                continue
+            updates.append(key.value_set(value) if value is not None else key.value_unset())
+        if updates:
+            workflow.upsert_search_attributes(updates)
+
+    def _details(self) -> str:
+        """What the run is doing, in the Temporal UI's words (Markdown)."""
+        graph = f"**{self._graph.name}** v{self._graph.version}"
+        gate = self._run.gate
+        if self._status == "waiting" and gate is not None:
+            options = ", ".join(
+                f"`{choice.option}`" + (" (ends the run)" if choice.ends_run else "")
+                for choice in gate.choices
+            )
+            policy = gate.policy
+            if gate.due_at is not None:
+                options += f" Its deadline passes at {gate.due_at}."
+            if not policy.single:
+                options += (
+                    f" It needs {policy.approvals} matching answers ({policy.name}); "
+                    f"{len(gate.answers)} given so far."
+                )
+            return (
+                f"{graph} waits for **{a_role(gate.role)}** at gate `{gate.gate}`: "
+                f"{gate.because} Options: {options}. Answer with `lockgate decide "
+                f"{self._run_id} OPTION --as YOU`."
+            )
+        if self._status == "parked" and self._parked is not None:
+            return (
+                f"{graph} is parked at node `{self._parked.node}` ({self._parked.operation}): "
+                f"`lockgate resume {self._run_id} --as SOMEONE` carries it on."
+            )
+        if self._status == "refused" and self._refusal is not None:
+            return f"{graph}: refused [{self._refusal.code}] {self._refusal.sentence}"
+        if self._status == "finished":
+            return f"{graph} finished."
+        if self._status == "cancelled" and self._canceller is not None:
+            return f"{graph} was cancelled by {self._canceller.actor}."
+        if self._status == "starting":
+            return (
+                f"{graph} waits for its signed start proof (`lockgate sign start {self._run_id}`)."
+            )
+        return f"{graph} is running (at `{self._run.state}`, driven by {self._run.driver.actor})."
+
+    def _sync_memo(self) -> None:
+        """Overwrites any lockgate memo the starter wrote: only the run says what it waits for,
+        and on which version of its graph it runs."""
+        wanted: dict[str, Any] = {
+            "lockgate_gate": self._gate_memo() if self._run.gate is not None else None,
+            "lockgate_parked": self._parked.to_dict() if self._parked is not None else None,
+            VERSION_MEMO: self._graph.version,
+        }
+        stale: dict[str, Any] = {}
+        for key, value in wanted.items():
+            written = workflow.memo_value(key, default=None)
+            # The gate and park are written as they open and close; only their presence is
+            # checked here (a forged one goes). The version is the run's own, always.
+            differs = (
+                written != value if key == VERSION_MEMO else (written is None) != (value is None)
+            )
+            if differs:
+                stale[key] = value
+        if stale:
+            workflow.upsert_memo(stale)
+
+    def _record_refused_signal(self, name: str, judged: Judgement) -> None:
+        """One trail row per refused signal, up to a bound; beyond it they are only counted
+        (each is in the worker's audit log), so strangers cannot bloat the run."""
+        if self._refused_signals_kept >= MAX_REFUSED_SIGNALS_KEPT:
+            self._run.refused_signals_dropped += 1
+            return
+        self._refused_signals_kept += 1
+        # A signal without a valid proof still came from someone: record them the way an
+        # unsigned Temporal caller is recorded everywhere else, so every row's `by` has one shape.
+        sender = judged.actor or Actor.unverified("temporal")
+        self._run.trail.append(
+            trail_row(
+                self._run.state,
+                f"signal:{name}",
+                "refused",
+                sender,
+                needs=list(judged.needs),
+                answer=shorten(judged.choice),
+                code=judged.code,
+                why=shorten(judged.reason or "", _SHOWN_REASON_CHARS),
+            )
+        )
+
+    def _spend(self, actor: Actor) -> None:
+        """Records the nonce of the proof ``actor`` came with: this run takes it once."""
+        if actor.authorization:
+            self._run.spent.append(actor.authorization)
+
+    def _refuse_late_signal(self, accepted: Accepted) -> None:
+        if accepted.actor.authorization in self._run.spent:
+            self._run.spent.remove(accepted.actor.authorization)
+        self._record_refused_signal(
+            accepted.kind,
+            Judgement.refuse(
+                ErrorCode.GATE_NOT_PENDING
+                if accepted.kind == "decide"
+                else ErrorCode.NOTHING_TO_RESUME,
+                f"Another {accepted.kind} was accepted while this one was judged.",
+                actor=accepted.actor,
+                choice=accepted.choice,
+            ),
+        )
+
+    def _take_signalled(self, accepted: Accepted) -> None:
+        """An answer or resume a signal carried, accepted by the judge: taken like an update's,
+        unless an update got in while the signal was judged (it was promised, so it stands)."""
+        if accepted.kind == "decide" and accepted.choice and self._run.gate is not None:
+            if self._answer is None:
+                self._answer = GivenAnswer(
+                    accepted.choice, accepted.actor, accepted.evidence, accepted.waiver
+                )
+                return
+        elif accepted.kind == "resume" and self._parked is not None and self._resumer is None:
+            self._resumer = accepted.actor
+            return
+        self._refuse_late_signal(accepted)
+
+    def _carried(self) -> dict[str, Any]:
+        """The run's state for its next history, with the signals not judged yet."""
+        inbox = [dataclasses.asdict(entry) for entry in self._inbox]
+        return dataclasses.replace(self._run, inbox=inbox).to_dict()
+
+    def _restore(self, carried: RunState) -> None:
+        self._run = dataclasses.replace(carried, inbox=[])
+        if self._run.gate is not None:
+            self._status = "waiting"
+        self._refused_signals_kept = sum(
+            1 for row in carried.trail if str(row.get("operation", "")).startswith("signal:")
+        )
+        self._inbox = [SignalEntry(**entry) for entry in carried.inbox]
+
+    # The signal handler and the judging of what signals brought.
+
+    @workflow.signal(dynamic=True)
+    def receive_signal(self, name: str, args: Sequence[RawValue]) -> None:
+        """Every signal: ``decide`` and ``resume`` are judged on the worker; others refused.
+
+        Nothing is dropped: a payload too large, too deep or unreadable is still judged (and
+        refused, unread), so it is audited and counted in the trail.
+        """
+        entry = SignalEntry(name=name[:64])
+        if len(args) != 1:
+            entry.problem = _problem_dict(
+                invalid(f"A `{entry.name}` signal takes one payload; it got {len(args)}.")
+            )
+        elif args[0].payload.ByteSize() > MAX_ANSWER_BYTES:
+            entry.problem = _problem_dict(
+                PayloadProblem(
+                    ErrorCode.PAYLOAD_TOO_LARGE.value,
+                    f"The `{entry.name}` signal's payload is larger than "
+                    f"{MAX_ANSWER_BYTES // 1024} kB, the most a run takes; it was not read.",
+                )
+            )
+        else:
+            try:
+                entry.value = workflow.payload_converter().from_payload(args[0].payload)
+            except Exception:
+                entry.problem = _problem_dict(
+                    invalid(f"The `{entry.name}` signal's payload could not be read as JSON.")
+                )
+            else:
+                problem = measure(
+                    entry.value, what=f"The `{entry.name}` signal", max_bytes=MAX_ANSWER_BYTES
+                )
+                if problem is not None:
+                    entry.value, entry.problem = None, _problem_dict(problem)
+        self._inbox.append(entry)
+
+    async def _judge_inbox(self) -> Accepted | None:
+        """Judges the signals waiting (in batches, in arrival order) and records the refused."""
+        # At a gate of several approvers each signal is judged against the answers counted
+        # before it, so one at a time; a single gate closes on the first accepted.
+        several = self._run.gate is not None and not self._run.gate.policy.single
+        at_once = 1 if several else _JUDGED_AT_ONCE
+        entries, self._inbox = self._inbox[:at_once], self._inbox[at_once:]
+        batch = JudgeSignalsInput(
+            entries=entries,
+            graph=self._graph.name,
+            run=self._run_id,
+            execution=self._execution,
+            status=self._status,
+            gate=self._run.gate.to_dict() if self._run.gate and self._answer is None else None,
+            parked=self._parked.to_dict() if self._parked and self._resumer is None else None,
+            spent_nonces=list(self._run.spent),
+            version=self._graph.version,
+        )
+        try:
+            # A regular activity, not a local one: replay hands a local activity its recorded
+            # result at once, which can move what the run decides next (continue as new) ahead of
+            # signals that came in the same task, and those would never reach the run.
+            verdicts = await workflow.execute_activity(
+                JUDGE_SIGNALS,
+                batch,
+                result_type=list,
+                start_to_close_timeout=LOCAL_TIMEOUT,
+                retry_policy=LOCAL_RETRY,
+                summary=f"judge {len(entries)} signal(s)",
+            )
+        except ActivityError as error:
+            reason = f"It could not be judged ({error.cause or error}); send it again."
+            verdicts = [
+                Judgement.refuse(ErrorCode.INTERNAL_ERROR, reason).to_dict() for _ in entries
+            ]
+        accepted: Accepted | None = None
+        for entry, verdict in zip(entries, verdicts, strict=True):
+            judged = Judgement.from_dict(verdict)
+            if judged.accepted and judged.actor is not None and accepted is None:
+                self._spend(judged.actor)
+                accepted = Accepted(
+                    entry.name, judged.actor, judged.choice, judged.evidence, judged.waiver
+                )
+            else:
+                self._record_refused_signal(entry.name, judged)
+        return accepted
+
+    def _bound_inbox_to_carry(self) -> None:
+        """Keeps the signals waiting that fit the next run's start; the rest are refused (and
+        counted), so that a flood of signals can neither stop the run moving on nor be lost."""
+        carried: list[SignalEntry] = []
+        budget = _CARRIED_SIGNAL_BYTES
+        for entry in self._inbox:
+            size = 64 + (MAX_ANSWER_BYTES if entry.value is not None else 0)
+            if size > budget:
+                self._record_refused_signal(
+                    entry.name,
+                    Judgement.refuse(
+                        ErrorCode.RATE_LIMITED,
+                        "It arrived as the run moved to a new history with more signals waiting "
+                        "than a run carries over; it was not judged. Send it again.",
+                    ),
+                )
+                continue
+            budget -= size
+            carried.append(entry)
+        self._inbox = carried
+
+    # The `start`, `decide`, `resume`, `cancel` and `settle` updates and the `show` and
+    # `awaiting` queries of every graph's workflow.
+
+    @workflow.update(
+        name="start",
+        description=(
+            "Say who started this run: paste the signed start that `lockgate sign start RUN "
+            "--as YOU` prints. Taken once, before the run begins."
+        ),
+    )
+    async def start(self, *args: Any) -> dict[str, Any]:
+        """Records the starter the validator accepted, then returns once the run settles (or at
+        once, asked with ``{proof, settle: false}``)."""
+        value, settle, _ = start_proof(args)
+        actor = Actor.of_proof(Proof.parse(value))
+        if self._begun or self._start_actor is not None:
+            # Another start proof got in first, validated in the same task as this one.
+            raise Refusal(
+                ErrorCode.GATE_NOT_PENDING.value,
+                f"Run '{self._run_id}' already knows who started it.",
+            )
+        _audit("run.start", True, actor, graph=self._graph.name, run=self._run_id)
+        self._start_actor = self._run.requester = self._run.driver = actor
+        if not settle:
+            return self._view()
+        return await self._after_settling(self._run.settles)
+
+    @start.validator
+    def validate_start(self, *args: Any) -> None:
+        """Refuses, before anything is written, a start proof that does not name exactly this
+        run (graph, workflow id, execution, version, inputs), and any once the run has begun."""
+        authority = judging_authority()
+        value, _, problem = start_proof(args)
+        judgement = (
+            _refused_payload(problem)
+            or self._start_taken()
+            or judge_start(
+                authority,
+                value,
+                graph=self._graph.name,
+                run=self._run_id,
+                execution=self._execution,
+                version=self._graph.version,
+                inputs=self._start.inputs,
+            )
+        )
+        if not judgement.accepted:
+            self._refuse(authority, "run.start", judgement)
+
+    def _start_taken(self) -> Judgement | None:
+        """A refusal once the run takes no start proof: it has begun, was refused at its start,
+        or is one a parent run or an earlier run of its chain started."""
+        if self._start.carried is not None or self._start.handed is not None:
+            return Judgement.refuse(
+                ErrorCode.GATE_NOT_PENDING,
+                f"Run '{self._run_id}' was started by lockgate itself (a run it continued, or a "
+                "sub-graph its parent started): it takes no start proof.",
+            )
+        if self._refusal is not None:
+            return Judgement.refuse(
+                ErrorCode.GATE_NOT_PENDING,
+                f"Run '{self._run_id}' was refused at its start, so nothing runs for any proof: "
+                f"{self._refusal.sentence}",
+            )
+        if self._begun or self._start_actor is not None:
+            who = (self._start_actor or self._run.requester).actor
+            return Judgement.refuse(
+                ErrorCode.GATE_NOT_PENDING,
+                f"Run '{self._run_id}' has begun, started by {who}: a run takes its start proof "
+                "once, before it begins.",
+            )
+        return None
+
+    @workflow.update(
+        name="decide",
+        description=(
+            "Answer the open gate. Paste the signed answer that `lockgate sign decide RUN "
+            "CHOICE --as YOU` prints; unsigned answers are refused."
+        ),
+    )
+    async def decide(self, *args: Any) -> dict[str, Any]:
+        """Records an answer the validator accepted, then returns once the run settles."""
+        await workflow.wait_condition(lambda: self._carry != "pending")
+        proof = Proof.parse(args[0])
+        choice = str(proof.authorizes["choice"])
+        actor = Actor.of_proof(proof)
+        while waits_to_be_counted(self._run.gate, self._answer):
+            # Several approvers: one accepted before this one is counted first.
+            await workflow.wait_condition(lambda: self._answer is None)
+        gate = self._run.gate
+        refused = uncountable_answer(
+            gate, self._answer, proof.authorizes.get("gate"), actor, self._run_id
+        )
+        if refused is not None:
+            # Another answer got in first, or the same approver answered twice, in one task.
+            raise Refusal(refused[0].value, refused[1])
+        assert gate is not None
+        _audit(
+            "gate.decide",
+            True,
+            actor,
+            graph=self._graph.name,
+            run=self._run_id,
+            gate=gate.gate,
+            answer=choice,
+            role=gate.role,
+            waited_seconds=(
+                (workflow.now() - self._gate_opened_at).total_seconds()
+                if self._gate_opened_at is not None
+                else None
+            ),
+        )
+        self._answer = GivenAnswer(
+            choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
+        )
+        return await self._after_settling(self._run.settles)
+
+    @decide.validator
+    def validate_decide(self, *args: Any) -> None:
+        """Refuses, before anything is written, every answer the gate rules refuse."""
+        authority, judgement = self._judged(
+            args,
+            "decide",
+            lambda authority, answer: judge_answer(
+                authority,
+                answer,
+                graph=self._graph.name,
+                run=self._run_id,
+                gate=self._gate_to_judge(),
+                spent_nonces=self._run.spent,
+                evidence_models=self._evidence_models(),
+            ),
+        )
+        if not judgement.accepted:
+            self._refuse(
+                authority,
+                "gate.decide",
+                judgement,
+                gate=self._run.gate.gate if self._run.gate else None,
+                answer=shorten(judgement.choice),
+            )
+
+    @workflow.update(
+        name="resume",
+        description=(
+            "Carry on a run parked at a node its caller could not run, as a caller who can. "
+            "Paste what `lockgate sign resume RUN --as YOU` prints."
+        ),
+    )
+    async def resume(self, *args: Any) -> dict[str, Any]:
+        """Records a resume the validator accepted, then returns once the run settles."""
+        await workflow.wait_condition(lambda: self._carry != "pending")
+        proof = Proof.parse(args[0])
+        parked = self._parked
+        if (
+            parked is None
+            or self._resumer is not None
+            or proof.authorizes.get("node") != parked.node
+        ):
+            raise Refusal(
+                ErrorCode.NOTHING_TO_RESUME.value,
+                f"Run '{self._run_id}' is not parked: there is nothing to resume.",
+            )
+        actor = Actor.of_proof(proof)
+        self._spend(actor)
+        _audit(
+            "run.resume", True, actor, graph=self._graph.name, run=self._run_id, node=parked.node
+        )
+        self._resumer = actor
+        return await self._after_settling(self._run.settles)
+
+    @resume.validator
+    def validate_resume(self, *args: Any) -> None:
+        """Refuses, before anything is written, a resume the rules refuse."""
+        authority, judgement = self._judged(
+            args,
+            "resume",
+            lambda authority, value: judge_resume(
+                authority,
+                value,
+                graph=self._graph.name,
+                run=self._run_id,
+                execution=self._execution,
+                status=self._status,
+                parked=self._parked if self._resumer is None else None,
+                spent_nonces=self._run.spent,
+            ),
+        )
+        if not judgement.accepted:
+            self._refuse(
+                authority,
+                "run.resume",
+                judgement,
+                node=self._parked.node if self._parked else None,
+            )
+
+    @workflow.update(
+        name="cancel",
+        description=(
+            "End this run for good, as the person who started it. Sent by `lockgate cancel RUN "
+            "--as YOU`; unsigned cancels are refused."
+        ),
+    )
+    async def cancel(self, *args: Any) -> dict[str, Any]:
+        """Records a cancel the validator accepted, then returns once the run has ended (at the
+        gate or park it waits at, or once the node it runs now returns)."""
+        await workflow.wait_condition(lambda: self._carry != "pending")
+        proof = Proof.parse(args[0])
+        if self._canceller is not None or self._status in ("finished", "refused", "cancelled"):
+            # Another cancel got in first, or the run ended, after this one was validated.
+            raise Refusal(
+                ErrorCode.NOTHING_TO_CANCEL.value,
+                f"Run '{self._run_id}' has ended or is ending: there is nothing to cancel.",
+            )
+        actor = Actor.of_proof(proof)
+        self._spend(actor)
+        reason = proof.authorizes.get("reason")
+        self._cancel_reason = reason if isinstance(reason, str) and reason else None
+        _audit(
+            "run.cancel",
+            True,
+            actor,
+            graph=self._graph.name,
+            run=self._run_id,
+            reason=self._cancel_reason,
+        )
+        self._canceller = actor
+        return await self._after_settling(self._run.settles)
+
+    @cancel.validator
+    def validate_cancel(self, *args: Any) -> None:
+        """Refuses, before anything is written, a cancel the rules refuse: anyone's but the
+        requester's own, signed for this execution."""
+        authority, judgement = self._judged(
+            args,
+            "cancel",
+            lambda authority, value: judge_cancel(
+                authority,
+                value,
+                graph=self._graph.name,
+                run=self._run_id,
+                execution=self._execution,
+                status="cancelled" if self._canceller is not None else self._status,
+                requester=self._run.requester,
+                spent_nonces=self._run.spent,
+            ),
+        )
+        if judgement.accepted:
+            judgement = self._not_cancellable_now(judgement) or judgement
+        if not judgement.accepted:
+            self._refuse(authority, "run.cancel", judgement)
+
+    def _not_cancellable_now(self, judgement: Judgement) -> Judgement | None:
+        """A refusal, for the canceller ``judgement`` accepted, while the run cannot stop where
+        it is: before it has begun, or while it waits for a sub-graph run (which would go on
+        without it); else None."""
+        if not self._begun:
+            return Judgement.refuse(
+                ErrorCode.NOTHING_TO_CANCEL,
+                f"Run '{self._run_id}' has not begun: cancel it once it runs.",
+                actor=judgement.actor,
+            )
+        if self._child is not None:
+            return Judgement.refuse(
+                ErrorCode.NOTHING_TO_CANCEL,
+                f"Run '{self._run_id}' waits for its sub-graph run "
+                f"'{self._child.get('run_id')}': cancel that run first.",
+                actor=judgement.actor,
+            )
+        return None
+
+    def _evidence_models(self) -> Mapping[str, type[BaseModel]]:
+        """The evidence models of the gate open now (none when no gate is)."""
+        if self._run.gate is None or self._run.gate.ask not in self._graph.asks:
+            return {}
+        return self._graph.asks[self._run.gate.ask].evidence
+
+    def _answerable(self) -> bool:
+        return self._run.gate is not None and self._answer is None and self._carry != "pending"
+
+    def _judged(
+        self,
+        args: Sequence[Any],
+        update: str,
+        judge: Callable[[Authority, object], Judgement],
+    ) -> tuple[Authority, Judgement]:
+        """How an update's validator judges what it was sent: refused while the run takes no
+        answers, or for a payload that is not one value, else as ``judge`` says."""
+        authority = judging_authority()
+        value, problem = one_answer(args, update)
+        judgement = (
+            self._not_ready(authority) or _refused_payload(problem) or judge(authority, value)
+        )
+        return authority, judgement
+
+    def _not_ready(self, authority: Authority) -> Judgement | None:
+        """A refusal while this run cannot take answers: its carried state is not yet believed
+        (and its seal does not open now), or it is moving to a new history."""
+        if self._carry != "pending":
+            return None
+        # Validators never replay, so they may consult the secret; the run's own check of this
+        # seal is recorded (a local activity) before the answer takes effect.
+        info = workflow.info()
+        try:
+            binding = carry_binding(
+                info.workflow_id, self._execution, info.continued_run_id or "", self._start.carried
+            )
+            opens = authority.sealer.opens(carry_seal(info.headers), "carry", binding)
+        except WorkerSecretError:
+            opens = False
+        if opens:
+            return None
+        return Judgement.refuse(
+            ErrorCode.GATE_NOT_PENDING,
+            f"Run '{self._run_id}' takes no answers: the state it was started with was not "
+            "handed over by lockgate's workers.",
+        )
+
+    def _refuse(
+        self, authority: Authority, event: str, judgement: Judgement, **facts: Any
+    ) -> NoReturn:
+        """Audits a validator's refusal on this run, then raises it."""
+        refuse_update(
+            authority.audit, event, judgement, graph=self._graph.name, run=self._run_id, **facts
+        )
+
+    @workflow.update(
+        name="settle",
+        description="Wait until the run settles: a gate opens, a node parks, or the run ends.",
+    )
+    async def settle(self, *args: Any) -> dict[str, Any]:
+        """Returns :meth:`show` once the run has settled more than ``after`` times."""
+        wait, _ = settle_input(args)
+        self._waiting_settles += 1
+        try:
+            return await self._after_settling(wait.after, released=True)
+        finally:
+            self._waiting_settles -= 1
+
+    @settle.validator
+    def validate_settle(self, *args: Any) -> None:
+        """Refuses a settle that could never return or that would crowd out other callers."""
+        wait, problem = settle_input(args)
+        if problem is None and not 0 <= wait.after <= self._run.settles:
+            problem = invalid(
+                f"'after' counts the times run '{self._run_id}' has settled (0 to "
+                f"{self._run.settles} so far); a settle waits for the next one after it."
+            )
+        if problem is None and self._waiting_settles >= MAX_WAITING_SETTLES:
+            problem = PayloadProblem(
+                ErrorCode.RATE_LIMITED.value,
+                f"Run '{self._run_id}' already has {MAX_WAITING_SETTLES} callers waiting for it "
+                "to settle; ask again when one returns, or read it with the `show` query.",
+            )
+        if problem is not None:
+            raise Refusal(problem.code, problem.sentence, never_stored=True)
+
+    async def _after_settling(self, after: int, *, released: bool = False) -> dict[str, Any]:
+        """The run once it has settled more than ``after`` times, or has ended (it settles no
+        more), or, for a ``settle`` caller, moves to a new history and answers its waiting
+        callers."""
+        await workflow.wait_condition(
+            lambda: (
+                self._run.settles > after
+                or self._status in ("finished", "refused", "cancelled")
+                or (released and self._releasing)
+            )
+        )
+        view = self._view()
+        if self._run.settles <= after and self._status not in ("finished", "refused", "cancelled"):
+            # Not settled: the caller asks again (on the next history) with `after` = settles.
+            view["moving_to_new_history"] = True
+        return view
+
+    @workflow.query(name="show", description="The run: state, channels, trail, gate, budgets.")
+    def show(self, *args: Any) -> dict[str, Any]:
+        """The run as it stands, with a page of its trail (``{trail_from?, trail_limit?}``)."""
+        page = show_input(args)
+        return self._view(page.trail_from, page.trail_limit)
+
+    @workflow.query(
+        name="awaiting",
+        description="What the run waits for: the open gate as its approver is shown it, or the "
+        "node it is parked at; with the execution a signed answer names.",
+    )
+    def awaiting(self) -> dict[str, Any]:
+        """The gate or park a signer binds an answer or resume to, as this worker reports it."""
+        return {
+            "graph": self._graph.name,
+            "run_id": self._run_id,
+            "execution": self._execution,
+            "status": self._status,
+            # Nothing of a carried state is reported before its seal has been opened.
+            "gate": self._gate_view() if self._answerable() else None,
+            "parked": self._parked.to_dict() if self._parked and self._carry != "pending" else None,
+        }
+
+    # Waiting for an answer or a resume, and continuing as new when it is due.
+
+    async def _continue_as_new_if_due(self) -> None:
+        """Starts a fresh history when the server suggests it; nothing is lost or run twice.
+
+        Callers of ``settle`` waiting on this history are answered first with the run as it
+        stands, so no stranger can hold the run here. A caller whose answer was accepted is
+        waiting for the run to settle: the run moves on until it does, and continues as new
+        then. Channels, trail, budgets, an open gate (so signed answers stay good) and signals
+        not judged yet are carried, under the worker secret's seal; a flood of signals cannot
+        keep the run from moving on.
+        """
+        if not workflow.info().is_continue_as_new_suggested():
+            return
+        if self._waiting_settles:
+            self._releasing = True
+            await workflow.wait_condition(lambda: self._waiting_settles == 0)
+            self._releasing = False
+        if not workflow.all_handlers_finished():
+            return
+        if self._answer is not None or self._resumer is not None or self._canceller is not None:
+            return
+        self._bound_inbox_to_carry()
+        workflow.continue_as_new(
+            StartGraphInput(version=self._graph.version, carried=self._carried())
+        )
+
+    async def _while_waiting(self) -> None:
+        """One turn of waiting at a gate or a park: continue as new when it is due (signals not
+        judged yet go along), else judge the signals that came. Which answer or resume was
+        accepted, the caller reads from the run's state.
+
+        Raises:
+            CancelAccepted: The run's requester cancelled it: it waits no more.
+        """
+
+        def answered() -> bool:
+            return self._answer is not None or self._resumer is not None
+
+        await workflow.wait_condition(
+            lambda: (
+                answered()
+                or bool(self._inbox)
+                or self._deadline_passed
+                or workflow.info().is_continue_as_new_suggested()
+                or self._canceller is not None
+            )
+        )
+        if self._canceller is not None:
+            raise CancelAccepted
+        if answered():
+            return
+        if workflow.info().is_continue_as_new_suggested():
+            await self._continue_as_new_if_due()
+            if not self._inbox and not answered():
+                # A caller's handler still runs: move on once it has finished.
+                await workflow.wait_condition(
+                    lambda: (
+                        answered()
+                        or bool(self._inbox)
+                        or workflow.all_handlers_finished()
+                        or self._canceller is not None
+                    )
+                )
+                return
+        if self._inbox and not answered():
+            accepted = await self._judge_inbox()
+            if accepted is not None:
+                self._take_signalled(accepted)
+
+    # Holding a gate open until it is decided, and the routes and budgets out of a state.
+
+    def _take(self, origin: str, code: str) -> str:
+        transition = self._graph.routes[origin][code]
+        if transition.at_most is not None and transition.then_ask is not None:
+            taken = self._run.taken.get(code, 0)
+            if taken >= transition.at_most:
+                return transition.then_ask
+            self._run.taken[code] = taken + 1
+        return transition.to
+
+    async def _decide_gate(self, state: str) -> None:
+        """Holds gate ``state`` open until it is decided, then takes the way it leads."""
+        if self._run.gate is None or self._run.gate.ask != state:
+            await self._open_gate(state)
+        ask = self._graph.asks[state]
+        self._start_deadline_timer()
+        while True:
+            given = await self._await_answer()
+            if given is None:
+                # The deadline passed first: escalated (a new opening waits), or an option taken.
+                decided = await self._deadline_passes(state)
+                if decided is None:
+                    continue
+                actor = DEADLINE_ACTOR
+                break
+            actor = given.actor
+            self._spend(actor)
+            assert self._run.gate is not None
+            self._run.gate, row, decided = answer_counted(self._run.gate, given, state)
+            self._run.trail.append(row)
+            if decided is not None:
+                break
+            # A partial approval: the gate stays open, showing who has answered so far.
+            workflow.upsert_memo({"lockgate_gate": self._gate_memo(keep_opened_at=True)})
+            self._settled()
+        self._stop_deadline_timer()
+        assert self._run.gate is not None
+        if ask.evidence_into is not None:
+            self._run.channels[ask.evidence_into] = evidence_of_decision(
+                self._run.gate, given, decided
+            )
+        self._run.gate = None
+        self._run.driver = actor
+        # The next gate reviews the work done from here on: its makers are who drive it.
+        self._run.makers = []
+        self._status = "running"
+        workflow.upsert_memo({"lockgate_gate": None})
+        self._run.state = self._take(state, decided)
+        self._settle_attributes_moving_on(self._run.state)
+
+    async def _deadline_passes(self, state: str) -> str | None:
+        """The open gate's deadline passed undecided: the option it takes, or None once it has
+        escalated (a new opening asks the escalation role alone). A trail row says which."""
+        gate = self._run.gate
+        assert gate is not None
+        self._stop_deadline_timer()
+        row, taken = deadline_passed(gate, state)
+        self._run.trail.append(row)
+        if taken is None:
+            await self._open_gate(state, escalated_from=gate)
+        return taken
+
+    def _start_deadline_timer(self) -> None:
+        """Starts the durable timer of the open gate's deadline (once per opening; a run that
+        moved to a new history starts it again for what is left)."""
+        gate = self._run.gate
+        if gate is None or gate.due_at is None or self._deadline_timer is not None:
+            return
+        left = (datetime.fromisoformat(gate.due_at) - workflow.now()).total_seconds()
+        if left <= 0:
+            self._deadline_passed = True
+            return
+
+        async def expire() -> None:
+            await workflow.sleep(left, summary=f"deadline of gate {gate.gate}")
+            self._deadline_passed = True
+
+        self._deadline_timer = asyncio.ensure_future(expire())
+
+    def _stop_deadline_timer(self) -> None:
+        if self._deadline_timer is not None and not self._deadline_timer.done():
+            self._deadline_timer.cancel()
+        self._deadline_timer = None
+        self._deadline_passed = False
+
+    async def _open_gate(self, state: str, escalated_from: OpenGate | None = None) -> None:
+        """Opens gate ``state``: as declared, or, escalated from an opening whose deadline
+        passed, asking the escalation role alone, with no deadline of its own."""
+        graph = self._graph
+        ask = graph.asks[state]
+        self._run.gate_openings += 1
+        choices = []
+        for option in ask.options:
+            leads_to = graph.routes[state][option].to
+            if leads_to == END_STATE:
+                # Only graphs declared with END have such an option: no older gate changes.
+                choices.append(GateChoice(option, None, ENDS_RUN))
+                continue
+            node = graph.nodes.get(leads_to)
+            choices.append(
+                GateChoice(
+                    option,
+                    leads_to if node is not None else None,
+                    node.tool if node is not None else None,
+                    node.needs if node is not None else (),
+                )
+            )
+        target = self._target()
+        declared = OpenGate(
+            graph=graph.name,
+            run=self._run_id,
+            gate=f"{state}#{self._run.gate_openings}",
+            ask=state,
+            role=ask.role,
+            because=ask.because,
+            requester=self._run.requester.actor,
+            choices=tuple(choices),
+            execution=self._execution,
+            subject=gate_subject(target, [choice.to_dict() for choice in choices]),
+            makers=tuple(self._run.makers),
+            policy=ask.policy,
+            evidence={option: evidence_shown(model) for option, model in ask.evidence.items()},
+            waivable_by=ask.waivable_by,
+            deadline=ask.deadline,
+            parent=self._run.parent,
+        )
+        self._run.gate = opened(declared, workflow.now(), escalated_from)
+        self._status = "waiting"
+        self._gate_opened_at = workflow.now()
+        self._record("gate.open", gate=self._run.gate.gate, role=self._run.gate.role)
+        self._upsert_search_attributes()
+        workflow.upsert_memo({"lockgate_gate": self._gate_memo()})
+        self._settled()
+
+    async def _await_answer(self) -> GivenAnswer | None:
+        """The next accepted answer, or None if the gate's deadline passes first."""
+        while self._answer is None and not self._deadline_passed:
+            await self._while_waiting()
+        answer, self._answer = self._answer, None
+        return answer
+
+    # Running a sub-graph node: starting the child, waiting for it, reading its end.
+
+    async def _run_child(
+        self, node: CompiledNode, visit: int
+    ) -> tuple[dict[str, Any] | None, str | None, dict[str, Any]]:
+        """Runs ``node``'s graph as a child: what it hands back (the channels both declare, and
+        its outcome), or why it did not end well; and the child as the trail names it."""
+        child = node.subgraph
+        assert child is not None
+        child_id = f"{self._run_id}/{node.state}:{visit}"
+        named: dict[str, Any] = {"graph": child.name, "run_id": child_id}
+        start = StartGraphInput(
+            inputs={name: self._run.channels.get(name) for name in node.reads},
+            handed={
+                "actor": self._run.driver.to_dict(),
+                "depth": self._run.depth + 1,
+                "parent": {
+                    "graph": self._graph.name,
+                    "run_id": self._run_id,
+                    "execution": self._execution,
+                },
+            },
+        )
+        self._child = named
+        try:
+            handle = await workflow.start_child_workflow(
+                child.name,
+                start,
+                id=child_id,
+                result_type=dict,
+                # Cancelling (or ending) the parent cancels the child; the parent does not wait
+                # for that to finish (a child cancelled on its own parks the parent instead).
+                parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+                cancellation_type=ChildWorkflowCancellationType.TRY_CANCEL,
+                static_summary=f"{child.name}, sub-graph of {self._run_id}",
+            )
+            # The run rests while its child runs: callers waiting for it to settle see the child.
+            self._settled()
+            ended: dict[str, Any] = await handle
+        except ChildWorkflowError as error:
+            if workflow.cancellation_reason() is not None:
+                # The parent itself was cancelled (and cancelled its child): it ends cancelled.
+                raise asyncio.CancelledError() from error
+            cause = error.cause
+            why = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+            return None, f"its sub-graph run {child_id} did not finish: {shorten(why)}", named
+        finally:
+            self._child = None
+        if ended.get("status") == "refused":
+            # A refused run completes, its refusal its result (one recorded before failed).
+            why = str((ended.get("error") or {}).get("message") or "it was refused")
+            return None, f"its sub-graph run {child_id} did not finish: {shorten(why)}", named
+        channels = ended.get("channels") or {}
+        named |= {"status": ended.get("status")}
+        handed_back = {name: channels.get(name) for name in node.writes}
+        if node.decides_on:
+            handed_back[node.decides_on] = channels.get(node.decides_on)
+            named["outcome"] = channels.get(node.decides_on)
+        return handed_back, None, named
+
+    # Running an agent step: its model's requests, the tool calls it asks for, its budget.
+
+    async def _run_agent(self, node: CompiledNode, visit: int) -> AgentEnd:
+        agent = node.agent
+        assert agent is not None
+        record = self._run.conversations.pop(node.state, None) or self._new_conversation(agent)
+        if record.get("paused_at") is not None:
+            # Back from the gate its spent budget opened: carried on, with a fresh budget.
+            record |= {"paused_at": None, "requests": 0, "tokens": 0}
+        while True:
+            spent = _spent(agent, record)
+            if spent is not None:
+                self._pause_for_budget(node, agent, record, spent)
+                return AgentEnd()
+            if _too_large(record):
+                return AgentEnd(problem=_TOO_LARGE)
+            try:
+                reply = await self._ask_model(node, agent, record)
+            except ActivityError as error:
+                return AgentEnd(problem=_model_failure(error))
+            usage = reply.get("usage") or {}
+            used = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+            record["messages"] = [*record["messages"], *reply["messages"]]
+            record["requests"] += 1
+            record["tokens"] += sum(used)
+            total = record["total"]
+            total["requests"] += 1
+            total["input_tokens"] += used[0]
+            total["output_tokens"] += used[1]
+            self._run.trail.append(
+                trail_row(
+                    node.state,
+                    f"model:{agent.model}",
+                    "ran",
+                    self._run.driver,
+                    usage={"input_tokens": used[0], "output_tokens": used[1]},
+                )
+            )
+            self._add_maker()
+            if _too_large(record):
+                return AgentEnd(problem=_TOO_LARGE)
+            asked = reply.get("tool_calls") or []
+            if not asked:
+                return AgentEnd(
+                    output={agent.output_into: str(reply.get("text") or "")},
+                    ran={"usage": dict(total)},
+                )
+            results = []
+            for index, call in enumerate(asked, start=1):
+                if index > MAX_TOOL_CALLS_PER_RESPONSE:
+                    results.append(self._too_many_calls(node, agent, call))
+                    continue
+                results.append(
+                    await self._agent_tool_call(node, agent, visit, total["requests"], index, call)
+                )
+            record["next"] = {"prompt": None, "tool_results": results}
+            if workflow.info().is_continue_as_new_suggested():
+                # The step goes on in the next history, from here.
+                self._run.conversations[node.state] = record
+                await self._continue_as_new_if_due()
+                del self._run.conversations[node.state]
+
+    def _new_conversation(self, agent: CompiledAgent) -> dict[str, Any]:
+        value = self._run.channels.get(agent.prompt_from)
+        prompt = (
+            value
+            if isinstance(value, str)
+            else ""
+            if value is None
+            else json.dumps(value, sort_keys=True, default=str)
+        )
+        return {
+            "messages": [],
+            "next": {"prompt": prompt, "tool_results": []},
+            "requests": 0,
+            "tokens": 0,
+            "total": {"requests": 0, "input_tokens": 0, "output_tokens": 0},
+            "paused_at": None,
+        }
+
+    async def _ask_model(
+        self, node: CompiledNode, agent: CompiledAgent, record: dict[str, Any]
+    ) -> dict[str, Any]:
+        number = record["total"]["requests"] + 1
+        reply: dict[str, Any] = await workflow.execute_activity(
+            MODEL_CALL,
+            ModelCallInput(
+                model=agent.model,
+                history=record["messages"],
+                prompt=record["next"]["prompt"],
+                tool_results=record["next"]["tool_results"],
+                instructions=agent.instructions,
+                tools=[
+                    {
+                        "name": offered_as,
+                        "description": definition.description,
+                        "parameters": definition.input_schema,
+                    }
+                    for offered_as, definition in agent.tools.items()
+                ],
+                node=node.state,
+            ),
+            result_type=dict,
+            start_to_close_timeout=timedelta(seconds=agent.timeout_seconds),
+            retry_policy=MODEL_RETRY,
+            summary=f"{node.tool}: request {number} to {agent.model}",
+        )
+        return reply
+
+    async def _agent_tool_call(
+        self,
+        node: CompiledNode,
+        agent: CompiledAgent,
+        visit: int,
+        request: int,
+        index: int,
+        asked: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Runs one tool call the model asked for, as the run's driver: what the model is told
+        it returned. Every call is a trail row, a refusal with who was refused and its code."""
+        name = str(asked.get("name"))
+        returned: dict[str, Any] = {"tool_name": name, "tool_call_id": str(asked.get("id"))}
+        operation = shorten(name, _NAME_SHOWN)
+        asked_by = f"model:{agent.model}"
+        definition = agent.tools.get(name)
+        arguments = asked.get("arguments")
+        scheduled = False
+        if definition is None:
+            offered = ", ".join(agent.tools) or "none"
+            code, message = (
+                ErrorCode.TOOL_NOT_FOUND.value,
+                f"'{shorten(name, _NAME_SHOWN)}' is not a tool this step offers (it offers: "
+                f"{offered}).",
+            )
+        elif not isinstance(arguments, dict):
+            operation = definition.name
+            code, message = (
+                ErrorCode.VALIDATION_ERROR.value,
+                f"The arguments of '{name}' must be a JSON object of named arguments.",
+            )
+        else:
+            operation = definition.name
+            scheduled = True
+            step = f"{node.state}:{visit}:{request}:{index}"
+            call = ToolActivityInput(
+                arguments=arguments,
+                actor=self._run.driver.to_dict(),
+                request_id=f"{self._run_id}:{step}",
+                idempotency_key=f"{self._run_id}/{self._execution}:{step}",
+                # The model asked, and a model cannot consent: a tool that needs confirmation
+                # on the driver's channel is refused back to it.
+                confirmed=False,
+                node=node.state,
+            )
+            try:
+                result = await execute_defined(
+                    definition,
+                    call,
+                    local=runs_local(definition, self._local_tools),
+                    summary=(
+                        f"{definition.name} as {self._run.driver.actor}, asked by {agent.model}"
+                    ),
+                )
+            except ActivityError as error:
+                code, message = _tool_refusal(error)
+            else:
+                if result.get("success"):
+                    self._run.trail.append(
+                        trail_row(node.state, operation, "ran", self._run.driver, asked_by=asked_by)
+                    )
+                    return returned | {"outcome": "success", "content": result.get("data")}
+                error_of = result.get("error") or {}
+                code = str(error_of.get("code") or ErrorCode.INTERNAL_ERROR.value)
+                message = str(error_of.get("message") or "it reported a failure")
+        refused = code in CALLER_MISTAKES or code in _DENIED
+        self._run.trail.append(
+            trail_row(
+                node.state,
+                operation,
+                "refused" if refused else "failed",
+                self._run.driver,
+                asked_by=asked_by,
+                needs=sorted(definition.scopes) if definition is not None else [],
+                code=code,
+                why=shorten(message, 600),
+            )
+        )
+        if not scheduled:
+            # A call scheduled is audited by its tool's activity; this one never reached one.
+            self._audit_refusal(node, operation, code, message)
+        outcome = (
+            "denied"
+            if code in _DENIED
+            else "retried"
+            if code == ErrorCode.VALIDATION_ERROR.value
+            else "failed"
+        )
+        return returned | {
+            "outcome": outcome,
+            "content": {"error": {"code": code, "message": message}},
+        }
+
+    def _too_many_calls(
+        self, node: CompiledNode, agent: CompiledAgent, asked: dict[str, Any]
+    ) -> dict[str, Any]:
+        name = str(asked.get("name"))
+        message = (
+            f"One response may ask for at most {MAX_TOOL_CALLS_PER_RESPONSE} tool calls; this "
+            "one was not run. Ask for it again."
+        )
+        self._run.trail.append(
+            trail_row(
+                node.state,
+                shorten(name, _NAME_SHOWN),
+                "refused",
+                self._run.driver,
+                asked_by=f"model:{agent.model}",
+                needs=[],
+                code=ErrorCode.RATE_LIMITED.value,
+                why=message,
+            )
+        )
+        self._audit_refusal(node, name, ErrorCode.RATE_LIMITED.value, message)
+        return {
+            "tool_name": name,
+            "tool_call_id": str(asked.get("id")),
+            "outcome": "denied",
+            "content": {"error": {"code": ErrorCode.RATE_LIMITED.value, "message": message}},
+        }
+
+    def _audit_refusal(self, node: CompiledNode, operation: str, code: str, message: str) -> None:
+        """The audit record of a tool call refused before any activity ran, written the first
+        time only, never again on replay."""
+        audit = current_audit()
+        if audit is None or workflow.unsafe.is_replaying():
+            return
+        audit.event(
+            "agent.tool_call",
+            accepted=False,
+            actor=self._run.driver.to_dict(),
+            reason=message,
+            code=code,
+            graph=self._graph.name,
+            run=self._run_id,
+            node=node.state,
+            tool=shorten(operation, _NAME_SHOWN),
+        )
+
+    def _pause_for_budget(
+        self, node: CompiledNode, agent: CompiledAgent, record: dict[str, Any], spent: str
+    ) -> None:
+        """Keeps the conversation and moves the run to the gate the spent budget opens."""
+        record["paused_at"] = agent.then_ask
+        self._run.conversations[node.state] = record
+        self._run.trail.append(
+            trail_row(
+                node.state,
+                node.tool,
+                "budget_spent",
+                self._run.driver,
+                why=f"The step used its budget ({spent}) before its model finished: the gate "
+                f"'{agent.then_ask}' decides whether it goes on.",
+            )
+        )
+        self._add_maker()
+        self._record("node.budget_spent", node=node.state, operation=node.tool, gate=agent.then_ask)
+        self._run.state = agent.then_ask
+
+    def _add_maker(self) -> None:
+        maker = self._run.driver.principal
+        if self._run.driver.verified and maker is not None and maker not in self._run.makers:
+            self._run.makers.append(maker)
+
+    async def _hold_gate(self, state: str) -> None:
+        await self._decide_gate(state)
+        # The conversation a budget gate kept goes on only where its decision leads back.
+        for step, record in list(self._run.conversations.items()):
+            if record.get("paused_at") == state and self._run.state != step:
+                del self._run.conversations[step]
+
+    # The interpreter; every graph's workflow class is made from this one (graph_workflow).
 
     def _setup(self, starts: Sequence[Any]) -> None:
         info = workflow.info()
@@ -531,10 +2193,15 @@ class UnservedVersionError(LockgateError):
 
 
 REFUSALS_COMPLETE = "lockgate:refusals-complete"
+
+
 """The patch marking a run refused before any start check as one that completes (with its
 refusal as its result) rather than fails; a run whose start check ran records that instead."""
 
+
 UNMARKED_VERSION = 1
+
+
 """The version a run records no marker for: a graph's first (``@graph``'s default)."""
 
 
@@ -583,6 +2250,8 @@ def _case(cases: Mapping[Any, str], value: Any) -> str | None:
 
 
 _made: dict[tuple[str, tuple[tuple[int, int], ...]], type[GraphRun]] = {}
+
+
 _sequence = 0
 
 

@@ -7,7 +7,7 @@ so marked, as each run is created (an update that comes with a run's first task 
 registered later, and the run's own code is the user's). The validator judges the proof against
 the workflow type, id and execution before anything is written; the handler, once the run's
 arguments are known, checks that the proof names exactly them, and keeps the signer for the
-run's first use of lockgate (:mod:`._own_state`).
+run's first use of lockgate (:mod:`._own_workflows`).
 """
 
 from __future__ import annotations

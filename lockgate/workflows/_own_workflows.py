@@ -11,25 +11,157 @@ drives the run is the requester until a gate is decided, then whoever decided it
 runs as the driver, sealed as a graph node's is, and the drivers of the calls since the last gate
 are its makers, who may not answer the next one. The run's trail (``show``) records each answer
 and each call.
-"""
+
+What lockgate keeps for one run of a workflow of the user's own that uses it: who started
+it, who drives it, its trail, its open gate; what it shows (``show``, ``awaiting``) and what
+it writes for ``pending`` (memo, search attributes).
+
+A gate in a workflow of the user's own: opening it, judging each answer before anything is
+written (by the rules of a graph's gate), counting answers by its policy, its deadline.
+
+A governed tool call from a workflow of the user's own, as the run's driver."""
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 from collections.abc import Callable, Mapping
-from typing import Any
+from datetime import datetime
+from typing import Any, Generic, NoReturn, TypeVar
 
 from temporalio import workflow
+from temporalio.common import SearchAttributeUpdate
+from temporalio.exceptions import ActivityError
 
+from lockgate.activities._activity_inputs import (
+    OPEN_WORKFLOW_START,
+    SETTLING_PROTOCOL,
+    OpenWorkflowStartInput,
+    ToolActivityInput,
+)
+from lockgate.activities._refusal import Refusal
+from lockgate.activities._temporal import CALLER_MISTAKES
+from lockgate.contracts import TrailRow
+from lockgate.gates._authority import Authority
+from lockgate.gates._evidence import evidence_shown
+from lockgate.gates._gate_engine import (
+    DEADLINE_ACTOR,
+    GivenAnswer,
+    answer_counted,
+    deadline_passed,
+    evidence_of_decision,
+    gate_memo,
+    gate_to_judge,
+    opened,
+    uncountable_answer,
+    waits_to_be_counted,
+)
+from lockgate.gates._gates import GateChoice, OpenGate
+from lockgate.gates._judgements import Judgement, judge_answer
+from lockgate.gates._limits import TRAIL_PAGE, shorten
+from lockgate.gates._policies import GateDeadline
+from lockgate.gates._trail import trail_row
+from lockgate.graphs._compile import _snake
+from lockgate.graphs._compile_asks import ask_deadline, ask_evidence, ask_policy, ask_waiver
 from lockgate.graphs._declare import Ask, GraphDeclarationError
-from lockgate.tools._result import ToolResult
-from lockgate.workflows._authority_context import OWN_RUN_FINISHED
-from lockgate.workflows._own_gates import Decision, OwnGates
-from lockgate.workflows._own_tools import OwnTools
+from lockgate.identity._actors import Actor
+from lockgate.identity._bindings import gate_subject
+from lockgate.identity._proofs import Proof
+from lockgate.tools._policy import DEADLINE_CHANNEL
+from lockgate.tools._result import ErrorCode, ToolResult
+from lockgate.tools._tool import definition_of
+from lockgate.workflows._activity_options import (
+    execute_defined,
+    local,
+    local_tool_names,
+    recorded_local_tools,
+    refused_tool_call,
+    runs_local,
+)
+from lockgate.workflows._authority_context import (
+    OWN_RUN_FINISHED,
+    current_authority,
+    current_own_start,
+    current_tools,
+    judging_authority,
+    record_once,
+    run_arguments,
+    sealing_own_call,
+)
+from lockgate.workflows._failures import refuse_update
+from lockgate.workflows._graph_inputs import one_answer
+from lockgate.workflows._own_start import start_arguments
+from lockgate.workflows._search_attributes import (
+    LOCKGATE_AWAITING,
+    LOCKGATE_GRAPH,
+    LOCKGATE_STATE,
+)
+from lockgate.workflows._signed_starts import await_signed_start
 
-__all__ = ["Decision", "call_tool", "gate"]
+__all__ = ["START_PROOF_MEMO", "Decision", "_OwnRun", "call_tool", "gate", "workflow_type_name"]
+
+
+START_PROOF_MEMO = "lockgate_start"
+
+
+"""The memo key under which lockgate's clients put a start proof before proofs named their
+execution: a run recorded then keeps its verdict; a new one's is refused."""
+
+
+def workflow_type_name(run: Callable[..., Any]) -> str:
+    """The workflow type of a ``@workflow.run`` method, as the SDK names it."""
+    definition = workflow._Definition.from_run_fn(run)
+    if definition is None or definition.name is None:
+        raise ValueError(f"{run!r} is not the @workflow.run method of a @workflow.defn class.")
+    return definition.name
+
+
+def _local_tools() -> list[str]:
+    """The worker's tools that may run local (never a mutating one), as this run starts."""
+    tools = current_tools()
+    if tools is None:
+        return []
+    return local_tool_names(
+        definition for name in tools.names() if (definition := tools.get(name)) is not None
+    )
+
+
+E = TypeVar("E", bound=enum.Enum)
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision(Generic[E]):
+    """How a gate was decided.
+
+    Attributes:
+        choice: The option taken.
+        by: Who decided, as the trail records them (``{actor, verified, channel, principal}``):
+            the last approver the policy counted, the waiver's author, or the deadline.
+        evidence: The evidence of the answers that decided it (``{by, answer, evidence}`` each).
+        waiver: The reason, when the gate was waived.
+    """
+
+    choice: E
+    by: dict[str, Any]
+    evidence: list[dict[str, Any]]
+    waiver: str | None = None
+
+    @property
+    def by_deadline(self) -> bool:
+        """Whether the gate's deadline took the option, not a person."""
+        return self.by.get("channel") == DEADLINE_CHANNEL
+
+
+def _enum_value(options: type[enum.Enum], code: str) -> Any:
+    return next(case.value for case in options if str(case.value) == code)
+
 
 _RUN = "__lockgate_run__"
+
+
 _UPDATES = ("decide",)
+
+
 _QUERIES = ("awaiting", "show")
 
 
@@ -96,13 +228,449 @@ def _own_run() -> _OwnRun:
     return run
 
 
-class _OwnRun(OwnGates, OwnTools):
+class _OwnRun:
     """lockgate in one run of a workflow of the user's own: its state, gates and tool calls,
     and the handlers through which it is answered and read."""
 
+    # What lockgate keeps for one run of a workflow of the user's own.
+
     def __init__(self) -> None:
-        super().__init__()
+        info = workflow.info()
+        self.workflow_type = info.workflow_type
+        self.run_id = info.workflow_id
+        self.execution = info.first_execution_run_id
+        self.requester: Actor | None = None
+        self.driver = Actor.unverified("temporal")
+        self.makers: list[str] = []
+        self.trail: list[TrailRow] = []
+        self.status = "running"
+        self.gate: OpenGate | None = None
+        self.subject: dict[str, Any] | None = None
+        self.evidence_models: Mapping[str, Any] = {}
+        self.answer: GivenAnswer | None = None
+        self.spent: list[str] = []
+        self.openings = 0
+        self.calls = 0
+        self.settles = 0
+        self.deadline_passed = False
+        self.local_tools: frozenset[str] | None = None
+        self.protocol = 1
         self._register_handlers()
+
+    async def _open(self) -> None:
+        """Settles who started the run, once: the signer of its ``lockgate.start`` update
+        (awaited, if the run was started as signed), else an unverified caller; and records the
+        tools it runs local (the history keeps both for every replay)."""
+        if self.requester is not None:
+            return
+        own = current_own_start()
+        missing = (
+            await await_signed_start(lambda: own.actor is not None, "its start proof")
+            if own is not None and own.signed
+            else None
+        )
+        arguments = start_arguments(workflow.payload_converter(), list(run_arguments()))
+        try:
+            opened = await local(
+                OPEN_WORKFLOW_START,
+                OpenWorkflowStartInput(
+                    workflow_type=self.workflow_type,
+                    run=self.run_id,
+                    execution=self.execution,
+                    arguments=arguments,
+                    proof=workflow.memo_value(START_PROOF_MEMO, default=None),
+                    local_tools=_local_tools(),
+                ),
+                result_type=dict,
+            )
+        except ActivityError as error:
+            opened = {
+                "actor": Actor.unverified("temporal").to_dict(),
+                "code": ErrorCode.INTERNAL_ERROR.value,
+                "reason": f"The start could not be checked: {error.cause or error}",
+                "local_tools": [],
+            }
+        # Which tools run local is recorded here, once, rather than by a patch marker at each
+        # tool's first call: a patch asked right after a local activity is not seen on replay
+        # when a query split that workflow task (the run would fail replay). A run recorded
+        # before this key existed keeps deciding by patch (None).
+        self.local_tools = recorded_local_tools(opened)
+        self.protocol = int(opened.get("protocol") or 1)
+        # A run recorded before proofs named their execution has its verified starter here.
+        self.requester = Actor.from_dict(opened["actor"])
+        if not self.requester.verified and own is not None and own.actor is not None:
+            self.requester = own.actor
+        self.driver = self.requester
+        reason = opened.get("reason") or (
+            f"it was started as signed, and {missing}." if missing is not None else None
+        )
+        if reason:
+            self.trail.append(
+                trail_row(
+                    None,
+                    "start",
+                    "refused",
+                    self.requester,
+                    why=f"The start proof was refused: {reason} The run goes on as started "
+                    "by an unverified caller.",
+                )
+            )
+        self._upsert(self.status)
+
+    def _gate(self) -> OpenGate:
+        assert self.gate is not None
+        return self.gate
+
+    def awaiting(self) -> dict[str, Any]:
+        """The gate a signer binds an answer to, as this worker reports it."""
+        return {
+            "graph": self.workflow_type,
+            "run_id": self.run_id,
+            "execution": self.execution,
+            "status": self.status,
+            "gate": self._gate_view() if self.gate is not None and self.answer is None else None,
+            "parked": None,
+        }
+
+    def show(self, *args: Any) -> dict[str, Any]:
+        """The run as lockgate sees it: status, requester, open gate, the newest trail rows."""
+        first = max(len(self.trail) - TRAIL_PAGE, 0)
+        return {
+            "ok": True,
+            "run_id": self.run_id,
+            "execution": self.execution,
+            "graph": self.workflow_type,
+            "status": self.status,
+            "requester": (self.requester or Actor.unverified("temporal")).to_dict(),
+            "awaiting": self._gate_view() if self.gate is not None else None,
+            "parked": None,
+            "trail": self.trail[first:],
+            "trail_from": first,
+            "trail_total": len(self.trail),
+            "settles": self.settles,
+        }
+
+    def _gate_view(self) -> dict[str, Any]:
+        view = self._gate().to_dict()
+        view["options"] = self._gate().options
+        view["target"] = self.subject
+        return view
+
+    def _gate_memo(self, *, keep_opened_at: bool = False) -> dict[str, Any]:
+        written = workflow.memo_value("lockgate_gate", default=None) if keep_opened_at else None
+        return gate_memo(self._gate(), {"target": self.subject}, written, workflow.now())
+
+    def finished(self) -> None:
+        """The run function returned. A run recorded before :data:`SETTLING_PROTOCOL` wrote so in
+        its search attributes; today's leave them (ExecutionStatus says it has closed)."""
+        self.status = "finished"
+        if self.protocol < SETTLING_PROTOCOL:
+            self._upsert("finished")
+
+    def _upsert(self, status: str) -> None:
+        current = workflow.info().typed_search_attributes
+        wanted = {
+            LOCKGATE_GRAPH: self.workflow_type,
+            LOCKGATE_STATE: status,
+            LOCKGATE_AWAITING: self.gate.role if self.gate is not None else None,
+        }
+        updates: list[SearchAttributeUpdate[Any]] = [
+            key.value_set(value) if value is not None else key.value_unset()
+            for key, value in wanted.items()
+            if current.get(key) != value
+        ]
+        if updates:
+            workflow.upsert_search_attributes(updates)
+
+    def _record(self, event: str, **facts: Any) -> None:
+        """An audit record of what the run itself did, as its driver (see :func:`record_once`)."""
+        record_once(event, self.driver, self.workflow_type, self.run_id, **facts)
+
+    # Gates, and the ``decide`` update that answers them.
+
+    async def ask(
+        self,
+        ask: Ask,
+        subject: dict[str, Any] | None,
+        leads_to: Mapping[Any, str | Callable[..., Any]] | None,
+    ) -> Decision[Any]:
+        await self._open()
+        where = f"Workflow {self.workflow_type}"
+        if not (isinstance(ask.options, type) and issubclass(ask.options, enum.Enum)):
+            raise GraphDeclarationError(f"{where}: Ask names {ask.options!r}, not an enum.")
+        policy = ask_policy(where, ask)
+        deadline = ask_deadline(where, ask)
+        evidence, _ = ask_evidence(where, ask, {})
+        waivable_by = ask_waiver(where, ask)
+        choices = self._choices(where, ask.options, leads_to or {})
+        self.evidence_models = evidence
+        self._open_gate(ask, choices, subject, policy, deadline, waivable_by)
+        given: GivenAnswer | None
+        while True:
+            given = await self._answered()
+            if given is None:
+                decided = self._deadline_passes(ask, choices, subject, waivable_by)
+                if decided is None:
+                    continue
+                actor = DEADLINE_ACTOR
+                break
+            actor = given.actor
+            if actor.authorization:
+                self.spent.append(actor.authorization)
+            self.gate, row, decided = answer_counted(self._gate(), given, None)
+            self.trail.append(row)
+            if decided is not None:
+                break
+            workflow.upsert_memo({"lockgate_gate": self._gate_memo(keep_opened_at=True)})
+            self.settles += 1
+        evidence_given = evidence_of_decision(self._gate(), given, decided)
+        self.gate = None
+        self.deadline_passed = False
+        self.driver = actor
+        self.makers = []
+        self.status = "running"
+        workflow.upsert_memo({"lockgate_gate": None})
+        self._upsert("running")
+        self.settles += 1
+        return Decision(
+            ask.options(_enum_value(ask.options, decided)),
+            actor.to_dict(),
+            evidence_given,
+            given.waiver if given is not None else None,
+        )
+
+    def _choices(
+        self,
+        where: str,
+        options: type[enum.Enum],
+        leads_to: Mapping[Any, str | Callable[..., Any]],
+    ) -> tuple[GateChoice, ...]:
+        tools = current_tools()
+        chosen = {}
+        for option, tool in leads_to.items():
+            if not isinstance(option, options):
+                raise GraphDeclarationError(
+                    f"{where}: leads_to names {option!r}, which is not an option of "
+                    f"{options.__name__}."
+                )
+            name = tool if isinstance(tool, str) else definition_of(tool).name
+            definition = tools.get(name) if tools is not None else None
+            if definition is None:
+                raise GraphDeclarationError(
+                    f"{where}: option '{option.value}' leads to tool '{name}', which this "
+                    "worker does not serve; give LockgatePlugin the tool."
+                )
+            chosen[str(option.value)] = (name, tuple(sorted(definition.scopes)))
+        return tuple(
+            GateChoice(
+                str(case.value),
+                chosen[str(case.value)][0] if str(case.value) in chosen else None,
+                chosen[str(case.value)][0] if str(case.value) in chosen else None,
+                chosen[str(case.value)][1] if str(case.value) in chosen else (),
+            )
+            for case in options
+        )
+
+    def _open_gate(
+        self,
+        ask: Ask,
+        choices: tuple[GateChoice, ...],
+        subject: dict[str, Any] | None,
+        policy: Any,
+        deadline: GateDeadline | None,
+        waivable_by: str | None,
+        escalated_from: OpenGate | None = None,
+    ) -> None:
+        assert self.requester is not None
+        self.openings += 1
+        name = _snake(ask.options.__name__)
+        declared = OpenGate(
+            graph=self.workflow_type,
+            run=self.run_id,
+            gate=f"{name}#{self.openings}",
+            ask=name,
+            role=ask.of,
+            because=ask.because,
+            requester=self.requester.actor,
+            choices=choices,
+            execution=self.execution,
+            subject=gate_subject(subject, [choice.to_dict() for choice in choices]),
+            makers=tuple(self.makers),
+            policy=policy,
+            evidence={
+                option: evidence_shown(model) for option, model in self.evidence_models.items()
+            },
+            waivable_by=waivable_by,
+            deadline=deadline,
+        )
+        self.gate = opened(declared, workflow.now(), escalated_from)
+        self.subject = subject
+        self.status = "waiting"
+        self._record("gate.open", gate=self.gate.gate, role=self.gate.role)
+        self._upsert("waiting")
+        workflow.upsert_memo({"lockgate_gate": self._gate_memo()})
+        self.settles += 1
+
+    async def _answered(self) -> GivenAnswer | None:
+        """The next accepted answer, or None once the gate's deadline passes first."""
+        gate = self._gate()
+        if gate.due_at is not None and not self.deadline_passed:
+            left = (datetime.fromisoformat(gate.due_at) - workflow.now()).total_seconds()
+            try:
+                await workflow.wait_condition(
+                    lambda: self.answer is not None,
+                    timeout=max(left, 0.001),
+                    timeout_summary=f"deadline of gate {gate.gate}",
+                )
+            except TimeoutError:
+                self.deadline_passed = True
+                return None
+        else:
+            await workflow.wait_condition(lambda: self.answer is not None)
+        answer, self.answer = self.answer, None
+        return answer
+
+    def _deadline_passes(
+        self,
+        ask: Ask,
+        choices: tuple[GateChoice, ...],
+        subject: dict[str, Any] | None,
+        waivable_by: str | None,
+    ) -> str | None:
+        """The open gate's deadline passed undecided: the option it takes, or None once it has
+        escalated (a new opening asks the escalation role alone). A trail row says which."""
+        gate = self._gate()
+        row, taken = deadline_passed(gate, None)
+        self.trail.append(row)
+        if taken is None:
+            self._open_gate(
+                ask, choices, subject, gate.policy, gate.deadline, waivable_by, escalated_from=gate
+            )
+            self.deadline_passed = False
+        return taken
+
+    async def decide(self, *args: Any) -> dict[str, Any]:
+        """Records an answer the validator accepted; returns the run as it then stands."""
+        proof = Proof.parse(args[0])
+        actor = Actor.of_proof(proof)
+        while waits_to_be_counted(self.gate, self.answer):
+            await workflow.wait_condition(lambda: self.answer is None)
+        gate = self.gate
+        refused = uncountable_answer(
+            gate, self.answer, proof.authorizes.get("gate"), actor, self.run_id
+        )
+        if refused is not None:
+            raise Refusal(refused[0].value, refused[1])
+        assert gate is not None
+        choice = str(proof.authorizes["choice"])
+        if not workflow.unsafe.is_replaying():
+            authority = current_authority()
+            if authority is not None:
+                authority.audit.event(
+                    "gate.decide",
+                    accepted=True,
+                    actor=actor.to_dict(),
+                    graph=self.workflow_type,
+                    run=self.run_id,
+                    gate=gate.gate,
+                    answer=choice,
+                    role=gate.role,
+                )
+        self.answer = GivenAnswer(
+            choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
+        )
+        return self.show()
+
+    def validate_decide(self, *args: Any) -> None:
+        """Refuses, before anything is written, every answer the gate rules refuse."""
+        authority = judging_authority()
+        answer, problem = one_answer(args, "decide")
+        judgement = (
+            Judgement.refuse(ErrorCode(problem.code), problem.sentence)
+            if problem is not None
+            else judge_answer(
+                authority,
+                answer,
+                graph=self.workflow_type,
+                run=self.run_id,
+                gate=self._gate_to_judge(),
+                spent_nonces=self.spent,
+                evidence_models=self.evidence_models,
+            )
+        )
+        if not judgement.accepted:
+            self._refuse(authority, judgement)
+
+    def _gate_to_judge(self) -> OpenGate | None:
+        return gate_to_judge(self.gate, self.answer)
+
+    def _refuse(self, authority: Authority, judgement: Judgement) -> NoReturn:
+        refuse_update(
+            authority.audit,
+            "gate.decide",
+            judgement,
+            graph=self.workflow_type,
+            run=self.run_id,
+            gate=self.gate.gate if self.gate else None,
+            answer=shorten(judgement.choice),
+        )
+
+    # Tool calls through lockgate's whole pipeline, sealed as a graph node's are.
+
+    async def call(
+        self, tool: str | Callable[..., Any], arguments: dict[str, Any], confirmed: bool
+    ) -> ToolResult:
+        await self._open()
+        name = tool if isinstance(tool, str) else definition_of(tool).name
+        tools = current_tools()
+        definition = tools.get(name) if tools is not None else None
+        if definition is None:
+            return ToolResult.failed(
+                ErrorCode.TOOL_NOT_FOUND,
+                f"Tool '{name}' is not served by this worker; give LockgatePlugin the tool.",
+            )
+        self.calls += 1
+        step = f"{self.run_id}:{name}:{self.calls}"
+        call = ToolActivityInput(
+            arguments=arguments,
+            actor=self.driver.to_dict(),
+            request_id=step,
+            idempotency_key=f"{self.run_id}/{self.execution}:{name}:{self.calls}",
+            confirmed=confirmed,
+            node=name,
+        )
+        try:
+            with sealing_own_call():
+                result = ToolResult.from_dict(
+                    await execute_defined(
+                        definition,
+                        call,
+                        local=runs_local(definition, self.local_tools),
+                        summary=f"{name} as {self.driver.actor}",
+                    )
+                )
+        except ActivityError as error:
+            result = refused_tool_call(error)
+        if result.success:
+            self.trail.append(trail_row(None, name, "ran", self.driver))
+            maker = self.driver.principal
+            if self.driver.verified and maker is not None and maker not in self.makers:
+                self.makers.append(maker)
+        else:
+            self.trail.append(
+                trail_row(
+                    None,
+                    name,
+                    "refused" if result.code in CALLER_MISTAKES else "failed",
+                    self.driver,
+                    why=result.error.message if result.error else "",
+                    code=result.code,
+                )
+            )
+        return result
+
+    # lockgate in one run of a workflow of the user's own: its state, gates and tool calls,
+    #     and the handlers through which it is answered and read.
 
     def _register_handlers(self) -> None:
         taken = [name for name in _UPDATES if workflow.get_update_handler(name) is not None] + [
