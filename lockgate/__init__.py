@@ -10,7 +10,9 @@ by verified approvers. :class:`LockgatePlugin` adds both to a Temporal worker.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lockgate._lazy import lazy_names
 
 # The public names resolve on first use (PEP 562, `__getattr__` below): `lockgate --help`, or any
 # light submodule, then runs without importing temporalio and every layer with it.
@@ -148,16 +150,4 @@ _HOMES = {
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'lockgate' has no attribute {name!r}")
-    # `__import__` rather than importlib: inside Temporal's workflow sandbox it is the sandbox's
-    # importer, which hands back lockgate's own (passed-through) modules.
-    value = getattr(__import__(home, fromlist=[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(globals(), _HOMES)

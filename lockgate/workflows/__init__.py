@@ -11,8 +11,9 @@ never from here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from lockgate._lazy import lazy_names
 from lockgate.graphs._compile import compile_graph
 from lockgate.graphs._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
 from lockgate.graphs._declare import (
@@ -117,16 +118,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _CLIENTS.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # `__import__` rather than importlib: inside Temporal's workflow sandbox it is the sandbox's
-    # importer, which hands back lockgate's own (passed-through) modules.
-    value = getattr(__import__(home, fromlist=[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(globals(), _CLIENTS)

@@ -318,15 +318,6 @@ def _too_large(record: dict[str, Any]) -> bool:
     return problem is not None
 
 
-def _prompt(value: Any) -> str:
-    """A channel's value as the model's prompt: text as it is, anything else as JSON."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    return json.dumps(value, sort_keys=True, default=str)
-
-
 def _spent(agent: CompiledAgent, record: dict[str, Any]) -> str | None:
     """What of the step's budget is spent, in words, or None while it lasts."""
     if agent.requests is not None and record["requests"] >= agent.requests:
