@@ -499,6 +499,37 @@ async def test_a_continue_as_new_from_a_strangers_workflow_into_essay_review_is_
     ]
 
 
+async def test_a_forged_carry_claiming_a_parent_run_leaves_no_parent_on_the_refused_run(
+    temporal_client: Client, task_queue: str
+) -> None:
+    """A refused carried state is believed in nothing, the parent it names included: the refused
+    run does not show itself as a sub-graph of someone else's run, nor nest deeper."""
+    identities, workflow_id = people(), f"handover-{uuid4().hex}"
+    attacker_queue = f"{task_queue}-attacker"
+    start = forged_start()
+    start["carried"]["parent"] = {
+        "graph": "memo:clearance",
+        "run_id": "someone-elses-run",
+        "execution": "forged",
+    }
+    start["carried"]["depth"] = 3
+    async with (
+        Worker(temporal_client, task_queue=task_queue, plugins=[deployment(identities)]),
+        attacker_worker(temporal_client, attacker_queue),
+    ):
+        await temporal_client.start_workflow(
+            HandOver.run,
+            args=[start, task_queue, None],
+            id=workflow_id,
+            task_queue=attacker_queue,
+        )
+        result = await outcome(temporal_client.get_workflow_handle(workflow_id))
+
+    assert result["error"]["code"] == "UNAUTHORIZED", result
+    assert_nothing_believed(result)
+    assert "parent" not in result
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def short_history_client() -> AsyncIterator[Client]:
     """A dev server that suggests continue-as-new after a few dozen events."""
