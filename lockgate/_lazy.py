@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_names"]
+__all__ = ["lazy_names", "moved_names"]
+
+
+def _imported(home: str, name: str) -> Any:
+    # `__import__` rather than importlib: inside Temporal's workflow sandbox it is the
+    # sandbox's importer, which hands back lockgate's own (passed-through) modules.
+    return getattr(__import__(home, fromlist=[name]), name)
 
 
 def lazy_names(
@@ -19,9 +26,7 @@ def lazy_names(
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        # `__import__` rather than importlib: inside Temporal's workflow sandbox it is the
-        # sandbox's importer, which hands back lockgate's own (passed-through) modules.
-        value = getattr(__import__(home, fromlist=[name]), name)
+        value = _imported(home, name)
         namespace[name] = value
         return value
 
@@ -29,3 +34,29 @@ def lazy_names(
         return sorted({*namespace, *namespace["__all__"]})
 
     return __getattr__, __dir__
+
+
+def moved_names(
+    namespace: dict[str, Any], moved: Mapping[str, tuple[str, str | None]]
+) -> Callable[[str], Any]:
+    """The ``__getattr__`` of a package whose old names moved: each still resolves, with a
+    ``DeprecationWarning`` saying where to import it from now.
+
+    ``moved`` maps each old name to ``(home, public)``: the module that defines it, and the
+    public module to import it from, or ``None`` for a name that is lockgate's own plumbing and
+    has no public home. The name is not kept in the package, so every use warns.
+    """
+    module = namespace["__name__"]
+
+    def __getattr__(name: str) -> Any:
+        if name not in moved:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        home, public = moved[name]
+        if public is None:
+            advice = "it is internal to lockgate, and this name goes in a later release"
+        else:
+            advice = f"import it from {public} instead"
+        warnings.warn(f"{module}.{name} is deprecated: {advice}", DeprecationWarning, stacklevel=2)
+        return _imported(home, name)
+
+    return __getattr__

@@ -33,20 +33,97 @@ clause catches them all. Each keeps the built-in base it had before this root ex
     ├── CarriedStateError (ValueError)      a continued run's state this lockgate cannot read
     └── CommandError                        a ``lockgate`` command called the wrong way
 
-This module holds the roots only; each exception lives beside the rule that raises it, and
-``tests/test_errors.py`` pins the tree above. Over Temporal, a refusal an activity raises
+This module defines the roots; each other exception lives beside the rule that raises it, and
+is imported from here (on first use, so this module stays light). ``tests/test_errors.py`` pins
+the tree above. Over Temporal, a refusal an activity raises
 reaches the workflow as an ``ApplicationError`` whose ``type`` is the refusal's code.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from lockgate._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from lockgate.activities._refusal import Refusal
+    from lockgate.cli._output import CommandError
+    from lockgate.devserver import DevServerError
+    from lockgate.encryption._codec import PayloadDecryptionError
+    from lockgate.encryption._keys import PayloadKeysError
+    from lockgate.encryption._server import CodecAccessError
+    from lockgate.graphs._declare import GraphDeclarationError
+    from lockgate.identity._enrolment import EnrolmentRefused, EnrolmentSecretError
+    from lockgate.identity._identity_errors import IdentityError, ProofRefused
+    from lockgate.identity._seals import WorkerSecretError
+    from lockgate.namespace import SearchAttributesMissingError
+    from lockgate.serving._names import ToolNameError
+    from lockgate.tools._events import ToolFailure
+    from lockgate.tools._tool import ArgumentsInvalid, ToolDeclarationError
+    from lockgate.tools._verification import VerificationError
+    from lockgate.workflows._carry import CarriedStateError
+    from lockgate.workflows._catalogue import CatalogueError
+    from lockgate.workflows._failures import UnreadableStart
+    from lockgate.workflows._graph_workflow import UnservedVersionError
+    from lockgate.workflows._signed_starts import StartRefusedError
+
 __all__ = [
+    "ArgumentsInvalid",
+    "CarriedStateError",
+    "CatalogueError",
+    "CodecAccessError",
+    "CommandError",
     "ConfigurationError",
     "DeclarationError",
+    "DevServerError",
+    "EnrolmentRefused",
+    "EnrolmentSecretError",
+    "GraphDeclarationError",
+    "IdentityError",
     "LockgateError",
+    "PayloadDecryptionError",
+    "PayloadKeysError",
+    "ProofRefused",
+    "Refusal",
     "RefusedError",
+    "SearchAttributesMissingError",
     "SetupError",
+    "StartRefusedError",
+    "ToolDeclarationError",
+    "ToolFailure",
+    "ToolNameError",
+    "UnreadableStart",
+    "UnservedVersionError",
+    "VerificationError",
+    "WorkerSecretError",
 ]
+
+_HOMES = {
+    "ArgumentsInvalid": "lockgate.tools._tool",
+    "CarriedStateError": "lockgate.workflows._carry",
+    "CatalogueError": "lockgate.workflows._catalogue",
+    "CodecAccessError": "lockgate.encryption._server",
+    "CommandError": "lockgate.cli._output",
+    "DevServerError": "lockgate.devserver",
+    "EnrolmentRefused": "lockgate.identity._enrolment",
+    "EnrolmentSecretError": "lockgate.identity._enrolment",
+    "GraphDeclarationError": "lockgate.graphs._declare",
+    "IdentityError": "lockgate.identity._identity_errors",
+    "PayloadDecryptionError": "lockgate.encryption._codec",
+    "PayloadKeysError": "lockgate.encryption._keys",
+    "ProofRefused": "lockgate.identity._identity_errors",
+    "Refusal": "lockgate.activities._refusal",
+    "SearchAttributesMissingError": "lockgate.namespace",
+    "StartRefusedError": "lockgate.workflows._signed_starts",
+    "ToolDeclarationError": "lockgate.tools._tool",
+    "ToolFailure": "lockgate.tools._events",
+    "ToolNameError": "lockgate.serving._names",
+    "UnreadableStart": "lockgate.workflows._failures",
+    "UnservedVersionError": "lockgate.workflows._graph_workflow",
+    "VerificationError": "lockgate.tools._verification",
+    "WorkerSecretError": "lockgate.identity._seals",
+}
+"""Where each exception below the roots is defined: imported from there on first use."""
 
 
 class LockgateError(Exception):
@@ -69,3 +146,6 @@ class SetupError(LockgateError, RuntimeError):
 
 class RefusedError(LockgateError):
     """A request was refused, and nothing it asked for happened; the message says why."""
+
+
+__getattr__, __dir__ = lazy_names(globals(), _HOMES)

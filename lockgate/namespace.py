@@ -1,8 +1,9 @@
 """What lockgate needs of a namespace: its three search attributes, checked, added, or asked for.
 
-Graph runs write ``LockgateGraph``, ``LockgateState`` and ``LockgateAwaiting`` (all Keyword);
-a run that upserts an attribute the namespace lacks is stuck retrying its task, so a worker with
-graphs refuses to start without them. Everything about them lives here:
+Graph runs write ``LockgateGraph``, ``LockgateState`` and ``LockgateAwaiting`` (all Keyword; the
+keys :data:`LOCKGATE_GRAPH`, :data:`LOCKGATE_STATE` and :data:`LOCKGATE_AWAITING` list runs by
+them). A run that upserts an attribute the namespace lacks is stuck retrying its task, so a worker
+with graphs refuses to start without them. Everything about them lives here:
 
 - :func:`check_search_attributes` reads them through the operator service, or, where that is
   not allowed (Temporal Cloud, a server behind an authorizer), asks the visibility store, which
@@ -28,9 +29,18 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from lockgate.errors import SetupError
-from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
+from lockgate.workflows._search_attributes import (
+    LOCKGATE_AWAITING,
+    LOCKGATE_GRAPH,
+    LOCKGATE_SEARCH_ATTRIBUTES,
+    LOCKGATE_STATE,
+)
 
 __all__ = [
+    "LOCKGATE_AWAITING",
+    "LOCKGATE_GRAPH",
+    "LOCKGATE_SEARCH_ATTRIBUTES",
+    "LOCKGATE_STATE",
     "SearchAttributeCheck",
     "SearchAttributesMissingError",
     "add_search_attributes",

@@ -1,91 +1,60 @@
 """Temporal activities: one per tool, the model call, the webhook delivery, the start check.
 
 With their inputs and names, the seal a tool activity checks, the handover between runs, and a
-refusal as a Temporal failure.
+refusal as a Temporal failure. The package is internal: :class:`~lockgate.LockgatePlugin`
+registers its activities.
 
-Kept for compatibility: declaring tools and the in-process pipeline (``@tool``, ``Param``,
-``ToolRegistry``, its events, the budget, the verification tools) now live in
-:mod:`lockgate.tools`, and this package re-exports their names as before. lockgate's own modules
-import each name from the module that defines it, never from here.
+The names it exported before, declaring tools and the in-process pipeline among them, still
+resolve here, each with a ``DeprecationWarning`` that says where to import it from now
+(:mod:`lockgate` or :mod:`lockgate.errors`), or that it is lockgate's own plumbing and goes in a
+later release. Nothing in lockgate imports through here.
 """
 
-from lockgate.activities._activity_inputs import (
-    TOOL_ACTIVITY_PREFIX,
-    ToolActivityInput,
-    tool_activity_name,
-)
-from lockgate.activities._notify import (
-    DELIVER_NOTIFICATION,
-    DeliverNotificationInput,
-    NotificationActivities,
-    notification_binding,
-)
-from lockgate.activities._refusal import Refusal
-from lockgate.activities._sealed_calls import (
-    SEAL_HEADER,
-    SealReader,
-    current_seal,
-    tool_activity_binding,
-)
-from lockgate.activities._temporal import CALLER_MISTAKES, ToolActivities
-from lockgate.activities._workflow_starts import WorkflowStartActivities
-from lockgate.tools._budget import BudgetReport, context_tokens, estimate_tokens
-from lockgate.tools._events import ExecutedEvent, ExecutingEvent, FailedEvent, ToolFailure
-from lockgate.tools._registry import PIPELINE_STAGES, ToolRegistry
-from lockgate.tools._tool import (
-    ArgumentsInvalid,
-    Param,
-    Retry,
-    ToolDeclarationError,
-    ToolDefinition,
-    definition_of,
-    is_tool,
-    tool,
-    tool_methods,
-)
-from lockgate.tools._verification import (
-    HumanVerifier,
-    VerificationError,
-    VerificationRequest,
-    register_verification,
-)
+from __future__ import annotations
 
-__all__ = [
-    "CALLER_MISTAKES",
-    "DELIVER_NOTIFICATION",
-    "PIPELINE_STAGES",
-    "SEAL_HEADER",
-    "TOOL_ACTIVITY_PREFIX",
-    "ArgumentsInvalid",
-    "BudgetReport",
-    "DeliverNotificationInput",
-    "ExecutedEvent",
-    "ExecutingEvent",
-    "FailedEvent",
-    "HumanVerifier",
-    "NotificationActivities",
-    "Param",
-    "Refusal",
-    "Retry",
-    "SealReader",
-    "ToolActivities",
-    "ToolActivityInput",
-    "ToolDeclarationError",
-    "ToolDefinition",
-    "ToolFailure",
-    "ToolRegistry",
-    "VerificationError",
-    "VerificationRequest",
-    "WorkflowStartActivities",
-    "context_tokens",
-    "current_seal",
-    "definition_of",
-    "estimate_tokens",
-    "is_tool",
-    "notification_binding",
-    "register_verification",
-    "tool",
-    "tool_activity_binding",
-    "tool_activity_name",
-    "tool_methods",
-]
+from lockgate._lazy import moved_names
+
+__all__: list[str] = []
+
+_MOVED: dict[str, tuple[str, str | None]] = {
+    "ArgumentsInvalid": ("lockgate.tools._tool", "lockgate.errors"),
+    "BudgetReport": ("lockgate.tools._budget", None),
+    "CALLER_MISTAKES": ("lockgate.activities._temporal", None),
+    "DELIVER_NOTIFICATION": ("lockgate.activities._notify", None),
+    "DeliverNotificationInput": ("lockgate.activities._notify", None),
+    "ExecutedEvent": ("lockgate.tools._events", "lockgate"),
+    "ExecutingEvent": ("lockgate.tools._events", "lockgate"),
+    "FailedEvent": ("lockgate.tools._events", "lockgate"),
+    "HumanVerifier": ("lockgate.tools._verification", None),
+    "NotificationActivities": ("lockgate.activities._notify", None),
+    "PIPELINE_STAGES": ("lockgate.tools._registry", None),
+    "Param": ("lockgate.tools._tool", "lockgate"),
+    "Refusal": ("lockgate.activities._refusal", "lockgate.errors"),
+    "Retry": ("lockgate.tools._tool", "lockgate"),
+    "SEAL_HEADER": ("lockgate.activities._sealed_calls", None),
+    "SealReader": ("lockgate.activities._sealed_calls", None),
+    "TOOL_ACTIVITY_PREFIX": ("lockgate.activities._activity_inputs", None),
+    "ToolActivities": ("lockgate.activities._temporal", None),
+    "ToolActivityInput": ("lockgate.activities._activity_inputs", None),
+    "ToolDeclarationError": ("lockgate.tools._tool", "lockgate.errors"),
+    "ToolDefinition": ("lockgate.tools._tool", "lockgate"),
+    "ToolFailure": ("lockgate.tools._events", "lockgate.errors"),
+    "ToolRegistry": ("lockgate.tools._registry", "lockgate"),
+    "VerificationError": ("lockgate.tools._verification", "lockgate.errors"),
+    "VerificationRequest": ("lockgate.tools._verification", None),
+    "WorkflowStartActivities": ("lockgate.activities._workflow_starts", None),
+    "context_tokens": ("lockgate.tools._budget", None),
+    "current_seal": ("lockgate.activities._sealed_calls", None),
+    "definition_of": ("lockgate.tools._tool", None),
+    "estimate_tokens": ("lockgate.tools._budget", None),
+    "is_tool": ("lockgate.tools._tool", None),
+    "notification_binding": ("lockgate.activities._notify", None),
+    "register_verification": ("lockgate.tools._verification", "lockgate"),
+    "tool": ("lockgate.tools._tool", "lockgate"),
+    "tool_activity_binding": ("lockgate.activities._sealed_calls", None),
+    "tool_activity_name": ("lockgate.activities._activity_inputs", None),
+    "tool_methods": ("lockgate.tools._tool", None),
+}
+"""Each old name: the module that defines it, and its public home (None: internal)."""
+
+__getattr__ = moved_names(globals(), _MOVED)

@@ -1,121 +1,70 @@
 """Temporal workflows: the graph interpreter, the durable tool call, gates in workflows of your own.
 
 With their inputs, the state a graph run carries across continue-as-new, the task queue's
-catalogue, the notify workflow, and how they schedule activities, fail and version.
+catalogue, the notify workflow, and how they schedule activities, fail and version. The package
+is internal: :class:`~lockgate.LockgatePlugin` registers its workflows, and :mod:`lockgate`
+exports what a workflow of your own calls (``gate``, ``call_tool``, ``Decision``).
 
-Kept for compatibility: the graph language and its compiler now live in :mod:`lockgate.graphs`
-and the clients in :mod:`lockgate.clients`; this package re-exports their names as before (the
-clients' on first use). lockgate's own modules import each name from the module that defines it,
-never from here.
+The names it exported before, the graph language and the clients among them, still resolve here,
+each with a ``DeprecationWarning`` that says where to import it from now (:mod:`lockgate`,
+:mod:`lockgate.errors` or :mod:`lockgate.namespace`), or that it is lockgate's own plumbing and
+goes in a later release. Nothing in lockgate imports through here.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from lockgate._lazy import moved_names
 
-from lockgate._lazy import lazy_names
-from lockgate.graphs._compile import compile_graph
-from lockgate.graphs._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
-from lockgate.graphs._declare import (
-    DUAL,
-    END,
-    SINGLE,
-    Appends,
-    ApprovalPolicy,
-    Ask,
-    Because,
-    Deadline,
-    Dual,
-    Edge,
-    GraphDeclarationError,
-    Quorum,
-    Route,
-    Subgraph,
-    Target,
-    graph,
-)
-from lockgate.graphs._declare_agents import AgentStep, ModelBudget
-from lockgate.graphs._graph_registry import GraphRegistry
-from lockgate.workflows._carry import CarriedState
-from lockgate.workflows._catalogue import CatalogueError
-from lockgate.workflows._failures import UnreadableStart
-from lockgate.workflows._graph_inputs import SettleInput, ShowInput, StartGraphInput
-from lockgate.workflows._graph_workflow import GraphRun
-from lockgate.workflows._own_workflows import Decision, call_tool, gate
-from lockgate.workflows._search_attributes import (
-    LOCKGATE_AWAITING,
-    LOCKGATE_GRAPH,
-    LOCKGATE_SEARCH_ATTRIBUTES,
-    LOCKGATE_STATE,
-)
-from lockgate.workflows._signed_starts import SIGNED_START_WITHIN, StartRefusedError
-from lockgate.workflows._tool_call import (
-    CallToolInput,
-    ConfirmCallInput,
-    ToolCallWorkflow,
-    WaitCallInput,
-)
+__all__: list[str] = []
 
-# The clients sit above the workflows and import their modules, which runs this package first:
-# their names resolve on first use (PEP 562, `__getattr__` below), or a client imported before
-# this package would be met here half made.
-if TYPE_CHECKING:
-    from lockgate.clients._client import GraphClient
-    from lockgate.clients._tool_client import ToolClient
-
-_CLIENTS = {
-    "GraphClient": "lockgate.clients._client",
-    "ToolClient": "lockgate.clients._tool_client",
+_MOVED: dict[str, tuple[str, str | None]] = {
+    "AgentStep": ("lockgate.graphs._declare_agents", "lockgate"),
+    "Appends": ("lockgate.graphs._declare", "lockgate"),
+    "ApprovalPolicy": ("lockgate.graphs._declare", "lockgate"),
+    "Ask": ("lockgate.graphs._declare", "lockgate"),
+    "Because": ("lockgate.graphs._declare", "lockgate"),
+    "CallToolInput": ("lockgate.workflows._tool_call", None),
+    "CarriedState": ("lockgate.workflows._carry", None),
+    "CatalogueError": ("lockgate.workflows._catalogue", "lockgate.errors"),
+    "CompiledAsk": ("lockgate.graphs._compiled", None),
+    "CompiledGraph": ("lockgate.graphs._compiled", None),
+    "CompiledNode": ("lockgate.graphs._compiled", None),
+    "ConfirmCallInput": ("lockgate.workflows._tool_call", None),
+    "DUAL": ("lockgate.graphs._declare", "lockgate"),
+    "Deadline": ("lockgate.graphs._declare", "lockgate"),
+    "Decision": ("lockgate.workflows._own_workflows", "lockgate"),
+    "Dual": ("lockgate.graphs._declare", "lockgate"),
+    "END": ("lockgate.graphs._declare", "lockgate"),
+    "Edge": ("lockgate.graphs._declare", "lockgate"),
+    "GraphClient": ("lockgate.clients._client", "lockgate"),
+    "GraphDeclarationError": ("lockgate.graphs._declare", "lockgate"),
+    "GraphRegistry": ("lockgate.graphs._graph_registry", None),
+    "GraphRun": ("lockgate.workflows._graph_workflow", None),
+    "LOCKGATE_AWAITING": ("lockgate.workflows._search_attributes", "lockgate.namespace"),
+    "LOCKGATE_GRAPH": ("lockgate.workflows._search_attributes", "lockgate.namespace"),
+    "LOCKGATE_SEARCH_ATTRIBUTES": ("lockgate.workflows._search_attributes", "lockgate.namespace"),
+    "LOCKGATE_STATE": ("lockgate.workflows._search_attributes", "lockgate.namespace"),
+    "ModelBudget": ("lockgate.graphs._declare_agents", "lockgate"),
+    "Quorum": ("lockgate.graphs._declare", "lockgate"),
+    "Route": ("lockgate.graphs._declare", "lockgate"),
+    "SIGNED_START_WITHIN": ("lockgate.workflows._signed_starts", None),
+    "SINGLE": ("lockgate.graphs._declare", "lockgate"),
+    "SettleInput": ("lockgate.workflows._graph_inputs", None),
+    "ShowInput": ("lockgate.workflows._graph_inputs", None),
+    "StartGraphInput": ("lockgate.workflows._graph_inputs", None),
+    "StartRefusedError": ("lockgate.workflows._signed_starts", "lockgate.errors"),
+    "Subgraph": ("lockgate.graphs._declare", "lockgate"),
+    "Target": ("lockgate.graphs._declare", "lockgate"),
+    "ToolCallWorkflow": ("lockgate.workflows._tool_call", None),
+    "ToolClient": ("lockgate.clients._tool_client", "lockgate"),
+    "Transition": ("lockgate.graphs._compiled", None),
+    "UnreadableStart": ("lockgate.workflows._failures", "lockgate.errors"),
+    "WaitCallInput": ("lockgate.workflows._tool_call", None),
+    "call_tool": ("lockgate.workflows._own_workflows", "lockgate"),
+    "compile_graph": ("lockgate.graphs._compile", "lockgate"),
+    "gate": ("lockgate.workflows._own_workflows", "lockgate"),
+    "graph": ("lockgate.graphs._declare", "lockgate"),
 }
+"""Each old name: the module that defines it, and its public home (None: internal)."""
 
-__all__ = [
-    "DUAL",
-    "END",
-    "LOCKGATE_AWAITING",
-    "LOCKGATE_GRAPH",
-    "LOCKGATE_SEARCH_ATTRIBUTES",
-    "LOCKGATE_STATE",
-    "SIGNED_START_WITHIN",
-    "SINGLE",
-    "AgentStep",
-    "Appends",
-    "ApprovalPolicy",
-    "Ask",
-    "Because",
-    "CallToolInput",
-    "CarriedState",
-    "CatalogueError",
-    "CompiledAsk",
-    "CompiledGraph",
-    "CompiledNode",
-    "ConfirmCallInput",
-    "Deadline",
-    "Decision",
-    "Dual",
-    "Edge",
-    "GraphClient",
-    "GraphDeclarationError",
-    "GraphRegistry",
-    "GraphRun",
-    "ModelBudget",
-    "Quorum",
-    "Route",
-    "SettleInput",
-    "ShowInput",
-    "StartGraphInput",
-    "StartRefusedError",
-    "Subgraph",
-    "Target",
-    "ToolCallWorkflow",
-    "ToolClient",
-    "Transition",
-    "UnreadableStart",
-    "WaitCallInput",
-    "call_tool",
-    "compile_graph",
-    "gate",
-    "graph",
-]
-
-
-__getattr__, __dir__ = lazy_names(globals(), _CLIENTS)
+__getattr__ = moved_names(globals(), _MOVED)
