@@ -31,10 +31,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from lockgate import tool
+from lockgate import Ask, Edge, Route, graph, tool
 from lockgate.devserver import server_args, temporal_binary
 from lockgate.examples import essay_review as essay
-from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES, Ask, Edge, Route, graph
+from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 
 if TYPE_CHECKING:
     from lockgate import LockgatePlugin
@@ -488,8 +488,7 @@ HANDWRITTEN_ACTIVITIES: list[Callable[..., Any]] = [
 
 
 async def _serve(target: str, task_queue: str, principals_toml: str) -> None:
-    from lockgate import LockgatePlugin
-    from lockgate.gating import Directory, WorkerSecret
+    from lockgate import Directory, LockgatePlugin, WorkerSecret
 
     client = await Client.connect(target)
     plugin = LockgatePlugin(

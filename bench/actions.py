@@ -116,9 +116,8 @@ from bench._workloads import (
     dev_server,
     emit,
 )
-from lockgate import GraphClient, LockgatePlugin
+from lockgate import GraphClient, LockgatePlugin, WorkerSecret
 from lockgate.examples import essay_review as essay
-from lockgate.gating import WorkerSecret
 from lockgate.testing import Identities
 
 BENCH = "actions"

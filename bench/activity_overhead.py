@@ -47,9 +47,8 @@ from temporalio.worker import (
     Interceptor,
 )
 
-from lockgate import tool
+from lockgate import WorkerSecret, tool
 from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
-from lockgate.gating import WorkerSecret
 
 BENCH = "activity_overhead"
 TARGET_RATIO = 1.05
@@ -153,7 +152,7 @@ async def main(rounds: int, calls: int) -> None:
 
     from lockgate import LockgatePlugin
     from lockgate.devserver import server_args, temporal_binary
-    from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES
+    from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 
     expected = sum(range(calls)) + calls
 

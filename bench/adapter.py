@@ -54,10 +54,9 @@ from temporalio.worker import Worker
 
 from bench._exit import leave
 from bench._workloads import bench_runner, dev_server, emit, median_ratio, timed
-from lockgate import GraphClient, LockgatePlugin, Signer
-from lockgate.gating import answer_binding
+from lockgate import Ask, GraphClient, LockgatePlugin, Signer
+from lockgate.identity._bindings import answer_binding
 from lockgate.testing import Identities
-from lockgate.workflows import Ask
 
 if sys.version_info < (3, 11) or importlib.util.find_spec("temporalio.langgraph") is None:
     # LangGraph's interrupt() works on Temporal from Python 3.11, with the `langgraph` extra:

@@ -75,14 +75,13 @@ async def main(rounds: int, calls: int) -> None:
     from temporalio.worker import Worker
 
     from bench._workloads import dev_server, emit, median_ratio
-    from lockgate import LockgatePlugin
+    from lockgate import LockgatePlugin, WorkerSecret
     from lockgate.encryption import (
         EncryptionCodec,
         PayloadKeys,
         encrypted_data_converter,
         encrypting_client,
     )
-    from lockgate.gating import WorkerSecret
 
     keys = PayloadKeys.generate("bench")
     expected = calls * len(_TEXT)

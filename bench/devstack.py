@@ -82,8 +82,8 @@ from lockgate import GraphClient, LockgatePlugin
 from lockgate.cli._loop import event_loop_name, run_on_the_fastest_loop
 from lockgate.devserver import DevServer, free_port, server_args, temporal_binary
 from lockgate.examples import essay_review as essay
+from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.testing import Identities
-from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES
 
 BENCH = "devstack"
 NODES = 20

@@ -51,7 +51,7 @@ from bench._workloads import (
 )
 from lockgate import GraphClient, LockgatePlugin, Signer
 from lockgate.contracts import RunView
-from lockgate.gating import answer_binding
+from lockgate.identity._bindings import answer_binding
 from lockgate.testing import Identities
 
 BENCH = "gate_latency"

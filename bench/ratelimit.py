@@ -39,9 +39,15 @@ from temporalio.worker import Worker
 
 from bench._exit import leave
 from bench._workloads import dev_server, emit, median_ratio
-from lockgate import InMemoryRateLimiter, LockgatePlugin, RedisRateLimiter, ToolClient, tool
+from lockgate import (
+    InMemoryRateLimiter,
+    LockgatePlugin,
+    RateLimiter,
+    RedisRateLimiter,
+    ToolClient,
+    tool,
+)
 from lockgate.devserver import free_port
-from lockgate.gating import RateLimiter
 from lockgate.testing import Identities
 
 BENCH = "ratelimit"

@@ -85,9 +85,9 @@ from bench._workloads import (
     median_ratio,
 )
 from lockgate import GraphClient, LockgatePlugin
-from lockgate.activities import definition_of
 from lockgate.examples import essay_review as essay
 from lockgate.testing import Identities
+from lockgate.tools._tool import definition_of
 
 BENCH = "throughput"
 PASSES_FIRST_TIME = {"title": "Tides and the moon", "rubric": "tides, moon"}  # 3 node steps

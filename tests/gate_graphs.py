@@ -14,9 +14,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from lockgate import Dual, Quorum, tool
+from lockgate import DUAL, Ask, Deadline, Dual, Edge, Quorum, Route, Target, graph, tool
 from lockgate.testing import Identities
-from lockgate.workflows import DUAL, Ask, Deadline, Edge, Route, Target, graph
 
 PAYMENT = {"payee": "Acme Ltd", "amount": 25_000}
 

@@ -18,11 +18,10 @@ from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from lockgate import Signer, tool
+from lockgate import Appends, Ask, Because, Edge, Route, Signer, Target, graph, tool
 from lockgate.examples import essay_review as essay
-from lockgate.gating import answer_binding, resume_binding
+from lockgate.identity._bindings import answer_binding, resume_binding
 from lockgate.testing import Identities
-from lockgate.workflows import Appends, Ask, Because, Edge, Route, Target, graph
 
 # --- Inputs of the three measured paths of the orchestrator README (examples/essay_review.py) ---
 

@@ -26,11 +26,12 @@ from playwright.async_api import Browser, Page, async_playwright
 from starlette.applications import Starlette
 from temporalio.client import Client
 
-from lockgate import GraphClient, LockgatePlugin, WorkerSecret
+from lockgate import Directory, GraphClient, LockgatePlugin, RelyingParty, WorkerSecret
 from lockgate.devserver import free_port
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.payment_release import PaymentRelease
-from lockgate.gating import Directory, EnrolmentSecret, RelyingParty, sign_in_binding
+from lockgate.identity._bindings import sign_in_binding
+from lockgate.identity._enrolment import EnrolmentSecret
 from lockgate.inbox import inbox_app
 from lockgate.inbox._app import url_id
 from lockgate.testing import Identities, WorkerFactory

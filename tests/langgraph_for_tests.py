@@ -9,7 +9,7 @@ from typing import Any, TypedDict
 
 from temporalio import workflow
 
-from lockgate.workflows import Ask
+from lockgate import Ask
 
 with workflow.unsafe.imports_passed_through():
     from langgraph.checkpoint.memory import InMemorySaver

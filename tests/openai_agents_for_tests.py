@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from agents import Agent, ToolCallOutputItem
 from temporalio import workflow
 
-from lockgate import Param, ToolResult, tool
+from lockgate import Ask, Param, ToolResult, tool
 from lockgate.adapters.openai_agents import (
     Approval,
     GateKey,
@@ -19,7 +19,6 @@ from lockgate.adapters.openai_agents import (
     governed_tools,
     run_agent,
 )
-from lockgate.workflows import Ask
 from tests.own_workflows_for_tests import issue_refund, read_ticket
 
 

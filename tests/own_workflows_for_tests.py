@@ -11,8 +11,7 @@ from typing import Annotated, Any
 
 from temporalio import workflow
 
-from lockgate import Param, ToolResult, tool
-from lockgate.workflows import Ask, call_tool, gate
+from lockgate import Ask, Param, ToolResult, call_tool, gate, tool
 
 
 class Refund(str, Enum):

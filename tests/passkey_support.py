@@ -16,7 +16,7 @@ import cbor2
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from lockgate.gating import Passkey, passkey_challenge
+from lockgate.identity._passkeys import Passkey, passkey_challenge
 
 _USER_PRESENT = 0x01
 _USER_VERIFIED = 0x04

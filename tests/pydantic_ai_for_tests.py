@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from temporalio import workflow
 
-from lockgate.workflows import Ask
+from lockgate import Ask
 from tests.own_workflows_for_tests import issue_refund, read_ticket
 
 with workflow.unsafe.imports_passed_through():

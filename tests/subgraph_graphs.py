@@ -13,9 +13,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel
 
-from lockgate import tool
+from lockgate import Ask, Edge, Route, Subgraph, Target, graph, tool
 from lockgate.testing import Identities
-from lockgate.workflows import Ask, Edge, Route, Subgraph, Target, graph
 from tests.gate_graphs import Release, cancel, prepare
 
 

@@ -9,14 +9,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lockgate import Signer, WorkerSecret
 from lockgate.contracts import ErrorDetail, GateView, ParkedView, RunView, ToolCallResult
-from lockgate.gating import Signer, WorkerSecret
 
 if TYPE_CHECKING:
     from temporalio.api.history.v1 import HistoryEvent
     from temporalio.client import Client, WorkflowHandle, WorkflowUpdateHandle
 
-    from lockgate.activities import ToolDefinition, ToolRegistry
+    from lockgate import ToolDefinition, ToolRegistry
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 """The repository's root: where `lockgate` subprocesses run and `tests` import from."""
@@ -132,7 +132,7 @@ async def prove_start(
     """Sends a graph run started ``signed=True`` by hand the signed ``start`` that names the
     execution ``handle`` started (as ``GraphClient.start`` does); returns the run once it
     settles. A refusal is raised (``WorkflowUpdateFailedError``)."""
-    from lockgate.gating import start_binding
+    from lockgate.identity._bindings import start_binding
 
     execution = handle.first_execution_run_id
     assert execution, "prove_start takes the handle start_workflow returned"

@@ -25,7 +25,8 @@ from temporalio.workflow import ActivityCancellationType
 
 from lockgate import Directory, InMemoryRateLimiter, Signer, ToolClient, ToolRegistry, tool
 from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
-from lockgate.gating import generate_private_key, public_key_text, tool_binding
+from lockgate.identity._bindings import tool_binding
+from lockgate.identity._keys import generate_private_key, public_key_text
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id
 

@@ -29,11 +29,11 @@ from temporalio.openai_agents.testing import ResponseBuilders, TestModel, TestMo
 from temporalio.worker import Replayer, Worker
 
 from lockgate import GraphClient, LockgatePlugin
-from lockgate.activities import definition_of
 from lockgate.adapters.openai_agents import MAX_SUBJECT_BYTES, governed_tool, governed_tools
 from lockgate.encryption import ENCRYPTED_ENCODING, PayloadKeys
+from lockgate.namespace import LOCKGATE_AWAITING, LOCKGATE_STATE
 from lockgate.testing import Identities
-from lockgate.workflows import LOCKGATE_AWAITING, LOCKGATE_STATE
+from lockgate.tools._tool import definition_of
 from tests.graphs_for_tests import eventually
 from tests.openai_agents_for_tests import (
     AGENT_TOOLS,

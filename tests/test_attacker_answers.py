@@ -39,17 +39,13 @@ from temporalio.service import RPCError
 from temporalio.worker import Worker
 
 from lockgate import Ask, Edge, GraphClient, LockgatePlugin, Route, Target, ToolContext, graph, tool
-from lockgate.activities import TOOL_ACTIVITY_PREFIX
+from lockgate.activities._activity_inputs import TOOL_ACTIVITY_PREFIX
 from lockgate.contracts import RunView, TrailRow
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import answer_binding, gate_subject
+from lockgate.identity._bindings import answer_binding, gate_subject
+from lockgate.namespace import LOCKGATE_AWAITING, LOCKGATE_GRAPH, LOCKGATE_STATE
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.workflows import (
-    LOCKGATE_AWAITING,
-    LOCKGATE_GRAPH,
-    LOCKGATE_STATE,
-    StartGraphInput,
-)
+from lockgate.workflows._graph_inputs import StartGraphInput
 from tests.graphs_for_tests import (
     ALWAYS_FAILS,
     Ledger,

@@ -66,13 +66,14 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lockgate import GraphClient, LockgatePlugin, ToolClient, ToolContext, tool
-from lockgate.activities import TOOL_ACTIVITY_PREFIX
+from lockgate.activities._activity_inputs import TOOL_ACTIVITY_PREFIX
 from lockgate.contracts import RunView
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.publish_post import PublishPost
-from lockgate.gating import start_binding, tool_binding
+from lockgate.identity._bindings import start_binding, tool_binding
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.workflows import SIGNED_START_WITHIN, StartGraphInput
+from lockgate.workflows._graph_inputs import StartGraphInput
+from lockgate.workflows._signed_starts import SIGNED_START_WITHIN
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id
 from tests.graphs_for_tests import ALWAYS_FAILS, essay_people, event_types, eventually, trail_of
 from tests.reliability_graphs import DocReviewV1, DocReviewV2

@@ -49,15 +49,14 @@ from temporalio.worker import (
     WorkflowOutboundInterceptor,
 )
 
-from lockgate import GraphClient, LockgatePlugin, ToolClient
+from lockgate import Actor, GraphClient, LockgatePlugin, ToolClient
 from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
 from lockgate.contracts import RunView
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.memo_clearance import MemoClearance
-from lockgate.gating import Actor
+from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.testing import Identities
-from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.workflows._carry import CarriedState
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.graphs_for_tests import (

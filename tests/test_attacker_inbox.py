@@ -19,7 +19,9 @@ from playwright.async_api import Browser, Route
 from temporalio.client import Client
 
 from lockgate.cli import main as lockgate_main
-from lockgate.gating import EnrolmentSecret, answer_binding, generate_private_key, sign_in_binding
+from lockgate.identity._bindings import answer_binding, sign_in_binding
+from lockgate.identity._enrolment import EnrolmentSecret
+from lockgate.identity._keys import generate_private_key
 from lockgate.inbox._app import url_id
 from tests.inbox_support import (
     Desk,

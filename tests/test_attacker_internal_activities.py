@@ -29,9 +29,10 @@ from lockgate.activities._activity_inputs import (
     VerifyCarriedInput,
 )
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import answer_binding, start_binding
+from lockgate.identity._bindings import answer_binding, start_binding
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.workflows import SIGNED_START_WITHIN, StartGraphInput
+from lockgate.workflows._graph_inputs import StartGraphInput
+from lockgate.workflows._signed_starts import SIGNED_START_WITHIN
 from tests.graphs_for_tests import ALWAYS_FAILS
 from tests.support import audit_facts, gate_of, prove_start
 

@@ -55,7 +55,7 @@ from temporalio.worker import (
 from lockgate import GraphClient, LockgatePlugin, ToolClient, tool
 from lockgate.contracts import RunView
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import MAX_REFUSED_SIGNALS_KEPT, MAX_WAITING_SETTLES
+from lockgate.gates._limits import MAX_REFUSED_SIGNALS_KEPT, MAX_WAITING_SETTLES
 from lockgate.testing import Identities
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.graphs_for_tests import ALWAYS_FAILS, Ledger, eventually, signed_answer

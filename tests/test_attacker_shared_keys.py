@@ -17,15 +17,14 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from lockgate import Directory, GraphClient, Signer
-from lockgate.gating import (
-    DirectoryEntry,
-    IdentityError,
+from lockgate import Directory, DirectoryEntry, GraphClient, Signer
+from lockgate.errors import IdentityError
+from lockgate.identity._keys import (
+    decode_base64url,
     directory_entry_toml,
     generate_private_key,
     public_key_text,
 )
-from lockgate.identity._keys import decode_base64url
 from lockgate.testing import Identities, WorkerFactory
 from tests.gate_graphs import PAYMENT, POLICY_GRAPHS, DualPayment
 from tests.passkey_support import SoftwarePasskey

@@ -15,10 +15,9 @@ from uuid import uuid4
 import pytest
 from temporalio.client import Client
 
-from lockgate import Directory, GraphClient, ToolClient, tool
+from lockgate import Directory, DirectoryEntry, GraphClient, ToolClient, tool
 from lockgate.contracts import PendingGate
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import DirectoryEntry
 from lockgate.testing import WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS, essay_people, eventually
 from tests.support import error_of

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from lockgate import AuditLogger, InMemoryRateLimiter, ToolContext, ToolRegistry, ToolResult, tool
-from lockgate.gating import REDACTED, redact
+from lockgate.tools._audit import REDACTED, redact
 from tests.support import REPOSITORY, audit_facts
 
 SECRET = "hunter2-s3cr3t"

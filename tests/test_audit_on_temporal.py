@@ -10,8 +10,9 @@ from temporalio.client import Client
 
 from lockgate import GraphClient, ToolClient, tool
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import AUDIT_LOGGER_NAME, answer_binding
+from lockgate.identity._bindings import answer_binding
 from lockgate.testing import Identities, WorkerFactory
+from lockgate.tools._audit import AUDIT_LOGGER_NAME
 from tests.graphs_for_tests import ALWAYS_FAILS
 from tests.support import audit_facts, gate_of
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from temporalio.client import Client
 
-from lockgate import AuditLogger, GraphClient, LockgatePlugin, ToolClient, tool
+from lockgate import AuditLogger, GraphClient, JsonLinesAuditSink, LockgatePlugin, ToolClient, tool
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import REDACTED, JsonLinesAuditSink
 from lockgate.testing import WorkerFactory
+from lockgate.tools._audit import REDACTED
 from tests.graphs_for_tests import ALWAYS_FAILS, essay_people
 
 

@@ -12,7 +12,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFai
 
 from lockgate import GraphClient
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import cancel_binding
+from lockgate.identity._bindings import cancel_binding
 from lockgate.testing import WorkerFactory
 from tests.graphs_for_tests import (
     ALWAYS_FAILS,

@@ -20,13 +20,20 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from lockgate import InMemoryRateLimiter, LockgatePlugin, ToolClient, WorkerSecret
+from lockgate import (
+    Directory,
+    InMemoryRateLimiter,
+    LockgatePlugin,
+    Signer,
+    ToolClient,
+    WorkerSecret,
+)
 from lockgate.cli._loop import event_loop_name, run_on_the_fastest_loop
 from lockgate.cli._output import CommandError
 from lockgate.cli._worker import rate_limiter_of
 from lockgate.devserver import temporal_binary
+from lockgate.errors import WorkerSecretError
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import Directory, Signer, WorkerSecretError
 from lockgate.namespace import check_search_attributes
 from lockgate.testing import WorkerFactory
 from lockgate.worker import load_components

@@ -34,7 +34,7 @@ from lockgate.encryption import (
     encrypting_client,
 )
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import answer_binding
+from lockgate.identity._bindings import answer_binding
 from lockgate.testing import WorkerFactory
 from tests.graphs_for_tests import essay_people
 from tests.support import REPOSITORY, gate_of

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from lockgate import GraphDeclarationError, compile_graph
 from lockgate.examples.essay_review import EssayReview
-from lockgate.workflows import CompiledGraph, GraphDeclarationError, GraphRegistry, compile_graph
+from lockgate.graphs._compiled import CompiledGraph
+from lockgate.graphs._graph_registry import GraphRegistry
 from tests import graphs_for_tests as g
 
 

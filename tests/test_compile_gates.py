@@ -10,9 +10,22 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from lockgate import GraphDeclarationError, LockgatePlugin, Quorum, WorkerSecret, compile_graph
+from lockgate import (
+    DUAL,
+    ApprovalPolicy,
+    Ask,
+    Deadline,
+    Dual,
+    Edge,
+    GraphDeclarationError,
+    LockgatePlugin,
+    Quorum,
+    Route,
+    WorkerSecret,
+    compile_graph,
+    graph,
+)
 from lockgate.testing import Identities
-from lockgate.workflows import DUAL, ApprovalPolicy, Ask, Deadline, Dual, Edge, Route, graph
 from tests.gate_graphs import (
     Checked,
     DualPayment,

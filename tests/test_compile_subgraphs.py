@@ -13,12 +13,13 @@ from lockgate import (
     Directory,
     GraphDeclarationError,
     LockgatePlugin,
+    Subgraph,
     WorkerSecret,
     compile_graph,
+    graph,
 )
 from lockgate.activities._activity_inputs import OpenStartInput, handover_binding
 from lockgate.activities._handover import open_handover
-from lockgate.workflows import Subgraph, graph
 from tests.subgraph_graphs import PaymentExecute, ReleasedPayment, chase
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from lockgate import (
+    ApprovalPolicy,
     ChannelPolicy,
     GraphDeclarationError,
     InMemoryRateLimiter,
@@ -24,8 +25,7 @@ from lockgate import (
     compile_graph,
     tool,
 )
-from lockgate.activities import ToolDeclarationError
-from lockgate.workflows import ApprovalPolicy
+from lockgate.errors import ToolDeclarationError
 from tests.gate_graphs import payment_graph
 
 

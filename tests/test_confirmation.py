@@ -7,8 +7,16 @@ from typing import Any
 
 import pytest
 
-from lockgate import ErrorCode, ToolContext, ToolRegistry, ToolResult, tool
-from lockgate.gating import ConfirmationStore, ConsentGrant, action_summary
+from lockgate import (
+    ConfirmationStore,
+    ConsentGrant,
+    ErrorCode,
+    ToolContext,
+    ToolRegistry,
+    ToolResult,
+    tool,
+)
+from lockgate.tools._confirm import action_summary
 
 
 class FakeClock:

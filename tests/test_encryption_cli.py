@@ -8,10 +8,9 @@ import stat
 
 from temporalio.client import Client
 
-from lockgate import LockgatePlugin, WorkerSecret
+from lockgate import Directory, LockgatePlugin, WorkerSecret
 from lockgate.encryption import ENCRYPTED_ENCODING, PayloadKeys
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import Directory
 from lockgate.testing import WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS
 from tests.test_cli import Command, lockgate_command

@@ -19,12 +19,24 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from lockgate import GraphClient, GraphDeclarationError, LockgatePlugin, compile_graph, tool
+from lockgate import (
+    END,
+    Ask,
+    Deadline,
+    Edge,
+    GraphClient,
+    GraphDeclarationError,
+    LockgatePlugin,
+    Route,
+    Target,
+    compile_graph,
+    graph,
+    tool,
+)
 from lockgate.cli._runs import _leads_to
 from lockgate.contracts import ChoiceView
 from lockgate.inbox._words import FILTERS, leads_to
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.workflows import END, Ask, Deadline, Edge, Route, Target, graph
 from tests.graphs_for_tests import eventually
 from tests.support import SECRET
 

@@ -101,7 +101,7 @@ def test_each_keeps_the_builtin_base_existing_except_clauses_catch(
 
 
 def test_a_refused_proof_is_caught_by_one_except_clause_for_all_of_lockgate() -> None:
-    from lockgate.gating import ProofRefused
+    from lockgate.errors import ProofRefused
 
     with pytest.raises(LockgateError, match="no proof"):
         raise ProofRefused("forged", "no proof")

@@ -22,8 +22,8 @@ from temporalio.worker import Worker
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.contracts import RunView
 from lockgate.devserver import temporal_binary
+from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.testing import Identities
-from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES
 from tests.gate_graphs import (
     DEADLINE_GRAPHS,
     PAYMENT,

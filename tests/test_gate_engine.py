@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from lockgate import Actor
 from lockgate.gates._gate_engine import (
     DEADLINE_ACTOR,
     GivenAnswer,
@@ -24,7 +25,8 @@ from lockgate.gates._gate_engine import (
     uncountable_answer,
     waits_to_be_counted,
 )
-from lockgate.gating import Actor, GateChoice, GateDeadline, GatePolicy, OpenGate
+from lockgate.gates._gates import GateChoice, OpenGate
+from lockgate.gates._policies import GateDeadline, GatePolicy
 
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=timezone.utc)
 SINGLE = GatePolicy()

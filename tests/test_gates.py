@@ -15,10 +15,10 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from lockgate import GraphClient
+from lockgate import GraphClient, Signer
 from lockgate.contracts import RunView
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import Signer, answer_binding
+from lockgate.identity._bindings import answer_binding
 from lockgate.testing import WorkerFactory
 from tests.graphs_for_tests import (
     ALWAYS_FAILS,

@@ -19,8 +19,8 @@ from temporalio.worker import Worker
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
+from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES, LOCKGATE_STATE
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES, LOCKGATE_STATE
 from tests.graphs_for_tests import (
     ALWAYS_FAILS,
     FAILS_ONCE,

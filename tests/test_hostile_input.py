@@ -25,7 +25,7 @@ from temporalio.worker import Worker
 from lockgate import ErrorCode, GraphClient, LockgatePlugin
 from lockgate.contracts import GateView
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import answer_binding
+from lockgate.identity._bindings import answer_binding
 from lockgate.testing import Identities
 from tests.graphs_for_tests import ALWAYS_FAILS
 from tests.support import gate_of, outcome
@@ -181,7 +181,7 @@ async def test_a_well_signed_proof_for_something_else_is_refused(target: Target,
 
 
 def _signed_at(target: Target, proof: dict[str, Any], offset: int) -> dict[str, Any]:
-    from lockgate.gating import Signer
+    from lockgate import Signer
 
     signer = target.people.signer("ed")
     clock_signer = Signer(

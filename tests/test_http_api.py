@@ -20,10 +20,11 @@ from starlette.routing import BaseRoute, Mount, Route
 from temporalio.client import Client as TemporalClient
 
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import AUDIT_LOGGER_NAME, MAX_DEPTH
+from lockgate.gates._limits import MAX_DEPTH
 from lockgate.serving import openapi_document
 from lockgate.serving._api_contract import ENDPOINTS
 from lockgate.testing import WorkerFactory
+from lockgate.tools._audit import AUDIT_LOGGER_NAME
 from tests.mcp_support import api, api_app, bearer, people, registry, serving
 from tests.support import audit_facts
 

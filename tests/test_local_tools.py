@@ -46,14 +46,12 @@ from lockgate import (
     graph,
     tool,
 )
-from lockgate.activities import (
-    SEAL_HEADER,
-    ToolDeclarationError,
-    definition_of,
-    tool_activity_name,
-)
+from lockgate.activities._activity_inputs import tool_activity_name
+from lockgate.activities._sealed_calls import SEAL_HEADER
 from lockgate.contracts import RunView
+from lockgate.errors import ToolDeclarationError
 from lockgate.testing import Identities, WorkerFactory
+from lockgate.tools._tool import definition_of
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.graphs_for_tests import eventually, trail_of
 from tests.reliability_graphs import LocalRelay

@@ -20,9 +20,10 @@ from temporalio.worker import Worker
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.devserver import temporal_binary
-from lockgate.gating import MAX_REFUSED_SIGNALS_KEPT, answer_binding
+from lockgate.gates._limits import MAX_REFUSED_SIGNALS_KEPT
+from lockgate.identity._bindings import answer_binding
+from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.testing import Identities
-from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES
 from tests.reliability_graphs import CountTo, DocReviewV1
 from tests.support import SECRET, gate_of
 

@@ -45,14 +45,15 @@ from lockgate import (
     LockgatePlugin,
     ModelBudget,
     Route,
+    compile_graph,
     graph,
     tool,
 )
 from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput
 from lockgate.contracts import RunView, TrailRow
 from lockgate.devserver import temporal_binary
+from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.workflows import LOCKGATE_SEARCH_ATTRIBUTES, compile_graph
 from tests.graphs_for_tests import eventually
 from tests.model_node_graphs import (
     BudgetCall,

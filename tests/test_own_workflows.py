@@ -23,17 +23,13 @@ from temporalio.worker import Replayer
 from typing_extensions import assert_type
 
 from lockgate import GraphClient, LockgatePlugin
-from lockgate.activities import ToolActivityInput, tool_activity_name
+from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
 from lockgate.clients._client import starting_attributes
-from lockgate.gating import start_binding
+from lockgate.identity._bindings import start_binding
+from lockgate.namespace import LOCKGATE_AWAITING, LOCKGATE_GRAPH, LOCKGATE_STATE
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.workflows import (
-    LOCKGATE_AWAITING,
-    LOCKGATE_GRAPH,
-    LOCKGATE_STATE,
-    SIGNED_START_WITHIN,
-)
 from lockgate.workflows._own_start import OWN_START_UPDATE, SIGNED_START_MEMO, start_arguments
+from lockgate.workflows._signed_starts import SIGNED_START_WITHIN
 from tests.graphs_for_tests import eventually
 from tests.own_workflow_support import open_gate_of, support_people
 from tests.own_workflows_for_tests import (

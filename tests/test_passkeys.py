@@ -10,14 +10,9 @@ from typing import Any
 
 import pytest
 
-from lockgate.gating import (
-    Directory,
-    DirectoryEntry,
-    IdentityError,
-    ProofRefused,
-    RelyingParty,
-    Verifier,
-)
+from lockgate import Directory, DirectoryEntry, RelyingParty
+from lockgate.errors import IdentityError, ProofRefused
+from lockgate.identity._verifier import Verifier
 from tests.passkey_support import SoftwarePasskey, unsigned_proof
 
 ORIGIN = "http://localhost:8240"

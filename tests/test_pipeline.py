@@ -8,16 +8,23 @@ from typing import Any
 
 import pytest
 
-from lockgate import ErrorCode, InMemoryRateLimiter, ToolContext, ToolRegistry, ToolResult, tool
-from lockgate.activities import (
-    PIPELINE_STAGES,
+from lockgate import (
+    ConfirmationStore,
+    ErrorCode,
     ExecutedEvent,
     ExecutingEvent,
     FailedEvent,
-    ToolFailure,
+    InMemoryRateLimiter,
+    RateDecision,
+    ToolContext,
+    ToolRegistry,
+    ToolResult,
+    tool,
 )
-from lockgate.gating import Confirmation, ConfirmationStore, RateDecision
+from lockgate.errors import ToolFailure
+from lockgate.tools._confirm import Confirmation
 from lockgate.tools._ratelimit import store_unavailable
+from lockgate.tools._registry import PIPELINE_STAGES
 from tests.support import definition_of
 
 READER = ToolContext("ada", "web", ["notes:read"])

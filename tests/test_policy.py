@@ -12,11 +12,11 @@ from lockgate import (
     ErrorCode,
     InMemoryRateLimiter,
     PolicyGate,
+    PolicyRule,
     ToolContext,
     ToolRegistry,
     tool,
 )
-from lockgate.gating import PolicyRule
 
 
 @tool("posts_write", "Write a post", scopes=["posts:write"], mutating=True)

@@ -24,9 +24,10 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from lockgate import Signer, tool
 from lockgate.activities._activity_inputs import ToolActivityInput
-from lockgate.gating import generate_private_key, tool_binding
+from lockgate.identity._bindings import tool_binding
+from lockgate.identity._keys import generate_private_key
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.workflows import SIGNED_START_WITHIN
+from lockgate.workflows._signed_starts import SIGNED_START_WITHIN
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id
 
 with workflow.unsafe.imports_passed_through():  # this module's test workflow runs sandboxed

@@ -8,7 +8,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 
 from lockgate import GraphClient
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import answer_binding
+from lockgate.identity._bindings import answer_binding
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ALWAYS_FAILS
 from tests.support import gate_of

@@ -16,10 +16,10 @@ import pytest
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 
-from lockgate import GraphClient
+from lockgate import GraphClient, WorkerSecret
 from lockgate.cli import _parser
 from lockgate.devserver import free_port
-from lockgate.gating import WorkerSecret, new_identity
+from lockgate.identity._keys import new_identity
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import eventually
 from tests.support import REPOSITORY

@@ -30,13 +30,13 @@ import pytest
 from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
-from lockgate import GraphClient, LockgatePlugin
+from lockgate import GraphClient, LockgatePlugin, Signer
 from lockgate.activities._activity_inputs import RUN_PROTOCOL, SETTLING_PROTOCOL
 from lockgate.contracts import RunView
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.memo_clearance import MemoClearance
 from lockgate.examples.publish_post import PublishPost
-from lockgate.gating import Signer, answer_binding
+from lockgate.identity._bindings import answer_binding
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._failures import refusals_complete
 from tests.graphs_for_tests import (

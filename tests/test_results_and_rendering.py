@@ -6,8 +6,15 @@ import json
 
 import pytest
 
-from lockgate import ErrorCode, ToolContext, ToolError, ToolResult
-from lockgate.gating import CliRenderer, DefaultRenderer, RendererRegistry
+from lockgate import (
+    CliRenderer,
+    DefaultRenderer,
+    ErrorCode,
+    RendererRegistry,
+    ToolContext,
+    ToolError,
+    ToolResult,
+)
 
 # Factories ----------------------------------------------------------------------------------------
 

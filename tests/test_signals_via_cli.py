@@ -19,7 +19,7 @@ from lockgate import GraphClient
 from lockgate.contracts import RunView
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import answer_binding
+from lockgate.identity._bindings import answer_binding
 from lockgate.testing import Identities, WorkerFactory
 from tests.graphs_for_tests import ACTOR_KEYS, ALWAYS_FAILS, essay_people, eventually, trail_of
 from tests.support import audit_facts, gate_of

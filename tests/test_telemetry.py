@@ -22,9 +22,9 @@ from temporalio.client import Client
 
 from lockgate import AuditLogger, GraphClient, LockgatePlugin, ToolClient, tool
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gating import REDACTED
 from lockgate.telemetry import LockgateTelemetry, OpenTelemetryAuditSink
 from lockgate.testing import WorkerFactory
+from lockgate.tools._audit import REDACTED
 from tests.graphs_for_tests import ALWAYS_FAILS, essay_people
 from tests.support import REPOSITORY
 

@@ -13,9 +13,17 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from lockgate import LockgatePlugin, PolicyGate, ToolClient, ToolContext, ToolRegistry, tool
-from lockgate.gating import GovernedTool, PolicyDecision
+from lockgate import (
+    LockgatePlugin,
+    PolicyDecision,
+    PolicyGate,
+    ToolClient,
+    ToolContext,
+    ToolRegistry,
+    tool,
+)
 from lockgate.testing import Identities, WorkerFactory
+from lockgate.tools._policy import GovernedTool
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.support import SECRET, error_of, outcome
 

@@ -8,13 +8,9 @@ from typing import Annotated, Any, Literal
 import pytest
 
 from lockgate import ErrorCode, Param, ToolContext, ToolRegistry, ToolResult, tool
-from lockgate.activities import (
-    ToolDeclarationError,
-    context_tokens,
-    definition_of,
-    estimate_tokens,
-    is_tool,
-)
+from lockgate.errors import ToolDeclarationError
+from lockgate.tools._budget import context_tokens, estimate_tokens
+from lockgate.tools._tool import definition_of, is_tool
 
 
 @tool("notes.search", "Search notes", scopes=["notes:read"])

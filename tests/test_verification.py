@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from lockgate import ErrorCode, ToolContext, ToolRegistry, ToolResult
-from lockgate.activities import ToolDeclarationError
+from lockgate.errors import ToolDeclarationError
 from lockgate.tools._verification import (
     HumanVerifier,
     VerificationError,

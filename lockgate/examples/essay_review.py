@@ -18,8 +18,7 @@ from typing import Annotated
 
 from pydantic import BaseModel
 
-from lockgate import tool
-from lockgate.workflows import Appends, Ask, Because, Edge, Route, Target, graph
+from lockgate import Appends, Ask, Because, Edge, Route, Target, graph, tool
 
 
 class Verdict(str, Enum):

@@ -15,8 +15,7 @@ from typing import Annotated
 
 from pydantic import BaseModel
 
-from lockgate import tool
-from lockgate.workflows import Ask, Because, Edge, Route, Target, graph
+from lockgate import Ask, Because, Edge, Route, Target, graph, tool
 
 
 class Scan(str, Enum):

@@ -20,8 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from lockgate import tool
-from lockgate.workflows import DUAL, Ask, Because, Deadline, Route, Subgraph, Target, graph
+from lockgate import DUAL, Ask, Because, Deadline, Route, Subgraph, Target, graph, tool
 
 THRESHOLD = 10_000
 """Payments above this need two officers."""

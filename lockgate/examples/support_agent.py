@@ -28,8 +28,7 @@ from typing import Annotated, Any, TypedDict
 
 from temporalio import workflow
 
-from lockgate import Param, ToolResult, tool
-from lockgate.workflows import Ask
+from lockgate import Ask, Param, ToolResult, tool
 
 with workflow.unsafe.imports_passed_through():
     from langgraph.checkpoint.memory import InMemorySaver
