@@ -14,6 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lockgate import (
+    InMemoryRateLimiter,
     LockgatePlugin,
     PolicyDecision,
     PolicyGate,
@@ -109,6 +110,27 @@ async def test_a_refused_call_asked_again_with_its_request_id_returns_the_same_r
     assert second == first
     assert described.status == WorkflowExecutionStatus.COMPLETED  # refused, not failed
     assert runs[token] == 0
+
+
+async def test_a_rate_limited_call_keeps_the_refusals_meta_so_the_caller_knows_when_to_retry(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    token = uuid4().hex
+    registry = ToolRegistry(rate_limiter=InMemoryRateLimiter(max_tokens=1))
+    registry.register(count)
+    async with lockgate_worker(tools=registry):
+        tools = ToolClient(temporal_client, task_queue)
+        first = await tools.call(
+            "demo:count", {"token": token, "n": 1}, request_id=new_request_id()
+        )
+        second = await tools.call(
+            "demo:count", {"token": token, "n": 2}, request_id=new_request_id()
+        )
+
+    assert first["success"] is True, first
+    assert error_of(second)["code"] == "RATE_LIMITED", second
+    assert second["meta"]["retry_after_seconds"] > 0, second
+    assert runs[token] == 1
 
 
 async def test_a_repeated_request_id_ignores_the_arguments_it_comes_with(

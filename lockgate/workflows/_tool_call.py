@@ -43,7 +43,7 @@ from lockgate.identity._proofs import Proof
 from lockgate.tools._confirm import action_summary
 from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._tool import Retry
-from lockgate.workflows._activity_options import execute_tool, local
+from lockgate.workflows._activity_options import execute_tool, local, refused_tool_call
 from lockgate.workflows._authority_context import current_authority, judging_authority
 from lockgate.workflows._failures import (
     UnreadableStart,
@@ -271,7 +271,8 @@ class ToolCallWorkflow:
         except ActivityError as error:
             cause = error.cause
             if isinstance(cause, ApplicationError) and cause.type in CALLER_MISTAKES:
-                return self._done(ToolResult.failed(cause.type, cause.message))
+                # With its meta: a rate limit's `retry_after_seconds`, an unreachable store.
+                return self._done(refused_tool_call(error))
             message = str(getattr(cause, "message", None) or cause or error)
             return self._done(
                 ToolResult.failed(
