@@ -15,7 +15,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import (
+    Client,
+    Interceptor,
+    OutboundInterceptor,
+    StartWorkflowUpdateInput,
+    WorkflowUpdateHandle,
+)
 from temporalio.worker import Worker
 
 from lockgate import GraphClient, LockgatePlugin
@@ -143,3 +149,62 @@ async def test_runs_parked_at_gates_and_mid_node_survive_a_server_restart(
         assert result["channels"]["url"] == "https://essays.example/tides"
     for result in results[3:]:
         assert [(row["node"], row["outcome"]) for row in result["trail"]] == [("work", "ran")]
+
+
+class _CountsUpdateCalls(Interceptor):
+    """Counts the update calls a client sends to the server, by update name."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        calls = self.calls
+
+        class Outbound(OutboundInterceptor):
+            async def start_workflow_update(
+                self, input: StartWorkflowUpdateInput
+            ) -> WorkflowUpdateHandle[Any]:
+                calls[input.update] += 1
+                return await super().start_workflow_update(input)
+
+        return Outbound(next)
+
+
+async def test_an_answer_sent_while_no_worker_runs_is_asked_again_by_its_id_and_counted_once(
+    temporal_client: Client, task_queue: str
+) -> None:
+    people = Identities({"ada": {}, "ed": {"roles": ["editor"], "scopes": ["essay:publish"]}})
+    plugin = LockgatePlugin(graphs=[EssayReview], directory=people.directory, secret=people.secret)
+    counting = _CountsUpdateCalls()
+    config = temporal_client.config()
+    config["interceptors"] = [counting]
+    client = Client(**config)
+    ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
+    ed = GraphClient(client, task_queue, signer=people.signer("ed"), poll_seconds=0.5)
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[plugin]):
+        run = await ada.start(EssayReview, ALWAYS_FAILS)
+        handle = temporal_client.get_workflow_handle(run["run_id"])
+
+        async def task_done() -> bool:
+            # Nothing of the run is in flight on this worker when it stops (no local activity).
+            described = await handle.describe()
+            return not described.raw_description.HasField("pending_workflow_task")
+
+        await _eventually(task_done)
+    assert run["status"] == "waiting", run
+
+    # No worker polls: each call for the answer waits half a second, and is sent again.
+    answering = asyncio.create_task(ed.decide(run["run_id"], "publish_as_is"))
+
+    async def asked_again() -> bool:
+        return counting.calls["decide"] >= 3
+
+    await _eventually(asked_again)
+    async with Worker(temporal_client, task_queue=task_queue, plugins=[plugin]):
+        answer = await asyncio.wait_for(answering, 60)
+        result = await asyncio.wait_for(handle.result(), 60)
+
+    assert answer.get("ok") is not False, answer
+    rows = [(row["node"], row["outcome"]) for row in result["trail"]]
+    assert rows.count(("editor_call", "answered")) == 1, rows
+    assert rows[-2:] == [("editor_call", "answered"), ("publish", "ran")]

@@ -46,6 +46,7 @@ from temporalio.types import (
 )
 
 from lockgate.clients._client_support import (
+    DEFAULT_POLL_SECONDS,
     DEFAULT_TASK_QUEUE,
     describe_run,
     execution_closed,
@@ -56,6 +57,7 @@ from lockgate.clients._client_support import (
     status_name,
     summary_of,
     update_refusal,
+    updated,
 )
 from lockgate.clients._client_views import RunViews
 from lockgate.contracts import RunView
@@ -124,6 +126,8 @@ class GraphClient(RunViews):
         channel: The channel an unsigned start is recorded under.
         wait_seconds: How long :meth:`start`, :meth:`decide` and :meth:`resume` wait for the
             run to settle (a gate, a park, the end) before returning what they know.
+        poll_seconds: How long one call to the server waits for an update's result before the
+            client asks for the same update again by its id (never applying it twice).
     """
 
     def __init__(
@@ -135,6 +139,7 @@ class GraphClient(RunViews):
         directory: Directory | None = None,
         channel: str = "temporal",
         wait_seconds: float = 60.0,
+        poll_seconds: float = DEFAULT_POLL_SECONDS,
     ) -> None:
         self.client = client
         self.task_queue = task_queue
@@ -142,6 +147,7 @@ class GraphClient(RunViews):
         self.directory = directory
         self.channel = channel
         self.wait_seconds = wait_seconds
+        self.poll_seconds = poll_seconds
         # Judges pending()'s viewers; made once, since it builds a verifier.
         self._viewer_judge = Authority(directory) if directory is not None else None
 
@@ -251,7 +257,7 @@ class GraphClient(RunViews):
         proof); or, where it closed first (one refused at its start, or ended by someone else),
         its execution's own end."""
         try:
-            shown: RunView = await handle.execute_update("start", dict(sent), result_type=dict)
+            shown = cast(RunView, await self._update(handle, "start", dict(sent)))
         except RPCError as error:
             if not execution_closed(error):
                 raise
@@ -262,7 +268,7 @@ class GraphClient(RunViews):
         """A run once it first settles: one ``settle`` update, which answers when it does; or,
         where it closed first, its execution's own end."""
         try:
-            shown: RunView = await handle.execute_update("settle", {"after": 0}, result_type=dict)
+            shown = cast(RunView, await self._update(handle, "settle", {"after": 0}))
         except RPCError as error:
             if not execution_closed(error):
                 raise
@@ -413,10 +419,15 @@ class GraphClient(RunViews):
             raise
         return shown
 
-    async def _answered(self, update: Awaitable[RunView], run_id: str) -> RunView:
+    async def _update(self, handle: WorkflowHandle[Any, Any], update: str, arg: Any) -> Any:
+        return await updated(handle, update, arg, poll_seconds=self.poll_seconds)
+
+    async def _answered(
+        self, handle: WorkflowHandle[Any, Any], update: str, arg: Any, run_id: str
+    ) -> RunView:
         """What an answering update returned, or, when the run answered it just before moving
         to a new history, the run once it settles there."""
-        shown = await update
+        shown = cast(RunView, await self._update(handle, update, arg))
         if shown.get("moving_to_new_history"):
             return await self._until_settled(run_id, after=int(shown["settles"]))
         return shown
@@ -470,7 +481,7 @@ class GraphClient(RunViews):
         answer = signed if signed is not None else {"choice": choice}
         handle = self.client.get_workflow_handle(run_id)
         return await self._settled(
-            self._answered(handle.execute_update("decide", answer, result_type=dict), run_id),
+            self._answered(handle, "decide", answer, run_id),
             run_id,
         )
 
@@ -498,7 +509,7 @@ class GraphClient(RunViews):
             return cast(RunView, signed)  # a refusal: nothing was signed
         handle = self.client.get_workflow_handle(run_id)
         return await self._settled(
-            self._answered(handle.execute_update(update, signed, result_type=dict), run_id),
+            self._answered(handle, update, signed, run_id),
             run_id,
         )
 
@@ -550,7 +561,7 @@ class GraphClient(RunViews):
                 run_id=run_id,
             )
         return await self._settled(
-            self._answered(handle.execute_update(update, dict(proof), result_type=dict), run_id),
+            self._answered(handle, update, dict(proof), run_id),
             run_id,
         )
 

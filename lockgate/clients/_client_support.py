@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import uuid
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any, cast
 
 from temporalio.client import (
@@ -12,6 +15,7 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
@@ -22,6 +26,7 @@ from lockgate.graphs._declare import graph_spec
 from lockgate.tools._result import ErrorCode, ToolResult
 
 __all__ = [
+    "DEFAULT_POLL_SECONDS",
     "DEFAULT_TASK_QUEUE",
     "describe_run",
     "execution_closed",
@@ -34,7 +39,11 @@ __all__ = [
     "summary_of",
     "tool_refusal",
     "update_refusal",
+    "updated",
 ]
+
+DEFAULT_POLL_SECONDS = 20.0
+"""How long one update call waits for its result before the client asks again by its id."""
 
 
 def refusal(code: str | ErrorCode, message: str, **facts: Any) -> RunView:
@@ -121,3 +130,31 @@ def graph_name(graph: str | type) -> str:
     if spec is None:
         raise TypeError(f"{graph!r} is not a @graph class")
     return spec.name
+
+
+async def updated(
+    handle: WorkflowHandle[Any, Any], update: str, arg: Any, *, poll_seconds: float
+) -> dict[str, Any]:
+    """What the run's ``update`` handler returned for ``arg``.
+
+    Each call to the server waits at most ``poll_seconds``. When that passes first (a busy
+    server, a worker restarting, an answer that leads to a long node), the same update is asked
+    for again by its id: the server hands back the update it already holds, so it is applied
+    once however often it is asked for. A caller that stops waiting (``asyncio.wait_for``)
+    cancels this as usual.
+    """
+    update_id = f"{update}-{uuid.uuid4().hex}"
+    while True:
+        try:
+            result: dict[str, Any] = await handle.execute_update(
+                update,
+                arg,
+                id=update_id,
+                result_type=dict,
+                rpc_timeout=timedelta(seconds=poll_seconds),
+            )
+        except WorkflowUpdateRPCTimeoutOrCancelledError as error:
+            if isinstance(error.__cause__, asyncio.CancelledError):
+                raise asyncio.CancelledError() from error
+            continue
+        return result
