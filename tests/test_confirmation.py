@@ -429,5 +429,5 @@ def test_the_store_refuses_a_token_after_its_ttl_and_forgets_it() -> None:
     minted = store.create("t", "ada", {})
     clock.now += 6
 
-    assert store.redeem(minted.token, "t", "ada", {}).reason == "expired"
-    assert store.redeem(minted.token, "t", "ada", {}).reason == "unknown"
+    assert store.redeem(minted.token, "t", "ada", {}).code == "expired"
+    assert store.redeem(minted.token, "t", "ada", {}).code == "unknown"

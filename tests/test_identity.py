@@ -351,7 +351,7 @@ def test_a_start_proof_is_good_for_the_execution_graph_version_and_inputs_it_nam
 
     judged = judge_essay_start(authority, proof)
 
-    assert judged.accepted and judged.actor is not None and judged.actor.principal == "ed"
+    assert judged.allowed and judged.actor is not None and judged.actor.principal == "ed"
 
 
 @pytest.mark.parametrize(
@@ -372,7 +372,7 @@ def test_a_start_proof_offered_to_anything_else_is_refused_with_what_differs(
 
     judged = judge_essay_start(authority, proof, **offered_to)
 
-    assert not judged.accepted and judged.code == "UNAUTHORIZED"
+    assert not judged.allowed and judged.code == "UNAUTHORIZED"
     assert names in (judged.reason or "")
 
 
@@ -381,8 +381,8 @@ def test_a_start_proof_naming_no_version_starts_whichever_the_run_follows(
 ) -> None:
     proof = signer.sign(start_binding("essay:review", "essay:review-1a2b", EXECUTION, START_INPUTS))
 
-    assert judge_essay_start(authority, proof, version=1).accepted
-    assert judge_essay_start(authority, proof, version=7).accepted
+    assert judge_essay_start(authority, proof, version=1).allowed
+    assert judge_essay_start(authority, proof, version=7).allowed
 
 
 def test_a_start_proof_checked_against_inputs_learned_later_names_exactly_them(
@@ -398,17 +398,17 @@ def test_a_start_proof_checked_against_inputs_learned_later_names_exactly_them(
     other = judge_start_inputs(proof, "r-1", {"args": [{"ticket": 43}]}, what="arguments")
     unnameable = judge_start_inputs(proof, "r-1", {"args": [math.nan]}, what="arguments")
 
-    assert named.accepted and named.actor is not None and named.actor.principal == "ed"
-    assert (other.accepted, other.code) == (False, "UNAUTHORIZED")
+    assert named.allowed and named.actor is not None and named.actor.principal == "ed"
+    assert (other.allowed, other.code) == (False, "UNAUTHORIZED")
     assert "with other arguments than the ones it was started with" in (other.reason or "")
-    assert (unnameable.accepted, unnameable.code) == (False, "VALIDATION_ERROR")
+    assert (unnameable.allowed, unnameable.code) == (False, "VALIDATION_ERROR")
     assert "The arguments of run 'r-1' are not JSON data" in (unnameable.reason or "")
 
 
 def test_an_answer_is_no_start_proof(signer: Signer, authority: Authority) -> None:
     judged = judge_essay_start(authority, signer.sign(DECIDE))
 
-    assert not judged.accepted and "authorizes a 'decide'" in (judged.reason or "")
+    assert not judged.allowed and "authorizes a 'decide'" in (judged.reason or "")
 
 
 def test_a_call_proof_is_good_for_its_request_execution_tool_and_arguments(
@@ -422,7 +422,7 @@ def test_a_call_proof_is_good_for_its_request_execution_tool_and_arguments(
         "execution": EXECUTION,
     }
 
-    assert judge_call(authority, proof, **facts).accepted
+    assert judge_call(authority, proof, **facts).allowed
     differences: list[dict[str, Any]] = [
         {"execution": "0195c1a0-0000-7000-8000-000000000002"},
         {"request": "r-2"},
@@ -431,7 +431,7 @@ def test_a_call_proof_is_good_for_its_request_execution_tool_and_arguments(
     ]
     for differs in differences:
         judged = judge_call(authority, proof, **(facts | differs))
-        assert not judged.accepted and judged.code == "UNAUTHORIZED", differs
+        assert not judged.allowed and judged.code == "UNAUTHORIZED", differs
 
 
 def test_verifying_alone_spends_nothing(signer: Signer, verifier: Verifier) -> None:

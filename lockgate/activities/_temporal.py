@@ -403,7 +403,7 @@ class ToolActivities:
         verdicts: list[dict[str, Any]] = []
         for entry in batch.entries:
             judgement = self._judge_one(entry, batch, gate, parked, spent)
-            if judgement.accepted and judgement.actor is not None:
+            if judgement.allowed and judgement.actor is not None:
                 if judgement.actor.authorization:
                     spent.append(judgement.actor.authorization)
                 if entry.name == "decide":
@@ -412,7 +412,7 @@ class ToolActivities:
                     parked = None
             self.authority.audit.event(
                 f"signal.{entry.name if entry.name in ('decide', 'resume') else 'invalid'}",
-                accepted=judgement.accepted,
+                accepted=judgement.allowed,
                 actor=judgement.actor.to_dict() if judgement.actor else None,
                 reason=judgement.reason,
                 code=judgement.code,

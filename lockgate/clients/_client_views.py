@@ -189,9 +189,9 @@ class RunViews:
                     "verified": summary["verified"],
                 }
                 for shown, verdict in zip(row["choices"], verdicts, strict=True):
-                    shown["may"] = verdict.may
-                    shown["because"] = verdict.because
-                    shown["why_not"] = verdict.why_not
+                    shown["may"] = verdict.allowed
+                    shown["because"] = verdict.code
+                    shown["why_not"] = verdict.reason
             rows.append(row)
         return rows
 

@@ -23,6 +23,7 @@ from lockgate.identity._actors import Actor
 from lockgate.identity._canonical import digest
 from lockgate.identity._identity_errors import ProofRefused
 from lockgate.identity._proofs import Proof
+from lockgate.tools._renamed import warn_renamed
 from lockgate.tools._result import ErrorCode
 
 __all__ = [
@@ -56,9 +57,10 @@ _UNVERIFIED_ANSWER = (
 
 @dataclass(frozen=True, slots=True)
 class Judgement:
-    """The verdict on an answer or resume: accepted (with who), or a code and a sentence."""
+    """The verdict on a start, call, answer, resume or cancel: allowed (with who), or a code and
+    a sentence (a :class:`~lockgate.tools._verdict.Verdict`)."""
 
-    accepted: bool
+    allowed: bool
     actor: Actor | None = None
     choice: str | None = None
     code: str | None = None
@@ -69,15 +71,25 @@ class Judgement:
     evidence: Any = None
     waiver: str | None = None
 
+    @property
+    def accepted(self) -> bool:
+        """Deprecated: :attr:`allowed`."""
+        warn_renamed("Judgement.accepted", "Judgement.allowed")
+        return self.allowed
+
     @classmethod
     def refuse(cls, code: ErrorCode, reason: str, **facts: Any) -> Judgement:
         """A refusal."""
         return cls(False, code=code.value, reason=reason, **facts)
 
     def to_dict(self) -> dict[str, Any]:
-        """As JSON data (an activity result)."""
+        """As JSON data (an activity result).
+
+        ``allowed`` is written under its first name, ``accepted``: saved histories hold that
+        key, and a worker of the release before reads only it.
+        """
         return {
-            "accepted": self.accepted,
+            "accepted": self.allowed,
             "actor": self.actor.to_dict() if self.actor else None,
             "choice": self.choice,
             "code": self.code,
@@ -656,13 +668,41 @@ def judge_cancel(
 
 @dataclass(frozen=True, slots=True)
 class ViewerChoice:
-    """Whether a viewer may take one option, and if not, why."""
+    """Whether a viewer may take one option, and if not, why (a
+    :class:`~lockgate.tools._verdict.Verdict`).
+
+    Attributes:
+        option: The gate's option.
+        allowed: Whether the viewer, once they sign, may take it.
+        code: Why not, as a key: ``unverified``, ``requester``, ``maker``, ``answered``,
+            ``role`` or ``needs``.
+        reason: Why not, as a sentence.
+        extra: More facts about the option, for whoever shows it.
+    """
 
     option: str
-    may: bool
-    because: str | None = None
-    why_not: str | None = None
+    allowed: bool
+    code: str | None = None
+    reason: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def may(self) -> bool:
+        """Deprecated: :attr:`allowed`."""
+        warn_renamed("ViewerChoice.may", "ViewerChoice.allowed")
+        return self.allowed
+
+    @property
+    def because(self) -> str | None:
+        """Deprecated: :attr:`code`."""
+        warn_renamed("ViewerChoice.because", "ViewerChoice.code")
+        return self.code
+
+    @property
+    def why_not(self) -> str | None:
+        """Deprecated: :attr:`reason`."""
+        warn_renamed("ViewerChoice.why_not", "ViewerChoice.reason")
+        return self.reason
 
 
 def judge_viewer(

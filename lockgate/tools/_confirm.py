@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from lockgate.identity._canonical import digest
+from lockgate.tools._renamed import warn_renamed
 
 __all__ = [
     "DEFAULT_CONFIRMATION_TTL_SECONDS",
@@ -56,13 +57,31 @@ class Confirmation:
 
 @dataclass(frozen=True, slots=True)
 class TokenCheck:
-    """The outcome of presenting a token: ``ok``, or why not, in a sentence."""
+    """The verdict on presenting a token (a :class:`~lockgate.tools._verdict.Verdict`).
 
-    ok: bool
-    reason: Literal[
+    Attributes:
+        allowed: Whether the token confirms this call (it is spent then).
+        code: ``ok``, or why not, as a key.
+        reason: Why not, in a sentence that says what to do.
+    """
+
+    allowed: bool
+    code: Literal[
         "ok", "unknown", "expired", "wrong_tool", "wrong_principal", "different_arguments"
     ]
-    sentence: str | None = None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Deprecated: :attr:`allowed`."""
+        warn_renamed("TokenCheck.ok", "TokenCheck.allowed")
+        return self.allowed
+
+    @property
+    def sentence(self) -> str | None:
+        """Deprecated: :attr:`reason` (which was the key now in :attr:`code`)."""
+        warn_renamed("TokenCheck.sentence", "TokenCheck.reason")
+        return self.reason
 
 
 class ConfirmationStore:

@@ -11,6 +11,7 @@ from typing import Any, Literal, Protocol
 from lockgate.identity._names import UNVERIFIED_PREFIX
 from lockgate.tools._configuration import check_flag, check_setting, refused_setting
 from lockgate.tools._context import ToolContext
+from lockgate.tools._renamed import warn_renamed
 
 __all__ = [
     "DEADLINE_CHANNEL",
@@ -173,20 +174,26 @@ class PolicyRuleProvider(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class PolicyDecision:
-    """The gate's verdict.
+    """The gate's verdict (a :class:`~lockgate.tools._verdict.Verdict`).
 
     Attributes:
         allowed: Whether the call may go on.
         reason: Why not, in a sentence naming the check and what was missing.
-        check: The check that denied (``require_auth``, ``consent``, ``scopes``, ``rule``,
+        code: The check that denied (``require_auth``, ``consent``, ``scopes``, ``rule``,
             ``block_mutating``).
         needs_confirmation: An allowed call must still be confirmed before it runs.
     """
 
     allowed: bool
     reason: str | None = None
-    check: str | None = None
+    code: str | None = None
     needs_confirmation: bool = False
+
+    @property
+    def check(self) -> str | None:
+        """Deprecated: :attr:`code`."""
+        warn_renamed("PolicyDecision.check", "PolicyDecision.code")
+        return self.code
 
 
 _ALLOWED = PolicyDecision(True)

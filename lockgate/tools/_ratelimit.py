@@ -40,10 +40,14 @@ def rate_key(channel: str, principal: str | None, tool: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class RateDecision:
-    """Whether a call may spend ``cost`` tokens now, and if not, when to try again.
+    """Whether a call may spend ``cost`` tokens now, and if not, when to try again (a
+    :class:`~lockgate.tools._verdict.Verdict`).
 
     ``unavailable_store`` names (without credentials) a shared store that could not count the
     call: the call is refused then too, since nothing can say it is within its budget.
+
+    A :class:`RateLimiter` of your own builds one as ``RateDecision(True, remaining)``, or with
+    :func:`over_budget` and :func:`store_unavailable`, which word the refusal as lockgate does.
     """
 
     allowed: bool
@@ -51,6 +55,18 @@ class RateDecision:
     retry_after_seconds: float = 0.0
     reason: str | None = None
     unavailable_store: str | None = None
+
+    @property
+    def code(self) -> str | None:
+        """Why not, as a key: ``store_unavailable`` (the shared store could not count the
+        call) or ``over_budget``; None when allowed.
+
+        Read from the fields rather than kept as one, so a decision your limiter builds as
+        ``RateDecision(False, 0, ...)`` has it too.
+        """
+        if self.allowed:
+            return None
+        return "store_unavailable" if self.unavailable_store is not None else "over_budget"
 
 
 class RateLimiter(Protocol):

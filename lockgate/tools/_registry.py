@@ -314,7 +314,7 @@ class ToolRegistry:
             marks.append(("authorize", time.time_ns()))
         if not decision.allowed:
             refusal = ToolResult.failed(
-                ErrorCode.FORBIDDEN, decision.reason or "Forbidden.", meta={"check": decision.check}
+                ErrorCode.FORBIDDEN, decision.reason or "Forbidden.", meta={"check": decision.code}
             )
             return self._close(refusal, definition.name, validated, ctx, started, definition)
 
@@ -450,9 +450,9 @@ class ToolRegistry:
                 f"{_describe_type(token)}.",
             )
         check = self.confirmations.redeem(token, definition.name, ctx.principal, bound)
-        if not check.ok:
+        if not check.allowed:
             return ToolResult.failed(
-                ErrorCode.VALIDATION_ERROR, check.sentence or "Invalid confirmation token."
+                ErrorCode.VALIDATION_ERROR, check.reason or "Invalid confirmation token."
             )
         return None
 

@@ -745,7 +745,7 @@ class GraphRun:
         accepted: Accepted | None = None
         for entry, verdict in zip(entries, verdicts, strict=True):
             judged = Judgement.from_dict(verdict)
-            if judged.accepted and judged.actor is not None and accepted is None:
+            if judged.allowed and judged.actor is not None and accepted is None:
                 self._spend(judged.actor)
                 accepted = Accepted(
                     entry.name, judged.actor, judged.choice, judged.evidence, judged.waiver
@@ -821,7 +821,7 @@ class GraphRun:
                 inputs=self._start.inputs,
             )
         )
-        if not judgement.accepted:
+        if not judgement.allowed:
             self._refuse(authority, "run.start", judgement)
 
     def _start_taken(self) -> Judgement | None:
@@ -908,7 +908,7 @@ class GraphRun:
                 evidence_models=self._evidence_models(),
             ),
         )
-        if not judgement.accepted:
+        if not judgement.allowed:
             self._refuse(
                 authority,
                 "gate.decide",
@@ -963,7 +963,7 @@ class GraphRun:
                 spent_nonces=self._run.spent,
             ),
         )
-        if not judgement.accepted:
+        if not judgement.allowed:
             self._refuse(
                 authority,
                 "run.resume",
@@ -1022,9 +1022,9 @@ class GraphRun:
                 spent_nonces=self._run.spent,
             ),
         )
-        if judgement.accepted:
+        if judgement.allowed:
             judgement = self._not_cancellable_now(judgement) or judgement
-        if not judgement.accepted:
+        if not judgement.allowed:
             self._refuse(authority, "run.cancel", judgement)
 
     def _not_cancellable_now(self, judgement: Judgement) -> Judgement | None:

@@ -91,7 +91,7 @@ class OwnStart:
                 version=None,
                 inputs=None,  # not known to a validator; the handler checks them
             )
-        if not judgement.accepted:
+        if not judgement.allowed:
             refuse_update(
                 self.authority.audit,
                 "run.start",
@@ -117,7 +117,7 @@ class OwnStart:
         judgement = judge_start_inputs(
             proof, info.workflow_id, {"args": arguments}, what="arguments"
         )
-        if not judgement.accepted:
+        if not judgement.allowed:
             raise Refusal(judgement.code or ErrorCode.UNAUTHORIZED.value, judgement.reason or "")
         self.actor = Actor.of_proof(proof)
         return {"ok": True, "run_id": info.workflow_id, "requester": self.actor.to_dict()}

@@ -598,7 +598,7 @@ class _OwnRun:
                 evidence_models=self.evidence_models,
             )
         )
-        if not judgement.accepted:
+        if not judgement.allowed:
             self._refuse(authority, judgement)
 
     def _gate_to_judge(self) -> OpenGate | None:

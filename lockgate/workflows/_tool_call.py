@@ -390,7 +390,7 @@ class ToolCallWorkflow:
                 request=str(call.request_id),
                 execution=workflow.info().first_execution_run_id,
             )
-        if not judgement.accepted:
+        if not judgement.allowed:
             authority = current_authority()
             refuse_update(
                 authority.audit if authority is not None else None,
