@@ -54,10 +54,10 @@ if TYPE_CHECKING:
     from lockgate.tools._context import ToolContext
     from lockgate.tools._events import ExecutedEvent, ExecutingEvent, FailedEvent
     from lockgate.tools._policy import (
+        Authorizer,
         ChannelPolicy,
         ConsentGrant,
         PolicyDecision,
-        PolicyGate,
         PolicyRule,
         PolicyRuleProvider,
     )
@@ -87,6 +87,7 @@ __all__ = [
     "AuditLogger",
     "AuditSink",
     "Authority",
+    "Authorizer",
     "Because",
     "ChannelPolicy",
     "ChannelRenderer",
@@ -114,7 +115,6 @@ __all__ = [
     "Notifications",
     "Param",
     "PolicyDecision",
-    "PolicyGate",
     "PolicyRule",
     "PolicyRuleProvider",
     "Quorum",
@@ -153,6 +153,7 @@ _HOMES = {
     "AuditLogger": "lockgate.tools._audit",
     "AuditSink": "lockgate.tools._audit_sinks",
     "Authority": "lockgate.gates._authority",
+    "Authorizer": "lockgate.tools._policy",
     "Because": "lockgate.graphs._declare",
     "ChannelPolicy": "lockgate.tools._policy",
     "ChannelRenderer": "lockgate.tools._render",
@@ -182,7 +183,6 @@ _HOMES = {
     "Notifications": "lockgate.gates._notifications",
     "Param": "lockgate.tools._tool",
     "PolicyDecision": "lockgate.tools._policy",
-    "PolicyGate": "lockgate.tools._policy",
     "PolicyRule": "lockgate.tools._policy",
     "PolicyRuleProvider": "lockgate.tools._policy",
     "Quorum": "lockgate.graphs._declare",
@@ -214,10 +214,19 @@ _HOMES = {
 }
 """Where each public name is defined: the module it is imported from on first use."""
 
+_RENAMED = {
+    "PolicyGate": "Authorizer",
+}
+"""Old public names, each still answered (with a ``DeprecationWarning``) for one release."""
+
+if TYPE_CHECKING:
+    # Typed for code that still spells them so, until it moves to the new names.
+    from lockgate.tools._policy import PolicyGate as PolicyGate
+
 # A library leaves logging to its application: without a handler of its own, Python's
 # last-resort handler would print lockgate's warnings (the audit record of every refused call
 # among them) to the stderr of a program that configured no logging.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
-__getattr__, __dir__ = lazy_names(globals(), _HOMES)
+__getattr__, __dir__ = lazy_names(globals(), _HOMES, _RENAMED)

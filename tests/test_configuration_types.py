@@ -15,11 +15,11 @@ import pytest
 
 from lockgate import (
     ApprovalPolicy,
+    Authorizer,
     ChannelPolicy,
     GraphDeclarationError,
     InMemoryRateLimiter,
     LockgatePlugin,
-    PolicyGate,
     ToolRegistry,
     WorkerSecret,
     compile_graph,
@@ -39,34 +39,34 @@ def refusal(configure: Callable[[], object]) -> str:
 
 
 def test_a_channel_policy_given_as_a_dict_is_refused_when_it_is_set() -> None:
-    gate = PolicyGate()
+    authorizer = Authorizer()
 
-    assert refusal(lambda: gate.set_channel_policy("evil", {"require_auth": True})) == (  # type: ignore[arg-type]
-        "PolicyGate.set_channel_policy: the policy of channel 'evil' must be a ChannelPolicy "
+    assert refusal(lambda: authorizer.set_channel_policy("evil", {"require_auth": True})) == (  # type: ignore[arg-type]
+        "Authorizer.set_channel_policy: the policy of channel 'evil' must be a ChannelPolicy "
         "(ChannelPolicy(require_auth=True, ...)), and it got dict {'require_auth': True}."
     )
-    assert "evil" not in gate._policies
+    assert "evil" not in authorizer._policies
 
 
 def test_a_channel_named_by_something_else_than_text_is_refused() -> None:
-    assert refusal(lambda: PolicyGate().set_channel_policy(7, ChannelPolicy())) == (  # type: ignore[arg-type]
-        "PolicyGate.set_channel_policy: channel must be a channel name, and it got int 7."
+    assert refusal(lambda: Authorizer().set_channel_policy(7, ChannelPolicy())) == (  # type: ignore[arg-type]
+        "Authorizer.set_channel_policy: channel must be a channel name, and it got int 7."
     )
 
 
-def test_a_policy_gate_built_with_a_dict_for_a_policy_is_refused() -> None:
-    assert refusal(lambda: PolicyGate({"web": {"require_auth": True}})) == (  # type: ignore[dict-item]
-        "PolicyGate: the policy of channel 'web' must be a ChannelPolicy "
+def test_an_authorizer_built_with_a_dict_for_a_policy_is_refused() -> None:
+    assert refusal(lambda: Authorizer({"web": {"require_auth": True}})) == (  # type: ignore[dict-item]
+        "Authorizer: the policy of channel 'web' must be a ChannelPolicy "
         "(ChannelPolicy(require_auth=True, ...)), and it got dict {'require_auth': True}."
     )
 
 
-def test_a_policy_gate_built_with_a_list_of_policies_or_rules_it_cannot_ask_is_refused() -> None:
-    assert "PolicyGate: policies must be a mapping of channel names to ChannelPolicy or None, " in (
-        refusal(lambda: PolicyGate([ChannelPolicy()]))  # type: ignore[arg-type]
+def test_an_authorizer_built_with_a_list_of_policies_or_rules_it_cannot_ask_is_refused() -> None:
+    assert "Authorizer: policies must be a mapping of channel names to ChannelPolicy or None, " in (
+        refusal(lambda: Authorizer([ChannelPolicy()]))  # type: ignore[arg-type]
     )
-    assert refusal(lambda: PolicyGate(rules={"deny": "all"})) == (  # type: ignore[arg-type]
-        "PolicyGate: rules must be a PolicyRuleProvider (with find_matching_rule), and it got "
+    assert refusal(lambda: Authorizer(rules={"deny": "all"})) == (  # type: ignore[arg-type]
+        "Authorizer: rules must be a PolicyRuleProvider (with find_matching_rule), and it got "
         "dict {'deny': 'all'}."
     )
 
@@ -77,11 +77,12 @@ def test_a_channel_policy_flag_given_as_text_is_refused() -> None:
     )
 
 
-def test_a_registry_given_a_dict_for_its_gate_is_refused() -> None:
-    refused = refusal(lambda: ToolRegistry(gate={"web": ChannelPolicy()}))  # type: ignore[arg-type]
+def test_a_registry_given_a_dict_for_its_authorizer_is_refused() -> None:
+    refused = refusal(lambda: ToolRegistry(authorizer={"web": ChannelPolicy()}))  # type: ignore[arg-type]
 
     assert refused.startswith(
-        "ToolRegistry: gate must be a PolicyGate or None, and it got dict {'web': ChannelPolicy("
+        "ToolRegistry: authorizer must be an Authorizer or None, and it got dict {'web': "
+        "ChannelPolicy("
     )
 
 

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from lockgate import (
+    Authorizer,
     ChannelPolicy,
     ErrorCode,
     InMemoryRateLimiter,
-    PolicyGate,
     PolicyRule,
     ToolContext,
     ToolRegistry,
@@ -162,7 +162,7 @@ async def test_a_tool_without_scopes_runs_for_a_caller_holding_none() -> None:
 
 
 async def test_a_block_mutating_channel_denies_naming_the_tool_and_channel() -> None:
-    registry = make(gate=PolicyGate({"kiosk": ChannelPolicy(block_mutating=True)}))
+    registry = make(authorizer=Authorizer({"kiosk": ChannelPolicy(block_mutating=True)}))
 
     result = await registry.call("wipe", {}, ToolContext("ada", "kiosk"))
 
@@ -174,7 +174,7 @@ async def test_a_block_mutating_channel_denies_naming_the_tool_and_channel() -> 
 
 
 async def test_a_block_mutating_channel_still_runs_reads() -> None:
-    registry = make(gate=PolicyGate({"kiosk": ChannelPolicy(block_mutating=True)}))
+    registry = make(authorizer=Authorizer({"kiosk": ChannelPolicy(block_mutating=True)}))
 
     result = await registry.call("ping", {}, ToolContext("ada", "kiosk"))
 
@@ -182,8 +182,8 @@ async def test_a_block_mutating_channel_still_runs_reads() -> None:
 
 
 async def test_allow_all_lets_a_mutating_tool_through_a_block_mutating_channel() -> None:
-    gate = PolicyGate({"kiosk": ChannelPolicy(allow_all=True, block_mutating=True)})
-    registry = make(gate=gate)
+    authorizer = Authorizer({"kiosk": ChannelPolicy(allow_all=True, block_mutating=True)})
+    registry = make(authorizer=authorizer)
 
     result = await registry.call("wipe", {}, ToolContext("ada", "kiosk"))
 
@@ -191,8 +191,8 @@ async def test_allow_all_lets_a_mutating_tool_through_a_block_mutating_channel()
 
 
 async def test_allow_all_does_not_skip_require_auth() -> None:
-    gate = PolicyGate({"kiosk": ChannelPolicy(allow_all=True, require_auth=True)})
-    registry = make(gate=gate)
+    authorizer = Authorizer({"kiosk": ChannelPolicy(allow_all=True, require_auth=True)})
+    registry = make(authorizer=authorizer)
 
     result = await registry.call("ping", {}, ToolContext(None, "kiosk"))
 
@@ -200,9 +200,9 @@ async def test_allow_all_does_not_skip_require_auth() -> None:
 
 
 async def test_a_replaced_channel_policy_takes_effect() -> None:
-    gate = PolicyGate()
-    gate.set_channel_policy("web", ChannelPolicy(block_mutating=True))
-    registry = make(gate=gate)
+    authorizer = Authorizer()
+    authorizer.set_channel_policy("web", ChannelPolicy(block_mutating=True))
+    registry = make(authorizer=authorizer)
 
     result = await registry.call("wipe", {}, ToolContext.web("ada", []))
 
@@ -214,7 +214,7 @@ async def test_a_replaced_channel_policy_takes_effect() -> None:
 
 async def test_a_deny_rule_names_the_rule_the_tool_and_the_channel() -> None:
     rules = OneRule(PolicyRule(id=17, effect="deny"))
-    registry = make(gate=PolicyGate(rules=rules))
+    registry = make(authorizer=Authorizer(rules=rules))
 
     result = await registry.call("ping", {}, ToolContext.web("ada", []))
 
@@ -227,7 +227,7 @@ async def test_a_deny_rule_names_the_rule_the_tool_and_the_channel() -> None:
 
 async def test_a_deny_rule_with_a_description_says_it_verbatim() -> None:
     rules = OneRule(PolicyRule(id=3, effect="deny", description="Pings are off on Sundays."))
-    registry = make(gate=PolicyGate(rules=rules))
+    registry = make(authorizer=Authorizer(rules=rules))
 
     result = await registry.call("ping", {}, ToolContext.web("ada", []))
 
@@ -236,10 +236,10 @@ async def test_a_deny_rule_with_a_description_says_it_verbatim() -> None:
 
 
 async def test_an_allow_rule_admits_a_call_the_channel_would_block() -> None:
-    gate = PolicyGate(
+    authorizer = Authorizer(
         {"kiosk": ChannelPolicy(block_mutating=True)}, rules=OneRule(PolicyRule(1, "allow"))
     )
-    registry = make(gate=gate)
+    registry = make(authorizer=authorizer)
 
     result = await registry.call("wipe", {}, ToolContext("ada", "kiosk"))
 
@@ -248,7 +248,7 @@ async def test_an_allow_rule_admits_a_call_the_channel_would_block() -> None:
 
 async def test_a_rule_requiring_a_scope_names_the_rule_and_the_scopes() -> None:
     rule = PolicyRule(id=9, effect="allow", scopes=frozenset({"ops"}))
-    registry = make(gate=PolicyGate(rules=OneRule(rule)))
+    registry = make(authorizer=Authorizer(rules=OneRule(rule)))
 
     result = await registry.call("ping", {}, ToolContext.web("ada", ["posts:read"]))
 
@@ -261,7 +261,7 @@ async def test_a_rule_requiring_a_scope_names_the_rule_and_the_scopes() -> None:
 
 async def test_the_rule_store_is_asked_with_the_calls_facts() -> None:
     rules = OneRule(None)
-    registry = make(gate=PolicyGate(rules=rules))
+    registry = make(authorizer=Authorizer(rules=rules))
 
     await registry.call("wipe", {}, ToolContext.web("ada", []))
 
@@ -270,7 +270,7 @@ async def test_the_rule_store_is_asked_with_the_calls_facts() -> None:
 
 async def test_a_scope_denial_is_decided_before_the_rule_store_is_asked() -> None:
     rules = OneRule(PolicyRule(1, "allow"))
-    registry = make(gate=PolicyGate(rules=rules))
+    registry = make(authorizer=Authorizer(rules=rules))
 
     result = await registry.call("posts_read", {}, ToolContext.web("ada", []))
 
@@ -450,3 +450,47 @@ def test_a_context_refuses_an_unknown_mode() -> None:
 def test_a_context_refuses_scopes_given_as_one_string() -> None:
     with pytest.raises(TypeError, match="posts:read"):
         ToolContext("ada", "web", "posts:read")
+
+
+# The old name, PolicyGate ------------------------------------------------------------------------
+
+
+def test_the_old_name_policy_gate_is_the_authorizer_itself_and_warns() -> None:
+    with pytest.warns(DeprecationWarning, match=r"lockgate\.PolicyGate is deprecated: use "):
+        from lockgate import PolicyGate
+
+    assert PolicyGate is Authorizer
+    assert isinstance(Authorizer(), PolicyGate)
+
+
+def test_the_old_name_imported_from_its_module_warns_too() -> None:
+    with pytest.warns(DeprecationWarning, match=r"PolicyGate is deprecated: use Authorizer"):
+        from lockgate.tools._policy import PolicyGate
+
+    assert PolicyGate is Authorizer
+
+
+async def test_a_registry_given_its_authorizer_as_gate_still_uses_it_and_warns() -> None:
+    kiosk = Authorizer({"kiosk": ChannelPolicy(block_mutating=True)})
+    with pytest.warns(DeprecationWarning, match=r"ToolRegistry\(gate=\.\.\.\) is deprecated: "):
+        registry = make(gate=kiosk)
+
+    result = await registry.call("wipe", {}, ToolContext("ada", "kiosk"))
+
+    assert registry.authorizer is kiosk
+    assert result.meta["check"] == "block_mutating"
+
+
+def test_a_registry_given_both_authorizer_and_gate_is_refused() -> None:
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(TypeError, match=r"give authorizer, or gate \(its old name\), not both"),
+    ):
+        ToolRegistry(authorizer=Authorizer(), gate=Authorizer())
+
+
+def test_a_registrys_gate_still_reads_its_authorizer_and_warns() -> None:
+    registry = make()
+
+    with pytest.warns(DeprecationWarning, match=r"ToolRegistry\.gate is deprecated: use "):
+        assert registry.gate is registry.authorizer

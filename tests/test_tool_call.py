@@ -14,10 +14,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lockgate import (
+    Authorizer,
     InMemoryRateLimiter,
     LockgatePlugin,
     PolicyDecision,
-    PolicyGate,
     ToolClient,
     ToolContext,
     ToolRegistry,
@@ -46,8 +46,8 @@ def launch(token: str, n: int) -> dict[str, Any]:
     return {"n": n, "runs": runs[token]}
 
 
-class SignedCallersConfirmToo(PolicyGate):
-    """A host gate that asks for a confirmation even when the call is signed.
+class SignedCallersConfirmToo(Authorizer):
+    """A host authorizer that asks for a confirmation even when the call is signed.
 
     The built-in channel policies take a signed call's proof as its consent, so no built-in
     channel hands a signed caller a token; a host may still want a second "yes".
@@ -249,7 +249,7 @@ async def test_a_signed_call_cannot_be_confirmed_by_another_principal(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     identities = people()
-    registry = ToolRegistry(gate=SignedCallersConfirmToo())
+    registry = ToolRegistry(authorizer=SignedCallersConfirmToo())
     registry.register(launch)
     token, request_id = uuid4().hex, new_request_id()
     async with lockgate_worker(tools=registry, directory=identities.directory):
@@ -269,7 +269,7 @@ async def test_a_signed_call_is_confirmed_by_its_signer(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     identities = people()
-    registry = ToolRegistry(gate=SignedCallersConfirmToo())
+    registry = ToolRegistry(authorizer=SignedCallersConfirmToo())
     registry.register(launch)
     token, request_id = uuid4().hex, new_request_id()
     async with lockgate_worker(tools=registry, directory=identities.directory):
@@ -287,7 +287,7 @@ async def test_an_unsigned_confirmation_of_a_signed_call_is_refused(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     identities = people()
-    registry = ToolRegistry(gate=SignedCallersConfirmToo())
+    registry = ToolRegistry(authorizer=SignedCallersConfirmToo())
     registry.register(launch)
     token, request_id = uuid4().hex, new_request_id()
     async with lockgate_worker(tools=registry, directory=identities.directory):

@@ -10,7 +10,7 @@ import pytest
 from lockgate.gates._judgements import Judgement, ViewerChoice
 from lockgate.tools._confirm import ConfirmationStore, TokenCheck
 from lockgate.tools._context import ToolContext
-from lockgate.tools._policy import ChannelPolicy, PolicyDecision, PolicyGate
+from lockgate.tools._policy import Authorizer, ChannelPolicy, PolicyDecision
 from lockgate.tools._ratelimit import InMemoryRateLimiter, RateDecision
 from lockgate.tools._result import ErrorCode
 from lockgate.tools._tool import ToolDefinition, definition_of, tool
@@ -36,9 +36,9 @@ WRITE_NOTE: ToolDefinition = definition_of(write_note)
 
 
 def _policy_decisions() -> tuple[Verdict, Verdict]:
-    gate = PolicyGate({"web": ChannelPolicy(require_auth=True)})
-    allowed = gate.authorize(ToolContext("ada", "web", {"notes:write"}), WRITE_NOTE)
-    refused = gate.authorize(ToolContext("ada", "web"), WRITE_NOTE)
+    authorizer = Authorizer({"web": ChannelPolicy(require_auth=True)})
+    allowed = authorizer.authorize(ToolContext("ada", "web", {"notes:write"}), WRITE_NOTE)
+    refused = authorizer.authorize(ToolContext("ada", "web"), WRITE_NOTE)
     return allowed, refused
 
 

@@ -154,4 +154,9 @@ _MOVED: dict[str, tuple[str, str | None]] = {
 }
 """Each old name: the module that defines it, and its public home (None: internal)."""
 
-__getattr__ = moved_names(globals(), _MOVED)
+_RENAMED = {
+    "PolicyGate": "Authorizer",
+}
+"""Old names whose object has a new name since: the new name is what resolves."""
+
+__getattr__ = moved_names(globals(), _MOVED, _RENAMED)

@@ -2,7 +2,7 @@
 
 A policy given as a dict, or a flag given as the string ``"false"``, would otherwise be taken and
 fail (or, worse, mean its opposite) on every later call. Every public configuration entry point
-(``@tool``, :class:`ChannelPolicy`, :class:`PolicyGate`, ``LockgatePlugin``) checks what it is
+(``@tool``, :class:`ChannelPolicy`, :class:`Authorizer`, ``LockgatePlugin``) checks what it is
 given with these, so the sentence reads the same everywhere: where, which setting, what it got,
 what it expects.
 """
@@ -29,7 +29,7 @@ def check_setting(
     """Raises ``error`` unless ``value`` is an instance of ``expected`` (or None, if optional).
 
     Args:
-        where: The entry point, as its caller wrote it (``PolicyGate.set_channel_policy``).
+        where: The entry point, as its caller wrote it (``Authorizer.set_channel_policy``).
         name: The parameter.
         value: What it was given.
         expected: The types it takes.

@@ -1,4 +1,7 @@
-"""The policy gate: may this caller, on this channel, run this tool? Every denial says why."""
+"""The authorizer: may this caller, on this channel, run this tool? Every denial says why.
+
+The pipeline's ``authorize`` stage. (A *gate*, in lockgate, is where a run waits for people.)
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from lockgate.identity._names import UNVERIFIED_PREFIX
 from lockgate.tools._configuration import check_flag, check_setting, refused_setting
@@ -18,11 +21,11 @@ __all__ = [
     "DEFAULT_CHANNEL_POLICIES",
     "FAIL_CLOSED_POLICY",
     "PRIVATE_HOLDINGS",
+    "Authorizer",
     "ChannelPolicy",
     "ConsentGrant",
     "GovernedTool",
     "PolicyDecision",
-    "PolicyGate",
     "PolicyRule",
     "PolicyRuleProvider",
     "format_scopes",
@@ -32,7 +35,7 @@ _log = logging.getLogger("lockgate.policy")
 
 
 class GovernedTool(Protocol):
-    """What the gate needs to know of a tool."""
+    """What the authorizer needs to know of a tool."""
 
     @property
     def name(self) -> str: ...
@@ -174,7 +177,7 @@ class PolicyRuleProvider(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class PolicyDecision:
-    """The gate's verdict (a :class:`~lockgate.tools._verdict.Verdict`).
+    """The authorizer's verdict (a :class:`~lockgate.tools._verdict.Verdict`).
 
     Attributes:
         allowed: Whether the call may go on.
@@ -200,11 +203,17 @@ _ALLOWED = PolicyDecision(True)
 _ALLOWED_AFTER_CONFIRMATION = PolicyDecision(True, needs_confirmation=True)
 
 
-class PolicyGate:
+class Authorizer:
     """Authorizes calls: authentication, consent, scopes, host rules, then the channel policy.
 
-    The checks run in that order and the first that fails decides, with a sentence naming the
-    check and what was missing. A channel nobody registered fails closed.
+    The pipeline's ``authorize`` stage. The checks run in that order and the first that fails
+    decides, with a sentence naming the check and what was missing. A channel nobody
+    registered fails closed.
+
+    Example::
+
+        authorizer = Authorizer(rules=HostRules())  # the built-in channels, and your rules
+        registry = ToolRegistry(authorizer=authorizer)
     """
 
     def __init__(
@@ -213,7 +222,7 @@ class PolicyGate:
         rules: PolicyRuleProvider | None = None,
     ) -> None:
         check_setting(
-            "PolicyGate",
+            "Authorizer",
             "policies",
             policies,
             Mapping,
@@ -222,10 +231,10 @@ class PolicyGate:
         )
         self._policies: dict[str, ChannelPolicy] = {}
         for channel, policy in (DEFAULT_CHANNEL_POLICIES if policies is None else policies).items():
-            self._register("PolicyGate", channel, policy)
+            self._register("Authorizer", channel, policy)
         if rules is not None and not callable(getattr(rules, "find_matching_rule", None)):
             raise refused_setting(
-                "PolicyGate", "rules", rules, "a PolicyRuleProvider (with find_matching_rule)"
+                "Authorizer", "rules", rules, "a PolicyRuleProvider (with find_matching_rule)"
             )
         self.rules = rules
 
@@ -235,7 +244,7 @@ class PolicyGate:
         Raises:
             TypeError: ``channel`` is not a string, or ``policy`` not a :class:`ChannelPolicy`.
         """
-        self._register("PolicyGate.set_channel_policy", channel, policy)
+        self._register("Authorizer.set_channel_policy", channel, policy)
 
     def _register(self, where: str, channel: str, policy: ChannelPolicy) -> None:
         # Checked here, once: a dict taken as a policy would fail every later call on the channel.
@@ -255,7 +264,7 @@ class PolicyGate:
         if policy is None:
             _log.warning(
                 "channel %r is not a registered channel: falling back to a FAIL-CLOSED policy "
-                "(require_auth, no allow_all). Register it with PolicyGate.set_channel_policy.",
+                "(require_auth, no allow_all). Register it with Authorizer.set_channel_policy.",
                 channel,
             )
             return FAIL_CLOSED_POLICY
@@ -380,3 +389,17 @@ def _judge_rule(rule: PolicyRule, ctx: ToolContext, tool: GovernedTool) -> Polic
         ),
         "rule",
     )
+
+
+if TYPE_CHECKING:
+    PolicyGate = Authorizer
+    """Deprecated: :class:`Authorizer`."""
+
+
+def __getattr__(name: str) -> object:
+    # `PolicyGate` was the authorizer's name until "gate" came to mean only where a run waits for
+    # people. The old name is the same class (isinstance holds either way) and warns on import.
+    if name == "PolicyGate":
+        warn_renamed("PolicyGate", "Authorizer")
+        return Authorizer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

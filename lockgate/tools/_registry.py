@@ -21,8 +21,9 @@ from lockgate.tools._configuration import check_setting, refused_setting
 from lockgate.tools._confirm import ConfirmationStore, action_summary
 from lockgate.tools._context import ToolContext, local_shell_context
 from lockgate.tools._events import ExecutedEvent, ExecutingEvent, FailedEvent, ToolFailure
-from lockgate.tools._policy import PolicyDecision, PolicyGate
+from lockgate.tools._policy import Authorizer, PolicyDecision
 from lockgate.tools._ratelimit import MUTATING_COST, RateDecision, RateLimiter, rate_key
+from lockgate.tools._renamed import warn_renamed
 from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._results import (
     _as_arguments,
@@ -84,23 +85,31 @@ class ToolRegistry:
         result.success, result.data
 
     Args:
-        gate: The policy gate (the built-in channel policies by default).
+        authorizer: Who may run what, on which channel (the built-in channel policies by
+            default).
         rate_limiter: Budgets per ``channel:principal:tool``; ``None`` (the default) limits
             nothing. :class:`InMemoryRateLimiter` gives 100 tokens a minute, 5 per mutating call.
         confirmations: Where confirmation tokens live (60 s by default).
         audit: Where audit records go (logger ``lockgate.audit`` by default).
+        gate: Deprecated: ``authorizer``.
     """
 
     def __init__(
         self,
         *,
-        gate: PolicyGate | None = None,
+        authorizer: Authorizer | None = None,
         rate_limiter: RateLimiter | None = None,
         confirmations: ConfirmationStore | None = None,
         audit: AuditLogger | None = None,
+        gate: Authorizer | None = None,
     ) -> None:
         where = "ToolRegistry"
-        check_setting(where, "gate", gate, PolicyGate, "a PolicyGate", optional=True)
+        if gate is not None:
+            warn_renamed("ToolRegistry(gate=...)", "ToolRegistry(authorizer=...)")
+            if authorizer is not None:
+                raise TypeError(f"{where}: give authorizer, or gate (its old name), not both.")
+            authorizer = gate
+        check_setting(where, "authorizer", authorizer, Authorizer, "an Authorizer", optional=True)
         if rate_limiter is not None and not callable(getattr(rate_limiter, "consume", None)):
             raise refused_setting(
                 where, "rate_limiter", rate_limiter, "a RateLimiter (InMemoryRateLimiter())"
@@ -114,7 +123,7 @@ class ToolRegistry:
             optional=True,
         )
         check_setting(where, "audit", audit, AuditLogger, "an AuditLogger", optional=True)
-        self.gate = gate or PolicyGate()
+        self.authorizer = authorizer or Authorizer()
         self.rate_limiter = rate_limiter
         self.confirmations = confirmations or ConfirmationStore()
         self.audit = audit or AuditLogger()
@@ -125,6 +134,17 @@ class ToolRegistry:
         self.trace_stages = False
         """Record when each pipeline stage ended, for the audit record's ``stages`` (tracing)."""
         self._stage_marks: dict[int, list[tuple[str, int]]] = {}
+
+    @property
+    def gate(self) -> Authorizer:
+        """Deprecated: :attr:`authorizer`."""
+        warn_renamed("ToolRegistry.gate", "ToolRegistry.authorizer")
+        return self.authorizer
+
+    @gate.setter
+    def gate(self, authorizer: Authorizer) -> None:
+        warn_renamed("ToolRegistry.gate", "ToolRegistry.authorizer")
+        self.authorizer = authorizer
 
     # Registration ------------------------------------------------------------------------------
 
@@ -309,7 +329,7 @@ class ToolRegistry:
             marks.append(("validate", time.time_ns()))
 
         # Authorize.
-        decision = self.gate.authorize(ctx, definition, validated)
+        decision = self.authorizer.authorize(ctx, definition, validated)
         if marks is not None:
             marks.append(("authorize", time.time_ns()))
         if not decision.allowed:
