@@ -26,14 +26,16 @@ from lockgate.gates._gate_engine import (
     waits_to_be_counted,
 )
 from lockgate.gates._gates import GateChoice, OpenGate
-from lockgate.gates._policies import GateDeadline, GatePolicy
+from lockgate.gates._policies import CompiledApprovalPolicy, GateDeadline
 
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=timezone.utc)
-SINGLE = GatePolicy()
-DUAL = GatePolicy("dual", approvals=2, rejection="reject")
+SINGLE = CompiledApprovalPolicy()
+DUAL = CompiledApprovalPolicy("dual", approvals=2, rejection="reject")
 
 
-def _gate(policy: GatePolicy = SINGLE, deadline: GateDeadline | None = None) -> OpenGate:
+def _gate(
+    policy: CompiledApprovalPolicy = SINGLE, deadline: GateDeadline | None = None
+) -> OpenGate:
     return OpenGate(
         graph="pay:release",
         run="pay-1",
@@ -238,3 +240,11 @@ def test_the_memo_keeps_when_the_gate_first_opened() -> None:
     later = gate_memo(_gate(), {"target": None}, first, NOW + timedelta(minutes=5))
 
     assert later["opened_at"] == first["opened_at"] == NOW.isoformat()
+
+
+def test_the_old_name_gate_policy_is_the_compiled_approval_policy_itself_and_warns() -> None:
+    with pytest.warns(DeprecationWarning, match=r"GatePolicy is deprecated: use Compiled"):
+        from lockgate.gates._policies import GatePolicy
+
+    assert GatePolicy is CompiledApprovalPolicy
+    assert GatePolicy("dual", approvals=2, rejection="reject") == DUAL

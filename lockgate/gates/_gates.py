@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate.gates._policies import SINGLE_POLICY, GateAnswer, GateDeadline, GatePolicy
+from lockgate.gates._policies import SINGLE_POLICY, CompiledApprovalPolicy, GateAnswer, GateDeadline
 
 __all__ = [
     "ENDS_RUN",
@@ -105,7 +105,7 @@ class OpenGate:
     execution: str = ""
     subject: str = ""
     makers: tuple[str, ...] = ()
-    policy: GatePolicy = SINGLE_POLICY
+    policy: CompiledApprovalPolicy = SINGLE_POLICY
     answers: tuple[GateAnswer, ...] = ()
     evidence: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     waivable_by: str | None = None
@@ -173,7 +173,7 @@ class OpenGate:
             execution=str(value.get("execution") or ""),
             subject=str(value.get("subject") or ""),
             makers=tuple(str(maker) for maker in value.get("makers") or ()),
-            policy=GatePolicy.from_dict(value.get("policy")),
+            policy=CompiledApprovalPolicy.from_dict(value.get("policy")),
             answers=tuple(GateAnswer.from_dict(answer) for answer in value.get("answers") or ()),
             evidence={
                 str(option): dict(needs) for option, needs in (value.get("evidence") or {}).items()

@@ -10,21 +10,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from lockgate.tools._renamed import warn_renamed
 
 __all__ = [
     "SINGLE_POLICY",
+    "CompiledApprovalPolicy",
     "GateAnswer",
     "GateDeadline",
-    "GatePolicy",
     "PolicyOutcome",
     "tally",
 ]
 
 
 @dataclass(frozen=True, slots=True)
-class GatePolicy:
-    """How a gate is decided.
+class CompiledApprovalPolicy:
+    """How a gate is decided: a declared :class:`~lockgate.graphs._declare.ApprovalPolicy`
+    (``SINGLE``, ``DUAL``, ``Quorum``...) as the compiler checked it, in JSON-ready form.
 
     Attributes:
         name: ``single``, ``dual`` or ``quorum`` (what the declaration called it).
@@ -57,7 +60,7 @@ class GatePolicy:
         }
 
     @classmethod
-    def from_dict(cls, value: Mapping[str, Any] | None) -> GatePolicy:
+    def from_dict(cls, value: Mapping[str, Any] | None) -> CompiledApprovalPolicy:
         """Reads :meth:`to_dict` output; nothing is a single approval."""
         if not value:
             return SINGLE_POLICY
@@ -72,7 +75,7 @@ class GatePolicy:
         )
 
 
-SINGLE_POLICY = GatePolicy()
+SINGLE_POLICY = CompiledApprovalPolicy()
 """One verified approver of the role decides."""
 
 
@@ -170,7 +173,7 @@ class PolicyOutcome:
 
 
 def tally(
-    policy: GatePolicy, answers: Sequence[GateAnswer], options: Sequence[str]
+    policy: CompiledApprovalPolicy, answers: Sequence[GateAnswer], options: Sequence[str]
 ) -> PolicyOutcome:
     """What ``answers`` (each from a distinct approver, in the order given) decide.
 
@@ -216,3 +219,17 @@ def tally(
 def _counted(counts: Mapping[str, int]) -> str:
     given = [f"{count} × {option}" for option, count in counts.items() if count]
     return ", ".join(given) if given else "no answers"
+
+
+if TYPE_CHECKING:
+    GatePolicy = CompiledApprovalPolicy
+    """Deprecated: :class:`CompiledApprovalPolicy`."""
+
+
+def __getattr__(name: str) -> object:
+    # `GatePolicy` was the compiled approval policy's name: one concept under two words. The old
+    # name is the same class (isinstance and equality hold either way) and warns on import.
+    if name == "GatePolicy":
+        warn_renamed("GatePolicy", "CompiledApprovalPolicy")
+        return CompiledApprovalPolicy
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

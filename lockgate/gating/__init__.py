@@ -155,6 +155,7 @@ _MOVED: dict[str, tuple[str, str | None]] = {
 """Each old name: the module that defines it, and its public home (None: internal)."""
 
 _RENAMED = {
+    "GatePolicy": "CompiledApprovalPolicy",
     "PolicyGate": "Authorizer",
 }
 """Old names whose object has a new name since: the new name is what resolves."""

@@ -13,7 +13,7 @@ from datetime import timedelta
 from pydantic import BaseModel
 
 from lockgate.gates._authority import needed_phrase
-from lockgate.gates._policies import GateDeadline, GatePolicy
+from lockgate.gates._policies import CompiledApprovalPolicy, GateDeadline
 from lockgate.graphs._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
 from lockgate.graphs._declare import ApprovalPolicy, Ask, Deadline, GraphDeclarationError
 from lockgate.identity._directory import Directory
@@ -33,7 +33,7 @@ def _fail(graph: str, sentence: str) -> GraphDeclarationError:
     return GraphDeclarationError(f"{graph}{sentence}")
 
 
-def ask_policy(graph: str, ask: Ask) -> GatePolicy:
+def ask_policy(graph: str, ask: Ask) -> CompiledApprovalPolicy:
     """The gate's approval policy, refused where it could never decide or says nothing.
 
     Args:
@@ -84,7 +84,7 @@ def ask_policy(graph: str, ask: Ask) -> GatePolicy:
             f"{where} of {m} of {n}: its panel can disagree so that no option reaches {m}, "
             "and nothing says what then happens. Name the option taken then (rejection=...).",
         )
-    return GatePolicy(
+    return CompiledApprovalPolicy(
         name=declared.name,
         approvals=m,
         panel=n,

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from lockgate.gates._policies import SINGLE_POLICY, GateDeadline, GatePolicy
+from lockgate.gates._policies import SINGLE_POLICY, CompiledApprovalPolicy, GateDeadline
 from lockgate.identity._canonical import to_jsonable
 from lockgate.tools._tool import ToolDefinition
 
@@ -116,7 +116,7 @@ class CompiledAsk:
     role: str
     because: str
     options: tuple[str, ...]
-    policy: GatePolicy = SINGLE_POLICY
+    policy: CompiledApprovalPolicy = SINGLE_POLICY
     evidence: Mapping[str, type[BaseModel]] = field(default_factory=dict)
     """The evidence model each option that needs one requires."""
     evidence_into: str | None = None
