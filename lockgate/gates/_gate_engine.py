@@ -134,7 +134,7 @@ def deadline_passed(gate: OpenGate, node: str | None) -> tuple[TrailRow, str | N
             "timed_out",
             DEADLINE_ACTOR,
             answer=deadline.take,
-            why=f"No decision within {deadline.described()}: the gate takes "
+            why=f"No decision within {deadline.wait_in_words()}: the gate takes "
             f"'{deadline.take}', as its deadline declares.",
         )
     else:
@@ -143,7 +143,7 @@ def deadline_passed(gate: OpenGate, node: str | None) -> tuple[TrailRow, str | N
             "deadline",
             "escalated",
             DEADLINE_ACTOR,
-            why=f"No decision within {deadline.described()} at gate '{gate.gate}': escalated "
+            why=f"No decision within {deadline.wait_in_words()} at gate '{gate.gate}': escalated "
             f"from '{gate.role}' to '{deadline.escalate_to}', who decides alone at a new "
             "opening.",
         )

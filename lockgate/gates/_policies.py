@@ -20,6 +20,7 @@ __all__ = [
     "GateAnswer",
     "GateDeadline",
     "PolicyOutcome",
+    "duration_in_words",
     "tally",
 ]
 
@@ -110,12 +111,17 @@ class GateDeadline:
             str(take) if take is not None else None,
         )
 
+    def wait_in_words(self) -> str:
+        """How long the gate waits: ``48 hours`` and the like."""
+        return duration_in_words(self.seconds)
+
     def described(self) -> str:
-        """``48 hours`` and the like."""
-        return describe_duration(self.seconds)
+        """Deprecated: :meth:`wait_in_words`."""
+        warn_renamed("GateDeadline.described()", "GateDeadline.wait_in_words()")
+        return self.wait_in_words()
 
 
-def describe_duration(seconds: float) -> str:
+def duration_in_words(seconds: float) -> str:
     """A duration in the largest whole unit it fills: ``48 hours``, ``3 days``, ``90 seconds``."""
     for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
         if seconds >= size and seconds % size == 0:
@@ -123,6 +129,12 @@ def describe_duration(seconds: float) -> str:
             return f"{count} {unit}{'s' if count != 1 else ''}"
     count_seconds = int(seconds) if float(seconds).is_integer() else seconds
     return f"{count_seconds} second{'s' if count_seconds != 1 else ''}"
+
+
+def describe_duration(seconds: float) -> str:
+    """Deprecated: :func:`duration_in_words`."""
+    warn_renamed("describe_duration()", "duration_in_words()")
+    return duration_in_words(seconds)
 
 
 @dataclass(frozen=True, slots=True)
