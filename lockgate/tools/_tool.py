@@ -235,7 +235,7 @@ class ToolDefinition:
         return validated
 
     def _sentence(self, error: ValidationError) -> str:
-        return describe_validation_error(self.name, self.parameters, error)
+        return validation_error_sentence(self.name, self.parameters, error)
 
     def summary(self) -> dict[str, Any]:
         """The MCP / LLM wire shape: ``{name, description, inputSchema, annotations}``."""
@@ -602,7 +602,7 @@ def _object_validator(
     return validate
 
 
-def describe_validation_error(
+def validation_error_sentence(
     tool_name: str, parameters: Sequence[str], error: ValidationError
 ) -> str:
     """One sentence naming every argument that is wrong and how."""
