@@ -29,8 +29,8 @@ from lockgate.tools._results import (
     _as_arguments,
     _as_result,
     _copy,
-    _describe_type,
     _sentence,
+    _type_in_words,
 )
 from lockgate.tools._schema_tool import schema_definition
 from lockgate.tools._tool import (
@@ -467,7 +467,7 @@ class ToolRegistry:
             return ToolResult.failed(
                 ErrorCode.VALIDATION_ERROR,
                 f"confirm_token for '{definition.name}' must be a string, not "
-                f"{_describe_type(token)}.",
+                f"{_type_in_words(token)}.",
             )
         check = self.confirmations.redeem(token, definition.name, ctx.principal, bound)
         if not check.allowed:
@@ -528,7 +528,7 @@ class ToolRegistry:
         if not isinstance(name, str):
             return ToolResult.failed(
                 ErrorCode.TOOL_NOT_FOUND,
-                f"Tool not found: a tool is named by a string, not {_describe_type(name)}.",
+                f"Tool not found: a tool is named by a string, not {_type_in_words(name)}.",
             )
         close = difflib.get_close_matches(name, self._tools, n=1)
         hint = f" Did you mean '{close[0]}'?" if close else ""

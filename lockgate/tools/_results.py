@@ -1,7 +1,7 @@
 """What a tool was given and what it returned, as the pipeline's arguments and results.
 
 The registry's small helpers: arguments as a dict (or a refusal naming what they were), a
-return value as a :class:`ToolResult`, and the sentences that describe a value's type.
+return value as a :class:`ToolResult`, and a value's type in words.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _sentence(kind: str, text: str) -> str:
     return said if said.endswith((".", "!", "?")) else said + "."
 
 
-def _describe_type(value: object) -> str:
+def _type_in_words(value: object) -> str:
     names = {list: "a list", tuple: "a list", str: "a string", bool: "a boolean"}
     if value is None:
         return "null"
@@ -60,7 +60,7 @@ def _as_arguments(tool: str, arguments: object) -> ToolResult | tuple[dict[str, 
     if not isinstance(arguments, Mapping):
         return ToolResult.failed(
             ErrorCode.VALIDATION_ERROR,
-            _NOT_A_MAPPING.format(tool=tool, what=_describe_type(arguments)),
+            _NOT_A_MAPPING.format(tool=tool, what=_type_in_words(arguments)),
         )
     copied = dict(arguments)
     token = copied.pop("confirm_token", None)
