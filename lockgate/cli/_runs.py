@@ -19,9 +19,9 @@ from lockgate.workflows._catalogue import CatalogueError
 __all__ = [
     "cancel_run",
     "decide_gate",
-    "describe_graphs",
     "evidence_argument",
     "gate_rules",
+    "graphs_as_text",
     "list_graphs",
     "list_pending_gates",
     "list_runs",
@@ -38,7 +38,8 @@ def _leads_to(choice: ChoiceView) -> str:
     return "(ends the run)" if choice["operation"] == ENDS_RUN else "(a gate)"
 
 
-def _describe_run(shown: RunView) -> str:
+def _run_as_text(shown: RunView) -> str:
+    """A run as the commands print it for a person (``--json`` prints it as it came)."""
     lines = [
         f"run {shown.get('run_id')}  graph {shown.get('graph')} v{shown.get('version')}  "
         f"status {shown.get('status')}"
@@ -146,7 +147,7 @@ async def start_run(arguments: argparse.Namespace) -> int:
     )
     result = await client.start(arguments.graph, inputs, wait=not arguments.no_wait)
     if not arguments.json and not is_refused(result):
-        print(_describe_run(result))
+        print(_run_as_text(result))
         gate = result.get("awaiting")
         if gate:
             print(
@@ -164,7 +165,7 @@ async def decide_gate(arguments: argparse.Namespace) -> int:
         arguments.run, arguments.choice, evidence=evidence, waiver=arguments.waive
     )
     if not arguments.json and not is_refused(result):
-        print(_describe_run(result))
+        print(_run_as_text(result))
     return report_result(result, arguments)
 
 
@@ -200,11 +201,11 @@ async def _signing_client(
 def _report_run(result: RunView, arguments: argparse.Namespace) -> int:
     """Prints the run a signed act left (unless --json or refused); the command's status."""
     if not arguments.json and not is_refused(result):
-        print(_describe_run(result))
+        print(_run_as_text(result))
     return report_result(result, arguments)
 
 
-def describe_graphs(graphs: list[dict[str, Any]]) -> str:
+def graphs_as_text(graphs: list[dict[str, Any]]) -> str:
     """The catalogue's graphs for a person: each one's versions, inputs and gates."""
     if not graphs:
         return "no graphs served on this task queue"
@@ -262,7 +263,7 @@ async def list_graphs(arguments: argparse.Namespace) -> int:
     if arguments.json:
         print_json(graphs)
     else:
-        print(describe_graphs(graphs))
+        print(graphs_as_text(graphs))
     return 0
 
 
@@ -271,7 +272,7 @@ async def show_run(arguments: argparse.Namespace) -> int:
     client = GraphClient(await connect(arguments), arguments.task_queue)
     result = await client.show(arguments.run)
     if not arguments.json and not is_refused(result):
-        print(_describe_run(result))
+        print(_run_as_text(result))
     return report_result(result, arguments)
 
 
