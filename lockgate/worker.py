@@ -316,7 +316,7 @@ class LockgatePlugin(SimplePlugin):
         self.own_workflows: list[type] = [
             ToolCallWorkflow,
             NotifyWorkflow,
-            catalogue_workflow(self.tool_activities.describe),
+            catalogue_workflow(self.tool_activities.tools_and_graphs),
             *self.graph_workflows,
         ]
         super().__init__(

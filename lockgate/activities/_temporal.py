@@ -49,6 +49,7 @@ from lockgate.identity._actors import Actor
 from lockgate.identity._identity_errors import IdentityError
 from lockgate.tools._events import ToolFailure
 from lockgate.tools._registry import ToolRegistry
+from lockgate.tools._renamed import warn_renamed
 from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._tool import ToolDefinition
 
@@ -116,7 +117,7 @@ class ToolActivities:
     Args:
         registry: The tools.
         authority: The worker's Directory, verifier, secret and audit log.
-        catalogue: Lists the graphs the worker serves, for :meth:`describe`.
+        catalogue: Lists the graphs the worker serves, for :meth:`tools_and_graphs`.
         models: The channel model of a graph's version, for opening a run's start.
         evidence: The evidence models of a gate (by graph, version and gate state), for judging
             signalled answers.
@@ -529,7 +530,12 @@ class ToolActivities:
             },
         }
 
-    def describe(self) -> dict[str, Any]:
+    def tools_and_graphs(self) -> dict[str, Any]:
         """The worker's tools (MCP / LLM wire shape) and graphs, for its catalogue query."""
         graphs = self._catalogue() if self._catalogue is not None else []
         return {"tools": self.registry.definitions(), "graphs": graphs}
+
+    def describe(self) -> dict[str, Any]:
+        """Deprecated: :meth:`tools_and_graphs`."""
+        warn_renamed("ToolActivities.describe()", "ToolActivities.tools_and_graphs()")
+        return self.tools_and_graphs()

@@ -36,7 +36,7 @@ from lockgate.gates._judgements import judge_viewer
 from lockgate.gates._limits import shorten
 from lockgate.identity._proofs import Signer
 from lockgate.tools._result import ErrorCode
-from lockgate.workflows._catalogue import CatalogueError, describe_worker
+from lockgate.workflows._catalogue import CatalogueError, read_catalogue
 from lockgate.workflows._failures import outcome_of
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,
@@ -260,7 +260,7 @@ class RunViews:
         Raises:
             CatalogueError: No worker of the queue answered, or its catalogue id was taken.
         """
-        catalogue = await describe_worker(self.client, self.task_queue)
+        catalogue = await read_catalogue(self.client, self.task_queue)
         names = {entry.get("name") for entry in catalogue.get("graphs") or []}
         self._served_graphs = (time.monotonic(), frozenset(str(name) for name in names))
         return catalogue

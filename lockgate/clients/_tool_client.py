@@ -33,7 +33,7 @@ from lockgate.contracts import ToolCallResult
 from lockgate.identity._bindings import confirm_binding, tool_binding
 from lockgate.identity._proofs import Signer
 from lockgate.tools._result import ErrorCode
-from lockgate.workflows._catalogue import describe_worker
+from lockgate.workflows._catalogue import read_catalogue
 from lockgate.workflows._failures import outcome_of
 from lockgate.workflows._signed_starts import SIGNED_START_WITHIN, withdraw
 from lockgate.workflows._tool_call import (
@@ -250,5 +250,5 @@ class ToolClient:
 
     async def list(self) -> list[dict[str, Any]]:
         """The tools the worker on this task queue serves, in the MCP / LLM wire shape."""
-        tools: list[dict[str, Any]] = (await describe_worker(self.client, self.task_queue))["tools"]
+        tools: list[dict[str, Any]] = (await read_catalogue(self.client, self.task_queue))["tools"]
         return tools

@@ -7,7 +7,7 @@ that worker serves now, so the list is always the live one, and listing a thousa
 one run in the namespace, not a thousand.
 
 The run's id is a name anyone with namespace access could take first; before the query,
-:func:`describe_worker` checks with the server that the run is of lockgate's type on the asked
+:func:`read_catalogue` checks with the server that the run is of lockgate's type on the asked
 queue, so an answer comes from a worker polling that queue, as an activity's would.
 """
 
@@ -29,15 +29,20 @@ from temporalio.service import RPCError, RPCStatusCode
 from lockgate.errors import SetupError
 
 __all__ = [
+    "CATALOGUE_QUERY",
     "CATALOGUE_WORKFLOW",
     "CatalogueError",
     "catalogue_id",
     "catalogue_workflow",
-    "describe_worker",
+    "read_catalogue",
 ]
 
 CATALOGUE_WORKFLOW = "lockgate.catalogue"
 """The workflow type of every task queue's catalogue run."""
+
+CATALOGUE_QUERY = "describe"
+"""The name of the catalogue run's query on the server: ``{tools, graphs}``. (Not Temporal's
+describe of an execution: a name kept from before, which workers and clients agree on.)"""
 
 
 class CatalogueError(SetupError):
@@ -49,21 +54,22 @@ def catalogue_id(task_queue: str) -> str:
     return f"lockgate-catalogue:{task_queue}"
 
 
-def catalogue_workflow(describe: Callable[[], dict[str, Any]]) -> type:
-    """The catalogue workflow of one worker: its ``describe`` query answers ``describe()``.
+def catalogue_workflow(tools_and_graphs: Callable[[], dict[str, Any]]) -> type:
+    """The catalogue workflow of one worker: its query answers ``tools_and_graphs()``.
 
-    ``describe`` reads only what the worker holds in memory (its tools and graphs); a query
-    writes nothing to history, so what it answers may change as the worker does.
+    ``tools_and_graphs`` reads only what the worker holds in memory; a query writes nothing to
+    history, so what it answers may change as the worker does. The query is named
+    :data:`CATALOGUE_QUERY` on the server, as it always was: clients of every release send it.
     """
     class_name = "Catalogue"
 
     async def run(self: Any) -> None:
         return None
 
-    def describe_query(self: Any) -> dict[str, Any]:
-        return describe()
+    def served(self: Any) -> dict[str, Any]:
+        return tools_and_graphs()
 
-    for function in (run, describe_query):
+    for function in (run, served):
         function.__module__ = __name__
         function.__qualname__ = f"{class_name}.{function.__name__}"
     namespace = {
@@ -71,7 +77,7 @@ def catalogue_workflow(describe: Callable[[], dict[str, Any]]) -> type:
         "__qualname__": class_name,
         "__doc__": "What the workers of this task queue serve, answered by a query.",
         "run": workflow.run(run),
-        "describe": workflow.query(name="describe")(describe_query),
+        "served": workflow.query(name=CATALOGUE_QUERY)(served),
     }
     defined: type = workflow.defn(name=CATALOGUE_WORKFLOW, sandboxed=False)(
         type(class_name, (), namespace)
@@ -79,7 +85,7 @@ def catalogue_workflow(describe: Callable[[], dict[str, Any]]) -> type:
     return defined
 
 
-async def describe_worker(
+async def read_catalogue(
     client: Client, task_queue: str, *, wait: timedelta = timedelta(seconds=10)
 ) -> dict[str, Any]:
     """``{tools, graphs}`` the workers on ``task_queue`` serve, read from its catalogue run.
@@ -120,7 +126,7 @@ async def describe_worker(
     handle = client.get_workflow_handle(catalogue_id(task_queue), run_id=described.run_id)
     try:
         catalogue: dict[str, Any] = await handle.query(
-            "describe", result_type=dict, rpc_timeout=wait
+            CATALOGUE_QUERY, result_type=dict, rpc_timeout=wait
         )
     except RPCError as error:
         # The client's own deadline ends the call as CANCELLED, the server's as DEADLINE_EXCEEDED.
