@@ -7,13 +7,21 @@ from collections.abc import Callable
 
 import pytest
 
+from lockgate import (
+    Authorizer,
+    ChannelPolicy,
+    ConfirmationStore,
+    ErrorCode,
+    InMemoryRateLimiter,
+    PolicyDecision,
+    RateDecision,
+    ToolContext,
+    ToolDefinition,
+    tool,
+)
 from lockgate.gates._judgements import Judgement, ViewerChoice
-from lockgate.tools._confirm import ConfirmationStore, TokenCheck
-from lockgate.tools._context import ToolContext
-from lockgate.tools._policy import Authorizer, ChannelPolicy, PolicyDecision
-from lockgate.tools._ratelimit import InMemoryRateLimiter, RateDecision
-from lockgate.tools._result import ErrorCode
-from lockgate.tools._tool import ToolDefinition, definition_of, tool
+from lockgate.tools._confirm import TokenCheck
+from lockgate.tools._tool import definition_of
 from lockgate.tools._verdict import Verdict
 
 # mypy holds every verdict class to the shape: a class that spells yes, why not or its code
