@@ -114,6 +114,13 @@ def test_policy_decision_check_still_reads_the_code_and_warns() -> None:
         assert PolicyDecision(False, "No.", "scopes").check == "scopes"
 
 
+def test_policy_decision_built_with_check_still_takes_it_as_the_code_and_warns() -> None:
+    with pytest.warns(DeprecationWarning, match=r"PolicyDecision\(check=\.\.\.\) is deprecated: "):
+        decision = PolicyDecision(False, "Kiosks write nothing.", check="kiosk")
+
+    assert decision == PolicyDecision(False, "Kiosks write nothing.", "kiosk")
+
+
 def test_token_check_ok_still_reads_allowed_and_warns() -> None:
     with pytest.warns(DeprecationWarning, match=r"TokenCheck\.ok is deprecated: use "):
         assert TokenCheck(True, "ok").ok is True

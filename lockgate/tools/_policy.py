@@ -175,7 +175,7 @@ class PolicyRuleProvider(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class PolicyDecision:
     """The authorizer's verdict (a :class:`~lockgate.tools._verdict.Verdict`).
 
@@ -191,6 +191,27 @@ class PolicyDecision:
     reason: str | None = None
     code: str | None = None
     needs_confirmation: bool = False
+
+    def __init__(
+        self,
+        allowed: bool,
+        reason: str | None = None,
+        code: str | None = None,
+        needs_confirmation: bool = False,
+        *,
+        check: str | None = None,
+    ) -> None:
+        # Written out only to take `check=`, the code's old name, from an authorizer of your own
+        # for one more release; frozen, so each field is set the way dataclasses set them.
+        if check is not None:
+            warn_renamed("PolicyDecision(check=...)", "PolicyDecision(code=...)")
+            if code is not None:
+                raise TypeError("PolicyDecision: give code, or check (its old name), not both.")
+            code = check
+        object.__setattr__(self, "allowed", allowed)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "needs_confirmation", needs_confirmation)
 
     @property
     def check(self) -> str | None:
