@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lockgate.tools._renamed import warn_renamed
+from lockgate.tools._renamed import old_module_names, warn_renamed
 
 __all__ = [
     "SINGLE_POLICY",
@@ -238,10 +238,8 @@ if TYPE_CHECKING:
     """Deprecated: :class:`CompiledApprovalPolicy`."""
 
 
-def __getattr__(name: str) -> object:
-    # `GatePolicy` was the compiled approval policy's name: one concept under two words. The old
-    # name is the same class (isinstance and equality hold either way) and warns on import.
-    if name == "GatePolicy":
-        warn_renamed("GatePolicy", "CompiledApprovalPolicy")
-        return CompiledApprovalPolicy
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# `GatePolicy` was the compiled approval policy's name: one concept under two words. The old
+# name is the same class (isinstance and equality hold either way) and warns on import.
+__getattr__ = old_module_names(
+    __name__, {"GatePolicy": ("CompiledApprovalPolicy", CompiledApprovalPolicy)}
+)

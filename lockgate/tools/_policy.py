@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from lockgate.identity._names import UNVERIFIED_PREFIX
 from lockgate.tools._configuration import check_flag, check_setting, refused_setting
 from lockgate.tools._context import ToolContext
-from lockgate.tools._renamed import warn_renamed
+from lockgate.tools._renamed import old_module_names, warn_renamed
 
 __all__ = [
     "DEADLINE_CHANNEL",
@@ -417,10 +417,6 @@ if TYPE_CHECKING:
     """Deprecated: :class:`Authorizer`."""
 
 
-def __getattr__(name: str) -> object:
-    # `PolicyGate` was the authorizer's name until "gate" came to mean only where a run waits for
-    # people. The old name is the same class (isinstance holds either way) and warns on import.
-    if name == "PolicyGate":
-        warn_renamed("PolicyGate", "Authorizer")
-        return Authorizer
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# `PolicyGate` was the authorizer's name until "gate" came to mean only where a run waits for
+# people. The old name is the same class (isinstance holds either way) and warns on import.
+__getattr__ = old_module_names(__name__, {"PolicyGate": ("Authorizer", Authorizer)})

@@ -7,8 +7,9 @@ Every old spelling (a class, a function, an attribute, a keyword) warns through
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Mapping
 
-__all__ = ["warn_renamed"]
+__all__ = ["old_module_names", "warn_renamed"]
 
 
 def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
@@ -25,3 +26,22 @@ def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
         DeprecationWarning,
         stacklevel=stacklevel,
     )
+
+
+def old_module_names(
+    module: str, renamed: Mapping[str, tuple[str, object]]
+) -> Callable[[str], object]:
+    """The ``__getattr__`` of a module some of whose names were renamed.
+
+    ``renamed`` maps each old name to its new name and the object it names: the old name answers
+    that same object (``isinstance`` and equality hold either way), warning every time.
+    """
+
+    def __getattr__(name: str) -> object:
+        if name not in renamed:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        new, value = renamed[name]
+        warn_renamed(name, new)
+        return value
+
+    return __getattr__
