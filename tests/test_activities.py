@@ -31,7 +31,7 @@ from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id
 
 with workflow.unsafe.imports_passed_through():  # this module's test workflows run sandboxed
-    from tests.support import error_of
+    from tests.helpers.support import error_of
 
 # No test here waits long for anything: a wedged workflow fails fast instead of hanging.
 pytestmark = pytest.mark.timeout(60)

@@ -25,11 +25,11 @@ from temporalio.worker import Replayer, Worker
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.testing import Identities
-from tests.graphs_for_tests import eventually
-from tests.langgraph_for_tests import GRAPH, LangGraphRefund, refund_graph
-from tests.own_workflow_support import open_gate_of, support_people
-from tests.own_workflows_for_tests import OWN_TOOLS, RefundRequest
-from tests.support import audit_facts
+from tests.helpers.graphs import eventually
+from tests.helpers.langgraph_workflows import GRAPH, LangGraphRefund, refund_graph
+from tests.helpers.own_workflow_support import open_gate_of, support_people
+from tests.helpers.own_workflows import OWN_TOOLS, RefundRequest
+from tests.helpers.support import audit_facts
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -34,15 +34,15 @@ from lockgate.encryption import ENCRYPTED_ENCODING, PayloadKeys
 from lockgate.namespace import LOCKGATE_AWAITING, LOCKGATE_STATE
 from lockgate.testing import Identities
 from lockgate.tools._tool import definition_of
-from tests.graphs_for_tests import eventually
-from tests.openai_agents_for_tests import (
+from tests.helpers.graphs import eventually
+from tests.helpers.openai_agents_workflows import (
     AGENT_TOOLS,
     AgentRequest,
     SupportAgentWorkflow,
 )
-from tests.own_workflow_support import open_gate_of
-from tests.own_workflows_for_tests import issue_refund, read_ticket
-from tests.support import audit_facts, failed_workflow_tasks
+from tests.helpers.own_workflow_support import open_gate_of
+from tests.helpers.own_workflows import issue_refund, read_ticket
+from tests.helpers.support import audit_facts, failed_workflow_tasks
 
 pytestmark = pytest.mark.timeout(120)
 

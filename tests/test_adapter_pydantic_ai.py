@@ -24,13 +24,13 @@ from temporalio.worker import Replayer, Worker
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.testing import Identities
-from tests.graphs_for_tests import eventually
-from tests.pydantic_ai_for_tests import (
+from tests.helpers.graphs import eventually
+from tests.helpers.pydantic_ai_workflows import (
     LOCKGATE_TOOLS,
     DurableAgentWorkflow,
     SupportAgentWorkflow,
 )
-from tests.support import audit_facts
+from tests.helpers.support import audit_facts
 
 pytestmark = pytest.mark.timeout(120)
 

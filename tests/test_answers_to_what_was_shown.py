@@ -16,8 +16,8 @@ from temporalio.client import Client
 from lockgate import GraphClient
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import WorkerFactory
-from tests.graphs_for_tests import ALWAYS_FAILS, essay_people, event_types, trail_of
-from tests.support import assert_nothing_written_but_a_workflow_task, gate_of
+from tests.helpers.graphs import ALWAYS_FAILS, essay_people, event_types, trail_of
+from tests.helpers.support import assert_nothing_written_but_a_workflow_task, gate_of
 
 PEOPLE = essay_people(rita={"roles": ["editor"], "scopes": ["essay:publish"]})
 

@@ -2,7 +2,8 @@
 what the answers decide when they agree and when they do not.
 
 Every run is started by ada and checked by cal, so it waits at the officers' ``release`` gate
-with ada as its requester and cal as a maker of the work it reviews (see ``tests.gate_graphs``).
+with ada as its requester and cal as a maker of the work it reviews (see
+``tests.helpers.gate_graphs``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from lockgate import GraphClient
 from lockgate.cli._runs import gate_rules
 from lockgate.contracts import GateView, RunView
 from lockgate.testing import Identities, WorkerFactory
-from tests.gate_graphs import (
+from tests.helpers.gate_graphs import (
     PAYMENT,
     POLICY_GRAPHS,
     DualPayment,
@@ -26,8 +27,8 @@ from tests.gate_graphs import (
     QuorumVetoPayment,
     payment_people,
 )
-from tests.graphs_for_tests import event_types, eventually
-from tests.support import assert_nothing_written_but_a_workflow_task, gate_of
+from tests.helpers.graphs import event_types, eventually
+from tests.helpers.support import assert_nothing_written_but_a_workflow_task, gate_of
 
 
 class Desk:

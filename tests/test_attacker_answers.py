@@ -46,7 +46,7 @@ from lockgate.identity._bindings import answer_binding, gate_subject
 from lockgate.namespace import LOCKGATE_AWAITING, LOCKGATE_GRAPH, LOCKGATE_STATE
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._graph_inputs import StartGraphInput
-from tests.graphs_for_tests import (
+from tests.helpers.graphs import (
     ALWAYS_FAILS,
     Ledger,
     OpenEssay,
@@ -56,8 +56,8 @@ from tests.graphs_for_tests import (
     signed_answer,
     trail_of,
 )
-from tests.reliability_graphs import DocReviewV1, DocReviewV2
-from tests.support import (
+from tests.helpers.reliability_graphs import DocReviewV1, DocReviewV2
+from tests.helpers.support import (
     assert_nothing_written_but_a_workflow_task,
     failed_workflow_tasks,
     gate_of,

@@ -75,9 +75,9 @@ from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._graph_inputs import StartGraphInput
 from lockgate.workflows._signed_starts import SIGNED_START_WITHIN
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id
-from tests.graphs_for_tests import ALWAYS_FAILS, essay_people, event_types, eventually, trail_of
-from tests.reliability_graphs import DocReviewV1, DocReviewV2
-from tests.support import (
+from tests.helpers.graphs import ALWAYS_FAILS, essay_people, event_types, eventually, trail_of
+from tests.helpers.reliability_graphs import DocReviewV1, DocReviewV2
+from tests.helpers.support import (
     assert_nothing_written_but_a_workflow_task,
     audit_facts,
     error_of,

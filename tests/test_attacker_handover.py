@@ -59,14 +59,14 @@ from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.testing import Identities
 from lockgate.workflows._carry import CarriedState
 from lockgate.workflows._tool_call import call_workflow_id
-from tests.graphs_for_tests import (
+from tests.helpers.graphs import (
     ALWAYS_FAILS,
     PASSES_FIRST_TIME,
     essay_people,
     eventually,
     trail_of,
 )
-from tests.support import failed_workflow_tasks, outcome
+from tests.helpers.support import failed_workflow_tasks, outcome
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -23,7 +23,7 @@ from lockgate.identity._bindings import answer_binding, sign_in_binding
 from lockgate.identity._enrolment import EnrolmentSecret
 from lockgate.identity._keys import generate_private_key
 from lockgate.inbox._app import url_id
-from tests.inbox_support import (
+from tests.helpers.inbox_browser import (
     Desk,
     browser,
     import_key,

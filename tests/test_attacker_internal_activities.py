@@ -33,8 +33,8 @@ from lockgate.identity._bindings import answer_binding, start_binding
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._graph_inputs import StartGraphInput
 from lockgate.workflows._signed_starts import SIGNED_START_WITHIN
-from tests.graphs_for_tests import ALWAYS_FAILS
-from tests.support import audit_facts, gate_of, prove_start
+from tests.helpers.graphs import ALWAYS_FAILS
+from tests.helpers.support import audit_facts, gate_of, prove_start
 
 pytestmark = pytest.mark.timeout(60)
 

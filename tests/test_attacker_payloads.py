@@ -58,8 +58,8 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.gates._limits import MAX_REFUSED_SIGNALS_KEPT, MAX_WAITING_SETTLES
 from lockgate.testing import Identities
 from lockgate.workflows._tool_call import call_workflow_id
-from tests.graphs_for_tests import ALWAYS_FAILS, Ledger, eventually, signed_answer
-from tests.support import failed_workflow_tasks, outcome, parked_of
+from tests.helpers.graphs import ALWAYS_FAILS, Ledger, eventually, signed_answer
+from tests.helpers.support import failed_workflow_tasks, outcome, parked_of
 
 pytestmark = pytest.mark.timeout(120)
 

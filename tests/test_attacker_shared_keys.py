@@ -26,9 +26,9 @@ from lockgate.identity._keys import (
     public_key_text,
 )
 from lockgate.testing import Identities, WorkerFactory
-from tests.gate_graphs import PAYMENT, POLICY_GRAPHS, DualPayment
-from tests.passkey_support import SoftwarePasskey
-from tests.support import gate_of
+from tests.helpers.gate_graphs import PAYMENT, POLICY_GRAPHS, DualPayment
+from tests.helpers.passkeys import SoftwarePasskey
+from tests.helpers.support import gate_of
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -35,7 +35,7 @@ import lockgate
 from lockgate import Retry, ToolClient, tool
 from lockgate.testing import WorkerFactory
 from lockgate.workflows._tool_call import call_workflow_id
-from tests.graphs_for_tests import OpenEssay
+from tests.helpers.graphs import OpenEssay
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -19,8 +19,8 @@ from lockgate import Directory, DirectoryEntry, GraphClient, ToolClient, tool
 from lockgate.contracts import PendingGate
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import WorkerFactory
-from tests.graphs_for_tests import ALWAYS_FAILS, essay_people, eventually
-from tests.support import error_of
+from tests.helpers.graphs import ALWAYS_FAILS, essay_people, eventually
+from tests.helpers.support import error_of
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -11,7 +11,7 @@ import pytest
 
 from lockgate import AuditLogger, InMemoryRateLimiter, ToolContext, ToolRegistry, ToolResult, tool
 from lockgate.tools._audit import REDACTED, redact
-from tests.support import REPOSITORY, audit_facts
+from tests.helpers.support import REPOSITORY, audit_facts
 
 SECRET = "hunter2-s3cr3t"
 

@@ -13,8 +13,8 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.identity._bindings import answer_binding
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.tools._audit import AUDIT_LOGGER_NAME
-from tests.graphs_for_tests import ALWAYS_FAILS
-from tests.support import audit_facts, gate_of
+from tests.helpers.graphs import ALWAYS_FAILS
+from tests.helpers.support import audit_facts, gate_of
 
 PEOPLE = {
     "ada": {},

@@ -13,7 +13,7 @@ from lockgate import AuditLogger, GraphClient, JsonLinesAuditSink, LockgatePlugi
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import WorkerFactory
 from lockgate.tools._audit import REDACTED
-from tests.graphs_for_tests import ALWAYS_FAILS, essay_people
+from tests.helpers.graphs import ALWAYS_FAILS, essay_people
 
 
 @tool("audit:sign_in", "Signs a user in (a test tool with a secret argument).")

@@ -17,7 +17,7 @@ from lockgate import GraphClient
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.memo_clearance import MemoClearance
 from lockgate.testing import Identities, WorkerFactory
-from tests.graphs_for_tests import (
+from tests.helpers.graphs import (
     ACTOR_KEYS,
     DIRTY_MEMO,
     PASSES_FIRST_TIME,
@@ -31,7 +31,7 @@ from tests.graphs_for_tests import (
     signed_answer,
     trail_of,
 )
-from tests.support import audit_facts, parked_of
+from tests.helpers.support import audit_facts, parked_of
 
 
 def ledger_people() -> Identities:

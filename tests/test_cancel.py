@@ -14,7 +14,7 @@ from lockgate import GraphClient
 from lockgate.examples.essay_review import EssayReview
 from lockgate.identity._bindings import cancel_binding
 from lockgate.testing import WorkerFactory
-from tests.graphs_for_tests import (
+from tests.helpers.graphs import (
     ALWAYS_FAILS,
     PASSES_FIRST_TIME,
     TRAIL_ROW_KEYS,
@@ -24,7 +24,7 @@ from tests.graphs_for_tests import (
     keys_of,
     trail_of,
 )
-from tests.support import assert_nothing_written_but_a_workflow_task, update_refused
+from tests.helpers.support import assert_nothing_written_but_a_workflow_task, update_refused
 
 
 async def test_the_requester_cancels_a_run_waiting_at_a_gate_and_the_trail_says_who(

@@ -20,7 +20,7 @@ from lockgate.workflows._catalogue import (
     catalogue_id,
     read_catalogue,
 )
-from tests.graphs_for_tests import eventually
+from tests.helpers.graphs import eventually
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -37,8 +37,8 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.namespace import check_search_attributes
 from lockgate.testing import WorkerFactory
 from lockgate.worker import load_components
-from tests.graphs_for_tests import ALWAYS_FAILS
-from tests.support import REPOSITORY
+from tests.helpers.graphs import ALWAYS_FAILS
+from tests.helpers.support import REPOSITORY
 
 PEOPLE = {
     "ada": ([], []),

@@ -12,7 +12,7 @@ import pytest
 
 from lockgate.cli._arguments import build_parser
 from lockgate.cli._entry import _COMMANDS
-from tests.support import REPOSITORY
+from tests.helpers.support import REPOSITORY
 
 GLOBAL_OPTIONS = (
     "--address",

@@ -36,8 +36,8 @@ from lockgate.encryption import (
 from lockgate.examples.essay_review import EssayReview
 from lockgate.identity._bindings import answer_binding
 from lockgate.testing import WorkerFactory
-from tests.graphs_for_tests import essay_people
-from tests.support import REPOSITORY, gate_of
+from tests.helpers.graphs import essay_people
+from tests.helpers.support import REPOSITORY, gate_of
 from tests.test_encryption import marked_inputs
 
 UI = "http://localhost:8233"

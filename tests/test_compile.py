@@ -8,7 +8,7 @@ from lockgate import GraphDeclarationError, compile_graph
 from lockgate.examples.essay_review import EssayReview
 from lockgate.graphs._compiled import CompiledGraph
 from lockgate.graphs._graph_registry import GraphRegistry
-from tests import graphs_for_tests as g
+from tests.helpers import graphs as g
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def test_grade_decides_from_a_table_of_its_enum_values_not_by_calling_the_enum(
 # --- Refusals: behaviour.md §2.3 rows 1–19, as lockgate words them ------------------------------
 
 REFUSALS = [
-    pytest.param(g.MISSING_CLASS, "tests.graphs_for_tests:Missing", "the class does not exist",
+    pytest.param(g.MISSING_CLASS, "tests.helpers.graphs:Missing", "the class does not exist",
                  id="row-01-the-class-does-not-exist"),
     pytest.param(g.Writer, "Writer", "is not a declared graph: add @graph(",
                  id="row-02-no-graph-decorator"),

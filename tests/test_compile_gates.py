@@ -26,7 +26,7 @@ from lockgate import (
     graph,
 )
 from lockgate.testing import Identities
-from tests.gate_graphs import (
+from tests.helpers.gate_graphs import (
     Checked,
     DualPayment,
     Payment,

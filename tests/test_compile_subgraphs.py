@@ -20,7 +20,7 @@ from lockgate import (
 )
 from lockgate.activities._activity_inputs import OpenStartInput, handover_binding
 from lockgate.activities._handover import open_handover
-from tests.subgraph_graphs import PaymentExecute, ReleasedPayment, chase
+from tests.helpers.subgraph_graphs import PaymentExecute, ReleasedPayment, chase
 
 
 class Payee(BaseModel):

@@ -26,7 +26,7 @@ from lockgate import (
     tool,
 )
 from lockgate.errors import ToolDeclarationError
-from tests.gate_graphs import payment_graph
+from tests.helpers.gate_graphs import payment_graph
 
 
 def refusal(configure: Callable[[], object]) -> str:

@@ -28,9 +28,9 @@ from lockgate import GraphClient, LockgatePlugin
 from lockgate.devserver import DevServer, free_port
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import Identities
-from tests.graphs_for_tests import ALWAYS_FAILS
-from tests.reliability_graphs import SlowJob
-from tests.support import worker_process
+from tests.helpers.graphs import ALWAYS_FAILS
+from tests.helpers.reliability_graphs import SlowJob
+from tests.helpers.support import worker_process
 
 
 async def _eventually(check: Any, timeout: float = 60, every: float = 0.05) -> Any:

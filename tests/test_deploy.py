@@ -17,7 +17,7 @@ import yaml
 from temporalio.envconfig import ClientConfig
 
 from lockgate.cli._arguments import build_parser
-from tests.support import REPOSITORY
+from tests.helpers.support import REPOSITORY
 
 DEPLOY = REPOSITORY / "deploy"
 DOCKERFILE = DEPLOY / "Dockerfile"

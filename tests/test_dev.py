@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from lockgate.devserver import free_port
-from tests.graphs_for_tests import eventually
-from tests.support import REPOSITORY
+from tests.helpers.graphs import eventually
+from tests.helpers.support import REPOSITORY
 
 
 async def _run(cwd: Path, environment: dict[str, str], *arguments: str) -> tuple[int, str, str]:

@@ -28,8 +28,8 @@ from lockgate.encryption import (
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._tool_call import call_workflow_id
-from tests.graphs_for_tests import ALWAYS_FAILS, essay_people, eventually
-from tests.support import REPOSITORY, failed_workflow_tasks, gate_of
+from tests.helpers.graphs import ALWAYS_FAILS, essay_people, eventually
+from tests.helpers.support import REPOSITORY, failed_workflow_tasks, gate_of
 
 
 def marked_inputs() -> tuple[str, dict[str, Any]]:

@@ -12,7 +12,7 @@ from lockgate import Directory, LockgatePlugin, WorkerSecret
 from lockgate.encryption import ENCRYPTED_ENCODING, PayloadKeys
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import WorkerFactory
-from tests.graphs_for_tests import ALWAYS_FAILS
+from tests.helpers.graphs import ALWAYS_FAILS
 from tests.test_cli import Command, lockgate_command
 from tests.test_encryption import raw_history_bytes
 

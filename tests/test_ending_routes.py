@@ -37,8 +37,8 @@ from lockgate.cli._runs import _leads_to
 from lockgate.contracts import ChoiceView
 from lockgate.inbox._words import FILTERS, leads_to
 from lockgate.testing import Identities, WorkerFactory
-from tests.graphs_for_tests import eventually
-from tests.support import SECRET
+from tests.helpers.graphs import eventually
+from tests.helpers.support import SECRET
 
 
 class Decision(str, Enum):

@@ -8,9 +8,9 @@ from temporalio.client import Client
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.testing import Identities, WorkerFactory
-from tests.graphs_for_tests import eventually
-from tests.reliability_graphs import DocReviewV1, DocReviewV2
-from tests.support import failed_workflow_tasks, patches, upserted_search_attributes
+from tests.helpers.graphs import eventually
+from tests.helpers.reliability_graphs import DocReviewV1, DocReviewV2
+from tests.helpers.support import failed_workflow_tasks, patches, upserted_search_attributes
 
 PEOPLE = {"ada": {}, "ed": {"roles": ["editor"]}}
 

@@ -11,8 +11,8 @@ from temporalio.worker import Worker
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.examples.payment_release import GRAPHS, TOOLS, PaymentRelease
 from lockgate.testing import Identities, WorkerFactory
-from tests.graphs_for_tests import eventually
-from tests.support import SECRET, gate_of
+from tests.helpers.graphs import eventually
+from tests.helpers.support import SECRET, gate_of
 
 INVOICE = {"invoice_number": "INV-2207", "reason": "Servers delivered and installed"}
 

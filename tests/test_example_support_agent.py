@@ -29,7 +29,7 @@ from lockgate.examples.support_agent import (
     support_graph,
 )
 from lockgate.testing import Identities
-from tests.graphs_for_tests import eventually
+from tests.helpers.graphs import eventually
 
 pytestmark = pytest.mark.timeout(120)
 

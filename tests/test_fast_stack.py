@@ -13,7 +13,7 @@ from temporalio.client import Client
 from lockgate import GraphClient
 from lockgate.devserver import DevServer, free_port, server_args
 from lockgate.testing import WorkerFactory
-from tests.graphs_for_tests import ALWAYS_FAILS, OpenEssay
+from tests.helpers.graphs import ALWAYS_FAILS, OpenEssay
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 WAL_FORMAT = 2

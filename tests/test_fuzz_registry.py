@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lockgate import ErrorCode, Param, ToolContext, ToolRegistry, ToolResult, tool
-from tests.support import definition_of
+from tests.helpers.support import definition_of
 
 FUZZ = settings(
     max_examples=300,

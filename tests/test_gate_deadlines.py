@@ -2,9 +2,9 @@
 takes its declared option as the system, on a durable timer that outlives its worker.
 
 ``pay:escalating`` is a dual officers' gate that escalates to a finance lead after 48 hours;
-``pay:lapsing`` takes ``reject`` after 48 hours (see ``tests.gate_graphs``). Runs started with
-time skipping on reach the deadline as soon as the gate waits; runs started with it off wait
-until the test moves their clock on.
+``pay:lapsing`` takes ``reject`` after 48 hours (see ``tests.helpers.gate_graphs``). Runs
+started with time skipping on reach the deadline as soon as the gate waits; runs started with it
+off wait until the test moves their clock on.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from lockgate.contracts import RunView
 from lockgate.devserver import temporal_binary
 from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.testing import Identities
-from tests.gate_graphs import (
+from tests.helpers.gate_graphs import (
     DEADLINE_GRAPHS,
     PAYMENT,
     POLICY_TOOLS,
@@ -33,8 +33,8 @@ from tests.gate_graphs import (
     LapsingPayment,
     payment_people,
 )
-from tests.graphs_for_tests import eventually
-from tests.support import SECRET, gate_of
+from tests.helpers.graphs import eventually
+from tests.helpers.support import SECRET, gate_of
 from tests.test_gates import send_decide
 
 

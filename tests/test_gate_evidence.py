@@ -2,7 +2,7 @@
 it, recorded in the trail, and handed to the node the answer leads to.
 
 ``pay:evidenced`` is a dual gate whose ``release`` needs a :class:`ReleaseEvidence` (an invoice
-number and a reason) and whose ``reject`` needs none (see ``tests.gate_graphs``).
+number and a reason) and whose ``reject`` needs none (see ``tests.helpers.gate_graphs``).
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from temporalio.client import Client
 from lockgate import GraphClient
 from lockgate.contracts import RunView
 from lockgate.testing import Identities, WorkerFactory
-from tests.gate_graphs import (
+from tests.helpers.gate_graphs import (
     EVIDENCE_GRAPHS,
     GOOD_EVIDENCE,
     PAYMENT,
     EvidencedPayment,
     payment_people,
 )
-from tests.graphs_for_tests import event_types, eventually
-from tests.support import assert_nothing_written_but_a_workflow_task, gate_of
+from tests.helpers.graphs import event_types, eventually
+from tests.helpers.support import assert_nothing_written_but_a_workflow_task, gate_of
 from tests.test_gates import send_decide
 
 

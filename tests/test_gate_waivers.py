@@ -2,7 +2,7 @@
 own; a gate that is not waivable refuses them, and a waiver is judged like any answer.
 
 ``pay:waivable`` is a dual officers' gate that a ``finance_lead`` may waive; ``pay:dual`` is the
-same gate, not waivable (see ``tests.gate_graphs``).
+same gate, not waivable (see ``tests.helpers.gate_graphs``).
 """
 
 from __future__ import annotations
@@ -12,9 +12,15 @@ from temporalio.client import Client
 from lockgate import GraphClient
 from lockgate.contracts import RunView
 from lockgate.testing import Identities, WorkerFactory
-from tests.gate_graphs import PAYMENT, WAIVER_GRAPHS, DualPayment, WaivablePayment, payment_people
-from tests.graphs_for_tests import eventually
-from tests.support import gate_of
+from tests.helpers.gate_graphs import (
+    PAYMENT,
+    WAIVER_GRAPHS,
+    DualPayment,
+    WaivablePayment,
+    payment_people,
+)
+from tests.helpers.graphs import eventually
+from tests.helpers.support import gate_of
 
 REASON = "Quarter close: the second officer is on leave, CFO approved by phone."
 

@@ -20,7 +20,7 @@ from lockgate.contracts import RunView
 from lockgate.examples.essay_review import EssayReview
 from lockgate.identity._bindings import answer_binding
 from lockgate.testing import WorkerFactory
-from tests.graphs_for_tests import (
+from tests.helpers.graphs import (
     ALWAYS_FAILS,
     PASSES_FIRST_TIME,
     essay_people,
@@ -28,7 +28,7 @@ from tests.graphs_for_tests import (
     eventually,
     trail_of,
 )
-from tests.support import assert_nothing_written_but_a_workflow_task, audit_facts, gate_of
+from tests.helpers.support import assert_nothing_written_but_a_workflow_task, audit_facts, gate_of
 
 UPDATE_EVENTS = {
     "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED",

@@ -21,7 +21,7 @@ from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES, LOCKGATE_STATE
 from lockgate.testing import Identities, WorkerFactory
-from tests.graphs_for_tests import (
+from tests.helpers.graphs import (
     ALWAYS_FAILS,
     FAILS_ONCE,
     PASSES_FIRST_TIME,
@@ -32,7 +32,7 @@ from tests.graphs_for_tests import (
     eventually,
     trail_of,
 )
-from tests.support import SECRET, gate_of, outcome
+from tests.helpers.support import SECRET, gate_of, outcome
 
 
 def people() -> Identities:

@@ -27,8 +27,8 @@ from lockgate.contracts import GateView
 from lockgate.examples.essay_review import EssayReview
 from lockgate.identity._bindings import answer_binding
 from lockgate.testing import Identities
-from tests.graphs_for_tests import ALWAYS_FAILS
-from tests.support import gate_of, outcome
+from tests.helpers.graphs import ALWAYS_FAILS
+from tests.helpers.support import gate_of, outcome
 
 CODES = {code.value for code in ErrorCode}
 

@@ -25,8 +25,8 @@ from lockgate.serving import openapi_document
 from lockgate.serving._api_contract import ENDPOINTS
 from lockgate.testing import WorkerFactory
 from lockgate.tools._audit import AUDIT_LOGGER_NAME
-from tests.mcp_support import api, api_app, bearer, people, registry, serving
-from tests.support import audit_facts
+from tests.helpers.serving import api, api_app, bearer, people, registry, serving
+from tests.helpers.support import audit_facts
 
 pytestmark = pytest.mark.timeout(120)
 

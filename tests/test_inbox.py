@@ -1,6 +1,6 @@
 """The web inbox in a real Chromium, on the real dev server: passkeys and browser keys answer.
 
-The fixtures and helpers are in ``tests/inbox_support.py``; the attacks on the inbox are in
+The fixtures and helpers are in ``tests/helpers/inbox_browser.py``; the attacks on the inbox are in
 ``tests/test_attacker_inbox.py``.
 """
 
@@ -14,8 +14,8 @@ import pytest
 from playwright.async_api import Browser
 
 from lockgate.examples.payment_release import PaymentRelease
-from tests.graphs_for_tests import eventually
-from tests.inbox_support import (
+from tests.helpers.graphs import eventually
+from tests.helpers.inbox_browser import (
     ARTIFACTS,
     Desk,
     answer,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPOSITORY
+from tests.helpers.support import REPOSITORY
 
 PACKAGE = REPOSITORY / "lockgate"
 

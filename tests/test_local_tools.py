@@ -53,9 +53,9 @@ from lockgate.errors import ToolDeclarationError
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.tools._tool import definition_of
 from lockgate.workflows._tool_call import call_workflow_id
-from tests.graphs_for_tests import eventually, trail_of
-from tests.reliability_graphs import LocalRelay
-from tests.support import (
+from tests.helpers.graphs import eventually, trail_of
+from tests.helpers.reliability_graphs import LocalRelay
+from tests.helpers.support import (
     audit_facts,
     failed_workflow_tasks,
     parked_of,

@@ -24,8 +24,8 @@ from lockgate.gates._limits import MAX_REFUSED_SIGNALS_KEPT
 from lockgate.identity._bindings import answer_binding
 from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.testing import Identities
-from tests.reliability_graphs import CountTo, DocReviewV1
-from tests.support import SECRET, gate_of
+from tests.helpers.reliability_graphs import CountTo, DocReviewV1
+from tests.helpers.support import SECRET, gate_of
 
 SUGGEST_AFTER_EVENTS = 150
 

@@ -32,8 +32,8 @@ from temporalio.exceptions import ApplicationError
 from lockgate import GraphClient, ToolClient, tool
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._tool_call import call_workflow_id
-from tests.graphs_for_tests import OpenEssay
-from tests.support import outcome, update_refused
+from tests.helpers.graphs import OpenEssay
+from tests.helpers.support import outcome, update_refused
 
 pytestmark = pytest.mark.timeout(60)
 

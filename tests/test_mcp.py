@@ -33,8 +33,8 @@ from lockgate.serving import (
     gate_uri,
 )
 from lockgate.testing import Identities, WorkerFactory
-from tests.graphs_for_tests import ALWAYS_FAILS, eventually, signed_answer, signed_resume
-from tests.mcp_support import MCP_NAME, RATE_BUDGET, data_of, people, refusal_of, registry, runs
+from tests.helpers.graphs import ALWAYS_FAILS, eventually, signed_answer, signed_resume
+from tests.helpers.serving import MCP_NAME, RATE_BUDGET, data_of, people, refusal_of, registry, runs
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -21,8 +21,8 @@ from temporalio.client import Client as TemporalClient
 from lockgate.examples.essay_review import EssayReview
 from lockgate.serving import DEFAULT_MAX_BODY_BYTES, GATE_URI_TEMPLATE
 from lockgate.testing import WorkerFactory
-from tests.graphs_for_tests import ALWAYS_FAILS, eventually, signed_answer
-from tests.mcp_support import (
+from tests.helpers.graphs import ALWAYS_FAILS, eventually, signed_answer
+from tests.helpers.serving import (
     MCP_NAME,
     api,
     bearer,

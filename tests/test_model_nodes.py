@@ -1,9 +1,9 @@
 """Agent steps: a graph node where a model works with the node's tools, as the run's driver.
 
 The model is Pydantic AI's deterministic ``FunctionModel`` (no network); see
-``tests.model_node_graphs``. A tool call the driver may not make, or of a tool the step does not
-offer, goes back to the model, which goes on; a spent budget opens a gate a verified approver
-answers; a worker killed after the model answered replays without asking it again.
+``tests.helpers.model_node_graphs``. A tool call the driver may not make, or of a tool the step
+does not offer, goes back to the model, which goes on; a spent budget opens a gate a verified
+approver answers; a worker killed after the model answered replays without asking it again.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ from lockgate.contracts import RunView, TrailRow
 from lockgate.devserver import temporal_binary
 from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.testing import Identities, WorkerFactory
-from tests.graphs_for_tests import eventually
-from tests.model_node_graphs import (
+from tests.helpers.graphs import eventually
+from tests.helpers.model_node_graphs import (
     BudgetCall,
     CrashDesk,
     ScriptedModel,
@@ -68,7 +68,7 @@ from tests.model_node_graphs import (
     reading_twice,
     tool_returns,
 )
-from tests.support import REPOSITORY, SECRET, gate_of
+from tests.helpers.support import REPOSITORY, SECRET, gate_of
 from tests.test_replay import REGENERATE, without_stack_traces
 
 
@@ -368,7 +368,7 @@ async def _crash_worker(address: str, task_queue: str) -> asyncio.subprocess.Pro
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "tests.model_node_graphs",
+        "tests.helpers.model_node_graphs",
         address,
         task_queue,
         cwd=REPOSITORY,

@@ -26,8 +26,8 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.gates._notifications import signature_of
 from lockgate.testing import WorkerFactory
 from lockgate.workflows._notify import NOTIFY_WORKFLOW
-from tests.graphs_for_tests import ALWAYS_FAILS, essay_people, eventually
-from tests.support import audit_facts, gate_of
+from tests.helpers.graphs import ALWAYS_FAILS, essay_people, eventually
+from tests.helpers.support import audit_facts, gate_of
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -30,9 +30,9 @@ from lockgate.namespace import LOCKGATE_AWAITING, LOCKGATE_GRAPH, LOCKGATE_STATE
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._own_start import OWN_START_UPDATE, SIGNED_START_MEMO, start_arguments
 from lockgate.workflows._signed_starts import SIGNED_START_WITHIN
-from tests.graphs_for_tests import eventually
-from tests.own_workflow_support import open_gate_of, support_people
-from tests.own_workflows_for_tests import (
+from tests.helpers.graphs import eventually
+from tests.helpers.own_workflow_support import open_gate_of, support_people
+from tests.helpers.own_workflows import (
     OWN_TOOLS,
     ContinuedLookup,
     LookupWorkflow,
@@ -40,7 +40,7 @@ from tests.own_workflows_for_tests import (
     RefundRequest,
     RefundWorkflow,
 )
-from tests.support import audit_facts, failed_workflow_tasks, update_refused
+from tests.helpers.support import audit_facts, failed_workflow_tasks, update_refused
 
 pytestmark = pytest.mark.timeout(90)
 

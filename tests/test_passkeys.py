@@ -13,7 +13,7 @@ import pytest
 from lockgate import Directory, DirectoryEntry, RelyingParty
 from lockgate.errors import IdentityError, ProofRefused
 from lockgate.identity._verifier import Verifier
-from tests.passkey_support import SoftwarePasskey, unsigned_proof
+from tests.helpers.passkeys import SoftwarePasskey, unsigned_proof
 
 ORIGIN = "http://localhost:8240"
 PARTY = RelyingParty.of_origins([ORIGIN])

@@ -25,7 +25,7 @@ from lockgate.errors import ToolFailure
 from lockgate.tools._confirm import Confirmation
 from lockgate.tools._ratelimit import store_unavailable
 from lockgate.tools._registry import PIPELINE_STAGES
-from tests.support import definition_of
+from tests.helpers.support import definition_of
 
 READER = ToolContext("ada", "web", ["notes:read"])
 STRANGER = ToolContext("eve", "web", ["other:thing"])

@@ -27,9 +27,9 @@ from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
 with workflow.unsafe.imports_passed_through():
-    # The sandbox re-imports this module for Greet; tests.support reads the file system.
-    from tests.graphs_for_tests import eventually
-    from tests.support import REPOSITORY, SECRET
+    # The sandbox re-imports this module for Greet; tests.helpers.support reads the file system.
+    from tests.helpers.graphs import eventually
+    from tests.helpers.support import REPOSITORY, SECRET
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -31,7 +31,7 @@ from lockgate.workflows._signed_starts import SIGNED_START_WITHIN
 from lockgate.workflows._tool_call import CallToolInput, call_workflow_id
 
 with workflow.unsafe.imports_passed_through():  # this module's test workflow runs sandboxed
-    from tests.support import failed_workflow_tasks, outcome, update_refused
+    from tests.helpers.support import failed_workflow_tasks, outcome, update_refused
 
 pytestmark = pytest.mark.timeout(60)
 

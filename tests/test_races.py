@@ -10,8 +10,8 @@ from lockgate import GraphClient
 from lockgate.examples.essay_review import EssayReview
 from lockgate.identity._bindings import answer_binding
 from lockgate.testing import Identities, WorkerFactory
-from tests.graphs_for_tests import ALWAYS_FAILS
-from tests.support import gate_of
+from tests.helpers.graphs import ALWAYS_FAILS
+from tests.helpers.support import gate_of
 
 EDITORS = [f"editor{number}" for number in range(10)]
 

@@ -21,8 +21,8 @@ from lockgate.cli import _parser
 from lockgate.devserver import free_port
 from lockgate.identity._keys import new_identity
 from lockgate.testing import Identities, WorkerFactory
-from tests.graphs_for_tests import eventually
-from tests.support import REPOSITORY
+from tests.helpers.graphs import eventually
+from tests.helpers.support import REPOSITORY
 
 README = (REPOSITORY / "README.md").read_text()
 

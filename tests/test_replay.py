@@ -39,14 +39,14 @@ from lockgate.examples.publish_post import PublishPost
 from lockgate.identity._bindings import answer_binding
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._failures import refusals_complete
-from tests.graphs_for_tests import (
+from tests.helpers.graphs import (
     ALWAYS_FAILS,
     DIRTY_MEMO,
     EssayReviewReshaped,
     Ledger,
     eventually,
 )
-from tests.support import SECRET, gate_of
+from tests.helpers.support import SECRET, gate_of
 
 HISTORIES = Path(__file__).parent / "histories"
 GRAPHS = [EssayReview, MemoClearance, PublishPost, Ledger]

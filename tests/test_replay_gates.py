@@ -18,7 +18,7 @@ from temporalio.worker import Replayer, Worker
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.testing import WorkerFactory
-from tests.gate_graphs import (
+from tests.helpers.gate_graphs import (
     DEADLINE_GRAPHS,
     EVIDENCE_GRAPHS,
     GOOD_EVIDENCE,
@@ -33,14 +33,14 @@ from tests.gate_graphs import (
     WaivablePayment,
     payment_people,
 )
-from tests.graphs_for_tests import eventually
-from tests.subgraph_graphs import (
+from tests.helpers.graphs import eventually
+from tests.helpers.subgraph_graphs import (
     SUBGRAPH_GRAPHS,
     SUBGRAPH_TOOLS,
     ReleasedPayment,
     subgraph_people,
 )
-from tests.support import SECRET, gate_of
+from tests.helpers.support import SECRET, gate_of
 from tests.test_replay import HISTORIES, REGENERATE, save, saved_history, without_stack_traces
 
 GRAPHS: list[type] = [

@@ -33,8 +33,8 @@ from lockgate import GraphClient
 from lockgate.contracts import RunView
 from lockgate.devserver import temporal_binary
 from lockgate.testing import Identities
-from tests.reliability_graphs import DocReviewV1
-from tests.support import failed_workflow_tasks, outcome, worker_process
+from tests.helpers.reliability_graphs import DocReviewV1
+from tests.helpers.support import failed_workflow_tasks, outcome, worker_process
 
 PEOPLE = {"ada": {}, "ed": {"roles": ["editor"]}, "eve": {"roles": ["editor"]}}
 

@@ -1,8 +1,8 @@
 """Rate limits a fleet shares: budgets counted in a real Redis, once for every worker.
 
 The limiter is :class:`RedisRateLimiter` against Debian's ``redis-server`` (see
-``tests/redis_support.py``); the fleet is three ``lockgate worker`` processes on one task queue
-of the real dev server.
+``tests/helpers/redis_server.py``); the fleet is three ``lockgate worker`` processes on one task
+queue of the real dev server.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from lockgate import (
 from lockgate.contracts import ToolCallResult
 from lockgate.testing import Identities
 from lockgate.workflows._tool_call import call_workflow_id
-from tests.redis_support import RedisServer, own_redis, redis_url
-from tests.support import error_of, failed_workflow_tasks, lockgate_worker_command
+from tests.helpers.redis_server import RedisServer, own_redis, redis_url
+from tests.helpers.support import error_of, failed_workflow_tasks, lockgate_worker_command
 
 __all__ = ["own_redis", "redis_url"]  # fixtures, imported for pytest to find
 
@@ -295,7 +295,7 @@ async def fleet(
             process, ready = await lockgate_worker_command(
                 address,
                 "--tools",
-                "tests.fleet_tools",
+                "tests.helpers.fleet_tools",
                 "--directory",
                 str(directory),
                 "--task-queue",

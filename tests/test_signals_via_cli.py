@@ -21,8 +21,8 @@ from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.identity._bindings import answer_binding
 from lockgate.testing import Identities, WorkerFactory
-from tests.graphs_for_tests import ACTOR_KEYS, ALWAYS_FAILS, essay_people, eventually, trail_of
-from tests.support import audit_facts, gate_of
+from tests.helpers.graphs import ACTOR_KEYS, ALWAYS_FAILS, essay_people, eventually, trail_of
+from tests.helpers.support import audit_facts, gate_of
 
 
 async def temporal_cli(client: Client, *arguments: str) -> tuple[int, str, str]:

@@ -3,7 +3,7 @@ parent there; the child's gates show in pending naming the parent; its outcome r
 parent; cancelling the parent cancels the child; nobody can hand a child authority by hand.
 
 ``pay:released`` runs ``payment:execute`` (a treasurer's gate inside) once an officer releases
-(see ``tests.subgraph_graphs``).
+(see ``tests.helpers.subgraph_graphs``).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from temporalio.worker import Worker
 from lockgate import GraphClient
 from lockgate.contracts import RunView
 from lockgate.testing import Identities, WorkerFactory
-from tests.gate_graphs import PAYMENT
-from tests.graphs_for_tests import eventually
-from tests.subgraph_graphs import (
+from tests.helpers.gate_graphs import PAYMENT
+from tests.helpers.graphs import eventually
+from tests.helpers.subgraph_graphs import (
     SUBGRAPH_GRAPHS,
     SUBGRAPH_TOOLS,
     ReleasedPayment,
     subgraph_people,
 )
-from tests.support import gate_of, outcome
+from tests.helpers.support import gate_of, outcome
 
 
 def desk(client: Client, task_queue: str, people: Identities) -> dict[str, GraphClient]:

@@ -25,8 +25,8 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.telemetry import LockgateTelemetry, OpenTelemetryAuditSink
 from lockgate.testing import WorkerFactory
 from lockgate.tools._audit import REDACTED
-from tests.graphs_for_tests import ALWAYS_FAILS, essay_people
-from tests.support import REPOSITORY
+from tests.helpers.graphs import ALWAYS_FAILS, essay_people
+from tests.helpers.support import REPOSITORY
 
 
 @tool("telemetry:sign_in", "Signs a user in (a test tool with a secret argument).")

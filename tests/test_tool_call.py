@@ -26,7 +26,7 @@ from lockgate import (
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.tools._policy import GovernedTool
 from lockgate.workflows._tool_call import call_workflow_id
-from tests.support import SECRET, error_of, outcome
+from tests.helpers.support import SECRET, error_of, outcome
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -22,7 +22,7 @@ from lockgate import GraphClient
 from lockgate.clients._client import starting_attributes
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import WorkerFactory
-from tests.graphs_for_tests import PASSES_FIRST_TIME, essay_people, eventually
+from tests.helpers.graphs import PASSES_FIRST_TIME, essay_people, eventually
 
 
 class CountingQueries(Interceptor):

@@ -14,7 +14,7 @@ from lockgate.tools._verification import (
     VerificationError,
     register_verification,
 )
-from tests.support import definition_of
+from tests.helpers.support import definition_of
 
 WORKER = ToolContext("agent:worker", "mcp", ["tasks:write"])
 REVIEWER = ToolContext("agent:reviewer", "mcp", ["tasks:write", "verification:resolve"])

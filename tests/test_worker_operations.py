@@ -23,9 +23,9 @@ from lockgate.devserver import free_port
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import Identities
 from lockgate.worker import WorkerHealth, run_worker, serve_health
-from tests.graphs_for_tests import ALWAYS_FAILS
-from tests.reliability_graphs import SlowJob
-from tests.support import REPOSITORY, SECRET, error_of, gate_of, worker_process
+from tests.helpers.graphs import ALWAYS_FAILS
+from tests.helpers.reliability_graphs import SlowJob
+from tests.helpers.support import REPOSITORY, SECRET, error_of, gate_of, worker_process
 
 
 async def _eventually(check: Callable[[], Awaitable[Any]], timeout: float = 60) -> Any:

@@ -15,8 +15,8 @@ from temporalio.worker import Worker, WorkerDeploymentConfig
 
 from lockgate import LockgatePlugin
 from lockgate.testing import Identities
-from tests.reliability_graphs import DocReviewV1, DocReviewV2
-from tests.support import REPOSITORY
+from tests.helpers.reliability_graphs import DocReviewV1, DocReviewV2
+from tests.helpers.support import REPOSITORY
 
 
 @workflow.defn(name="shop.unversioned", sandboxed=False)
@@ -116,7 +116,7 @@ async def test_lockgate_worker_refuses_a_deployment_without_a_build_and_the_reve
         "lockgate.cli",
         "worker",
         "--graphs",
-        "tests.reliability_graphs",
+        "tests.helpers.reliability_graphs",
         *given,
         cwd=REPOSITORY,
         stdout=asyncio.subprocess.PIPE,

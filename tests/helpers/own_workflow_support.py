@@ -9,7 +9,7 @@ from temporalio.client import Client
 
 from lockgate import GraphClient
 from lockgate.testing import Identities
-from tests.graphs_for_tests import eventually
+from tests.helpers.graphs import eventually
 
 
 def support_people() -> Identities:

@@ -35,10 +35,10 @@ from lockgate.identity._enrolment import EnrolmentSecret
 from lockgate.inbox import inbox_app
 from lockgate.inbox._app import url_id
 from lockgate.testing import Identities, WorkerFactory
-from tests.graphs_for_tests import ALWAYS_FAILS, eventually
+from tests.helpers.graphs import ALWAYS_FAILS, eventually
 
 CHROMIUM = shutil.which("chromium")
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "inbox"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "inbox"
 
 if CHROMIUM is None:
     if os.environ.get("CI"):

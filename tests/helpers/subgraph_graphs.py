@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from lockgate import Ask, Edge, Route, Subgraph, Target, graph, tool
 from lockgate.testing import Identities
-from tests.gate_graphs import Release, cancel, prepare
+from tests.helpers.gate_graphs import Release, cancel, prepare
 
 
 class Executed(str, Enum):

@@ -1,4 +1,5 @@
-"""Graphs the reliability tests run, importable by worker subprocesses (`tests.reliability_graphs`).
+"""Graphs the reliability tests run, importable by worker subprocesses
+(`tests.helpers.reliability_graphs`).
 
 - ``loop:count`` counts to a target, one node step per count: a long run without a human.
 - ``job:slow`` runs one node that waits for a release file, recording who started it with which

@@ -147,7 +147,7 @@ class Channels(BaseModel):
 
 # --- Malformed declarations: behaviour.md §2.3 rows 1–19 ----------------------------------------
 
-MISSING_CLASS = "tests.graphs_for_tests:Missing"  # row 1
+MISSING_CLASS = "tests.helpers.graphs:Missing"  # row 1
 
 
 class Writer(BaseModel):  # row 2: no @graph

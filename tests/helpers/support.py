@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from lockgate import ToolDefinition, ToolRegistry
 
-REPOSITORY = Path(__file__).resolve().parent.parent
+REPOSITORY = Path(__file__).resolve().parents[2]
 """The repository's root: where `lockgate` subprocesses run and `tests` import from."""
 
 
@@ -190,17 +190,18 @@ async def worker_process(
 ) -> asyncio.subprocess.Process:
     """A ``lockgate worker`` subprocess, once it says it is ready: a worker a test can kill.
 
-    It serves ``<components>_TOOLS`` and ``<components>_GRAPHS`` of ``tests.reliability_graphs``
-    (``TOOLS`` and ``GRAPHS`` when ``components`` is empty), with ``flags`` (``--directory
-    FILE``, ``--deployment NAME --build-id ID``...) besides.
+    It serves ``<components>_TOOLS`` and ``<components>_GRAPHS`` of
+    ``tests.helpers.reliability_graphs`` (``TOOLS`` and ``GRAPHS`` when ``components`` is
+    empty), with ``flags`` (``--directory FILE``, ``--deployment NAME --build-id ID``...)
+    besides.
     """
     prefix = f"{components}_" if components else ""
     process, _ = await lockgate_worker_command(
         address,
         "--tools",
-        f"tests.reliability_graphs:{prefix}TOOLS",
+        f"tests.helpers.reliability_graphs:{prefix}TOOLS",
         "--graphs",
-        f"tests.reliability_graphs:{prefix}GRAPHS",
+        f"tests.helpers.reliability_graphs:{prefix}GRAPHS",
         "--task-queue",
         task_queue,
         *flags,

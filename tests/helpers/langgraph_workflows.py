@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.langgraph import graph as langgraph_graph
 
     from lockgate.adapters.langgraph import ask_gate, governed_tools, run_graph
-    from tests.own_workflows_for_tests import RefundRequest, issue_refund, read_ticket
+    from tests.helpers.own_workflows import RefundRequest, issue_refund, read_ticket
 
 GRAPH = "tests:langgraph-refund"
 

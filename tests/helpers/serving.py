@@ -24,7 +24,7 @@ from lockgate.examples.essay_review import TOOLS as ESSAY_TOOLS
 from lockgate.examples.memo_clearance import TOOLS as MEMO_TOOLS
 from lockgate.serving import BearerToken, Operations, build_mcp_server, http_app
 from lockgate.testing import Identities
-from tests.graphs_for_tests import eventually
+from tests.helpers.graphs import eventually
 
 MCP_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """What Claude's hosts accept as a tool name."""

@@ -9,9 +9,10 @@ it was asked. No network.
   when it is spent a support lead decides: ``more`` (the step goes on, with a fresh budget) or
   ``stop`` (the ticket is closed unanswered).
 - ``crash:desk``: an agent step (model ``crash-model``) whose one tool waits for a release file,
-  served by the worker this module runs as a script (``python -m tests.model_node_graphs
-  ADDRESS TASK_QUEUE``): each model request is a line ``<messages seen> <pid>`` in the run's
-  folder's ``model-calls``, from whichever process made it.
+  served by the worker this module runs as a script (``python -m
+  tests.helpers.model_node_graphs ADDRESS TASK_QUEUE``): each model request is a line
+  ``<messages seen> <pid>`` in the run's folder's ``model-calls``, from whichever process made
+  it.
 """
 
 from __future__ import annotations

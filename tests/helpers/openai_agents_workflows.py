@@ -19,7 +19,7 @@ from lockgate.adapters.openai_agents import (
     governed_tools,
     run_agent,
 )
-from tests.own_workflows_for_tests import issue_refund, read_ticket
+from tests.helpers.own_workflows import issue_refund, read_ticket
 
 
 @tool("tickets:close", "Close a support ticket", scopes=["tickets:close"], mutating=True)

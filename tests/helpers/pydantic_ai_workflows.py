@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from temporalio import workflow
 
 from lockgate import Ask
-from tests.own_workflows_for_tests import issue_refund, read_ticket
+from tests.helpers.own_workflows import issue_refund, read_ticket
 
 with workflow.unsafe.imports_passed_through():
     from pydantic_ai import (
