@@ -68,8 +68,8 @@ from tests.helpers.model_node_graphs import (
     reading_twice,
     tool_returns,
 )
+from tests.helpers.saved_histories import HISTORIES, REGENERATE, without_stack_traces
 from tests.helpers.support import REPOSITORY, SECRET, gate_of
-from tests.test_replay import REGENERATE, without_stack_traces
 
 
 def _desk(model: ScriptedModel, people: Identities) -> LockgatePlugin:
@@ -324,7 +324,7 @@ async def test_an_agent_steps_conversation_survives_a_continue_as_new_in_the_mid
 
 # --- A run in flight replays on today's code ---------------------------------------------------
 
-HISTORY = Path(__file__).parent / "histories" / "model_nodes" / "desk_support.json"
+HISTORY = HISTORIES / "model_nodes" / "desk_support.json"
 """A ``desk:support`` run whose budget was spent, let go on by a lead, finished. Regenerate it
 with ``LOCKGATE_REGENERATE_HISTORIES=1`` after a deliberate change to agent steps."""
 

@@ -21,13 +21,10 @@ running:
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowHistory
+from temporalio.client import Client
 from temporalio.worker import Replayer
 
 from lockgate import GraphClient, LockgatePlugin, Signer
@@ -46,51 +43,22 @@ from tests.helpers.graphs import (
     Ledger,
     eventually,
 )
+from tests.helpers.saved_histories import (
+    BEFORE_LOCAL_TOOLS,
+    HISTORIES,
+    REGENERATE,
+    run_id_of,
+    save,
+    saved_history,
+)
 from tests.helpers.support import SECRET, gate_of
 
-HISTORIES = Path(__file__).parent / "histories"
 GRAPHS = [EssayReview, MemoClearance, PublishPost, Ledger]
 SAVED = ["essay_review", "ledger_entry", "memo_clearance", "publish_post"]
-BEFORE_LOCAL_TOOLS = "essay_review_before_local_tools"
 MARKED = [f"marked/{name}" for name in SAVED]
-REGENERATE = os.environ.get("LOCKGATE_REGENERATE_HISTORIES") == "1"
-
-
-def run_id_of(name: str) -> str:
-    """The workflow id a saved history was recorded under (the file name says which)."""
-    return f"replay-{name}"
-
-
-def saved_history(name: str, run_id: str | None = None) -> WorkflowHistory:
-    # The history from before local tools was recorded as essay_review's, under its id; a marked
-    # history under its graph's.
-    if run_id is None:
-        run_id = run_id_of("essay_review" if name == BEFORE_LOCAL_TOOLS else name.split("/")[-1])
-    return WorkflowHistory.from_json(run_id, (HISTORIES / f"{name}.json").read_text())
 
 
 # --- Recording (only with LOCKGATE_REGENERATE_HISTORIES=1; runs first, so the replays below see it)
-
-
-async def save(client: Client, run_id: str, name: str) -> None:
-    handle = client.get_workflow_handle(run_id)
-    await handle.result()
-    history = await handle.fetch_history()
-    (HISTORIES / f"{name}.json").write_text(without_stack_traces(history.to_json()) + "\n")
-
-
-def without_stack_traces(text: str) -> str:
-    """The history with failures' stack traces emptied: they name files on the recording machine,
-    and replay never reads them."""
-
-    def scrub(value: object) -> object:
-        if isinstance(value, dict):
-            return {k: "" if k == "stackTrace" else scrub(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [scrub(item) for item in value]
-        return value
-
-    return json.dumps(scrub(json.loads(text)), indent=2)
 
 
 def signal_decide(signer: Signer, run: RunView, choice: str) -> dict[str, Any]:

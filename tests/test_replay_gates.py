@@ -34,6 +34,13 @@ from tests.helpers.gate_graphs import (
     payment_people,
 )
 from tests.helpers.graphs import eventually
+from tests.helpers.saved_histories import (
+    HISTORIES,
+    REGENERATE,
+    save,
+    saved_history,
+    without_stack_traces,
+)
 from tests.helpers.subgraph_graphs import (
     SUBGRAPH_GRAPHS,
     SUBGRAPH_TOOLS,
@@ -41,7 +48,6 @@ from tests.helpers.subgraph_graphs import (
     subgraph_people,
 )
 from tests.helpers.support import SECRET, gate_of
-from tests.test_replay import HISTORIES, REGENERATE, save, saved_history, without_stack_traces
 
 GRAPHS: list[type] = [
     *POLICY_GRAPHS,
