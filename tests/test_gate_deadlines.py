@@ -34,8 +34,7 @@ from tests.helpers.gate_graphs import (
     payment_people,
 )
 from tests.helpers.graphs import eventually
-from tests.helpers.support import SECRET, gate_of
-from tests.test_gates import send_decide
+from tests.helpers.support import SECRET, gate_of, send_decide
 
 
 @asynccontextmanager

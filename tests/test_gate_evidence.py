@@ -22,8 +22,7 @@ from tests.helpers.gate_graphs import (
     payment_people,
 )
 from tests.helpers.graphs import event_types, eventually
-from tests.helpers.support import assert_nothing_written_but_a_workflow_task, gate_of
-from tests.test_gates import send_decide
+from tests.helpers.support import assert_nothing_written_but_a_workflow_task, gate_of, send_decide
 
 
 class Desk:

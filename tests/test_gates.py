@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
-from temporalio.client import Client, WorkflowUpdateFailedError
-from temporalio.exceptions import ApplicationError
+from temporalio.client import Client
 
 from lockgate import GraphClient, Signer
 from lockgate.contracts import RunView
@@ -28,24 +27,18 @@ from tests.helpers.graphs import (
     eventually,
     trail_of,
 )
-from tests.helpers.support import assert_nothing_written_but_a_workflow_task, audit_facts, gate_of
+from tests.helpers.support import (
+    assert_nothing_written_but_a_workflow_task,
+    audit_facts,
+    gate_of,
+    send_decide,
+)
 
 UPDATE_EVENTS = {
     "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED",
     "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_REJECTED",
     "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED",
 }
-
-
-async def send_decide(client: Client, run_id: str, answer: Any) -> dict[str, Any]:
-    """Sends ``answer`` as the update ``decide`` as it is, without GraphClient's help."""
-    handle = client.get_workflow_handle(run_id)
-    try:
-        result: dict[str, Any] = await handle.execute_update("decide", answer, result_type=dict)
-    except WorkflowUpdateFailedError as error:
-        assert isinstance(error.cause, ApplicationError), error.cause
-        return {"ok": False, "error": {"code": error.cause.type, "message": error.cause.message}}
-    return result
 
 
 def decide_proof(signer: Signer, run: RunView, choice: str, **override: Any) -> dict[str, Any]:

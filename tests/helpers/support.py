@@ -121,6 +121,20 @@ def update_refused(error: BaseException) -> dict[str, str]:
     return {"code": str(cause.type), "message": cause.message}
 
 
+async def send_decide(client: Client, run_id: str, answer: Any) -> dict[str, Any]:
+    """Sends ``answer`` as the update ``decide`` as it is, without GraphClient's help."""
+    from temporalio.client import WorkflowUpdateFailedError
+    from temporalio.exceptions import ApplicationError
+
+    handle = client.get_workflow_handle(run_id)
+    try:
+        result: dict[str, Any] = await handle.execute_update("decide", answer, result_type=dict)
+    except WorkflowUpdateFailedError as error:
+        assert isinstance(error.cause, ApplicationError), error.cause
+        return {"ok": False, "error": {"code": error.cause.type, "message": error.cause.message}}
+    return result
+
+
 async def prove_start(
     handle: WorkflowHandle[Any, Any],
     signer: Signer,
