@@ -12,8 +12,6 @@ import socket
 import stat
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -37,79 +35,11 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.namespace import check_search_attributes
 from lockgate.testing import WorkerFactory
 from lockgate.worker import load_components
+from tests.helpers.command_line import Command, Ran, lockgate_command
 from tests.helpers.graphs import ALWAYS_FAILS
 from tests.helpers.support import REPOSITORY
 
-PEOPLE = {
-    "ada": ([], []),
-    "ed": (["editor"], ["essay:publish"]),
-    "clerk": (["editor"], []),
-}
-
-
-@dataclass
-class Ran:
-    status: int
-    out: str
-    err: str
-
-
-@dataclass
-class Command:
-    """Runs `lockgate ...` in a working directory with its own .lockgate/ state."""
-
-    cwd: Path
-    address: str | None
-    task_queue: str
-    extra_environment: dict[str, str] | None = None
-
-    async def __call__(self, *arguments: str, timeout: float = 60) -> Ran:
-        environment = {
-            **os.environ,
-            "PYTHONPATH": str(REPOSITORY),
-            **(self.extra_environment or {}),
-        }
-        environment.pop("TEMPORAL_ADDRESS", None)
-        if self.address is not None:
-            environment["TEMPORAL_ADDRESS"] = self.address
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "lockgate.cli",
-            *arguments,
-            *(("--task-queue", self.task_queue) if _takes_task_queue(arguments) else ()),
-            cwd=self.cwd,
-            env=environment,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(process.communicate(), timeout)
-        assert process.returncode is not None
-        return Ran(process.returncode, out.decode(), err.decode())
-
-
-def _takes_task_queue(arguments: tuple[str, ...]) -> bool:
-    return bool(arguments) and arguments[0] not in ("keys", "secret")
-
-
-@pytest.fixture
-async def lockgate_command(
-    tmp_path: Path, temporal_client: Client, task_queue: str
-) -> AsyncIterator[Command]:
-    command = Command(tmp_path, temporal_client.service_client.config.target_host, task_queue)
-    entries = []
-    for principal, (roles, scopes) in PEOPLE.items():
-        made = await command("keys", "new", principal)
-        assert made.status == 0, made.err
-        entries.append(
-            made.out.replace("roles = []", f"roles = {json.dumps(roles)}").replace(
-                "scopes = []", f"scopes = {json.dumps(scopes)}"
-            )
-        )
-    (tmp_path / ".lockgate" / "directory.toml").write_text("\n".join(entries))
-    secret = await command("secret", "new", "--secret-file", ".lockgate/worker.secret")
-    assert secret.status == 0, secret.err
-    yield command
+__all__ = ["lockgate_command"]  # the fixture the tests here use
 
 
 def _directory(command: Command) -> Directory:

@@ -12,11 +12,11 @@ from lockgate import Directory, LockgatePlugin, WorkerSecret
 from lockgate.encryption import ENCRYPTED_ENCODING, PayloadKeys
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import WorkerFactory
+from tests.helpers.command_line import Command, lockgate_command
 from tests.helpers.graphs import ALWAYS_FAILS
-from tests.test_cli import Command, lockgate_command
 from tests.test_encryption import raw_history_bytes
 
-__all__ = ["lockgate_command"]  # the fixture, shared with test_cli
+__all__ = ["lockgate_command"]  # the fixture the tests here use
 
 
 async def test_start_pending_decide_and_show_work_with_encryption_on(
