@@ -36,9 +36,9 @@ from lockgate.encryption import (
 from lockgate.examples.essay_review import EssayReview
 from lockgate.identity._bindings import answer_binding
 from lockgate.testing import WorkerFactory
+from tests.helpers.encryption import marked_inputs
 from tests.helpers.graphs import essay_people
 from tests.helpers.support import REPOSITORY, gate_of
-from tests.test_encryption import marked_inputs
 
 UI = "http://localhost:8233"
 TOKEN = "codec-test-token"

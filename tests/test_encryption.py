@@ -28,25 +28,9 @@ from lockgate.encryption import (
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._tool_call import call_workflow_id
+from tests.helpers.encryption import marked_inputs, raw_history_bytes
 from tests.helpers.graphs import ALWAYS_FAILS, essay_people, eventually
 from tests.helpers.support import REPOSITORY, failed_workflow_tasks, gate_of
-
-
-def marked_inputs() -> tuple[str, dict[str, Any]]:
-    """Essay inputs whose title is a marker found nowhere else: every draft carries it."""
-    marker = f"Secret-{uuid.uuid4().hex}"
-    return marker, {**ALWAYS_FAILS, "title": marker}
-
-
-async def raw_history_bytes(client: Client, run_id: str) -> bytes:
-    """The run's history as the server stores it, read without any codec, and its description
-    (memo, search attributes)."""
-    handle = client.get_workflow_handle(run_id)
-    history = await handle.fetch_history()
-    described = await handle.describe()
-    return b"".join(event.SerializeToString() for event in history.events) + (
-        described.raw_description.SerializeToString()
-    )
 
 
 def plugin(people: Identities, keys: PayloadKeys | EncryptionCodec | None) -> LockgatePlugin:

@@ -13,8 +13,8 @@ from lockgate.encryption import ENCRYPTED_ENCODING, PayloadKeys
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import WorkerFactory
 from tests.helpers.command_line import Command, lockgate_command
+from tests.helpers.encryption import raw_history_bytes
 from tests.helpers.graphs import ALWAYS_FAILS
-from tests.test_encryption import raw_history_bytes
 
 __all__ = ["lockgate_command"]  # the fixture the tests here use
 

@@ -29,9 +29,9 @@ from lockgate.encryption import (
 from lockgate.examples.essay_review import EssayReview
 from lockgate.identity._bindings import answer_binding
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
+from tests.helpers.encryption import marked_inputs
 from tests.helpers.graphs import essay_people
 from tests.helpers.support import gate_of
-from tests.test_encryption import marked_inputs
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
