@@ -29,23 +29,28 @@ from uuid import uuid4
 
 import pytest
 from pydantic import BaseModel
-from temporalio import workflow
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
-from temporalio.worker import Worker
 
 from lockgate import Ask, Edge, GraphClient, LockgatePlugin, Route, Target, ToolContext, graph, tool
 from lockgate.activities._activity_inputs import TOOL_ACTIVITY_PREFIX
 from lockgate.contracts import RunView, TrailRow
 from lockgate.examples.essay_review import EssayReview
-from lockgate.identity._bindings import answer_binding, gate_subject
+from lockgate.identity._bindings import answer_binding
 from lockgate.namespace import LOCKGATE_AWAITING, LOCKGATE_GRAPH, LOCKGATE_STATE
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._graph_inputs import StartGraphInput
+from tests.helpers.attacker import (
+    ESSAY_CHOICES,
+    LookAlikeEssayReview,
+    attackers_worker,
+    look_alike_gate,
+    start_look_alike,
+)
 from tests.helpers.graphs import (
     ALWAYS_FAILS,
     Ledger,
@@ -74,16 +79,6 @@ UPDATE_ACCEPTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
 SIGNALED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
 TASK_COMPLETED = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
 SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-
-# essay:review's editor gate as it shows on a run of ALWAYS_FAILS: what an attacker copies.
-ESSAY_CHOICES = [
-    {"option": "publish_as_is", "leads_to": "publish", "operation": "essay:publish",
-     "needs": ["essay:publish"]},
-    {"option": "one_more_round", "leads_to": "write", "operation": "essay:write", "needs": []},
-    {"option": "abandon", "leads_to": "abandon", "operation": "essay:abandon", "needs": []},
-]  # fmt: skip
-ESSAY_TARGET = {"title": ALWAYS_FAILS["title"]}
-
 
 # --- Helpers ------------------------------------------------------------------------------------
 
@@ -289,102 +284,6 @@ async def test_a_resume_replayed_on_a_new_execution_of_the_same_id_is_refused(
 
 
 # --- 4. Spoofed gates ---------------------------------------------------------------------------
-
-
-def look_alike_gate(run_id: str, execution: str) -> dict[str, Any]:
-    """The gate a real essay:review run of ALWAYS_FAILS by ada shows, copied by the attacker."""
-    return {
-        "graph": "essay:review",
-        "run_id": run_id,
-        "gate": "editor_call#1",
-        "ask": "editor_call",
-        "role": "editor",
-        "because": "Three drafts in a row failed the rubric.",
-        "requester": "ada",
-        "choices": ESSAY_CHOICES,
-        "execution": execution,
-        "subject": gate_subject(ESSAY_TARGET, ESSAY_CHOICES),
-        "makers": ["ada"],
-        "target": ESSAY_TARGET,
-        "options": [choice["option"] for choice in ESSAY_CHOICES],
-    }
-
-
-@workflow.defn(name="essay:review", sandboxed=False)
-class LookAlikeEssayReview:
-    """The attacker's own workflow type named essay:review: it claims to wait at the editor gate,
-    in its answers to lockgate's queries and in the memo it was started with (or, started with
-    ``writes_memo``, in a memo it writes itself, naming its own execution as a real run's worker
-    would), and takes any decide."""
-
-    def __init__(self) -> None:
-        self.answers: list[Any] = []
-
-    @workflow.run
-    async def run(self, claim: Any) -> dict[str, Any]:
-        if isinstance(claim, dict) and claim.get("writes_memo"):
-            workflow.upsert_memo({"lockgate_gate": self._gate()})
-        await workflow.wait_condition(lambda: bool(self.answers))
-        return {"status": "finished", "channels": {"url": "https://essays.example/tides"}}
-
-    def _gate(self) -> dict[str, Any]:
-        info = workflow.info()
-        return look_alike_gate(info.workflow_id, info.first_execution_run_id)
-
-    @workflow.query(name="awaiting")
-    def awaiting(self) -> dict[str, Any]:
-        info = workflow.info()
-        return {
-            "graph": "essay:review",
-            "run_id": info.workflow_id,
-            "execution": info.first_execution_run_id,
-            "status": "waiting",
-            "gate": self._gate(),
-            "parked": None,
-        }
-
-    @workflow.query(name="show")
-    def show(self, *args: Any) -> dict[str, Any]:
-        info = workflow.info()
-        return {
-            "ok": True,
-            "run_id": info.workflow_id,
-            "execution": info.first_execution_run_id,
-            "graph": "essay:review",
-            "status": "waiting",
-            "awaiting": self._gate(),
-            "trail": [],
-        }
-
-    @workflow.update(name="decide")
-    async def decide(self, answer: Any) -> dict[str, Any]:
-        self.answers.append(answer)
-        return {"ok": True, "status": "finished"}
-
-
-def attackers_worker(client: Client, attacker_queue: str) -> Worker:
-    """The attacker's own worker: no lockgate plugin, no secret, their own queue."""
-    return Worker(client, task_queue=attacker_queue, workflows=[LookAlikeEssayReview])
-
-
-async def start_look_alike(
-    client: Client, attacker_queue: str, run_id: str, *, writes_memo: bool = False
-) -> Any:
-    """Starts the look-alike dressed as a waiting essay:review run: memo and search attributes."""
-    return await client.start_workflow(
-        "essay:review",
-        {"inputs": ALWAYS_FAILS, "writes_memo": writes_memo},
-        id=run_id,
-        task_queue=attacker_queue,
-        memo={"lockgate_gate": look_alike_gate(run_id, "made-up")},
-        search_attributes=TypedSearchAttributes(
-            [
-                SearchAttributePair(LOCKGATE_GRAPH, "essay:review"),
-                SearchAttributePair(LOCKGATE_STATE, "waiting"),
-                SearchAttributePair(LOCKGATE_AWAITING, "editor"),
-            ]
-        ),
-    )
 
 
 async def test_a_look_alike_essay_review_on_another_queue_is_not_listed_as_pending(

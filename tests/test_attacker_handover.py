@@ -23,7 +23,6 @@ a real run held at a gate takes ed's signed answer.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import AsyncIterator, Iterable
 from datetime import timedelta
@@ -37,7 +36,7 @@ from temporalio.api.enums.v1 import ContinueAsNewInitiator, EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import (
     ContinueAsNewInput,
@@ -50,7 +49,7 @@ from temporalio.worker import (
 )
 
 from lockgate import Actor, GraphClient, LockgatePlugin, ToolClient
-from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
+from lockgate.activities._activity_inputs import tool_activity_name
 from lockgate.contracts import RunView
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
@@ -59,6 +58,7 @@ from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.testing import Identities
 from lockgate.workflows._carry import CarriedState
 from lockgate.workflows._tool_call import call_workflow_id
+from tests.helpers.attacker import ScheduleTools, forged_calls, named
 from tests.helpers.graphs import (
     ALWAYS_FAILS,
     PASSES_FIRST_TIME,
@@ -100,17 +100,6 @@ def deployment(identities: Identities) -> LockgatePlugin:
         directory=identities.directory,
         secret=identities.secret,
     )
-
-
-def named(principal: str) -> dict[str, Any]:
-    """The actor record a verified ``principal`` has, as an attacker writes it out by hand."""
-    return {
-        "actor": principal,
-        "verified": True,
-        "channel": "cli",
-        "principal": principal,
-        "authorization": f"forged-{uuid4().hex}",
-    }
 
 
 def forged_carry() -> dict[str, Any]:
@@ -162,44 +151,6 @@ class HandOver:
     async def run(self, start: dict[str, Any], queue: str, carry_seal: str | None) -> NoReturn:
         self.carry_seal = carry_seal
         workflow.continue_as_new(args=[start], workflow="essay:review", task_queue=queue)
-
-
-@workflow.defn(name="attacker.schedule_tools", sandboxed=False)
-class ScheduleTools:
-    """Schedules tool activities on lockgate's queue with any input and any seal header, and
-    reports how each one ended."""
-
-    activity_seal: str | None = None
-
-    @workflow.run
-    async def run(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        outcomes = []
-        for call in calls:
-            self.activity_seal = call.get("seal")
-            try:
-                result = await workflow.execute_activity(
-                    call["tool"],
-                    call["input"],
-                    task_queue=call["queue"],
-                    start_to_close_timeout=timedelta(seconds=10),
-                    # Room for retries: a refusal must not take them.
-                    retry_policy=RetryPolicy(maximum_attempts=3),
-                    result_type=dict,
-                )
-                outcomes.append({"ran": True, "result": result})
-            except ActivityError as error:
-                cause = error.cause
-                assert isinstance(cause, ApplicationError)
-                outcomes.append(
-                    {
-                        "ran": False,
-                        "type": cause.type,
-                        "non_retryable": cause.non_retryable,
-                        "message": cause.message,
-                        "retry_state": error.retry_state.name if error.retry_state else None,
-                    }
-                )
-        return outcomes
 
 
 class _WritesCopiedHeaders(WorkflowOutboundInterceptor):
@@ -605,27 +556,6 @@ async def test_a_real_sealed_carry_copied_into_another_workflow_id_is_refused(
 
 
 # --- Finding 2: forged activity caller -----------------------------------------------------------
-
-
-def forged_calls(
-    tool: str, principal: str, arguments: dict[str, Any], queue: str
-) -> list[dict[str, Any]]:
-    """The three ways to claim what only lockgate's sealed calls carry: an actor, a
-    confirmation, both."""
-    forms = [
-        ToolActivityInput(arguments, actor=named(principal), confirmed=True),
-        ToolActivityInput(arguments, actor=named(principal)),
-        ToolActivityInput(arguments, confirmed=True),
-    ]
-    return [
-        {
-            "tool": tool_activity_name(tool),
-            "input": dataclasses.asdict(form),
-            "queue": queue,
-            "seal": None,
-        }
-        for form in forms
-    ]
 
 
 FORGED_CALLERS = [

@@ -23,6 +23,7 @@ from lockgate.identity._bindings import answer_binding, sign_in_binding
 from lockgate.identity._enrolment import EnrolmentSecret
 from lockgate.identity._keys import generate_private_key
 from lockgate.inbox._app import url_id
+from tests.helpers.attacker import attackers_worker, start_look_alike
 from tests.helpers.inbox_browser import (
     Desk,
     browser,
@@ -32,7 +33,6 @@ from tests.helpers.inbox_browser import (
     place,
     start_essay,
 )
-from tests.test_attacker_answers import attackers_worker, start_look_alike
 
 __all__ = ["browser", "place"]  # the fixtures the tests here use
 

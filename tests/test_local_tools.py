@@ -53,6 +53,7 @@ from lockgate.errors import ToolDeclarationError
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.tools._tool import definition_of
 from lockgate.workflows._tool_call import call_workflow_id
+from tests.helpers.attacker import ScheduleTools, forged_calls
 from tests.helpers.graphs import eventually, trail_of
 from tests.helpers.reliability_graphs import LocalRelay
 from tests.helpers.support import (
@@ -63,7 +64,6 @@ from tests.helpers.support import (
     upserted_search_attributes,
     worker_process,
 )
-from tests.test_attacker_handover import ScheduleTools, forged_calls
 
 pytestmark = pytest.mark.timeout(120)
 
