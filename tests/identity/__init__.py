@@ -1,0 +1,1 @@
+"""Tests of lockgate.identity: keys, proofs and their verification (on Temporal too), passkeys."""
