@@ -1,8 +1,8 @@
 """The gate engine's rules, without Temporal: one set for graph runs and workflows of your own.
 
-The Temporal suites (test_gates, test_approval_policies, test_gate_deadlines, test_gate_waivers,
-test_gate_evidence, test_own_workflows) show both kinds of run keep these rules; these tests pin
-each rule on its own, so a change to one is read here first.
+The Temporal suites (this folder's test_gates, test_approval_policies, test_deadlines,
+test_waivers and test_evidence, and workflows/test_own_workflows) show both kinds of run keep
+these rules; these tests pin each rule on its own, so a change to one is read here first.
 """
 
 from __future__ import annotations
