@@ -1,0 +1,1 @@
+"""Tests of lockgate.activities: tools as Temporal activities, local activities among them."""
