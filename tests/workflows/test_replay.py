@@ -4,7 +4,7 @@ The histories under ``tests/histories/`` were recorded on the dev server, one pe
 through a representative path (plus a park-and-resume run of a test graph). Regenerate them after
 a deliberate change to the interpreter or to an example graph::
 
-    LOCKGATE_REGENERATE_HISTORIES=1 .venv/bin/pytest tests/test_replay.py
+    LOCKGATE_REGENERATE_HISTORIES=1 .venv/bin/pytest tests/workflows/test_replay.py
 
 A history that no longer replays means a run already in flight would break on the new code:
 give the graph a new ``version=`` instead, or keep the old behaviour.

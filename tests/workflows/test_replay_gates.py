@@ -6,7 +6,7 @@ deadline that escalates after a partial approval, and one that takes its option;
 run to its end, and one cancelled with its parent (parent and child each). Regenerate them
 after a deliberate change to the interpreter::
 
-    LOCKGATE_REGENERATE_HISTORIES=1 .venv/bin/pytest tests/test_replay_gates.py
+    LOCKGATE_REGENERATE_HISTORIES=1 .venv/bin/pytest tests/workflows/test_replay_gates.py
 """
 
 from __future__ import annotations
