@@ -1,0 +1,1 @@
+"""Tests of lockgate.clients: what a client checks before it starts a run or answers a gate."""
