@@ -1,6 +1,7 @@
 """Passkey proofs: a WebAuthn assertion over the proof's digest, checked by the worker's Verifier.
 
-A software ES256 authenticator signs here; the browser's own passkeys are in test_inbox.py.
+A software ES256 authenticator signs here; the browser's own passkeys are in
+``tests/serving/test_inbox.py``.
 """
 
 from __future__ import annotations
