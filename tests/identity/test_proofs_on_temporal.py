@@ -4,7 +4,7 @@ is written, and never wedge a workflow task.
 A signed durable call is started first and held back; its proof names the execution the server
 started and comes as the call's ``call`` update, judged by the update's validator. Proofs read
 from history and offered to another execution are the attacker's, in
-``test_attacker_execution_bound_proofs``.
+``tests/attacker/test_execution_bound_proofs.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The web inbox in a real Chromium, on the real dev server: passkeys and browser keys answer.
 
 The fixtures and helpers are in ``tests/helpers/inbox_browser.py``; the attacks on the inbox are in
-``tests/test_attacker_inbox.py``.
+``tests/attacker/test_inbox.py``.
 """
 
 from __future__ import annotations
