@@ -7,6 +7,7 @@ same gate, not waivable (see ``tests.helpers.gate_graphs``).
 
 from __future__ import annotations
 
+import pytest
 from temporalio.client import Client
 
 from lockgate import GraphClient
@@ -61,35 +62,43 @@ async def test_a_finance_lead_waives_a_dual_gate_alone_with_a_reason(
     assert done["trail"][-1]["by"]["actor"] == "fran"
 
 
-async def test_a_gate_that_is_not_waivable_refuses_a_waiver(
-    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+@pytest.mark.parametrize(
+    ("graph", "waiver", "code", "message"),
+    [
+        pytest.param(
+            DualPayment,
+            "fran",
+            "NOT_WAIVABLE",
+            "Gate 'release#2' is not waivable: only its approvers' answers decide it.",
+            id="a gate that is not waivable",
+        ),
+        pytest.param(
+            WaivablePayment,
+            "olga",
+            "FORBIDDEN",
+            "olga does not hold the role 'finance_lead' that gate 'release#2' may be waived by, "
+            "so the waiver was not recorded. The gate is still waiting.",
+            id="an approver without the higher role",
+        ),
+    ],
+)
+async def test_a_waiver_is_refused_where_the_gate_is_not_waivable_or_the_waiver_lacks_the_role(
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    graph: type,
+    waiver: str,
+    code: str,
+    message: str,
 ) -> None:
     people = payment_people()
     async with lockgate_worker(graphs=WAIVER_GRAPHS, directory=people.directory):
         desk = Desk(temporal_client, task_queue, people)
-        run = await desk.at_the_release_gate(DualPayment)
-        refused = await desk.of["fran"].waive(run["run_id"], "release", REASON)
+        run = await desk.at_the_release_gate(graph)
+        refused = await desk.of[waiver].waive(run["run_id"], "release", REASON)
 
-    assert refused["error"]["code"] == "NOT_WAIVABLE"
-    assert refused["error"]["message"] == (
-        "Gate 'release#2' is not waivable: only its approvers' answers decide it."
-    )
-
-
-async def test_an_approver_without_the_higher_role_cannot_waive(
-    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
-) -> None:
-    people = payment_people()
-    async with lockgate_worker(graphs=WAIVER_GRAPHS, directory=people.directory):
-        desk = Desk(temporal_client, task_queue, people)
-        run = await desk.at_the_release_gate(WaivablePayment)
-        refused = await desk.of["olga"].waive(run["run_id"], "release", REASON)
-
-    assert refused["error"]["code"] == "FORBIDDEN"
-    assert refused["error"]["message"] == (
-        "olga does not hold the role 'finance_lead' that gate 'release#2' may be waived by, so "
-        "the waiver was not recorded. The gate is still waiting."
-    )
+    assert refused["error"]["code"] == code
+    assert refused["error"]["message"] == message
 
 
 async def test_a_waiver_without_a_reason_is_refused(
