@@ -142,38 +142,48 @@ async def test_a_gate_refused_to_a_clerk_is_still_listed_as_pending(
     assert row["gate"] == "editor_call#1"
 
 
-async def test_an_approver_without_the_gates_role_is_refused(
-    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+@pytest.mark.parametrize(
+    ("extra_people", "answerer", "choice", "code", "message"),
+    [
+        pytest.param(
+            {"rod": {"scopes": ["essay:publish"]}},
+            "rod",
+            "publish_as_is",
+            "FORBIDDEN",
+            "rod does not hold the role 'editor' that gate 'editor_call#1' asks for, so the "
+            "answer was not recorded. The gate is still waiting.",
+            id="an approver without the gate's role",
+        ),
+        pytest.param(
+            {},
+            "ed",
+            "burn_it",
+            "INVALID_DECISION",
+            "'burn_it' is not an option of gate 'editor_call#1' (expected one of: publish_as_is, "
+            "one_more_round, abandon).",
+            id="an option the gate does not offer",
+        ),
+    ],
+)
+async def test_an_approver_without_the_gates_role_or_an_option_not_offered_is_refused(
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    extra_people: dict[str, dict[str, Any]],
+    answerer: str,
+    choice: str,
+    code: str,
+    message: str,
 ) -> None:
-    people = essay_people(rod={"scopes": ["essay:publish"]})
+    people = essay_people(**extra_people)
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
         run = await ada.start(EssayReview, ALWAYS_FAILS)
-        rod = GraphClient(temporal_client, task_queue, signer=people.signer("rod"))
-        refused = await rod.decide(run["run_id"], "publish_as_is")
+        answering = GraphClient(temporal_client, task_queue, signer=people.signer(answerer))
+        refused = await answering.decide(run["run_id"], choice)
 
-    assert refused["error"]["code"] == "FORBIDDEN"
-    assert refused["error"]["message"] == (
-        "rod does not hold the role 'editor' that gate 'editor_call#1' asks for, so the answer "
-        "was not recorded. The gate is still waiting."
-    )
-
-
-async def test_an_option_the_gate_does_not_offer_is_refused(
-    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
-) -> None:
-    people = essay_people()
-    async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
-        ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
-        run = await ada.start(EssayReview, ALWAYS_FAILS)
-        ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
-        refused = await ed.decide(run["run_id"], "burn_it")
-
-    assert refused["error"]["code"] == "INVALID_DECISION"
-    assert refused["error"]["message"] == (
-        "'burn_it' is not an option of gate 'editor_call#1' (expected one of: publish_as_is, "
-        "one_more_round, abandon)."
-    )
+    assert refused["error"]["code"] == code
+    assert refused["error"]["message"] == message
 
 
 async def test_a_finished_run_is_not_waiting_for_a_decision(
