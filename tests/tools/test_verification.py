@@ -192,15 +192,29 @@ async def test_a_rejection_by_someone_else_rejects_the_request() -> None:
     assert (result.data["status"], result.data["reason"]) == ("rejected", None)
 
 
-async def test_the_resolver_is_the_callers_principal_and_cannot_be_given() -> None:
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        # The resolver is the caller's principal: it cannot be given.
+        pytest.param(
+            {"principal": "agent:boss"},
+            "'principal' is not an argument of 'resolve_verification'",
+            id="naming its resolver",
+        ),
+        pytest.param({"decision": "maybe"}, "'decision'", id="an unknown decision"),
+    ],
+)
+async def test_a_resolve_naming_its_resolver_or_an_unknown_decision_is_a_validation_error(
+    arguments: dict[str, Any], named: str
+) -> None:
     registry, _ = make()
     request_id = await open_request(registry)
 
-    result = await resolve(registry, request_id, REVIEWER, principal="agent:boss")
+    result = await resolve(registry, request_id, REVIEWER, **arguments)
 
     assert result.code == ErrorCode.VALIDATION_ERROR
     assert result.error is not None
-    assert "'principal' is not an argument of 'resolve_verification'" in result.error.message
+    assert named in result.error.message
 
 
 async def test_a_resolved_request_is_no_longer_pending() -> None:
@@ -225,17 +239,6 @@ async def test_a_resolved_request_remembers_who_resolved_it_and_why() -> None:
         "agent:reviewer",
         "Wrong figures.",
     )
-
-
-async def test_an_unknown_decision_is_a_validation_error() -> None:
-    registry, _ = make()
-    request_id = await open_request(registry)
-
-    result = await resolve(registry, request_id, REVIEWER, decision="maybe")
-
-    assert result.code == ErrorCode.VALIDATION_ERROR
-    assert result.error is not None
-    assert "'decision'" in result.error.message
 
 
 # Refusals -----------------------------------------------------------------------------------------
