@@ -385,7 +385,22 @@ def _first_input(shown: str) -> str:
     return data
 
 
-def test_lockgate_codec_server_refuses_to_start_without_an_access_rule(tmp_path: Any) -> None:
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        pytest.param(
+            [], "codec-server answers only callers with its token", id="without an access rule"
+        ),
+        pytest.param(
+            ["--host", "0.0.0.0", "--allow-origin", UI, "--local-without-token"],
+            "binds only to a loopback address",
+            id="its local mode on another address",
+        ),
+    ],
+)
+def test_lockgate_codec_server_refuses_to_start_without_an_access_rule_or_local_off_loopback(
+    tmp_path: Any, flags: list[str], says: str
+) -> None:
     keys_file = PayloadKeys.generate("k1").write(tmp_path / "payload.keys")
 
     ran = subprocess.run(
@@ -398,6 +413,7 @@ def test_lockgate_codec_server_refuses_to_start_without_an_access_rule(tmp_path:
             str(keys_file),
             "--port",
             str(free_port()),
+            *flags,
         ],
         capture_output=True,
         text=True,
@@ -407,37 +423,7 @@ def test_lockgate_codec_server_refuses_to_start_without_an_access_rule(tmp_path:
     )
 
     assert ran.returncode == 2
-    assert "codec-server answers only callers with its token" in ran.stderr
-
-
-def test_lockgate_codec_server_refuses_its_local_mode_on_another_address(tmp_path: Any) -> None:
-    keys_file = PayloadKeys.generate("k1").write(tmp_path / "payload.keys")
-
-    ran = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lockgate.cli",
-            "codec-server",
-            "--payload-keys",
-            str(keys_file),
-            "--host",
-            "0.0.0.0",
-            "--port",
-            str(free_port()),
-            "--allow-origin",
-            UI,
-            "--local-without-token",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=REPOSITORY,
-        check=False,
-    )
-
-    assert ran.returncode == 2
-    assert "binds only to a loopback address" in ran.stderr
+    assert says in ran.stderr
 
 
 async def test_lockgate_codec_server_in_local_mode_serves_the_ui_origin_until_stopped(
