@@ -5,8 +5,8 @@ authorization (:class:`~lockgate.tools._policy.PolicyDecision`), its spend from 
 (:class:`~lockgate.tools._ratelimit.RateDecision`), a confirmation token presented
 (:class:`~lockgate.tools._confirm.TokenCheck`), a start, call, answer, resume or cancel judged
 (:class:`~lockgate.gates._judgements.Judgement`), and an option a viewer could take
-(:class:`~lockgate.gates._judgements.ViewerChoice`). ``tests/test_verdicts.py`` holds each to it,
-under mypy and at run time.
+(:class:`~lockgate.gates._judgements.ViewerChoice`). ``tests/tools/test_verdicts.py`` holds each
+to it, under mypy and at run time.
 
 It lives in the lowest layer that has a verdict, so every layer that has one may import it.
 """
