@@ -16,8 +16,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import Worker
 
 from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
-from lockgate.gating import gate_subject
-from lockgate.workflows import LOCKGATE_AWAITING, LOCKGATE_GRAPH, LOCKGATE_STATE
+from lockgate.identity._bindings import gate_subject
+from lockgate.namespace import LOCKGATE_AWAITING, LOCKGATE_GRAPH, LOCKGATE_STATE
 from tests.helpers.graphs import ALWAYS_FAILS
 
 # --- A look-alike essay:review --------------------------------------------------------------------
