@@ -63,6 +63,18 @@ class RunState:
     """The conversations of agent steps that wait (at a budget's gate, or for this next
     history), by the step's state."""
 
+    def spend(self, actor: Actor) -> None:
+        """Records the nonce of the proof ``actor`` came with: the run takes it once."""
+        if actor.authorization:
+            self.spent.append(actor.authorization)
+
+    def add_maker(self) -> None:
+        """Counts the driver among the makers of the work the next gate reviews (a verified
+        principal, once): a maker may not answer that gate."""
+        maker = self.driver.principal
+        if self.driver.verified and maker is not None and maker not in self.makers:
+            self.makers.append(maker)
+
     def to_dict(self) -> dict[str, Any]:
         """As the JSON object the next run's start input carries."""
         actors: list[dict[str, Any]] = []

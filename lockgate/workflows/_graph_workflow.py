@@ -2,8 +2,9 @@
 
 A graph run is one concept, so it is one class, :class:`GraphRun`, read top to bottom in the
 order below: its state, the signals and updates it takes, how it waits, its gates (their rules are
-the shared gate engine's, :mod:`lockgate.gates._gate_engine`), sub-graphs, agent steps, and the
-interpreter that starts, runs nodes, parks and finishes.
+the shared gate engine's, :mod:`lockgate.gates._gate_engine`), sub-graphs, and the interpreter
+that starts, runs nodes, parks and finishes. It hands its agent steps to a part that works on its
+state, :class:`~lockgate.workflows._graph_agent_steps.AgentStepRunner`.
 
 History is the run's log. Node runs are activities (each tool's own, through its pipeline, as
 whoever drives the run, under the worker secret's seal; local activities for tools declared
@@ -52,33 +53,16 @@ Sub-graphs: a node that runs another declared graph as a child workflow, and wai
 The child is started with the channels both graphs declare and with who drives the parent there,
 handed down under the worker secret's seal (see :mod:`._authority_context`): the child's worker
 believes that driver only once the seal opens for exactly this parent run and this child. The
-child's end comes back as its channels; its outcome routes the parent.
-
-Agent steps: a node where a model works with the node's tools, as the run's driver.
-
-Each model request is one activity, ``lockgate.model`` (sealed: only lockgate's own runs spend
-the deployment's models), whose result is recorded, so a worker that dies after the model
-answered replays without asking it again. Each tool call the model asks for is that tool's own
-sealed activity, run as the run's driver through the whole pipeline, as a tool node's is; a
-call the driver may not make, or of a tool the step does not offer, goes back to the model as
-the tool's return (``denied``) and is a trail row; the run does not park for it.
-
-The conversation lives in the run's state, as Pydantic AI's messages (JSON), only while the step
-needs it across a wait: while the gate its spent budget opened is open (an answer that leads
-back to the step carries it on with a fresh budget), and across a continue-as-new in the middle
-of the step. It is carried to the next run under the worker secret's seal with the rest of the
-state, and dropped once the step ends, parks, or its gate leads elsewhere. It is bounded
-(:data:`MAX_CONVERSATION_BYTES`); a step whose conversation outgrows it parks."""
+child's end comes back as its channels; its outcome routes the parent."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, ClassVar, NoReturn
 
 from pydantic import BaseModel
@@ -89,12 +73,10 @@ from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 from lockgate.activities._activity_inputs import (
     JUDGE_SIGNALS,
-    MODEL_CALL,
     OPEN_START,
     SETTLING_PROTOCOL,
     VERIFY_CARRIED,
     JudgeSignalsInput,
-    ModelCallInput,
     OpenStartInput,
     SignalEntry,
     ToolActivityInput,
@@ -128,7 +110,6 @@ from lockgate.gates._judgements import (
 )
 from lockgate.gates._limits import (
     MAX_ANSWER_BYTES,
-    MAX_DEPTH,
     MAX_REFUSED_SIGNALS_KEPT,
     MAX_WAITING_SETTLES,
     TRAIL_PAGE,
@@ -137,30 +118,27 @@ from lockgate.gates._limits import (
     shorten,
 )
 from lockgate.gates._trail import Outcome, trail_row
-from lockgate.graphs._compiled import END_STATE, CompiledAgent, CompiledGraph, CompiledNode
+from lockgate.graphs._compiled import END_STATE, CompiledGraph, CompiledNode
 from lockgate.identity._actors import Actor
 from lockgate.identity._bindings import gate_subject
 from lockgate.identity._proofs import Proof
 from lockgate.identity._quoting import a_role
 from lockgate.identity._seals import WorkerSecretError
 from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool import ToolDefinition
 from lockgate.workflows import _generated
 from lockgate.workflows._activity_options import (
     LOCAL_RETRY,
     LOCAL_TIMEOUT,
-    MODEL_RETRY,
     execute_defined,
-    failure_cause,
     local,
     local_tool_names,
     recorded_local_tools,
-    refused_tool_call,
     runs_local,
 )
 from lockgate.workflows._authority_context import (
     LOCKGATE_WORKFLOW,
     carry_seal,
-    current_audit,
     current_authority,
     handover_seal,
     judging_authority,
@@ -173,6 +151,7 @@ from lockgate.workflows._failures import (
     refuse_update,
     refused_run,
 )
+from lockgate.workflows._graph_agent_steps import AgentStepRunner
 from lockgate.workflows._graph_inputs import (
     StartGraphInput,
     channel_ok,
@@ -190,11 +169,8 @@ from lockgate.workflows._search_attributes import (
 from lockgate.workflows._signed_starts import await_signed_start
 
 __all__ = [
-    "MAX_CONVERSATION_BYTES",
-    "MAX_TOOL_CALLS_PER_RESPONSE",
     "VERSION_MEMO",
     "Accepted",
-    "AgentEnd",
     "CancelAccepted",
     "GraphRun",
     "graph_workflow",
@@ -257,91 +233,6 @@ def _audit(event: str, accepted: bool, actor: Actor, **facts: Any) -> None:
         authority.audit.event(event, accepted=accepted, actor=actor.to_dict(), **facts)
 
 
-MAX_CONVERSATION_BYTES = 256_000
-
-
-"""How large an agent step's conversation may grow: every model request carries all of it, and
-a run carries it across a gate and into its next history."""
-
-
-MAX_TOOL_CALLS_PER_RESPONSE = 16
-
-
-"""How many tool calls of one model response run; the rest are refused back to the model (a
-budget counts requests, and one response could otherwise ask for any number of calls)."""
-
-
-_DENIED = frozenset(
-    {
-        ErrorCode.FORBIDDEN.value,
-        ErrorCode.UNAUTHORIZED.value,
-        ErrorCode.TOOL_NOT_FOUND.value,
-        ErrorCode.NOT_FOUND.value,
-        ErrorCode.RATE_LIMITED.value,
-        ErrorCode.CONFIRMATION_REQUIRED.value,
-    }
-)
-
-
-"""Refusals a model is told of as a denial (a decision, not a fault); a validation error asks it
-to retry the call; anything else is the tool's failure."""
-
-
-_NAME_SHOWN = 64
-
-
-@dataclass
-class AgentEnd:
-    """How an agent step ended: its output (the channel it writes), or why it could not finish;
-    neither when its budget was spent and the run moved on to the gate that decides."""
-
-    output: dict[str, Any] | None = None
-    problem: str | None = None
-    ran: dict[str, Any] = field(default_factory=dict)
-
-
-_TOO_LARGE = (
-    f"its conversation outgrew what a step carries ({MAX_CONVERSATION_BYTES // 1000} kB, "
-    f"{2 * MAX_DEPTH} levels deep)"
-)
-
-
-def _too_large(record: dict[str, Any]) -> bool:
-    """Whether the conversation (and what the next request adds) outgrew its bound."""
-    problem = measure(
-        [record["messages"], record["next"]],
-        what="The conversation",
-        max_bytes=MAX_CONVERSATION_BYTES,
-        # The messages' own nesting comes on top of what the tools returned.
-        max_depth=2 * MAX_DEPTH,
-    )
-    return problem is not None
-
-
-def _spent(agent: CompiledAgent, record: dict[str, Any]) -> str | None:
-    """What of the step's budget is spent, in words, or None while it lasts."""
-    if agent.requests is not None and record["requests"] >= agent.requests:
-        return f"{agent.requests} model request{'s' if agent.requests != 1 else ''}"
-    if agent.tokens is not None and record["tokens"] >= agent.tokens:
-        return f"{record['tokens']} of {agent.tokens} tokens"
-    return None
-
-
-def _tool_refusal(error: ActivityError) -> tuple[str, str]:
-    """The code and sentence of a tool activity that refused or failed."""
-    refused = refused_tool_call(error)
-    assert refused.error is not None
-    return refused.error.code, str(refused.meta.get("why") or refused.error.message)
-
-
-def _model_failure(error: ActivityError) -> str:
-    cause = failure_cause(error)
-    if isinstance(cause, ApplicationError) and cause.type in CALLER_MISTAKES:
-        return f"its model request was refused: {cause.message.rstrip('.')} ({cause.type})"
-    message = getattr(cause, "message", None) or str(cause or error)
-    return f"its model request failed after its retries: {message}"
-
-
 def _first_sentence_error(error: BaseException) -> str:
     cause: BaseException | None = error
     while isinstance(cause, ActivityError) and cause.cause is not None:
@@ -359,8 +250,9 @@ class GraphRun:
     """A graph run: one Temporal workflow type per declared graph, interpreted here.
 
     One class, in the order a reader meets a run: its state and how it is shown; the signals
-    and updates it takes; how it waits; its gates; sub-graphs; agent steps; and the
-    interpreter that starts, runs nodes, parks and finishes."""
+    and updates it takes; how it waits; its gates; sub-graphs; and the interpreter that starts,
+    runs nodes, parks and finishes. Its agent steps are run by an
+    :class:`~lockgate.workflows._graph_agent_steps.AgentStepRunner` made with its state."""
 
     # What a graph run is, at any moment.
 
@@ -398,27 +290,51 @@ class GraphRun:
     _deadline_passed: bool
     # Sub-graphs.
     _child: dict[str, Any] | None  # the sub-graph run this run waits for, if any
+    # The parts that work on the run's state (made with it: see _use_state).
+    _agent_steps: AgentStepRunner
     _releasing: bool
     _refused_signals_kept: int
 
     def _fresh_state(self, requester: Actor) -> None:
         self._status = "running"
-        self._run = RunState(
-            state=self._graph.start,
-            channels=dict(self._graph.defaults),
-            trail=[],
-            taken={},
-            visits={},
-            requester=requester,
-            driver=requester,
-            gate=None,
-            gate_openings=0,
-            parkings=0,
-            spent=[],
-            settles=0,
+        self._use_state(
+            RunState(
+                state=self._graph.start,
+                channels=dict(self._graph.defaults),
+                trail=[],
+                taken={},
+                visits={},
+                requester=requester,
+                driver=requester,
+                gate=None,
+                gate_openings=0,
+                parkings=0,
+                spent=[],
+                settles=0,
+            )
         )
         self._parked = None
         self._refused_signals_kept = 0
+
+    def _use_state(self, run: RunState) -> None:
+        """Makes ``run`` the run's state, with the parts that work on it.
+
+        A run's state is replaced only as it starts: by the state it carried, or, once that is
+        refused, by a fresh one; its parts are made again with it.
+        """
+        self._run = run
+        self._agent_steps = AgentStepRunner(
+            run,
+            graph=self._graph.name,
+            run_id=self._run_id,
+            execution=self._execution,
+            runs_local=self._runs_local,
+            continue_as_new_if_due=self._continue_as_new_if_due,
+        )
+
+    def _runs_local(self, definition: ToolDefinition) -> bool:
+        """Whether this run runs the tool as a local activity (see :func:`runs_local`)."""
+        return runs_local(definition, self._local_tools)
 
     def _record(self, event: str, **facts: Any) -> None:
         """An audit record of what the run itself did, as its driver (see :func:`record_once`)."""
@@ -622,11 +538,6 @@ class GraphRun:
             )
         )
 
-    def _spend(self, actor: Actor) -> None:
-        """Records the nonce of the proof ``actor`` came with: this run takes it once."""
-        if actor.authorization:
-            self._run.spent.append(actor.authorization)
-
     def _refuse_late_signal(self, accepted: Accepted) -> None:
         if accepted.actor.authorization in self._run.spent:
             self._run.spent.remove(accepted.actor.authorization)
@@ -662,7 +573,7 @@ class GraphRun:
         return dataclasses.replace(self._run, inbox=inbox).to_dict()
 
     def _restore(self, carried: RunState) -> None:
-        self._run = dataclasses.replace(carried, inbox=[])
+        self._use_state(dataclasses.replace(carried, inbox=[]))
         if self._run.gate is not None:
             self._status = "waiting"
         self._refused_signals_kept = sum(
@@ -746,7 +657,7 @@ class GraphRun:
         for entry, verdict in zip(entries, verdicts, strict=True):
             judged = Judgement.from_dict(verdict)
             if judged.allowed and judged.actor is not None and accepted is None:
-                self._spend(judged.actor)
+                self._run.spend(judged.actor)
                 accepted = Accepted(
                     entry.name, judged.actor, judged.choice, judged.evidence, judged.waiver
                 )
@@ -939,7 +850,7 @@ class GraphRun:
                 f"Run '{self._run_id}' is not parked: there is nothing to resume.",
             )
         actor = Actor.of_proof(proof)
-        self._spend(actor)
+        self._run.spend(actor)
         _audit(
             "run.resume", True, actor, graph=self._graph.name, run=self._run_id, node=parked.node
         )
@@ -990,7 +901,7 @@ class GraphRun:
                 f"Run '{self._run_id}' has ended or is ending: there is nothing to cancel.",
             )
         actor = Actor.of_proof(proof)
-        self._spend(actor)
+        self._run.spend(actor)
         reason = proof.authorizes.get("reason")
         self._cancel_reason = reason if isinstance(reason, str) and reason else None
         _audit(
@@ -1269,7 +1180,7 @@ class GraphRun:
                 actor = DEADLINE_ACTOR
                 break
             actor = given.actor
-            self._spend(actor)
+            self._run.spend(actor)
             assert self._run.gate is not None
             self._run.gate, row, decided = answer_counted(self._run.gate, given, state)
             self._run.trail.append(row)
@@ -1444,285 +1355,9 @@ class GraphRun:
             named["outcome"] = channels.get(node.decides_on)
         return handed_back, None, named
 
-    # Running an agent step: its model's requests, the tool calls it asks for, its budget.
-
-    async def _run_agent(self, node: CompiledNode, visit: int) -> AgentEnd:
-        agent = node.agent
-        assert agent is not None
-        record = self._run.conversations.pop(node.state, None) or self._new_conversation(agent)
-        if record.get("paused_at") is not None:
-            # Back from the gate its spent budget opened: carried on, with a fresh budget.
-            record |= {"paused_at": None, "requests": 0, "tokens": 0}
-        while True:
-            spent = _spent(agent, record)
-            if spent is not None:
-                self._pause_for_budget(node, agent, record, spent)
-                return AgentEnd()
-            if _too_large(record):
-                return AgentEnd(problem=_TOO_LARGE)
-            try:
-                reply = await self._ask_model(node, agent, record)
-            except ActivityError as error:
-                return AgentEnd(problem=_model_failure(error))
-            usage = reply.get("usage") or {}
-            used = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
-            record["messages"] = [*record["messages"], *reply["messages"]]
-            record["requests"] += 1
-            record["tokens"] += sum(used)
-            total = record["total"]
-            total["requests"] += 1
-            total["input_tokens"] += used[0]
-            total["output_tokens"] += used[1]
-            self._run.trail.append(
-                trail_row(
-                    node.state,
-                    f"model:{agent.model}",
-                    "ran",
-                    self._run.driver,
-                    usage={"input_tokens": used[0], "output_tokens": used[1]},
-                )
-            )
-            self._add_maker()
-            if _too_large(record):
-                return AgentEnd(problem=_TOO_LARGE)
-            asked = reply.get("tool_calls") or []
-            if not asked:
-                return AgentEnd(
-                    output={agent.output_into: str(reply.get("text") or "")},
-                    ran={"usage": dict(total)},
-                )
-            results = []
-            for index, call in enumerate(asked, start=1):
-                if index > MAX_TOOL_CALLS_PER_RESPONSE:
-                    results.append(self._too_many_calls(node, agent, call))
-                    continue
-                results.append(
-                    await self._agent_tool_call(node, agent, visit, total["requests"], index, call)
-                )
-            record["next"] = {"prompt": None, "tool_results": results}
-            if workflow.info().is_continue_as_new_suggested():
-                # The step goes on in the next history, from here.
-                self._run.conversations[node.state] = record
-                await self._continue_as_new_if_due()
-                del self._run.conversations[node.state]
-
-    def _new_conversation(self, agent: CompiledAgent) -> dict[str, Any]:
-        value = self._run.channels.get(agent.prompt_from)
-        prompt = (
-            value
-            if isinstance(value, str)
-            else ""
-            if value is None
-            else json.dumps(value, sort_keys=True, default=str)
-        )
-        return {
-            "messages": [],
-            "next": {"prompt": prompt, "tool_results": []},
-            "requests": 0,
-            "tokens": 0,
-            "total": {"requests": 0, "input_tokens": 0, "output_tokens": 0},
-            "paused_at": None,
-        }
-
-    async def _ask_model(
-        self, node: CompiledNode, agent: CompiledAgent, record: dict[str, Any]
-    ) -> dict[str, Any]:
-        number = record["total"]["requests"] + 1
-        reply: dict[str, Any] = await workflow.execute_activity(
-            MODEL_CALL,
-            ModelCallInput(
-                model=agent.model,
-                history=record["messages"],
-                prompt=record["next"]["prompt"],
-                tool_results=record["next"]["tool_results"],
-                instructions=agent.instructions,
-                tools=[
-                    {
-                        "name": offered_as,
-                        "description": definition.description,
-                        "parameters": definition.input_schema,
-                    }
-                    for offered_as, definition in agent.tools.items()
-                ],
-                node=node.state,
-            ),
-            result_type=dict,
-            start_to_close_timeout=timedelta(seconds=agent.timeout_seconds),
-            retry_policy=MODEL_RETRY,
-            summary=f"{node.tool}: request {number} to {agent.model}",
-        )
-        return reply
-
-    async def _agent_tool_call(
-        self,
-        node: CompiledNode,
-        agent: CompiledAgent,
-        visit: int,
-        request: int,
-        index: int,
-        asked: dict[str, Any],
-    ) -> dict[str, Any]:
-        """Runs one tool call the model asked for, as the run's driver: what the model is told
-        it returned. Every call is a trail row, a refusal with who was refused and its code."""
-        name = str(asked.get("name"))
-        returned: dict[str, Any] = {"tool_name": name, "tool_call_id": str(asked.get("id"))}
-        operation = shorten(name, _NAME_SHOWN)
-        asked_by = f"model:{agent.model}"
-        definition = agent.tools.get(name)
-        arguments = asked.get("arguments")
-        scheduled = False
-        if definition is None:
-            offered = ", ".join(agent.tools) or "none"
-            code, message = (
-                ErrorCode.TOOL_NOT_FOUND.value,
-                f"'{shorten(name, _NAME_SHOWN)}' is not a tool this step offers (it offers: "
-                f"{offered}).",
-            )
-        elif not isinstance(arguments, dict):
-            operation = definition.name
-            code, message = (
-                ErrorCode.VALIDATION_ERROR.value,
-                f"The arguments of '{name}' must be a JSON object of named arguments.",
-            )
-        else:
-            operation = definition.name
-            scheduled = True
-            step = f"{node.state}:{visit}:{request}:{index}"
-            call = ToolActivityInput(
-                arguments=arguments,
-                actor=self._run.driver.to_dict(),
-                request_id=f"{self._run_id}:{step}",
-                idempotency_key=f"{self._run_id}/{self._execution}:{step}",
-                # The model asked, and a model cannot consent: a tool that needs confirmation
-                # on the driver's channel is refused back to it.
-                confirmed=False,
-                node=node.state,
-            )
-            try:
-                result = await execute_defined(
-                    definition,
-                    call,
-                    local=runs_local(definition, self._local_tools),
-                    summary=(
-                        f"{definition.name} as {self._run.driver.actor}, asked by {agent.model}"
-                    ),
-                )
-            except ActivityError as error:
-                code, message = _tool_refusal(error)
-            else:
-                if result.get("success"):
-                    self._run.trail.append(
-                        trail_row(node.state, operation, "ran", self._run.driver, asked_by=asked_by)
-                    )
-                    return returned | {"outcome": "success", "content": result.get("data")}
-                error_of = result.get("error") or {}
-                code = str(error_of.get("code") or ErrorCode.INTERNAL_ERROR.value)
-                message = str(error_of.get("message") or "it reported a failure")
-        refused = code in CALLER_MISTAKES or code in _DENIED
-        self._run.trail.append(
-            trail_row(
-                node.state,
-                operation,
-                "refused" if refused else "failed",
-                self._run.driver,
-                asked_by=asked_by,
-                needs=sorted(definition.scopes) if definition is not None else [],
-                code=code,
-                why=shorten(message, 600),
-            )
-        )
-        if not scheduled:
-            # A call scheduled is audited by its tool's activity; this one never reached one.
-            self._audit_refusal(node, operation, code, message)
-        outcome = (
-            "denied"
-            if code in _DENIED
-            else "retried"
-            if code == ErrorCode.VALIDATION_ERROR.value
-            else "failed"
-        )
-        return returned | {
-            "outcome": outcome,
-            "content": {"error": {"code": code, "message": message}},
-        }
-
-    def _too_many_calls(
-        self, node: CompiledNode, agent: CompiledAgent, asked: dict[str, Any]
-    ) -> dict[str, Any]:
-        name = str(asked.get("name"))
-        message = (
-            f"One response may ask for at most {MAX_TOOL_CALLS_PER_RESPONSE} tool calls; this "
-            "one was not run. Ask for it again."
-        )
-        self._run.trail.append(
-            trail_row(
-                node.state,
-                shorten(name, _NAME_SHOWN),
-                "refused",
-                self._run.driver,
-                asked_by=f"model:{agent.model}",
-                needs=[],
-                code=ErrorCode.RATE_LIMITED.value,
-                why=message,
-            )
-        )
-        self._audit_refusal(node, name, ErrorCode.RATE_LIMITED.value, message)
-        return {
-            "tool_name": name,
-            "tool_call_id": str(asked.get("id")),
-            "outcome": "denied",
-            "content": {"error": {"code": ErrorCode.RATE_LIMITED.value, "message": message}},
-        }
-
-    def _audit_refusal(self, node: CompiledNode, operation: str, code: str, message: str) -> None:
-        """The audit record of a tool call refused before any activity ran, written the first
-        time only, never again on replay."""
-        audit = current_audit()
-        if audit is None or workflow.unsafe.is_replaying():
-            return
-        audit.event(
-            "agent.tool_call",
-            accepted=False,
-            actor=self._run.driver.to_dict(),
-            reason=message,
-            code=code,
-            graph=self._graph.name,
-            run=self._run_id,
-            node=node.state,
-            tool=shorten(operation, _NAME_SHOWN),
-        )
-
-    def _pause_for_budget(
-        self, node: CompiledNode, agent: CompiledAgent, record: dict[str, Any], spent: str
-    ) -> None:
-        """Keeps the conversation and moves the run to the gate the spent budget opens."""
-        record["paused_at"] = agent.then_ask
-        self._run.conversations[node.state] = record
-        self._run.trail.append(
-            trail_row(
-                node.state,
-                node.tool,
-                "budget_spent",
-                self._run.driver,
-                why=f"The step used its budget ({spent}) before its model finished: the gate "
-                f"'{agent.then_ask}' decides whether it goes on.",
-            )
-        )
-        self._add_maker()
-        self._record("node.budget_spent", node=node.state, operation=node.tool, gate=agent.then_ask)
-        self._run.state = agent.then_ask
-
-    def _add_maker(self) -> None:
-        maker = self._run.driver.principal
-        if self._run.driver.verified and maker is not None and maker not in self._run.makers:
-            self._run.makers.append(maker)
-
     async def _hold_gate(self, state: str) -> None:
         await self._decide_gate(state)
-        # The conversation a budget gate kept goes on only where its decision leads back.
-        for step, record in list(self._run.conversations.items()):
-            if record.get("paused_at") == state and self._run.state != step:
-                del self._run.conversations[step]
+        self._agent_steps.gate_decided(state)
 
     # The interpreter; every graph's workflow class is made from this one (graph_workflow).
 
@@ -2013,7 +1648,7 @@ class GraphRun:
                 await self._park(node, "failed", problem, ())
                 return
         elif node.agent is not None:
-            ended = await self._run_agent(node, visit)
+            ended = await self._agent_steps.run(node, visit)
             if ended.problem is not None:
                 await self._park(node, "failed", ended.problem, ())
                 return
@@ -2029,9 +1664,7 @@ class GraphRun:
             await self._park(node, "failed", problem, ())
             return
         self._run.trail.append(trail_row(state, node.tool, "ran", self._run.driver, **ran))
-        maker = self._run.driver.principal
-        if self._run.driver.verified and maker is not None and maker not in self._run.makers:
-            self._run.makers.append(maker)
+        self._run.add_maker()
         if node.route_enum is not None:
             value = data if node.decides_on == "" else (data or {}).get(node.decides_on)
             code = _case(node.route_cases, value)
@@ -2070,7 +1703,7 @@ class GraphRun:
             result = await execute_defined(
                 definition,
                 call,
-                local=runs_local(definition, self._local_tools),
+                local=self._runs_local(definition),
                 summary=f"{node.tool} as {self._run.driver.actor}",
             )
         except ActivityError as error:
