@@ -2,9 +2,10 @@
 
 A graph run is one concept, so it is one class, :class:`GraphRun`, read top to bottom in the
 order below: its state, the signals and updates it takes, how it waits, its gates (their rules are
-the shared gate engine's, :mod:`lockgate.gates._gate_engine`), sub-graphs, and the interpreter
-that starts, runs nodes, parks and finishes. It hands its agent steps to a part that works on its
-state, :class:`~lockgate.workflows._graph_agent_steps.AgentStepRunner`.
+the shared gate engine's, :mod:`lockgate.gates._gate_engine`), and the interpreter that starts,
+runs nodes, parks and finishes. It hands its agent steps and its sub-graph nodes to parts that
+work on its state: :class:`~lockgate.workflows._graph_agent_steps.AgentStepRunner` and
+:class:`~lockgate.workflows._graph_subgraphs.SubgraphRunner`.
 
 History is the run's log. Node runs are activities (each tool's own, through its pipeline, as
 whoever drives the run, under the worker secret's seal; local activities for tools declared
@@ -46,14 +47,7 @@ Gates: opening one, waiting for its answers, and taking the way the decision lea
 
 A gate's options are its enum's cases; its policy says how many distinct approvers decide it
 (:mod:`lockgate.gates._policies`). Every answer counted is a trail row; the run moves on only
-once the policy has decided.
-
-Sub-graphs: a node that runs another declared graph as a child workflow, and waits for it.
-
-The child is started with the channels both graphs declare and with who drives the parent there,
-handed down under the worker secret's seal (see :mod:`._authority_context`): the child's worker
-believes that driver only once the seal opens for exactly this parent run and this child. The
-child's end comes back as its channels; its outcome routes the parent."""
+once the policy has decided."""
 
 from __future__ import annotations
 
@@ -68,8 +62,7 @@ from typing import Any, ClassVar, NoReturn
 from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RawValue, SearchAttributeUpdate
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
-from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from lockgate.activities._activity_inputs import (
     JUDGE_SIGNALS,
@@ -161,6 +154,7 @@ from lockgate.workflows._graph_inputs import (
     show_input,
     start_proof,
 )
+from lockgate.workflows._graph_subgraphs import SubgraphRunner
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,
     LOCKGATE_GRAPH,
@@ -250,9 +244,9 @@ class GraphRun:
     """A graph run: one Temporal workflow type per declared graph, interpreted here.
 
     One class, in the order a reader meets a run: its state and how it is shown; the signals
-    and updates it takes; how it waits; its gates; sub-graphs; and the interpreter that starts,
-    runs nodes, parks and finishes. Its agent steps are run by an
-    :class:`~lockgate.workflows._graph_agent_steps.AgentStepRunner` made with its state."""
+    and updates it takes; how it waits; its gates; and the interpreter that starts, runs nodes,
+    parks and finishes. Its agent steps and sub-graph nodes are run by parts made with its
+    state (see ``_use_state``)."""
 
     # What a graph run is, at any moment.
 
@@ -288,10 +282,9 @@ class GraphRun:
     _waiting_settles: int
     _deadline_timer: asyncio.Future[None] | None  # the open gate's deadline, while it runs
     _deadline_passed: bool
-    # Sub-graphs.
-    _child: dict[str, Any] | None  # the sub-graph run this run waits for, if any
     # The parts that work on the run's state (made with it: see _use_state).
     _agent_steps: AgentStepRunner
+    _subgraphs: SubgraphRunner
     _releasing: bool
     _refused_signals_kept: int
 
@@ -330,6 +323,13 @@ class GraphRun:
             execution=self._execution,
             runs_local=self._runs_local,
             continue_as_new_if_due=self._continue_as_new_if_due,
+        )
+        self._subgraphs = SubgraphRunner(
+            run,
+            graph=self._graph.name,
+            run_id=self._run_id,
+            execution=self._execution,
+            settled=self._settled,
         )
 
     def _runs_local(self, definition: ToolDefinition) -> bool:
@@ -397,8 +397,8 @@ class GraphRun:
         }
         if self._run.parent is not None:
             shown["parent"] = dict(self._run.parent)
-        if self._child is not None:
-            shown["child"] = dict(self._child)
+        if self._subgraphs.waiting_for is not None:
+            shown["child"] = dict(self._subgraphs.waiting_for)
         if self._run.conversations:
             # What an agent step waiting here has used, for whoever decides whether it goes on.
             shown["conversations"] = {
@@ -948,11 +948,12 @@ class GraphRun:
                 f"Run '{self._run_id}' has not begun: cancel it once it runs.",
                 actor=judgement.actor,
             )
-        if self._child is not None:
+        child = self._subgraphs.waiting_for
+        if child is not None:
             return Judgement.refuse(
                 ErrorCode.NOTHING_TO_CANCEL,
                 f"Run '{self._run_id}' waits for its sub-graph run "
-                f"'{self._child.get('run_id')}': cancel that run first.",
+                f"'{child.get('run_id')}': cancel that run first.",
                 actor=judgement.actor,
             )
         return None
@@ -1295,66 +1296,6 @@ class GraphRun:
         answer, self._answer = self._answer, None
         return answer
 
-    # Running a sub-graph node: starting the child, waiting for it, reading its end.
-
-    async def _run_child(
-        self, node: CompiledNode, visit: int
-    ) -> tuple[dict[str, Any] | None, str | None, dict[str, Any]]:
-        """Runs ``node``'s graph as a child: what it hands back (the channels both declare, and
-        its outcome), or why it did not end well; and the child as the trail names it."""
-        child = node.subgraph
-        assert child is not None
-        child_id = f"{self._run_id}/{node.state}:{visit}"
-        named: dict[str, Any] = {"graph": child.name, "run_id": child_id}
-        start = StartGraphInput(
-            inputs={name: self._run.channels.get(name) for name in node.reads},
-            handed={
-                "actor": self._run.driver.to_dict(),
-                "depth": self._run.depth + 1,
-                "parent": {
-                    "graph": self._graph.name,
-                    "run_id": self._run_id,
-                    "execution": self._execution,
-                },
-            },
-        )
-        self._child = named
-        try:
-            handle = await workflow.start_child_workflow(
-                child.name,
-                start,
-                id=child_id,
-                result_type=dict,
-                # Cancelling (or ending) the parent cancels the child; the parent does not wait
-                # for that to finish (a child cancelled on its own parks the parent instead).
-                parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
-                cancellation_type=ChildWorkflowCancellationType.TRY_CANCEL,
-                static_summary=f"{child.name}, sub-graph of {self._run_id}",
-            )
-            # The run rests while its child runs: callers waiting for it to settle see the child.
-            self._settled()
-            ended: dict[str, Any] = await handle
-        except ChildWorkflowError as error:
-            if workflow.cancellation_reason() is not None:
-                # The parent itself was cancelled (and cancelled its child): it ends cancelled.
-                raise asyncio.CancelledError() from error
-            cause = error.cause
-            why = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
-            return None, f"its sub-graph run {child_id} did not finish: {shorten(why)}", named
-        finally:
-            self._child = None
-        if ended.get("status") == "refused":
-            # A refused run completes, its refusal its result (one recorded before failed).
-            why = str((ended.get("error") or {}).get("message") or "it was refused")
-            return None, f"its sub-graph run {child_id} did not finish: {shorten(why)}", named
-        channels = ended.get("channels") or {}
-        named |= {"status": ended.get("status")}
-        handed_back = {name: channels.get(name) for name in node.writes}
-        if node.decides_on:
-            handed_back[node.decides_on] = channels.get(node.decides_on)
-            named["outcome"] = channels.get(node.decides_on)
-        return handed_back, None, named
-
     async def _hold_gate(self, state: str) -> None:
         await self._decide_gate(state)
         self._agent_steps.gate_decided(state)
@@ -1376,7 +1317,6 @@ class GraphRun:
         self._waiting_settles = 0
         self._deadline_timer = None
         self._deadline_passed = False
-        self._child = None
         self._releasing = False
         self._carry = "none"  # "pending" until a carried state's seal is opened, then "open"
         self._carried_signals = 0
@@ -1643,10 +1583,12 @@ class GraphRun:
         ran: dict[str, Any] = {}
         data: Any
         if node.subgraph is not None:
-            data, problem, ran["child"] = await self._run_child(node, visit)
-            if problem is not None:
-                await self._park(node, "failed", problem, ())
+            child = await self._subgraphs.run(node, visit)
+            ran["child"] = child.child
+            if child.problem is not None:
+                await self._park(node, "failed", child.problem, ())
                 return
+            data = child.channels
         elif node.agent is not None:
             ended = await self._agent_steps.run(node, visit)
             if ended.problem is not None:
