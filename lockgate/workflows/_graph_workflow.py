@@ -3,9 +3,9 @@
 A graph run is one concept, so it is one class, :class:`GraphRun`, read top to bottom in the
 order below: its state, the signals and updates it takes, how it waits, its gates (their rules are
 the shared gate engine's, :mod:`lockgate.gates._gate_engine`), and the interpreter that starts,
-runs nodes, parks and finishes. It hands its agent steps and its sub-graph nodes to parts that
-work on its state: :class:`~lockgate.workflows._graph_agent_steps.AgentStepRunner` and
-:class:`~lockgate.workflows._graph_subgraphs.SubgraphRunner`.
+runs nodes, parks and finishes. It hands to parts that work on its state its agent steps
+(:mod:`._graph_agent_steps`), its sub-graph nodes (:mod:`._graph_subgraphs`) and what Temporal's
+visibility shows of it (:mod:`._graph_visibility`).
 
 History is the run's log. Node runs are activities (each tool's own, through its pipeline, as
 whoever drives the run, under the worker secret's seal; local activities for tools declared
@@ -17,7 +17,7 @@ Everything a caller sends is measured and refused with a code before it is store
 nothing a stranger sends can fail the run's task, keep it from finishing or from continuing as
 new (see ``SECURITY.md``).
 
-A graph run's state, and how it is shown, indexed and handed to the next run.
+A graph run's state, and how it is shown and handed to the next run.
 
 The interpreter changes this state; its answers and signals read it. All of it is rebuilt by
 replay and stored nowhere else; what it shows holds nothing of what anyone holds.
@@ -61,13 +61,12 @@ from typing import Any, ClassVar, NoReturn
 
 from pydantic import BaseModel
 from temporalio import workflow
-from temporalio.common import RawValue, SearchAttributeUpdate
+from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from lockgate.activities._activity_inputs import (
     JUDGE_SIGNALS,
     OPEN_START,
-    SETTLING_PROTOCOL,
     VERIFY_CARRIED,
     JudgeSignalsInput,
     OpenStartInput,
@@ -87,7 +86,6 @@ from lockgate.gates._gate_engine import (
     answer_counted,
     deadline_passed,
     evidence_of_decision,
-    gate_memo,
     gate_to_judge,
     opened,
     uncountable_answer,
@@ -115,7 +113,6 @@ from lockgate.graphs._compiled import END_STATE, CompiledGraph, CompiledNode
 from lockgate.identity._actors import Actor
 from lockgate.identity._bindings import gate_subject
 from lockgate.identity._proofs import Proof
-from lockgate.identity._quoting import a_role
 from lockgate.identity._seals import WorkerSecretError
 from lockgate.tools._result import ErrorCode
 from lockgate.tools._tool import ToolDefinition
@@ -155,11 +152,7 @@ from lockgate.workflows._graph_inputs import (
     start_proof,
 )
 from lockgate.workflows._graph_subgraphs import SubgraphRunner
-from lockgate.workflows._search_attributes import (
-    LOCKGATE_AWAITING,
-    LOCKGATE_GRAPH,
-    LOCKGATE_STATE,
-)
+from lockgate.workflows._graph_visibility import VERSION_MEMO, RunStanding, RunVisibility
 from lockgate.workflows._signed_starts import await_signed_start
 
 __all__ = [
@@ -170,12 +163,6 @@ __all__ = [
     "graph_workflow",
     "invalid",
 ]
-
-
-VERSION_MEMO = "lockgate_version"
-
-
-"""The memo key of the graph version a run follows (the run writes it unless its starter did)."""
 
 
 _SHOWN_REASON_CHARS = 600
@@ -245,8 +232,8 @@ class GraphRun:
 
     One class, in the order a reader meets a run: its state and how it is shown; the signals
     and updates it takes; how it waits; its gates; and the interpreter that starts, runs nodes,
-    parks and finishes. Its agent steps and sub-graph nodes are run by parts made with its
-    state (see ``_use_state``)."""
+    parks and finishes. Its agent steps, its sub-graph nodes and what visibility shows of it are
+    parts made with its state (see ``_use_state``)."""
 
     # What a graph run is, at any moment.
 
@@ -257,7 +244,6 @@ class GraphRun:
     _run_id: str
     _execution: str
     _start: StartGraphInput
-    _refusal: PayloadProblem | None
     _carry: str  # "none"; "pending" until a carried state's seal opens; then "open"
     _carried_signals: int  # how many of the inbox's first entries the carried state brought
     _local_tools: frozenset[str] | None  # as the start check recorded them (None: by patch)
@@ -268,16 +254,15 @@ class GraphRun:
     _begun: bool  # the run has settled who started it: no start proof is taken any more
     # The run: what it carries to its next history is exactly `_run`.
     _run: RunState
-    _status: str
+    # Where it stands (its status, park, refusal, canceller): what its visibility shows.
+    _standing: RunStanding
     # When the open gate opened (None for a gate a carried state brought): for time to answer.
     _gate_opened_at: datetime | None = None
-    _parked: ParkedNode | None
     # Callers.
     _inbox: list[SignalEntry]
     _answer: GivenAnswer | None
     _resumer: Actor | None
     # Who cancelled the run (once their `cancel` update was accepted), and why.
-    _canceller: Actor | None
     _cancel_reason: str | None
     _waiting_settles: int
     _deadline_timer: asyncio.Future[None] | None  # the open gate's deadline, while it runs
@@ -285,11 +270,12 @@ class GraphRun:
     # The parts that work on the run's state (made with it: see _use_state).
     _agent_steps: AgentStepRunner
     _subgraphs: SubgraphRunner
+    _visibility: RunVisibility
     _releasing: bool
     _refused_signals_kept: int
 
     def _fresh_state(self, requester: Actor) -> None:
-        self._status = "running"
+        self._standing.status = "running"
         self._use_state(
             RunState(
                 state=self._graph.start,
@@ -306,7 +292,7 @@ class GraphRun:
                 settles=0,
             )
         )
-        self._parked = None
+        self._standing.parked = None
         self._refused_signals_kept = 0
 
     def _use_state(self, run: RunState) -> None:
@@ -324,6 +310,9 @@ class GraphRun:
             runs_local=self._runs_local,
             continue_as_new_if_due=self._continue_as_new_if_due,
         )
+        self._visibility = RunVisibility(
+            run, self._standing, graph=self._graph, run_id=self._run_id
+        )
         self._subgraphs = SubgraphRunner(
             run,
             graph=self._graph.name,
@@ -340,16 +329,6 @@ class GraphRun:
         """An audit record of what the run itself did, as its driver (see :func:`record_once`)."""
         record_once(event, self._run.driver, self._graph.name, self._run_id, **facts)
 
-    def _target(self) -> dict[str, Any] | None:
-        target = self._graph.target
-        return {target: self._run.channels.get(target)} if target else None
-
-    def _gate_memo(self, *, keep_opened_at: bool = False) -> dict[str, Any]:
-        assert self._run.gate is not None
-        written = workflow.memo_value("lockgate_gate", default=None) if keep_opened_at else None
-        shows = {"target": self._target(), "version": self._graph.version}
-        return gate_memo(self._run.gate, shows, written, workflow.now())
-
     def _gate_to_judge(self) -> OpenGate | None:
         """The gate an answer arriving now would answer (see :func:`gate_to_judge`)."""
         return gate_to_judge(self._run.gate, self._answer)
@@ -358,7 +337,7 @@ class GraphRun:
         assert self._run.gate is not None
         view = self._run.gate.to_dict()
         view["options"] = self._run.gate.options
-        view["target"] = self._target()
+        view["target"] = self._visibility.target()
         return view
 
     def _view(
@@ -375,16 +354,16 @@ class GraphRun:
             first = max(total - trail_limit, 0) if trail_from is None else min(trail_from, total)
             rows = self._run.trail[first : first + trail_limit]
         shown: dict[str, Any] = {
-            "ok": self._refusal is None,
+            "ok": self._standing.refusal is None,
             "run_id": self._run_id,
             "execution": self._execution,
             "graph": graph.name,
             "version": graph.version,
-            "status": self._status,
+            "status": self._standing.status,
             "state": self._run.state if self._run.state != END_STATE else None,
             "requester": self._run.requester.to_dict(),
             "awaiting": self._gate_view() if self._run.gate else None,
-            "parked": self._parked.to_dict() if self._parked else None,
+            "parked": self._standing.parked.to_dict() if self._standing.parked else None,
             "channels": dict(self._run.channels),
             "budgets": {
                 code: {"taken": self._run.taken.get(code, 0), "at_most": at_most}
@@ -409,111 +388,15 @@ class GraphRun:
             shown["refused_signals_not_kept"] = self._run.refused_signals_dropped
         if self._run.ignored_inputs:
             shown["ignored_inputs"] = list(self._run.ignored_inputs)
-        if self._refusal is not None:
-            shown["error"] = {"code": self._refusal.code, "message": self._refusal.sentence}
+        if self._standing.refusal is not None:
+            shown["error"] = {
+                "code": self._standing.refusal.code,
+                "message": self._standing.refusal.sentence,
+            }
         return shown
 
     def _settled(self) -> None:
         self._run.settles += 1
-
-    def _quiet_attributes(self) -> bool:
-        """Whether the run writes its search attributes only when it settles (a gate opens, a
-        node parks), as runs recorded from :data:`SETTLING_PROTOCOL` on do; runs recorded before
-        also wrote them when an answer or resume moved them on and when they finished."""
-        return (self._protocol or 1) >= SETTLING_PROTOCOL
-
-    def _settle_attributes_moving_on(self, state: str) -> None:
-        """After an answer or a resume sends the run on to ``state``: its search attributes
-        still name the gate or park just left. They are put right only if the run may still open
-        a gate from there; a run that will only run nodes and end leaves them (its memo says no
-        gate is open, which ``pending`` reads; ExecutionStatus says when it has ended), one
-        billed upsert fewer."""
-        if not self._quiet_attributes() or self._graph.may_open_a_gate_from(state):
-            self._upsert_search_attributes()
-        else:
-            self._show_details()
-
-    def _show_details(self) -> None:
-        """Tells the Temporal UI what the run is doing (its current details; no write)."""
-        workflow.set_current_details(self._details())
-
-    def _upsert_search_attributes(self) -> None:
-        """Brings the run's search attributes up to date, writing only what changed, and tells
-        the Temporal UI what the run waits for (its current details)."""
-        self._show_details()
-        current = workflow.info().typed_search_attributes
-        wanted = {
-            LOCKGATE_GRAPH: self._graph.name,
-            LOCKGATE_STATE: self._status,
-            LOCKGATE_AWAITING: self._run.gate.role if self._run.gate is not None else None,
-        }
-        updates: list[SearchAttributeUpdate[Any]] = []
-        for key, value in wanted.items():
-            if current.get(key) == value:
-                continue
-            updates.append(key.value_set(value) if value is not None else key.value_unset())
-        if updates:
-            workflow.upsert_search_attributes(updates)
-
-    def _details(self) -> str:
-        """What the run is doing, in the Temporal UI's words (Markdown)."""
-        graph = f"**{self._graph.name}** v{self._graph.version}"
-        gate = self._run.gate
-        if self._status == "waiting" and gate is not None:
-            options = ", ".join(
-                f"`{choice.option}`" + (" (ends the run)" if choice.ends_run else "")
-                for choice in gate.choices
-            )
-            policy = gate.policy
-            if gate.due_at is not None:
-                options += f" Its deadline passes at {gate.due_at}."
-            if not policy.single:
-                options += (
-                    f" It needs {policy.approvals} matching answers ({policy.name}); "
-                    f"{len(gate.answers)} given so far."
-                )
-            return (
-                f"{graph} waits for **{a_role(gate.role)}** at gate `{gate.gate}`: "
-                f"{gate.because} Options: {options}. Answer with `lockgate decide "
-                f"{self._run_id} OPTION --as YOU`."
-            )
-        if self._status == "parked" and self._parked is not None:
-            return (
-                f"{graph} is parked at node `{self._parked.node}` ({self._parked.operation}): "
-                f"`lockgate resume {self._run_id} --as SOMEONE` carries it on."
-            )
-        if self._status == "refused" and self._refusal is not None:
-            return f"{graph}: refused [{self._refusal.code}] {self._refusal.sentence}"
-        if self._status == "finished":
-            return f"{graph} finished."
-        if self._status == "cancelled" and self._canceller is not None:
-            return f"{graph} was cancelled by {self._canceller.actor}."
-        if self._status == "starting":
-            return (
-                f"{graph} waits for its signed start proof (`lockgate sign start {self._run_id}`)."
-            )
-        return f"{graph} is running (at `{self._run.state}`, driven by {self._run.driver.actor})."
-
-    def _sync_memo(self) -> None:
-        """Overwrites any lockgate memo the starter wrote: only the run says what it waits for,
-        and on which version of its graph it runs."""
-        wanted: dict[str, Any] = {
-            "lockgate_gate": self._gate_memo() if self._run.gate is not None else None,
-            "lockgate_parked": self._parked.to_dict() if self._parked is not None else None,
-            VERSION_MEMO: self._graph.version,
-        }
-        stale: dict[str, Any] = {}
-        for key, value in wanted.items():
-            written = workflow.memo_value(key, default=None)
-            # The gate and park are written as they open and close; only their presence is
-            # checked here (a forged one goes). The version is the run's own, always.
-            differs = (
-                written != value if key == VERSION_MEMO else (written is None) != (value is None)
-            )
-            if differs:
-                stale[key] = value
-        if stale:
-            workflow.upsert_memo(stale)
 
     def _record_refused_signal(self, name: str, judged: Judgement) -> None:
         """One trail row per refused signal, up to a bound; beyond it they are only counted
@@ -562,7 +445,11 @@ class GraphRun:
                     accepted.choice, accepted.actor, accepted.evidence, accepted.waiver
                 )
                 return
-        elif accepted.kind == "resume" and self._parked is not None and self._resumer is None:
+        elif (
+            accepted.kind == "resume"
+            and self._standing.parked is not None
+            and self._resumer is None
+        ):
             self._resumer = accepted.actor
             return
         self._refuse_late_signal(accepted)
@@ -575,7 +462,7 @@ class GraphRun:
     def _restore(self, carried: RunState) -> None:
         self._use_state(dataclasses.replace(carried, inbox=[]))
         if self._run.gate is not None:
-            self._status = "waiting"
+            self._standing.status = "waiting"
         self._refused_signals_kept = sum(
             1 for row in carried.trail if str(row.get("operation", "")).startswith("signal:")
         )
@@ -630,9 +517,11 @@ class GraphRun:
             graph=self._graph.name,
             run=self._run_id,
             execution=self._execution,
-            status=self._status,
+            status=self._standing.status,
             gate=self._run.gate.to_dict() if self._run.gate and self._answer is None else None,
-            parked=self._parked.to_dict() if self._parked and self._resumer is None else None,
+            parked=self._standing.parked.to_dict()
+            if self._standing.parked and self._resumer is None
+            else None,
             spent_nonces=list(self._run.spent),
             version=self._graph.version,
         )
@@ -744,11 +633,11 @@ class GraphRun:
                 f"Run '{self._run_id}' was started by lockgate itself (a run it continued, or a "
                 "sub-graph its parent started): it takes no start proof.",
             )
-        if self._refusal is not None:
+        if self._standing.refusal is not None:
             return Judgement.refuse(
                 ErrorCode.GATE_NOT_PENDING,
                 f"Run '{self._run_id}' was refused at its start, so nothing runs for any proof: "
-                f"{self._refusal.sentence}",
+                f"{self._standing.refusal.sentence}",
             )
         if self._begun or self._start_actor is not None:
             who = (self._start_actor or self._run.requester).actor
@@ -839,7 +728,7 @@ class GraphRun:
         """Records a resume the validator accepted, then returns once the run settles."""
         await workflow.wait_condition(lambda: self._carry != "pending")
         proof = Proof.parse(args[0])
-        parked = self._parked
+        parked = self._standing.parked
         if (
             parked is None
             or self._resumer is not None
@@ -869,8 +758,8 @@ class GraphRun:
                 graph=self._graph.name,
                 run=self._run_id,
                 execution=self._execution,
-                status=self._status,
-                parked=self._parked if self._resumer is None else None,
+                status=self._standing.status,
+                parked=self._standing.parked if self._resumer is None else None,
                 spent_nonces=self._run.spent,
             ),
         )
@@ -879,7 +768,7 @@ class GraphRun:
                 authority,
                 "run.resume",
                 judgement,
-                node=self._parked.node if self._parked else None,
+                node=self._standing.parked.node if self._standing.parked else None,
             )
 
     @workflow.update(
@@ -894,7 +783,7 @@ class GraphRun:
         gate or park it waits at, or once the node it runs now returns)."""
         await workflow.wait_condition(lambda: self._carry != "pending")
         proof = Proof.parse(args[0])
-        if self._canceller is not None or self._status in ("finished", "refused", "cancelled"):
+        if self._standing.canceller is not None or self._standing.ended:
             # Another cancel got in first, or the run ended, after this one was validated.
             raise Refusal(
                 ErrorCode.NOTHING_TO_CANCEL.value,
@@ -912,7 +801,7 @@ class GraphRun:
             run=self._run_id,
             reason=self._cancel_reason,
         )
-        self._canceller = actor
+        self._standing.canceller = actor
         return await self._after_settling(self._run.settles)
 
     @cancel.validator
@@ -928,7 +817,9 @@ class GraphRun:
                 graph=self._graph.name,
                 run=self._run_id,
                 execution=self._execution,
-                status="cancelled" if self._canceller is not None else self._status,
+                status="cancelled"
+                if self._standing.canceller is not None
+                else self._standing.status,
                 requester=self._run.requester,
                 spent_nonces=self._run.spent,
             ),
@@ -1050,13 +941,11 @@ class GraphRun:
         callers."""
         await workflow.wait_condition(
             lambda: (
-                self._run.settles > after
-                or self._status in ("finished", "refused", "cancelled")
-                or (released and self._releasing)
+                self._run.settles > after or self._standing.ended or (released and self._releasing)
             )
         )
         view = self._view()
-        if self._run.settles <= after and self._status not in ("finished", "refused", "cancelled"):
+        if self._run.settles <= after and not self._standing.ended:
             # Not settled: the caller asks again (on the next history) with `after` = settles.
             view["moving_to_new_history"] = True
         return view
@@ -1078,10 +967,12 @@ class GraphRun:
             "graph": self._graph.name,
             "run_id": self._run_id,
             "execution": self._execution,
-            "status": self._status,
+            "status": self._standing.status,
             # Nothing of a carried state is reported before its seal has been opened.
             "gate": self._gate_view() if self._answerable() else None,
-            "parked": self._parked.to_dict() if self._parked and self._carry != "pending" else None,
+            "parked": self._standing.parked.to_dict()
+            if self._standing.parked and self._carry != "pending"
+            else None,
         }
 
     # Waiting for an answer or a resume, and continuing as new when it is due.
@@ -1104,7 +995,11 @@ class GraphRun:
             self._releasing = False
         if not workflow.all_handlers_finished():
             return
-        if self._answer is not None or self._resumer is not None or self._canceller is not None:
+        if (
+            self._answer is not None
+            or self._resumer is not None
+            or self._standing.canceller is not None
+        ):
             return
         self._bound_inbox_to_carry()
         workflow.continue_as_new(
@@ -1129,10 +1024,10 @@ class GraphRun:
                 or bool(self._inbox)
                 or self._deadline_passed
                 or workflow.info().is_continue_as_new_suggested()
-                or self._canceller is not None
+                or self._standing.canceller is not None
             )
         )
-        if self._canceller is not None:
+        if self._standing.canceller is not None:
             raise CancelAccepted
         if answered():
             return
@@ -1145,7 +1040,7 @@ class GraphRun:
                         answered()
                         or bool(self._inbox)
                         or workflow.all_handlers_finished()
-                        or self._canceller is not None
+                        or self._standing.canceller is not None
                     )
                 )
                 return
@@ -1188,7 +1083,7 @@ class GraphRun:
             if decided is not None:
                 break
             # A partial approval: the gate stays open, showing who has answered so far.
-            workflow.upsert_memo({"lockgate_gate": self._gate_memo(keep_opened_at=True)})
+            self._visibility.show_gate_answers()
             self._settled()
         self._stop_deadline_timer()
         assert self._run.gate is not None
@@ -1200,10 +1095,10 @@ class GraphRun:
         self._run.driver = actor
         # The next gate reviews the work done from here on: its makers are who drive it.
         self._run.makers = []
-        self._status = "running"
-        workflow.upsert_memo({"lockgate_gate": None})
+        self._standing.status = "running"
+        self._visibility.show_gate_closed()
         self._run.state = self._take(state, decided)
-        self._settle_attributes_moving_on(self._run.state)
+        self._visibility.show_moved_on(self._run.state, protocol=self._protocol)
 
     async def _deadline_passes(self, state: str) -> str | None:
         """The open gate's deadline passed undecided: the option it takes, or None once it has
@@ -1262,7 +1157,7 @@ class GraphRun:
                     node.needs if node is not None else (),
                 )
             )
-        target = self._target()
+        target = self._visibility.target()
         declared = OpenGate(
             graph=graph.name,
             run=self._run_id,
@@ -1282,11 +1177,11 @@ class GraphRun:
             parent=self._run.parent,
         )
         self._run.gate = opened(declared, workflow.now(), escalated_from)
-        self._status = "waiting"
+        self._standing.status = "waiting"
         self._gate_opened_at = workflow.now()
         self._record("gate.open", gate=self._run.gate.gate, role=self._run.gate.role)
-        self._upsert_search_attributes()
-        workflow.upsert_memo({"lockgate_gate": self._gate_memo()})
+        self._visibility.upsert_search_attributes()
+        self._visibility.show_gate_opened()
         self._settled()
 
     async def _await_answer(self) -> GivenAnswer | None:
@@ -1308,11 +1203,10 @@ class GraphRun:
         # The first run id names this execution across continue-as-new and resets; a new
         # execution under the same workflow id gets a new one.
         self._execution = info.first_execution_run_id
-        self._refusal = None
+        self._standing = RunStanding(status="running")
         self._inbox = []
         self._answer = None
         self._resumer = None
-        self._canceller = None
         self._cancel_reason = None
         self._waiting_settles = 0
         self._deadline_timer = None
@@ -1357,9 +1251,9 @@ class GraphRun:
                 "start (`lockgate start ... --as YOU`): four eyes need to know who asked for "
                 "the work. A graph may declare @graph(..., allow_unsigned_start=True).",
             )
-        self._refusal = problem
+        self._standing.refusal = problem
         if problem is None and start.signed:
-            self._status = "starting"
+            self._standing.status = "starting"
 
     def _choose_version(self, start: StartGraphInput) -> tuple[int, PayloadProblem | None]:
         versions = type(self).graphs
@@ -1402,27 +1296,27 @@ class GraphRun:
     async def _interpret(self) -> dict[str, Any]:
         if self._carry == "pending":
             await self._open_carried()
-        elif self._refusal is None:
+        elif self._standing.refusal is None:
             await self._take_starter()
-            if self._refusal is None:
+            if self._standing.refusal is None:
                 await self._open_start()
         self._begun = True
-        if self._refusal is not None:
-            self._status = "refused"
+        if self._standing.refusal is not None:
+            self._standing.status = "refused"
             self._settled()
             if workflow.memo_value(VERSION_MEMO, default=None) is not None:
                 # A version the starter claimed is put right even on a refused run. (Runs whose
                 # starter claimed none write nothing here, as they always have: replay holds.)
-                self._sync_memo()
+                self._visibility.sync_memo()
             shown = await self._finish()
             if refusals_complete(self._protocol, REFUSALS_COMPLETE):
                 return shown
-            raise refused_run(self._refusal.code, self._refusal.sentence, shown)
-        self._sync_memo()
-        self._upsert_search_attributes()
+            raise refused_run(self._standing.refusal.code, self._standing.refusal.sentence, shown)
+        self._visibility.sync_memo()
+        self._visibility.upsert_search_attributes()
         try:
             while self._run.state != END_STATE:
-                if self._canceller is not None:
+                if self._standing.canceller is not None:
                     # Accepted while a node ran: the run stops before its next step.
                     raise CancelAccepted
                 await self._continue_as_new_if_due()
@@ -1437,26 +1331,20 @@ class GraphRun:
     async def _end_cancelled(self) -> dict[str, Any]:
         """Ends the run its requester cancelled, where it stood: a trail row says who and why,
         its gate or park is closed, and its status is ``cancelled``."""
-        actor = self._canceller
+        actor = self._standing.canceller
         assert actor is not None
         self._stop_deadline_timer()
         row = trail_row(self._run.state, "cancel", "cancelled", actor)
         if self._cancel_reason is not None:
             row["why"] = self._cancel_reason
         self._run.trail.append(row)
-        stale = {
-            key: None
-            for key, value in (("lockgate_gate", self._run.gate), ("lockgate_parked", self._parked))
-            if value is not None
-        }
+        self._visibility.show_cancelled()
         self._run.gate = None
-        self._parked = None
+        self._standing.parked = None
         self._answer = None
         self._resumer = None
-        self._status = "cancelled"
+        self._standing.status = "cancelled"
         self._run.state = END_STATE
-        if stale:
-            workflow.upsert_memo(stale)
         self._settled()
         return await self._finish()
 
@@ -1473,13 +1361,13 @@ class GraphRun:
         if self._start_actor is not None:
             self._run.requester = self._run.driver = self._start_actor
         elif missing is not None:
-            self._refusal = PayloadProblem(
+            self._standing.refusal = PayloadProblem(
                 ErrorCode.UNAUTHORIZED.value,
                 f"Run '{self._run_id}' was started as signed and holds no start proof, so "
                 f"nothing ran: {missing}. (`lockgate sign start {self._run_id} --as YOU` "
                 "prints one for this execution.)",
             )
-        self._status = "running"
+        self._standing.status = "running"
 
     async def _open_carried(self) -> None:
         info = workflow.info()
@@ -1522,7 +1410,7 @@ class GraphRun:
         del self._inbox[: self._carried_signals]
         self._carry = "refused"
         code = str(verdict.get("code") or ErrorCode.UNAUTHORIZED.value)
-        self._refusal = PayloadProblem(code, str(verdict["reason"]))
+        self._standing.refusal = PayloadProblem(code, str(verdict["reason"]))
 
     async def _open_start(self) -> None:
         """Checks the starting channels and the start proof on the worker (a local activity, so
@@ -1551,7 +1439,7 @@ class GraphRun:
         if "protocol" in opened:
             self._protocol = int(opened["protocol"])
         if opened["channels"] is None:
-            self._refusal = PayloadProblem(str(opened["code"]), str(opened["reason"]))
+            self._standing.refusal = PayloadProblem(str(opened["code"]), str(opened["reason"]))
             return
         self._run.channels = opened["channels"]
         self._local_tools = recorded_local_tools(opened)
@@ -1699,7 +1587,7 @@ class GraphRun:
         self, node: CompiledNode, outcome: Outcome, why: str, needs: Sequence[str]
     ) -> None:
         self._run.parkings += 1
-        self._parked = ParkedNode(
+        self._standing.parked = ParkedNode(
             self._graph.name, self._run_id, node.state, node.tool, tuple(needs), self._run.parkings
         )
         row = trail_row(
@@ -1711,34 +1599,28 @@ class GraphRun:
             why=node_refusal_sentence(node.state, node.tool, why),
         )
         self._run.trail.append(row)
-        self._status = "parked"
+        self._standing.status = "parked"
         self._record("node.park", node=node.state, operation=node.tool, parked_because=outcome)
-        self._upsert_search_attributes()
-        workflow.upsert_memo({"lockgate_parked": self._parked.to_dict() | {"why": row["why"]}})
+        self._visibility.upsert_search_attributes()
+        self._visibility.show_parked(row["why"])
         self._settled()
         while self._resumer is None:
             await self._while_waiting()
         actor, self._resumer = self._resumer, None
         self._run.trail.append(trail_row(node.state, node.tool, "resumed", actor))
         self._run.driver = actor
-        self._parked = None
-        self._status = "running"
-        workflow.upsert_memo({"lockgate_parked": None})
-        self._settle_attributes_moving_on(node.state)
+        self._standing.parked = None
+        self._standing.status = "running"
+        self._visibility.show_resumed()
+        self._visibility.show_moved_on(node.state, protocol=self._protocol)
 
     async def _finish(self) -> dict[str, Any]:
-        ended_early = self._status in ("refused", "cancelled")
+        ended_early = self._standing.status in ("refused", "cancelled")
         if not ended_early:
-            self._status = "finished"
+            self._standing.status = "finished"
             self._run.state = END_STATE
             self._settled()
-        if ended_early or not self._quiet_attributes():
-            # A refused or cancelled run says so in its search attributes: it completed.
-            self._upsert_search_attributes()
-        else:
-            # The run's search attributes stay as it last wrote them: the server's
-            # ExecutionStatus says it closed (one billed upsert fewer per run).
-            self._show_details()
+        self._visibility.show_ended(protocol=self._protocol)
         while True:
             while self._inbox:
                 await self._judge_inbox()

@@ -1,0 +1,246 @@
+"""What Temporal's visibility shows of a graph run: its search attributes, memo and details.
+
+Search attributes name the run's graph, its status and the role its open gate waits for, so
+that ``pending`` and the inbox find it across runs; the memo shows the open gate (as its
+approvers are shown it) or the node the run is parked at, and the graph version the run follows;
+the current details say, in the Temporal UI, what the run is doing. The run writes each as it
+changes, and only what changed: every search attribute upsert is billed. What the run shows
+holds nothing of what anyone holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeUpdate
+
+from lockgate.activities._activity_inputs import SETTLING_PROTOCOL
+from lockgate.gates._gate_engine import gate_memo
+from lockgate.gates._gates import ParkedNode
+from lockgate.gates._limits import PayloadProblem
+from lockgate.graphs._compiled import CompiledGraph
+from lockgate.identity._actors import Actor
+from lockgate.identity._quoting import a_role
+from lockgate.workflows._carry import RunState
+from lockgate.workflows._search_attributes import (
+    LOCKGATE_AWAITING,
+    LOCKGATE_GRAPH,
+    LOCKGATE_STATE,
+)
+
+__all__ = ["VERSION_MEMO", "RunStanding", "RunVisibility", "quiet_attributes"]
+
+
+VERSION_MEMO = "lockgate_version"
+
+
+"""The memo key of the graph version a run follows (the run writes it unless its starter did)."""
+
+
+_GATE_MEMO = "lockgate_gate"
+_PARKED_MEMO = "lockgate_parked"
+
+
+@dataclass
+class RunStanding:
+    """Where a graph run stands, beyond its state: what it is not carried across continue-as-new,
+    as the run shows it.
+
+    Attributes:
+        status: ``starting``, ``running``, ``waiting`` (at a gate), ``parked``, ``finished``,
+            ``refused`` or ``cancelled``.
+        parked: The node the run is parked at, if it is.
+        refusal: Why the run was refused, if it was.
+        canceller: Who cancelled the run, once their cancel was accepted.
+    """
+
+    status: str
+    parked: ParkedNode | None = None
+    refusal: PayloadProblem | None = None
+    canceller: Actor | None = None
+
+    @property
+    def ended(self) -> bool:
+        """Whether the run has ended: finished, refused or cancelled."""
+        return self.status in ("finished", "refused", "cancelled")
+
+
+class RunVisibility:
+    """Writes what Temporal's visibility shows of a graph run, from its state and standing.
+
+    Args:
+        run: The run's state (its open gate, where it is, who drives it, its channels).
+        standing: Where the run stands (its status, park, refusal, canceller).
+        graph: The run's compiled graph (its name, version and target).
+        run_id: The run's workflow id, as the details' commands name it.
+    """
+
+    def __init__(
+        self, run: RunState, standing: RunStanding, *, graph: CompiledGraph, run_id: str
+    ) -> None:
+        self._run = run
+        self._standing = standing
+        self._graph = graph
+        self._run_id = run_id
+
+    def target(self) -> dict[str, Any] | None:
+        """The channel the graph declares as its target, with its value: the work a gate
+        reviews (None for a graph that declares none)."""
+        target = self._graph.target
+        return {target: self._run.channels.get(target)} if target else None
+
+    def gate_memo(self, *, keep_opened_at: bool = False) -> dict[str, Any]:
+        """The open gate as its memo shows it (see :func:`gate_memo`)."""
+        assert self._run.gate is not None
+        written = workflow.memo_value(_GATE_MEMO, default=None) if keep_opened_at else None
+        shows = {"target": self.target(), "version": self._graph.version}
+        return gate_memo(self._run.gate, shows, written, workflow.now())
+
+    def show_gate_opened(self) -> None:
+        """Writes the gate that opened to the memo."""
+        workflow.upsert_memo({_GATE_MEMO: self.gate_memo()})
+
+    def show_gate_answers(self) -> None:
+        """Writes the open gate again, with the answers counted so far (it stays open)."""
+        workflow.upsert_memo({_GATE_MEMO: self.gate_memo(keep_opened_at=True)})
+
+    def show_gate_closed(self) -> None:
+        """Takes the gate, decided, out of the memo."""
+        workflow.upsert_memo({_GATE_MEMO: None})
+
+    def show_parked(self, why: str) -> None:
+        """Writes the node the run parked at, and why, to the memo."""
+        assert self._standing.parked is not None
+        workflow.upsert_memo({_PARKED_MEMO: self._standing.parked.to_dict() | {"why": why}})
+
+    def show_resumed(self) -> None:
+        """Takes the park, resumed, out of the memo."""
+        workflow.upsert_memo({_PARKED_MEMO: None})
+
+    def show_cancelled(self) -> None:
+        """Takes the gate or park the run was cancelled at out of the memo (before the run
+        closes them)."""
+        stale = {
+            key: None
+            for key, value in ((_GATE_MEMO, self._run.gate), (_PARKED_MEMO, self._standing.parked))
+            if value is not None
+        }
+        if stale:
+            workflow.upsert_memo(stale)
+
+    def sync_memo(self) -> None:
+        """Overwrites any lockgate memo the starter wrote: only the run says what it waits for,
+        and on which version of its graph it runs."""
+        parked = self._standing.parked
+        wanted: dict[str, Any] = {
+            _GATE_MEMO: self.gate_memo() if self._run.gate is not None else None,
+            _PARKED_MEMO: parked.to_dict() if parked is not None else None,
+            VERSION_MEMO: self._graph.version,
+        }
+        stale: dict[str, Any] = {}
+        for key, value in wanted.items():
+            written = workflow.memo_value(key, default=None)
+            # The gate and park are written as they open and close; only their presence is
+            # checked here (a forged one goes). The version is the run's own, always.
+            differs = (
+                written != value if key == VERSION_MEMO else (written is None) != (value is None)
+            )
+            if differs:
+                stale[key] = value
+        if stale:
+            workflow.upsert_memo(stale)
+
+    def upsert_search_attributes(self) -> None:
+        """Brings the run's search attributes up to date, writing only what changed, and tells
+        the Temporal UI what the run waits for (its current details)."""
+        self.show_details()
+        current = workflow.info().typed_search_attributes
+        wanted = {
+            LOCKGATE_GRAPH: self._graph.name,
+            LOCKGATE_STATE: self._standing.status,
+            LOCKGATE_AWAITING: self._run.gate.role if self._run.gate is not None else None,
+        }
+        updates: list[SearchAttributeUpdate[Any]] = []
+        for key, value in wanted.items():
+            if current.get(key) == value:
+                continue
+            updates.append(key.value_set(value) if value is not None else key.value_unset())
+        if updates:
+            workflow.upsert_search_attributes(updates)
+
+    def show_moved_on(self, state: str, *, protocol: int | None) -> None:
+        """After an answer or a resume sends the run on to ``state``: its search attributes
+        still name the gate or park just left. They are put right only if the run may still open
+        a gate from there; a run that will only run nodes and end leaves them (its memo says no
+        gate is open, which ``pending`` reads; ExecutionStatus says when it has ended), one
+        billed upsert fewer. ``protocol`` is the one the run's start check recorded (see
+        :func:`quiet_attributes`)."""
+        if not quiet_attributes(protocol) or self._graph.may_open_a_gate_from(state):
+            self.upsert_search_attributes()
+        else:
+            self.show_details()
+
+    def show_ended(self, *, protocol: int | None) -> None:
+        """The run has ended. A refused or cancelled run says so in its search attributes (it
+        completed); a finished one leaves them as it last wrote them, where ``protocol`` allows
+        (see :func:`quiet_attributes`): the server's ExecutionStatus says it closed (one billed
+        upsert fewer per run)."""
+        if self._standing.status in ("refused", "cancelled") or not quiet_attributes(protocol):
+            self.upsert_search_attributes()
+        else:
+            self.show_details()
+
+    def show_details(self) -> None:
+        """Tells the Temporal UI what the run is doing (its current details; no write)."""
+        workflow.set_current_details(self.details())
+
+    def details(self) -> str:
+        """What the run is doing, in the Temporal UI's words (Markdown)."""
+        graph = f"**{self._graph.name}** v{self._graph.version}"
+        gate = self._run.gate
+        standing = self._standing
+        if standing.status == "waiting" and gate is not None:
+            options = ", ".join(
+                f"`{choice.option}`" + (" (ends the run)" if choice.ends_run else "")
+                for choice in gate.choices
+            )
+            policy = gate.policy
+            if gate.due_at is not None:
+                options += f" Its deadline passes at {gate.due_at}."
+            if not policy.single:
+                options += (
+                    f" It needs {policy.approvals} matching answers ({policy.name}); "
+                    f"{len(gate.answers)} given so far."
+                )
+            return (
+                f"{graph} waits for **{a_role(gate.role)}** at gate `{gate.gate}`: "
+                f"{gate.because} Options: {options}. Answer with `lockgate decide "
+                f"{self._run_id} OPTION --as YOU`."
+            )
+        if standing.status == "parked" and standing.parked is not None:
+            return (
+                f"{graph} is parked at node `{standing.parked.node}` "
+                f"({standing.parked.operation}): `lockgate resume {self._run_id} --as SOMEONE` "
+                "carries it on."
+            )
+        if standing.status == "refused" and standing.refusal is not None:
+            return f"{graph}: refused [{standing.refusal.code}] {standing.refusal.sentence}"
+        if standing.status == "finished":
+            return f"{graph} finished."
+        if standing.status == "cancelled" and standing.canceller is not None:
+            return f"{graph} was cancelled by {standing.canceller.actor}."
+        if standing.status == "starting":
+            return (
+                f"{graph} waits for its signed start proof (`lockgate sign start {self._run_id}`)."
+            )
+        return f"{graph} is running (at `{self._run.state}`, driven by {self._run.driver.actor})."
+
+
+def quiet_attributes(protocol: int | None) -> bool:
+    """Whether a run writes its search attributes only when it settles (a gate opens, a node
+    parks), as runs recorded from :data:`SETTLING_PROTOCOL` on do; runs recorded before also
+    wrote them when an answer or resume moved them on and when they finished. ``protocol`` is
+    the one the run's start check recorded (None until one ran)."""
+    return (protocol or 1) >= SETTLING_PROTOCOL
