@@ -28,6 +28,7 @@ __all__ = [
     "ShowInput",
     "StartGraphInput",
     "channel_ok",
+    "invalid",
     "one_answer",
     "parse_start",
     "settle_input",
@@ -100,14 +101,14 @@ def channel_ok(channel: object) -> bool:
 def parse_start(starts: Sequence[Any]) -> tuple[StartGraphInput, PayloadProblem | None]:
     """Reads a run's start payloads into a :class:`StartGraphInput`, or says what is wrong."""
     if len(starts) != 1:
-        return StartGraphInput(), _invalid(
+        return StartGraphInput(), invalid(
             f"A run starts with one input, {{inputs, signed?, channel?}}; it got {len(starts)}."
         )
     raw = starts[0]
     if raw is None:
         return StartGraphInput(), None
     if not isinstance(raw, dict):
-        return StartGraphInput(), _invalid(
+        return StartGraphInput(), invalid(
             "A run starts with an object {inputs, signed?, channel?, version?}, not "
             f"{type(raw).__name__}."
         )
@@ -118,30 +119,30 @@ def parse_start(starts: Sequence[Any]) -> tuple[StartGraphInput, PayloadProblem 
     unknown = sorted(str(key) for key in set(raw) - set(_START_KEYS))
     if unknown:
         shown = ", ".join(name[:40] for name in unknown[:5])
-        return StartGraphInput(), _invalid(
+        return StartGraphInput(), invalid(
             f"The start input has unknown keys ({shown}): a run starts with "
             "{inputs, signed?, channel?, version?}. Put channel values under 'inputs'."
         )
     inputs, proof, channel = raw.get("inputs", {}), raw.get("proof"), raw.get("channel")
     version, carried = raw.get("version"), raw.get("carried")
     if not isinstance(inputs, dict):
-        return StartGraphInput(), _invalid("'inputs' must be an object of starting channel values.")
+        return StartGraphInput(), invalid("'inputs' must be an object of starting channel values.")
     if channel is not None and not channel_ok(channel):
-        return StartGraphInput(), _invalid(
+        return StartGraphInput(), invalid(
             "'channel' must be a short name like 'temporal' or 'cli'."
         )
     if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
-        return StartGraphInput(), _invalid("'version' must be a whole number.")
+        return StartGraphInput(), invalid("'version' must be a whole number.")
     signed = raw.get("signed", False)
     if not isinstance(signed, bool):
-        return StartGraphInput(), _invalid(
+        return StartGraphInput(), invalid(
             "'signed' is true when a signed `start` update follows the start, else false."
         )
     if carried is not None and not isinstance(carried, dict):
-        return StartGraphInput(), _invalid("'carried' is lockgate's own: leave it out.")
+        return StartGraphInput(), invalid("'carried' is lockgate's own: leave it out.")
     handed = raw.get("handed")
     if handed is not None and (not isinstance(handed, dict) or carried is not None):
-        return StartGraphInput(), _invalid("'handed' is lockgate's own: leave it out.")
+        return StartGraphInput(), invalid("'handed' is lockgate's own: leave it out.")
     return (
         StartGraphInput(inputs, proof, channel or "temporal", version, carried, handed, signed),
         None,
@@ -151,7 +152,7 @@ def parse_start(starts: Sequence[Any]) -> tuple[StartGraphInput, PayloadProblem 
 def one_answer(args: Sequence[Any], update: str) -> tuple[Any, PayloadProblem | None]:
     """The one payload an answer update (``decide``, ``resume``) takes, measured."""
     if len(args) != 1:
-        return None, _invalid(
+        return None, invalid(
             f"`{update}` takes one payload, the signed proof that `lockgate sign {update}` prints; "
             f"it got {len(args)}."
         )
@@ -168,7 +169,7 @@ def start_proof(args: Sequence[Any]) -> tuple[Any, bool, PayloadProblem | None]:
     if problem is not None or not isinstance(value, dict) or set(value) != {"proof", "settle"}:
         return value, True, problem
     if not isinstance(value["settle"], bool):
-        return value, True, _invalid("'settle' is true (wait for the run to settle) or false.")
+        return value, True, invalid("'settle' is true (wait for the run to settle) or false.")
     return value["proof"], value["settle"], None
 
 
@@ -178,17 +179,17 @@ def settle_input(args: Sequence[Any]) -> tuple[SettleInput, PayloadProblem | Non
     if not args:
         return SettleInput(), None
     if len(args) != 1:
-        return SettleInput(), _invalid(expected)
+        return SettleInput(), invalid(expected)
     value = args[0]
     if value is None:
         return SettleInput(), None
     if isinstance(value, SettleInput):
         return value, None
     if not isinstance(value, dict) or set(value) - {"after"}:
-        return SettleInput(), _invalid(expected)
+        return SettleInput(), invalid(expected)
     after = value.get("after", 0)
     if not isinstance(after, int) or isinstance(after, bool):
-        return SettleInput(), _invalid(expected)
+        return SettleInput(), invalid(expected)
     return SettleInput(after), None
 
 
@@ -212,5 +213,6 @@ def show_input(args: Sequence[Any]) -> ShowInput:
     return ShowInput(start, limit)
 
 
-def _invalid(sentence: str) -> PayloadProblem:
+def invalid(sentence: str) -> PayloadProblem:
+    """A ``VALIDATION_ERROR`` problem."""
     return PayloadProblem(ErrorCode.VALIDATION_ERROR.value, sentence)

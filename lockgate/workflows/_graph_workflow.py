@@ -3,9 +3,10 @@
 A graph run is one concept, so it is one class, :class:`GraphRun`, read top to bottom in the
 order below: its state, the signals and updates it takes, how it waits, its gates (their rules are
 the shared gate engine's, :mod:`lockgate.gates._gate_engine`), and the interpreter that starts,
-runs nodes, parks and finishes. It hands to parts that work on its state its agent steps
-(:mod:`._graph_agent_steps`), its sub-graph nodes (:mod:`._graph_subgraphs`) and what Temporal's
-visibility shows of it (:mod:`._graph_visibility`).
+runs nodes, parks and finishes. It hands to parts that work on its state the signals it
+receives (:mod:`._graph_signals`), its agent steps (:mod:`._graph_agent_steps`), its sub-graph
+nodes (:mod:`._graph_subgraphs`) and what Temporal's visibility shows of it
+(:mod:`._graph_visibility`).
 
 History is the run's log. Node runs are activities (each tool's own, through its pipeline, as
 whoever drives the run, under the worker secret's seal; local activities for tools declared
@@ -21,14 +22,6 @@ A graph run's state, and how it is shown and handed to the next run.
 
 The interpreter changes this state; its answers and signals read it. All of it is rebuilt by
 replay and stored nowhere else; what it shows holds nothing of what anyone holds.
-
-Signals: how a run takes answers and resumes from the `temporal` CLI and the Temporal UI.
-
-A signal cannot be refused before it is written (unlike an update), so every signal is measured
-on arrival, kept in an inbox, judged on a worker by the same rules as the update validators (a
-regular activity, in arrival order), and recorded: an accepted one moves the run on, a refused
-one becomes a trail row, and past a bound only a count. Nothing a stranger signals is dropped
-unrecorded, fails the run's task, or keeps it from moving on.
 
 Updates and queries: proving who started a run, answering a gate, resuming a parked run,
 cancelling a run, waiting for a run to settle, reading it.
@@ -55,7 +48,6 @@ import asyncio
 import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, NoReturn
 
@@ -65,10 +57,8 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from lockgate.activities._activity_inputs import (
-    JUDGE_SIGNALS,
     OPEN_START,
     VERIFY_CARRIED,
-    JudgeSignalsInput,
     OpenStartInput,
     SignalEntry,
     ToolActivityInput,
@@ -100,12 +90,9 @@ from lockgate.gates._judgements import (
     judge_start,
 )
 from lockgate.gates._limits import (
-    MAX_ANSWER_BYTES,
-    MAX_REFUSED_SIGNALS_KEPT,
     MAX_WAITING_SETTLES,
     TRAIL_PAGE,
     PayloadProblem,
-    measure,
     shorten,
 )
 from lockgate.gates._trail import Outcome, trail_row
@@ -118,8 +105,6 @@ from lockgate.tools._result import ErrorCode
 from lockgate.tools._tool import ToolDefinition
 from lockgate.workflows import _generated
 from lockgate.workflows._activity_options import (
-    LOCAL_RETRY,
-    LOCAL_TIMEOUT,
     execute_defined,
     local,
     local_tool_names,
@@ -145,58 +130,29 @@ from lockgate.workflows._graph_agent_steps import AgentStepRunner
 from lockgate.workflows._graph_inputs import (
     StartGraphInput,
     channel_ok,
+    invalid,
     one_answer,
     parse_start,
     settle_input,
     show_input,
     start_proof,
 )
+from lockgate.workflows._graph_signals import Accepted, SignalInbox
 from lockgate.workflows._graph_subgraphs import SubgraphRunner
 from lockgate.workflows._graph_visibility import VERSION_MEMO, RunStanding, RunVisibility
 from lockgate.workflows._signed_starts import await_signed_start
 
 __all__ = [
     "VERSION_MEMO",
-    "Accepted",
     "CancelAccepted",
     "GraphRun",
     "graph_workflow",
-    "invalid",
 ]
-
-
-_SHOWN_REASON_CHARS = 600
-
-
-@dataclass(frozen=True)
-class Accepted:
-    """An answer or resume a signal carried, accepted by the judge."""
-
-    kind: str
-    actor: Actor
-    choice: str | None
-    evidence: Any = None
-    waiver: str | None = None
 
 
 class CancelAccepted(Exception):
     """Raised where a run waits (a gate, a park) once its requester's cancel was accepted; the
     interpreter catches it and ends the run as cancelled."""
-
-
-def invalid(sentence: str) -> PayloadProblem:
-    """A ``VALIDATION_ERROR`` problem."""
-    return PayloadProblem(ErrorCode.VALIDATION_ERROR.value, sentence)
-
-
-_JUDGED_AT_ONCE = 25
-
-
-_CARRIED_SIGNAL_BYTES = 512 * 1024
-
-
-def _problem_dict(problem: PayloadProblem) -> dict[str, str]:
-    return {"code": problem.code, "sentence": problem.sentence}
 
 
 def _refused_payload(problem: PayloadProblem | None) -> Judgement | None:
@@ -259,7 +215,6 @@ class GraphRun:
     # When the open gate opened (None for a gate a carried state brought): for time to answer.
     _gate_opened_at: datetime | None = None
     # Callers.
-    _inbox: list[SignalEntry]
     _answer: GivenAnswer | None
     _resumer: Actor | None
     # Who cancelled the run (once their `cancel` update was accepted), and why.
@@ -268,13 +223,13 @@ class GraphRun:
     _deadline_timer: asyncio.Future[None] | None  # the open gate's deadline, while it runs
     _deadline_passed: bool
     # The parts that work on the run's state (made with it: see _use_state).
+    _signals: SignalInbox
     _agent_steps: AgentStepRunner
     _subgraphs: SubgraphRunner
     _visibility: RunVisibility
     _releasing: bool
-    _refused_signals_kept: int
 
-    def _fresh_state(self, requester: Actor) -> None:
+    def _fresh_state(self, requester: Actor, signals: Sequence[SignalEntry] = ()) -> None:
         self._standing.status = "running"
         self._use_state(
             RunState(
@@ -290,12 +245,12 @@ class GraphRun:
                 parkings=0,
                 spent=[],
                 settles=0,
-            )
+            ),
+            signals=signals,
         )
         self._standing.parked = None
-        self._refused_signals_kept = 0
 
-    def _use_state(self, run: RunState) -> None:
+    def _use_state(self, run: RunState, *, signals: Sequence[SignalEntry]) -> None:
         """Makes ``run`` the run's state, with the parts that work on it.
 
         A run's state is replaced only as it starts: by the state it carried, or, once that is
@@ -309,6 +264,13 @@ class GraphRun:
             execution=self._execution,
             runs_local=self._runs_local,
             continue_as_new_if_due=self._continue_as_new_if_due,
+        )
+        self._signals = SignalInbox(
+            run,
+            graph=self._graph,
+            run_id=self._run_id,
+            execution=self._execution,
+            waiting=signals,
         )
         self._visibility = RunVisibility(
             run, self._standing, graph=self._graph, run_id=self._run_id
@@ -398,44 +360,6 @@ class GraphRun:
     def _settled(self) -> None:
         self._run.settles += 1
 
-    def _record_refused_signal(self, name: str, judged: Judgement) -> None:
-        """One trail row per refused signal, up to a bound; beyond it they are only counted
-        (each is in the worker's audit log), so strangers cannot bloat the run."""
-        if self._refused_signals_kept >= MAX_REFUSED_SIGNALS_KEPT:
-            self._run.refused_signals_dropped += 1
-            return
-        self._refused_signals_kept += 1
-        # A signal without a valid proof still came from someone: record them the way an
-        # unsigned Temporal caller is recorded everywhere else, so every row's `by` has one shape.
-        sender = judged.actor or Actor.unverified("temporal")
-        self._run.trail.append(
-            trail_row(
-                self._run.state,
-                f"signal:{name}",
-                "refused",
-                sender,
-                needs=list(judged.needs),
-                answer=shorten(judged.choice),
-                code=judged.code,
-                why=shorten(judged.reason or "", _SHOWN_REASON_CHARS),
-            )
-        )
-
-    def _refuse_late_signal(self, accepted: Accepted) -> None:
-        if accepted.actor.authorization in self._run.spent:
-            self._run.spent.remove(accepted.actor.authorization)
-        self._record_refused_signal(
-            accepted.kind,
-            Judgement.refuse(
-                ErrorCode.GATE_NOT_PENDING
-                if accepted.kind == "decide"
-                else ErrorCode.NOTHING_TO_RESUME,
-                f"Another {accepted.kind} was accepted while this one was judged.",
-                actor=accepted.actor,
-                choice=accepted.choice,
-            ),
-        )
-
     def _take_signalled(self, accepted: Accepted) -> None:
         """An answer or resume a signal carried, accepted by the judge: taken like an update's,
         unless an update got in while the signal was judged (it was promised, so it stands)."""
@@ -452,21 +376,20 @@ class GraphRun:
         ):
             self._resumer = accepted.actor
             return
-        self._refuse_late_signal(accepted)
+        self._signals.refuse_late(accepted)
 
     def _carried(self) -> dict[str, Any]:
-        """The run's state for its next history, with the signals not judged yet."""
-        inbox = [dataclasses.asdict(entry) for entry in self._inbox]
-        return dataclasses.replace(self._run, inbox=inbox).to_dict()
+        """The run's state for its next history, with the signals not judged yet (as many as
+        it carries)."""
+        return dataclasses.replace(self._run, inbox=self._signals.carry()).to_dict()
 
     def _restore(self, carried: RunState) -> None:
-        self._use_state(dataclasses.replace(carried, inbox=[]))
+        self._use_state(
+            dataclasses.replace(carried, inbox=[]),
+            signals=[SignalEntry(**entry) for entry in carried.inbox],
+        )
         if self._run.gate is not None:
             self._standing.status = "waiting"
-        self._refused_signals_kept = sum(
-            1 for row in carried.trail if str(row.get("operation", "")).startswith("signal:")
-        )
-        self._inbox = [SignalEntry(**entry) for entry in carried.inbox]
 
     # The signal handler and the judging of what signals brought.
 
@@ -475,105 +398,18 @@ class GraphRun:
         """Every signal: ``decide`` and ``resume`` are judged on the worker; others refused.
 
         Nothing is dropped: a payload too large, too deep or unreadable is still judged (and
-        refused, unread), so it is audited and counted in the trail.
+        refused, unread), so it is audited and counted in the trail (see :class:`SignalInbox`).
         """
-        entry = SignalEntry(name=name[:64])
-        if len(args) != 1:
-            entry.problem = _problem_dict(
-                invalid(f"A `{entry.name}` signal takes one payload; it got {len(args)}.")
-            )
-        elif args[0].payload.ByteSize() > MAX_ANSWER_BYTES:
-            entry.problem = _problem_dict(
-                PayloadProblem(
-                    ErrorCode.PAYLOAD_TOO_LARGE.value,
-                    f"The `{entry.name}` signal's payload is larger than "
-                    f"{MAX_ANSWER_BYTES // 1024} kB, the most a run takes; it was not read.",
-                )
-            )
-        else:
-            try:
-                entry.value = workflow.payload_converter().from_payload(args[0].payload)
-            except Exception:
-                entry.problem = _problem_dict(
-                    invalid(f"The `{entry.name}` signal's payload could not be read as JSON.")
-                )
-            else:
-                problem = measure(
-                    entry.value, what=f"The `{entry.name}` signal", max_bytes=MAX_ANSWER_BYTES
-                )
-                if problem is not None:
-                    entry.value, entry.problem = None, _problem_dict(problem)
-        self._inbox.append(entry)
+        self._signals.receive(name, args)
 
-    async def _judge_inbox(self) -> Accepted | None:
-        """Judges the signals waiting (in batches, in arrival order) and records the refused."""
-        # At a gate of several approvers each signal is judged against the answers counted
-        # before it, so one at a time; a single gate closes on the first accepted.
-        several = self._run.gate is not None and not self._run.gate.policy.single
-        at_once = 1 if several else _JUDGED_AT_ONCE
-        entries, self._inbox = self._inbox[:at_once], self._inbox[at_once:]
-        batch = JudgeSignalsInput(
-            entries=entries,
-            graph=self._graph.name,
-            run=self._run_id,
-            execution=self._execution,
+    async def _judge_signals(self) -> Accepted | None:
+        """Judges the signals waiting against what the run waits for now (see
+        :meth:`SignalInbox.judge`)."""
+        return await self._signals.judge(
             status=self._standing.status,
-            gate=self._run.gate.to_dict() if self._run.gate and self._answer is None else None,
-            parked=self._standing.parked.to_dict()
-            if self._standing.parked and self._resumer is None
-            else None,
-            spent_nonces=list(self._run.spent),
-            version=self._graph.version,
+            gate=self._run.gate if self._answer is None else None,
+            parked=self._standing.parked if self._resumer is None else None,
         )
-        try:
-            # A regular activity, not a local one: replay hands a local activity its recorded
-            # result at once, which can move what the run decides next (continue as new) ahead of
-            # signals that came in the same task, and those would never reach the run.
-            verdicts = await workflow.execute_activity(
-                JUDGE_SIGNALS,
-                batch,
-                result_type=list,
-                start_to_close_timeout=LOCAL_TIMEOUT,
-                retry_policy=LOCAL_RETRY,
-                summary=f"judge {len(entries)} signal(s)",
-            )
-        except ActivityError as error:
-            reason = f"It could not be judged ({error.cause or error}); send it again."
-            verdicts = [
-                Judgement.refuse(ErrorCode.INTERNAL_ERROR, reason).to_dict() for _ in entries
-            ]
-        accepted: Accepted | None = None
-        for entry, verdict in zip(entries, verdicts, strict=True):
-            judged = Judgement.from_dict(verdict)
-            if judged.allowed and judged.actor is not None and accepted is None:
-                self._run.spend(judged.actor)
-                accepted = Accepted(
-                    entry.name, judged.actor, judged.choice, judged.evidence, judged.waiver
-                )
-            else:
-                self._record_refused_signal(entry.name, judged)
-        return accepted
-
-    def _bound_inbox_to_carry(self) -> None:
-        """Keeps the signals waiting that fit the next run's start; the rest are refused (and
-        counted), so that a flood of signals can neither stop the run moving on nor be lost."""
-        carried: list[SignalEntry] = []
-        budget = _CARRIED_SIGNAL_BYTES
-        for entry in self._inbox:
-            size = 64 + (MAX_ANSWER_BYTES if entry.value is not None else 0)
-            if size > budget:
-                self._record_refused_signal(
-                    entry.name,
-                    Judgement.refuse(
-                        ErrorCode.RATE_LIMITED,
-                        "It arrived as the run moved to a new history with more signals waiting "
-                        "than a run carries over; it was not judged. Send it again.",
-                    ),
-                )
-                continue
-            budget -= size
-            carried.append(entry)
-        self._inbox = carried
 
     # The `start`, `decide`, `resume`, `cancel` and `settle` updates and the `show` and
     # `awaiting` queries of every graph's workflow.
@@ -1001,7 +837,6 @@ class GraphRun:
             or self._standing.canceller is not None
         ):
             return
-        self._bound_inbox_to_carry()
         workflow.continue_as_new(
             StartGraphInput(version=self._graph.version, carried=self._carried())
         )
@@ -1021,7 +856,7 @@ class GraphRun:
         await workflow.wait_condition(
             lambda: (
                 answered()
-                or bool(self._inbox)
+                or bool(self._signals.waiting)
                 or self._deadline_passed
                 or workflow.info().is_continue_as_new_suggested()
                 or self._standing.canceller is not None
@@ -1033,19 +868,19 @@ class GraphRun:
             return
         if workflow.info().is_continue_as_new_suggested():
             await self._continue_as_new_if_due()
-            if not self._inbox and not answered():
+            if not self._signals.waiting and not answered():
                 # A caller's handler still runs: move on once it has finished.
                 await workflow.wait_condition(
                     lambda: (
                         answered()
-                        or bool(self._inbox)
+                        or bool(self._signals.waiting)
                         or workflow.all_handlers_finished()
                         or self._standing.canceller is not None
                     )
                 )
                 return
-        if self._inbox and not answered():
-            accepted = await self._judge_inbox()
+        if self._signals.waiting and not answered():
+            accepted = await self._judge_signals()
             if accepted is not None:
                 self._take_signalled(accepted)
 
@@ -1204,7 +1039,6 @@ class GraphRun:
         # execution under the same workflow id gets a new one.
         self._execution = info.first_execution_run_id
         self._standing = RunStanding(status="running")
-        self._inbox = []
         self._answer = None
         self._resumer = None
         self._cancel_reason = None
@@ -1289,7 +1123,7 @@ class GraphRun:
             )
         self._restore(restored)
         # Signal handlers append after these: they run once this constructor has.
-        self._carried_signals = len(self._inbox)
+        self._carried_signals = len(self._signals.waiting)
         self._carry = "pending"
         return None
 
@@ -1406,8 +1240,9 @@ class GraphRun:
         # Nothing of a refused carried state is believed: the run shows the refusal only. The
         # signals it carried were sent to another run: judging them here would write audit
         # records, and trail rows, of answers nobody gave this run.
-        self._fresh_state(Actor.unverified("temporal"))
-        del self._inbox[: self._carried_signals]
+        self._fresh_state(
+            Actor.unverified("temporal"), signals=self._signals.waiting[self._carried_signals :]
+        )
         self._carry = "refused"
         code = str(verdict.get("code") or ErrorCode.UNAUTHORIZED.value)
         self._standing.refusal = PayloadProblem(code, str(verdict["reason"]))
@@ -1622,10 +1457,10 @@ class GraphRun:
             self._settled()
         self._visibility.show_ended(protocol=self._protocol)
         while True:
-            while self._inbox:
-                await self._judge_inbox()
+            while self._signals.waiting:
+                await self._judge_signals()
             await workflow.wait_condition(workflow.all_handlers_finished)
-            if not self._inbox:
+            if not self._signals.waiting:
                 # A signal that arrived while handlers finished is judged too: none is dropped.
                 return self._view(trail_limit=None)
 
