@@ -4,9 +4,9 @@ A graph run is one concept, so it is one class, :class:`GraphRun`, read top to b
 order below: its state, the signals and updates it takes, how it waits, its gates (their rules are
 the shared gate engine's, :mod:`lockgate.gates._gate_engine`), and the interpreter that starts,
 runs nodes, parks and finishes. It hands to parts that work on its state the signals it
-receives (:mod:`._graph_signals`), its agent steps (:mod:`._graph_agent_steps`), its sub-graph
-nodes (:mod:`._graph_subgraphs`) and what Temporal's visibility shows of it
-(:mod:`._graph_visibility`).
+receives (:mod:`._graph_signals`), holding its gates open (:mod:`._graph_gates`), its agent steps
+(:mod:`._graph_agent_steps`), its sub-graph nodes (:mod:`._graph_subgraphs`) and what Temporal's
+visibility shows of it (:mod:`._graph_visibility`).
 
 History is the run's log. Node runs are activities (each tool's own, through its pipeline, as
 whoever drives the run, under the worker secret's seal; local activities for tools declared
@@ -34,24 +34,15 @@ is a code and a sentence, audited once, with no stack trace. Queries write nothi
 Waiting: how a run waits at a gate or a park, and moves to a new history while it does.
 
 A run that waits judges the signals that come, answers its ``settle`` callers, and continues as
-new when the server suggests it, carrying everything under the worker secret's seal.
-
-Gates: opening one, waiting for its answers, and taking the way the decision leads.
-
-A gate's options are its enum's cases; its policy says how many distinct approvers decide it
-(:mod:`lockgate.gates._policies`). Every answer counted is a trail row; the run moves on only
-once the policy has decided."""
+new when the server suggests it, carrying everything under the worker secret's seal."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from typing import Any, ClassVar, NoReturn
 
-from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -69,19 +60,12 @@ from lockgate.activities._refusal import Refusal
 from lockgate.activities._temporal import CALLER_MISTAKES
 from lockgate.errors import LockgateError
 from lockgate.gates._authority import Authority, node_refusal_sentence
-from lockgate.gates._evidence import evidence_shown
 from lockgate.gates._gate_engine import (
-    DEADLINE_ACTOR,
     GivenAnswer,
-    answer_counted,
-    deadline_passed,
-    evidence_of_decision,
-    gate_to_judge,
-    opened,
     uncountable_answer,
     waits_to_be_counted,
 )
-from lockgate.gates._gates import ENDS_RUN, GateChoice, OpenGate, ParkedNode
+from lockgate.gates._gates import ParkedNode
 from lockgate.gates._judgements import (
     Judgement,
     judge_answer,
@@ -98,7 +82,6 @@ from lockgate.gates._limits import (
 from lockgate.gates._trail import Outcome, trail_row
 from lockgate.graphs._compiled import END_STATE, CompiledGraph, CompiledNode
 from lockgate.identity._actors import Actor
-from lockgate.identity._bindings import gate_subject
 from lockgate.identity._proofs import Proof
 from lockgate.identity._seals import WorkerSecretError
 from lockgate.tools._result import ErrorCode
@@ -127,6 +110,7 @@ from lockgate.workflows._failures import (
     refused_run,
 )
 from lockgate.workflows._graph_agent_steps import AgentStepRunner
+from lockgate.workflows._graph_gates import GateKeeper
 from lockgate.workflows._graph_inputs import (
     StartGraphInput,
     channel_ok,
@@ -212,21 +196,17 @@ class GraphRun:
     _run: RunState
     # Where it stands (its status, park, refusal, canceller): what its visibility shows.
     _standing: RunStanding
-    # When the open gate opened (None for a gate a carried state brought): for time to answer.
-    _gate_opened_at: datetime | None = None
-    # Callers.
-    _answer: GivenAnswer | None
+    # Callers (an answer accepted and not counted yet is the gate keeper's).
     _resumer: Actor | None
     # Who cancelled the run (once their `cancel` update was accepted), and why.
     _cancel_reason: str | None
     _waiting_settles: int
-    _deadline_timer: asyncio.Future[None] | None  # the open gate's deadline, while it runs
-    _deadline_passed: bool
     # The parts that work on the run's state (made with it: see _use_state).
     _signals: SignalInbox
     _agent_steps: AgentStepRunner
     _subgraphs: SubgraphRunner
     _visibility: RunVisibility
+    _gates: GateKeeper
     _releasing: bool
 
     def _fresh_state(self, requester: Actor, signals: Sequence[SignalEntry] = ()) -> None:
@@ -275,6 +255,16 @@ class GraphRun:
         self._visibility = RunVisibility(
             run, self._standing, graph=self._graph, run_id=self._run_id
         )
+        self._gates = GateKeeper(
+            run,
+            self._standing,
+            graph=self._graph,
+            run_id=self._run_id,
+            execution=self._execution,
+            visibility=self._visibility,
+            settled=self._settled,
+            wait=self._while_waiting,
+        )
         self._subgraphs = SubgraphRunner(
             run,
             graph=self._graph.name,
@@ -290,10 +280,6 @@ class GraphRun:
     def _record(self, event: str, **facts: Any) -> None:
         """An audit record of what the run itself did, as its driver (see :func:`record_once`)."""
         record_once(event, self._run.driver, self._graph.name, self._run_id, **facts)
-
-    def _gate_to_judge(self) -> OpenGate | None:
-        """The gate an answer arriving now would answer (see :func:`gate_to_judge`)."""
-        return gate_to_judge(self._run.gate, self._answer)
 
     def _gate_view(self) -> dict[str, Any]:
         assert self._run.gate is not None
@@ -364,8 +350,8 @@ class GraphRun:
         """An answer or resume a signal carried, accepted by the judge: taken like an update's,
         unless an update got in while the signal was judged (it was promised, so it stands)."""
         if accepted.kind == "decide" and accepted.choice and self._run.gate is not None:
-            if self._answer is None:
-                self._answer = GivenAnswer(
+            if self._gates.answer is None:
+                self._gates.answer = GivenAnswer(
                     accepted.choice, accepted.actor, accepted.evidence, accepted.waiver
                 )
                 return
@@ -407,7 +393,7 @@ class GraphRun:
         :meth:`SignalInbox.judge`)."""
         return await self._signals.judge(
             status=self._standing.status,
-            gate=self._run.gate if self._answer is None else None,
+            gate=self._run.gate if self._gates.answer is None else None,
             parked=self._standing.parked if self._resumer is None else None,
         )
 
@@ -497,12 +483,12 @@ class GraphRun:
         proof = Proof.parse(args[0])
         choice = str(proof.authorizes["choice"])
         actor = Actor.of_proof(proof)
-        while waits_to_be_counted(self._run.gate, self._answer):
+        while waits_to_be_counted(self._run.gate, self._gates.answer):
             # Several approvers: one accepted before this one is counted first.
-            await workflow.wait_condition(lambda: self._answer is None)
+            await workflow.wait_condition(lambda: self._gates.answer is None)
         gate = self._run.gate
         refused = uncountable_answer(
-            gate, self._answer, proof.authorizes.get("gate"), actor, self._run_id
+            gate, self._gates.answer, proof.authorizes.get("gate"), actor, self._run_id
         )
         if refused is not None:
             # Another answer got in first, or the same approver answered twice, in one task.
@@ -517,13 +503,9 @@ class GraphRun:
             gate=gate.gate,
             answer=choice,
             role=gate.role,
-            waited_seconds=(
-                (workflow.now() - self._gate_opened_at).total_seconds()
-                if self._gate_opened_at is not None
-                else None
-            ),
+            waited_seconds=self._gates.waited_seconds(),
         )
-        self._answer = GivenAnswer(
+        self._gates.answer = GivenAnswer(
             choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
         )
         return await self._after_settling(self._run.settles)
@@ -539,9 +521,9 @@ class GraphRun:
                 answer,
                 graph=self._graph.name,
                 run=self._run_id,
-                gate=self._gate_to_judge(),
+                gate=self._gates.to_judge(),
                 spent_nonces=self._run.spent,
-                evidence_models=self._evidence_models(),
+                evidence_models=self._gates.evidence_models(),
             ),
         )
         if not judgement.allowed:
@@ -685,14 +667,10 @@ class GraphRun:
             )
         return None
 
-    def _evidence_models(self) -> Mapping[str, type[BaseModel]]:
-        """The evidence models of the gate open now (none when no gate is)."""
-        if self._run.gate is None or self._run.gate.ask not in self._graph.asks:
-            return {}
-        return self._graph.asks[self._run.gate.ask].evidence
-
     def _answerable(self) -> bool:
-        return self._run.gate is not None and self._answer is None and self._carry != "pending"
+        return (
+            self._run.gate is not None and self._gates.answer is None and self._carry != "pending"
+        )
 
     def _judged(
         self,
@@ -832,7 +810,7 @@ class GraphRun:
         if not workflow.all_handlers_finished():
             return
         if (
-            self._answer is not None
+            self._gates.answer is not None
             or self._resumer is not None
             or self._standing.canceller is not None
         ):
@@ -851,13 +829,13 @@ class GraphRun:
         """
 
         def answered() -> bool:
-            return self._answer is not None or self._resumer is not None
+            return self._gates.answer is not None or self._resumer is not None
 
         await workflow.wait_condition(
             lambda: (
                 answered()
                 or bool(self._signals.waiting)
-                or self._deadline_passed
+                or self._gates.deadline_passed
                 or workflow.info().is_continue_as_new_suggested()
                 or self._standing.canceller is not None
             )
@@ -884,7 +862,8 @@ class GraphRun:
             if accepted is not None:
                 self._take_signalled(accepted)
 
-    # Holding a gate open until it is decided, and the routes and budgets out of a state.
+    # Holding a gate open until it is decided (see GateKeeper), and the routes and budgets out
+    # of a state.
 
     def _take(self, origin: str, code: str) -> str:
         transition = self._graph.routes[origin][code]
@@ -895,139 +874,11 @@ class GraphRun:
             self._run.taken[code] = taken + 1
         return transition.to
 
-    async def _decide_gate(self, state: str) -> None:
+    async def _hold_gate(self, state: str) -> None:
         """Holds gate ``state`` open until it is decided, then takes the way it leads."""
-        if self._run.gate is None or self._run.gate.ask != state:
-            await self._open_gate(state)
-        ask = self._graph.asks[state]
-        self._start_deadline_timer()
-        while True:
-            given = await self._await_answer()
-            if given is None:
-                # The deadline passed first: escalated (a new opening waits), or an option taken.
-                decided = await self._deadline_passes(state)
-                if decided is None:
-                    continue
-                actor = DEADLINE_ACTOR
-                break
-            actor = given.actor
-            self._run.spend(actor)
-            assert self._run.gate is not None
-            self._run.gate, row, decided = answer_counted(self._run.gate, given, state)
-            self._run.trail.append(row)
-            if decided is not None:
-                break
-            # A partial approval: the gate stays open, showing who has answered so far.
-            self._visibility.show_gate_answers()
-            self._settled()
-        self._stop_deadline_timer()
-        assert self._run.gate is not None
-        if ask.evidence_into is not None:
-            self._run.channels[ask.evidence_into] = evidence_of_decision(
-                self._run.gate, given, decided
-            )
-        self._run.gate = None
-        self._run.driver = actor
-        # The next gate reviews the work done from here on: its makers are who drive it.
-        self._run.makers = []
-        self._standing.status = "running"
-        self._visibility.show_gate_closed()
+        decided = await self._gates.hold(state)
         self._run.state = self._take(state, decided)
         self._visibility.show_moved_on(self._run.state, protocol=self._protocol)
-
-    async def _deadline_passes(self, state: str) -> str | None:
-        """The open gate's deadline passed undecided: the option it takes, or None once it has
-        escalated (a new opening asks the escalation role alone). A trail row says which."""
-        gate = self._run.gate
-        assert gate is not None
-        self._stop_deadline_timer()
-        row, taken = deadline_passed(gate, state)
-        self._run.trail.append(row)
-        if taken is None:
-            await self._open_gate(state, escalated_from=gate)
-        return taken
-
-    def _start_deadline_timer(self) -> None:
-        """Starts the durable timer of the open gate's deadline (once per opening; a run that
-        moved to a new history starts it again for what is left)."""
-        gate = self._run.gate
-        if gate is None or gate.due_at is None or self._deadline_timer is not None:
-            return
-        left = (datetime.fromisoformat(gate.due_at) - workflow.now()).total_seconds()
-        if left <= 0:
-            self._deadline_passed = True
-            return
-
-        async def expire() -> None:
-            await workflow.sleep(left, summary=f"deadline of gate {gate.gate}")
-            self._deadline_passed = True
-
-        self._deadline_timer = asyncio.ensure_future(expire())
-
-    def _stop_deadline_timer(self) -> None:
-        if self._deadline_timer is not None and not self._deadline_timer.done():
-            self._deadline_timer.cancel()
-        self._deadline_timer = None
-        self._deadline_passed = False
-
-    async def _open_gate(self, state: str, escalated_from: OpenGate | None = None) -> None:
-        """Opens gate ``state``: as declared, or, escalated from an opening whose deadline
-        passed, asking the escalation role alone, with no deadline of its own."""
-        graph = self._graph
-        ask = graph.asks[state]
-        self._run.gate_openings += 1
-        choices = []
-        for option in ask.options:
-            leads_to = graph.routes[state][option].to
-            if leads_to == END_STATE:
-                # Only graphs declared with END have such an option: no older gate changes.
-                choices.append(GateChoice(option, None, ENDS_RUN))
-                continue
-            node = graph.nodes.get(leads_to)
-            choices.append(
-                GateChoice(
-                    option,
-                    leads_to if node is not None else None,
-                    node.tool if node is not None else None,
-                    node.needs if node is not None else (),
-                )
-            )
-        target = self._visibility.target()
-        declared = OpenGate(
-            graph=graph.name,
-            run=self._run_id,
-            gate=f"{state}#{self._run.gate_openings}",
-            ask=state,
-            role=ask.role,
-            because=ask.because,
-            requester=self._run.requester.actor,
-            choices=tuple(choices),
-            execution=self._execution,
-            subject=gate_subject(target, [choice.to_dict() for choice in choices]),
-            makers=tuple(self._run.makers),
-            policy=ask.policy,
-            evidence={option: evidence_shown(model) for option, model in ask.evidence.items()},
-            waivable_by=ask.waivable_by,
-            deadline=ask.deadline,
-            parent=self._run.parent,
-        )
-        self._run.gate = opened(declared, workflow.now(), escalated_from)
-        self._standing.status = "waiting"
-        self._gate_opened_at = workflow.now()
-        self._record("gate.open", gate=self._run.gate.gate, role=self._run.gate.role)
-        self._visibility.upsert_search_attributes()
-        self._visibility.show_gate_opened()
-        self._settled()
-
-    async def _await_answer(self) -> GivenAnswer | None:
-        """The next accepted answer, or None if the gate's deadline passes first."""
-        while self._answer is None and not self._deadline_passed:
-            await self._while_waiting()
-        answer, self._answer = self._answer, None
-        return answer
-
-    async def _hold_gate(self, state: str) -> None:
-        await self._decide_gate(state)
         self._agent_steps.gate_decided(state)
 
     # The interpreter; every graph's workflow class is made from this one (graph_workflow).
@@ -1039,12 +890,9 @@ class GraphRun:
         # execution under the same workflow id gets a new one.
         self._execution = info.first_execution_run_id
         self._standing = RunStanding(status="running")
-        self._answer = None
         self._resumer = None
         self._cancel_reason = None
         self._waiting_settles = 0
-        self._deadline_timer = None
-        self._deadline_passed = False
         self._releasing = False
         self._carry = "none"  # "pending" until a carried state's seal is opened, then "open"
         self._carried_signals = 0
@@ -1167,7 +1015,7 @@ class GraphRun:
         its gate or park is closed, and its status is ``cancelled``."""
         actor = self._standing.canceller
         assert actor is not None
-        self._stop_deadline_timer()
+        self._gates.stop_deadline_timer()
         row = trail_row(self._run.state, "cancel", "cancelled", actor)
         if self._cancel_reason is not None:
             row["why"] = self._cancel_reason
@@ -1175,7 +1023,7 @@ class GraphRun:
         self._visibility.show_cancelled()
         self._run.gate = None
         self._standing.parked = None
-        self._answer = None
+        self._gates.answer = None
         self._resumer = None
         self._standing.status = "cancelled"
         self._run.state = END_STATE
