@@ -1,12 +1,23 @@
-"""The graph interpreter: one Temporal workflow type per declared graph, one class.
+"""The graph interpreter: one Temporal workflow type per declared graph, one class of parts.
 
-A graph run is one concept, so it is one class, :class:`GraphRun`, read top to bottom in the
-order below: its state, the signals and updates it takes, how it waits, its gates (their rules are
-the shared gate engine's, :mod:`lockgate.gates._gate_engine`), and the interpreter that starts,
-runs nodes, parks and finishes. It hands to parts that work on its state the signals it
-receives (:mod:`._graph_signals`), holding its gates open (:mod:`._graph_gates`), its agent steps
-(:mod:`._graph_agent_steps`), its sub-graph nodes (:mod:`._graph_subgraphs`) and what Temporal's
-visibility shows of it (:mod:`._graph_visibility`).
+A graph run is one concept, :class:`GraphRun`. The class keeps what Temporal finds on it (the
+``@workflow.init`` and ``@workflow.run`` of each graph's workflow type, which
+:func:`graph_workflow` makes, and its signal, update and query handlers with their validators)
+and what ties a run together: its state (:class:`~lockgate.workflows._carry.RunState`, all it
+carries to its next history) and where it stands
+(:class:`~lockgate.workflows._graph_visibility.RunStanding`), how it waits and moves to a new
+history, and the interpreter that starts, runs nodes, parks and finishes. The rest it hands to
+parts, each a plain class made with the run's state and told only what else it needs:
+
+- :class:`~lockgate.workflows._graph_signals.SignalInbox`: the signals it receives, measured,
+  judged and recorded;
+- :class:`~lockgate.workflows._graph_gates.GateKeeper`: holding a gate open until it is decided
+  (the rules it applies are the shared gate engine's, :mod:`lockgate.gates._gate_engine`);
+- :class:`~lockgate.workflows._graph_agent_steps.AgentStepRunner`: agent steps, their model
+  requests, the tool calls the model asks for, and their budgets;
+- :class:`~lockgate.workflows._graph_subgraphs.SubgraphRunner`: sub-graph nodes, each a child run;
+- :class:`~lockgate.workflows._graph_visibility.RunVisibility`: what Temporal's visibility shows
+  of the run (search attributes, memo, current details).
 
 History is the run's log. Node runs are activities (each tool's own, through its pipeline, as
 whoever drives the run, under the worker secret's seal; local activities for tools declared
@@ -18,10 +29,8 @@ Everything a caller sends is measured and refused with a code before it is store
 nothing a stranger sends can fail the run's task, keep it from finishing or from continuing as
 new (see ``SECURITY.md``).
 
-A graph run's state, and how it is shown and handed to the next run.
-
-The interpreter changes this state; its answers and signals read it. All of it is rebuilt by
-replay and stored nowhere else; what it shows holds nothing of what anyone holds.
+The interpreter and its parts change the run's state; its answers and signals read it. What it
+shows holds nothing of what anyone holds.
 
 Updates and queries: proving who started a run, answering a gate, resuming a parked run,
 cancelling a run, waiting for a run to settle, reading it.
@@ -170,10 +179,10 @@ _PARKED = object()
 class GraphRun:
     """A graph run: one Temporal workflow type per declared graph, interpreted here.
 
-    One class, in the order a reader meets a run: its state and how it is shown; the signals
-    and updates it takes; how it waits; its gates; and the interpreter that starts, runs nodes,
-    parks and finishes. Its agent steps, its sub-graph nodes and what visibility shows of it are
-    parts made with its state (see ``_use_state``)."""
+    In the order a reader meets a run: its state, where it stands, and how it is shown; the
+    signals and updates it takes; how it waits; its gates; and the interpreter that starts, runs
+    nodes, parks and finishes. Its signals, gates, agent steps, sub-graph nodes and visibility
+    are parts made with its state (see ``_use_state``)."""
 
     # What a graph run is, at any moment.
 
@@ -198,16 +207,15 @@ class GraphRun:
     _standing: RunStanding
     # Callers (an answer accepted and not counted yet is the gate keeper's).
     _resumer: Actor | None
-    # Who cancelled the run (once their `cancel` update was accepted), and why.
-    _cancel_reason: str | None
+    _cancel_reason: str | None  # why the run's canceller (see RunStanding) cancelled it
     _waiting_settles: int
+    _releasing: bool  # answering the `settle` callers waiting, to move to a new history
     # The parts that work on the run's state (made with it: see _use_state).
     _signals: SignalInbox
-    _agent_steps: AgentStepRunner
-    _subgraphs: SubgraphRunner
     _visibility: RunVisibility
     _gates: GateKeeper
-    _releasing: bool
+    _agent_steps: AgentStepRunner
+    _subgraphs: SubgraphRunner
 
     def _fresh_state(self, requester: Actor, signals: Sequence[SignalEntry] = ()) -> None:
         self._standing.status = "running"
@@ -237,14 +245,6 @@ class GraphRun:
         refused, by a fresh one; its parts are made again with it.
         """
         self._run = run
-        self._agent_steps = AgentStepRunner(
-            run,
-            graph=self._graph.name,
-            run_id=self._run_id,
-            execution=self._execution,
-            runs_local=self._runs_local,
-            continue_as_new_if_due=self._continue_as_new_if_due,
-        )
         self._signals = SignalInbox(
             run,
             graph=self._graph,
@@ -264,6 +264,14 @@ class GraphRun:
             visibility=self._visibility,
             settled=self._settled,
             wait=self._while_waiting,
+        )
+        self._agent_steps = AgentStepRunner(
+            run,
+            graph=self._graph.name,
+            run_id=self._run_id,
+            execution=self._execution,
+            runs_local=self._runs_local,
+            continue_as_new_if_due=self._continue_as_new_if_due,
         )
         self._subgraphs = SubgraphRunner(
             run,
