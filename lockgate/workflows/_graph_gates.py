@@ -37,9 +37,9 @@ __all__ = ["GateKeeper"]
 
 
 class GateKeeper:
-    """Holds a graph run's gates open until each is decided: opens it (as declared, or escalated
-    once its deadline passes), runs its deadline's timer, counts the answers given to it, and
-    closes it.
+    """Holds each of a graph run's gates open until it is decided: opens it (as declared, or
+    escalated once its deadline passes), runs its deadline's timer, counts the answers given to
+    it, and closes it.
 
     Args:
         run: The run's state (its open gate, trail, channels, driver, makers).

@@ -45,8 +45,8 @@ _PARKED_MEMO = "lockgate_parked"
 
 @dataclass
 class RunStanding:
-    """Where a graph run stands, beyond its state: what it is not carried across continue-as-new,
-    as the run shows it.
+    """Where a graph run stands, besides its state: what it shows of itself and does not carry
+    across continue-as-new (a continued run reads its status again from its open gate).
 
     Attributes:
         status: ``starting``, ``running``, ``waiting`` (at a gate), ``parked``, ``finished``,
@@ -91,20 +91,13 @@ class RunVisibility:
         target = self._graph.target
         return {target: self._run.channels.get(target)} if target else None
 
-    def gate_memo(self, *, keep_opened_at: bool = False) -> dict[str, Any]:
-        """The open gate as its memo shows it (see :func:`gate_memo`)."""
-        assert self._run.gate is not None
-        written = workflow.memo_value(_GATE_MEMO, default=None) if keep_opened_at else None
-        shows = {"target": self.target(), "version": self._graph.version}
-        return gate_memo(self._run.gate, shows, written, workflow.now())
-
     def show_gate_opened(self) -> None:
         """Writes the gate that opened to the memo."""
-        workflow.upsert_memo({_GATE_MEMO: self.gate_memo()})
+        workflow.upsert_memo({_GATE_MEMO: self._gate_memo()})
 
     def show_gate_answers(self) -> None:
         """Writes the open gate again, with the answers counted so far (it stays open)."""
-        workflow.upsert_memo({_GATE_MEMO: self.gate_memo(keep_opened_at=True)})
+        workflow.upsert_memo({_GATE_MEMO: self._gate_memo(keep_opened_at=True)})
 
     def show_gate_closed(self) -> None:
         """Takes the gate, decided, out of the memo."""
@@ -135,7 +128,7 @@ class RunVisibility:
         and on which version of its graph it runs."""
         parked = self._standing.parked
         wanted: dict[str, Any] = {
-            _GATE_MEMO: self.gate_memo() if self._run.gate is not None else None,
+            _GATE_MEMO: self._gate_memo() if self._run.gate is not None else None,
             _PARKED_MEMO: parked.to_dict() if parked is not None else None,
             VERSION_MEMO: self._graph.version,
         }
@@ -155,7 +148,7 @@ class RunVisibility:
     def upsert_search_attributes(self) -> None:
         """Brings the run's search attributes up to date, writing only what changed, and tells
         the Temporal UI what the run waits for (its current details)."""
-        self.show_details()
+        self._show_details()
         current = workflow.info().typed_search_attributes
         wanted = {
             LOCKGATE_GRAPH: self._graph.name,
@@ -180,7 +173,7 @@ class RunVisibility:
         if not quiet_attributes(protocol) or self._graph.may_open_a_gate_from(state):
             self.upsert_search_attributes()
         else:
-            self.show_details()
+            self._show_details()
 
     def show_ended(self, *, protocol: int | None) -> None:
         """The run has ended. A refused or cancelled run says so in its search attributes (it
@@ -190,13 +183,20 @@ class RunVisibility:
         if self._standing.status in ("refused", "cancelled") or not quiet_attributes(protocol):
             self.upsert_search_attributes()
         else:
-            self.show_details()
+            self._show_details()
 
-    def show_details(self) -> None:
+    def _gate_memo(self, *, keep_opened_at: bool = False) -> dict[str, Any]:
+        """The open gate as its memo shows it (see :func:`gate_memo`)."""
+        assert self._run.gate is not None
+        written = workflow.memo_value(_GATE_MEMO, default=None) if keep_opened_at else None
+        shows = {"target": self.target(), "version": self._graph.version}
+        return gate_memo(self._run.gate, shows, written, workflow.now())
+
+    def _show_details(self) -> None:
         """Tells the Temporal UI what the run is doing (its current details; no write)."""
-        workflow.set_current_details(self.details())
+        workflow.set_current_details(self._details())
 
-    def details(self) -> str:
+    def _details(self) -> str:
         """What the run is doing, in the Temporal UI's words (Markdown)."""
         graph = f"**{self._graph.name}** v{self._graph.version}"
         gate = self._run.gate
