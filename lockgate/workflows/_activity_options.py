@@ -223,16 +223,18 @@ def failure_cause(error: ActivityError) -> BaseException | None:
     return cause
 
 
-def refused_tool_call(error: ActivityError) -> ToolResult:
+def refused_tool_call(error: ActivityError, *, tool: str | None = None) -> ToolResult:
     """What a tool activity that refused the call, or failed after its retries, hands back: a
     caller's mistake keeps its code, sentence and details (a refusal's ``why`` names what was
-    needed, never what the driver holds); anything else is ``INTERNAL_ERROR``."""
+    needed, never what the driver holds); anything else is ``INTERNAL_ERROR``, naming ``tool``
+    when given."""
     cause = failure_cause(error)
     if isinstance(cause, ApplicationError) and cause.type in CALLER_MISTAKES:
         details = cause.details[0] if cause.details else {}
         meta = dict(details) if isinstance(details, dict) else {}
         return ToolResult.failed(str(cause.type), cause.message, meta=meta)
+    failed = f"'{tool}'" if tool else "The tool"
     return ToolResult.failed(
         ErrorCode.INTERNAL_ERROR,
-        f"The tool failed after its retries: {getattr(cause, 'message', None) or cause}",
+        f"{failed} failed after its retries: {getattr(cause, 'message', None) or cause}",
     )

@@ -24,7 +24,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 from lockgate.activities._activity_inputs import (
     PREPARE_CALL,
@@ -32,7 +32,6 @@ from lockgate.activities._activity_inputs import (
     ToolActivityInput,
 )
 from lockgate.activities._refusal import Refusal
-from lockgate.activities._temporal import CALLER_MISTAKES
 from lockgate.gates._authority import Authority
 from lockgate.gates._judgements import Judgement, judge_call
 from lockgate.gates._limits import MAX_ANSWER_BYTES, MAX_START_BYTES, measure
@@ -269,16 +268,8 @@ class ToolCallWorkflow:
                 summary=f"{call.tool} as {self._actor.actor}",
             )
         except ActivityError as error:
-            cause = error.cause
-            if isinstance(cause, ApplicationError) and cause.type in CALLER_MISTAKES:
-                # With its meta: a rate limit's `retry_after_seconds`, an unreachable store.
-                return self._done(refused_tool_call(error))
-            message = str(getattr(cause, "message", None) or cause or error)
-            return self._done(
-                ToolResult.failed(
-                    ErrorCode.INTERNAL_ERROR, f"'{call.tool}' failed after its retries: {message}"
-                )
-            )
+            # A refusal keeps its meta (a rate limit's `retry_after_seconds`), as in graph runs.
+            return self._done(refused_tool_call(error, tool=call.tool))
         return self._done(ToolResult.from_dict(result))
 
     async def _await_confirmation(self, ttl_seconds: float) -> ToolResult | None:
