@@ -73,7 +73,7 @@ from lockgate.identity._directory import Directory
 from lockgate.identity._proofs import Signer
 from lockgate.tools._result import ErrorCode
 from lockgate.workflows._graph_inputs import StartGraphInput
-from lockgate.workflows._graph_workflow import VERSION_MEMO
+from lockgate.workflows._graph_visibility import VERSION_MEMO
 from lockgate.workflows._own_start import (
     OWN_START_UPDATE,
     SIGNED_START_MEMO,

@@ -136,7 +136,6 @@ from lockgate.workflows._graph_visibility import VERSION_MEMO, RunStanding, RunV
 from lockgate.workflows._signed_starts import await_signed_start
 
 __all__ = [
-    "VERSION_MEMO",
     "CancelAccepted",
     "GraphRun",
     "graph_workflow",
