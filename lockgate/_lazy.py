@@ -6,7 +6,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lockgate.tools._renamed import warn_renamed
+from lockgate._renamed import warn_renamed
 
 __all__ = ["lazy_names", "moved_names"]
 

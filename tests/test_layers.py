@@ -15,8 +15,9 @@ from tests.helpers.support import REPOSITORY
 
 PACKAGE = REPOSITORY / "lockgate"
 
-BASE = {"lockgate.errors", "lockgate.contracts", "lockgate._defaults"}
-"""What every layer may import: the roots of the error tree, the JSON shapes, the defaults."""
+BASE = {"lockgate.errors", "lockgate.contracts", "lockgate._defaults", "lockgate._renamed"}
+"""What every layer may import: the roots of the error tree, the JSON shapes, the defaults, and
+how an old spelling warns."""
 
 # Each layer and what its modules may import besides themselves and the base, bottom first.
 MAY_IMPORT = {

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from lockgate._renamed import warn_renamed
 from lockgate.activities._activity_inputs import (
     JUDGE_SIGNALS,
     OPEN_START,
@@ -49,7 +50,6 @@ from lockgate.identity._actors import Actor
 from lockgate.identity._identity_errors import IdentityError
 from lockgate.tools._events import ToolFailure
 from lockgate.tools._registry import ToolRegistry
-from lockgate.tools._renamed import warn_renamed
 from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._tool import ToolDefinition
 

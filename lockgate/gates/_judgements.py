@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from lockgate._renamed import warn_renamed
 from lockgate.gates._authority import Authority, answer_refusal_sentence, why_node_refuses
 from lockgate.gates._evidence import evidence_problem
 from lockgate.gates._gates import OpenGate, ParkedNode
@@ -23,7 +24,6 @@ from lockgate.identity._actors import Actor
 from lockgate.identity._canonical import digest
 from lockgate.identity._identity_errors import ProofRefused
 from lockgate.identity._proofs import Proof
-from lockgate.tools._renamed import warn_renamed
 from lockgate.tools._result import ErrorCode
 
 __all__ = [

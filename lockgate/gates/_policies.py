@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lockgate.tools._renamed import old_module_names, warn_renamed
+from lockgate._renamed import old_module_names, warn_renamed
 
 __all__ = [
     "SINGLE_POLICY",

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+from lockgate._renamed import warn_renamed
 from lockgate.identity._canonical import digest
-from lockgate.tools._renamed import warn_renamed
 
 __all__ = [
     "DEFAULT_CONFIRMATION_TTL_SECONDS",

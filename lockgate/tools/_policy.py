@@ -11,10 +11,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from lockgate._renamed import old_module_names, warn_renamed
 from lockgate.identity._names import UNVERIFIED_PREFIX
 from lockgate.tools._configuration import check_flag, check_setting, refused_setting
 from lockgate.tools._context import ToolContext
-from lockgate.tools._renamed import old_module_names, warn_renamed
 
 __all__ = [
     "DEADLINE_CHANNEL",

@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
+from lockgate._renamed import warn_renamed
 from lockgate.identity._canonical import to_jsonable
 from lockgate.tools._audit import AuditLogger
 from lockgate.tools._budget import BudgetReport, tools_within_budget
@@ -23,7 +24,6 @@ from lockgate.tools._context import ToolContext, local_shell_context
 from lockgate.tools._events import ExecutedEvent, ExecutingEvent, FailedEvent, ToolFailure
 from lockgate.tools._policy import Authorizer, PolicyDecision
 from lockgate.tools._ratelimit import MUTATING_COST, RateDecision, RateLimiter, rate_key
-from lockgate.tools._renamed import warn_renamed
 from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._results import (
     _as_arguments,
