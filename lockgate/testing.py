@@ -242,9 +242,11 @@ def lockgate_worker(temporal_client: Client, task_queue: str) -> WorkerFactory:
                 result = await ToolClient(temporal_client, task_queue).call("my:tool", {...})
 
     Keyword arguments: ``tools``, ``graphs``, ``directory``, ``secret``, ``models`` (as for
-    :class:`LockgatePlugin`; a fresh secret when none is given), or a ready ``plugin``; plus
-    ``workflows``, ``activities`` and any other ``Worker`` option.
+    :class:`LockgatePlugin`; without a secret, the one every worker this test starts shares, as
+    a deployment's workers do), or a ready ``plugin``; plus ``workflows``, ``activities`` and
+    any other ``Worker`` option.
     """
+    shared = WorkerSecret.generate("test")
 
     @contextlib.asynccontextmanager
     async def start(
@@ -261,7 +263,7 @@ def lockgate_worker(temporal_client: Client, task_queue: str) -> WorkerFactory:
             tools,
             graphs,
             directory,
-            secret=secret or WorkerSecret.generate("test"),
+            secret=secret or shared,
             models=models,
         )
         worker_options.setdefault("task_queue", task_queue)

@@ -28,7 +28,9 @@ async def test_a_run_started_on_v1_follows_v1_after_v2_is_deployed(
     people = Identities(PEOPLE)
     ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
     ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
-    async with lockgate_worker(graphs=[DocReviewV1], directory=people.directory):
+    async with lockgate_worker(
+        graphs=[DocReviewV1], directory=people.directory, secret=people.secret
+    ):
         started = await ada.start(DocReviewV1, {"title": "Tides"})
 
     # The new deployment serves both versions; the v1 run is replayed on it from its history.
@@ -64,7 +66,9 @@ async def test_only_a_run_past_version_1_records_its_version_in_a_patch_marker(
     most graphs only ever have, writes neither; a run on v2 writes its own and only that."""
     people = Identities(PEOPLE)
     ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
-    async with lockgate_worker(graphs=[DocReviewV1], directory=people.directory):
+    async with lockgate_worker(
+        graphs=[DocReviewV1], directory=people.directory, secret=people.secret
+    ):
         first = await ada.start(DocReviewV1, {"title": "Tides"})
     both = serving_both(people)
     async with lockgate_worker(plugin=both):
@@ -122,7 +126,9 @@ async def test_a_run_whose_version_is_no_longer_served_fails_its_task_until_it_i
     people = Identities(PEOPLE)
     ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
     ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
-    async with lockgate_worker(graphs=[DocReviewV1], directory=people.directory):
+    async with lockgate_worker(
+        graphs=[DocReviewV1], directory=people.directory, secret=people.secret
+    ):
         started = await ada.start(DocReviewV1, {"title": "Tides"})
     handle = temporal_client.get_workflow_handle(started["run_id"])
 
@@ -168,7 +174,9 @@ async def test_a_run_started_by_its_class_finds_its_version_in_its_memo_and_writ
 ) -> None:
     people = Identities(PEOPLE)
     ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
-    async with lockgate_worker(graphs=[DocReviewV1], directory=people.directory):
+    async with lockgate_worker(
+        graphs=[DocReviewV1], directory=people.directory, secret=people.secret
+    ):
         by_class = await ada.start(DocReviewV1, {"title": "Tides"})
         by_name = await ada.start("doc:review", {"title": "Tides"})
 
