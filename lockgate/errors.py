@@ -30,6 +30,7 @@ clause catches them all. Each keeps the built-in base it had before this root ex
     │   └── Refusal (temporalio's ApplicationError)
     ├── ToolFailure                         a tool's own failure, when asked not to contain it
     ├── UnservedVersionError                a run on a graph version no worker here serves
+    ├── UnsealedHistoryError                a run's history holds what no worker of ours sealed
     ├── CarriedStateError (ValueError)      a continued run's state this lockgate cannot read
     └── CommandError                        a ``lockgate`` command called the wrong way
 
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from lockgate.workflows._catalogue import CatalogueError
     from lockgate.workflows._failures import UnreadableStart
     from lockgate.workflows._graph_workflow import UnservedVersionError
+    from lockgate.workflows._history_seals import UnsealedHistoryError
     from lockgate.workflows._signed_starts import StartRefusedError
 
 __all__ = [
@@ -93,6 +95,7 @@ __all__ = [
     "ToolFailure",
     "ToolNameError",
     "UnreadableStart",
+    "UnsealedHistoryError",
     "UnservedVersionError",
     "VerificationError",
     "WorkerSecretError",
@@ -119,6 +122,7 @@ _HOMES = {
     "ToolFailure": "lockgate.tools._events",
     "ToolNameError": "lockgate.serving._names",
     "UnreadableStart": "lockgate.workflows._failures",
+    "UnsealedHistoryError": "lockgate.workflows._history_seals",
     "UnservedVersionError": "lockgate.workflows._graph_workflow",
     "VerificationError": "lockgate.tools._verification",
     "WorkerSecretError": "lockgate.identity._seals",

@@ -21,7 +21,7 @@ import logging
 import os
 import signal
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -213,6 +213,12 @@ class LockgatePlugin(SimplePlugin):
             ``lockgate_gates_opened``, ``lockgate_gates_answered``,
             ``lockgate_gate_decision_seconds``); give a ``PrometheusConfig``
             :data:`PROMETHEUS_BUCKETS` as its ``histogram_bucket_overrides``.
+        unsealed_runs_before: Believe the unsealed history of runs started before this moment
+            (by the server's clock): runs recorded by a lockgate that did not yet seal what its
+            workers accept and record. Without it (the default) a run believes nothing of its
+            history that this deployment's workers did not seal, and stops at the first such
+            claim (see SECURITY.md, "History is evidence"). Set it when upgrading with such
+            runs in flight, and drop it once they have finished.
 
     Raises:
         WorkerSecretError: No worker secret was given or configured.
@@ -236,6 +242,7 @@ class LockgatePlugin(SimplePlugin):
         models: Mapping[str, Any] | None = None,
         rate_limiter: RateLimiter | None = None,
         metrics: bool = False,
+        unsealed_runs_before: datetime | None = None,
     ) -> None:
         _check_plugin_settings(
             tools=tools,
@@ -252,6 +259,7 @@ class LockgatePlugin(SimplePlugin):
             models=models,
             rate_limiter=rate_limiter,
             metrics=metrics,
+            unsealed_runs_before=unsealed_runs_before,
         )
         self.registry = _registry_of(tools)
         if rate_limiter is not None:
@@ -307,6 +315,7 @@ class LockgatePlugin(SimplePlugin):
             self.graphs.catalogue,
             self.graphs.model,
             self.graphs.evidence,
+            newest=lambda name: max(self.graphs.versions(name), default=None),
         )
         self.notifications = notifications
         self.notification_activities = NotificationActivities(notifications, self.authority)
@@ -329,7 +338,9 @@ class LockgatePlugin(SimplePlugin):
             ],
             workflows=self.own_workflows,
             interceptors=[
-                AuthorityInterceptor(self.authority, self.registry),
+                AuthorityInterceptor(
+                    self.authority, self.registry, unsealed_runs_before=unsealed_runs_before
+                ),
                 *([telemetry.interceptor] if telemetry is not None else []),
             ],
             workflow_runner=_with_passthrough,
@@ -463,6 +474,7 @@ def _check_plugin_settings(
     models: object,
     rate_limiter: object,
     metrics: object,
+    unsealed_runs_before: object,
 ) -> None:
     """Refuses, before anything is built, a setting of the wrong type (a dict for a Directory, a
     string for the secret), naming it, what it got and what it takes; and two rate limiters
@@ -551,6 +563,26 @@ def _check_plugin_settings(
             "used when only it has one)."
         )
     check_flag(where, "metrics", metrics)
+    check_setting(
+        where,
+        "unsealed_runs_before",
+        unsealed_runs_before,
+        datetime,
+        "a datetime with a time zone",
+        optional=True,
+    )
+    if isinstance(unsealed_runs_before, datetime):
+        if unsealed_runs_before.tzinfo is None:
+            raise ValueError(
+                f"{where}: unsealed_runs_before must say its time zone "
+                "(datetime(..., tzinfo=timezone.utc)): runs are compared by the server's clock."
+            )
+        if unsealed_runs_before > datetime.now(timezone.utc):
+            raise ValueError(
+                f"{where}: unsealed_runs_before is in the future "
+                f"({unsealed_runs_before.isoformat()}): runs started until then would go "
+                "unsealed. Give the moment the last worker that did not seal stopped."
+            )
 
 
 _NO_SECRET = (

@@ -239,6 +239,7 @@ PUBLIC_SUBPACKAGES = {
         "ToolFailure",
         "ToolNameError",
         "UnreadableStart",
+        "UnsealedHistoryError",
         "UnservedVersionError",
         "VerificationError",
         "WorkerSecretError",

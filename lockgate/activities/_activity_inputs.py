@@ -23,6 +23,7 @@ __all__ = [
     "OPEN_START",
     "OPEN_WORKFLOW_START",
     "PREPARE_CALL",
+    "RECORD_ACCEPTANCE",
     "RUN_PROTOCOL",
     "SETTLING_PROTOCOL",
     "TOOL_ACTIVITY_PREFIX",
@@ -58,6 +59,10 @@ JUDGE_SIGNALS = "lockgate.judge_signals"
 
 PREPARE_CALL = "lockgate.prepare_call"
 """Verifies and plans a durable tool call (a local activity)."""
+
+RECORD_ACCEPTANCE = "lockgate.record_acceptance"
+"""Records in a run's history the seal of the worker whose validator accepted an update (a local
+activity: its result is what replay reads back)."""
 
 MODEL_CALL = "lockgate.model"
 """One model request of a graph's agent step (a regular activity, under the worker secret's

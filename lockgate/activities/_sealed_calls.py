@@ -26,6 +26,7 @@ from lockgate.identity._seals import WorkerSecret
 __all__ = [
     "SEAL_HEADER",
     "SealReader",
+    "as_data",
     "current_seal",
     "header_text",
     "sealed_by_own_run",
@@ -46,22 +47,22 @@ def tool_activity_binding(
         "workflow_id": workflow_id,
         "run_id": run_id,
         "activity": activity_type,
-        "input": fingerprint(_as_data(call)),
+        "input": fingerprint(as_data(call)),
     }
 
 
-def _as_data(value: Any) -> Any:
+def as_data(value: Any) -> Any:
     """What ``dataclasses.asdict`` makes of ``value``, without its deep copy of every value (a
     tenth of a tool call's cost on the worker, paid twice per call): the same JSON, so the same
     fingerprint."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
-            field.name: _as_data(getattr(value, field.name)) for field in dataclasses.fields(value)
+            field.name: as_data(getattr(value, field.name)) for field in dataclasses.fields(value)
         }
     if isinstance(value, dict):
-        return {key: _as_data(item) for key, item in value.items()}
+        return {key: as_data(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_as_data(item) for item in value]
+        return [as_data(item) for item in value]
     return value
 
 

@@ -28,6 +28,7 @@ from lockgate.activities._activity_inputs import (
     JUDGE_SIGNALS,
     OPEN_START,
     PREPARE_CALL,
+    RECORD_ACCEPTANCE,
     RUN_PROTOCOL,
     VERIFY_CARRIED,
     JudgeSignalsInput,
@@ -121,6 +122,7 @@ class ToolActivities:
         models: The channel model of a graph's version, for opening a run's start.
         evidence: The evidence models of a gate (by graph, version and gate state), for judging
             signalled answers.
+        newest: The newest version of a graph the worker serves, the one a run starts on.
     """
 
     def __init__(
@@ -130,12 +132,14 @@ class ToolActivities:
         catalogue: Callable[[], list[dict[str, Any]]] | None = None,
         models: Callable[[str, int], type[BaseModel] | None] | None = None,
         evidence: Callable[[str, int | None, str], Mapping[str, type[BaseModel]]] | None = None,
+        newest: Callable[[str], int | None] | None = None,
     ) -> None:
         self.registry = registry
         self.authority = authority
         self._catalogue = catalogue
         self._models = models
         self._evidence = evidence
+        self._newest = newest
 
     def activities(self) -> list[Callable[..., Any]]:
         """One activity per tool, plus lockgate's own: open a start, open a carried state, judge
@@ -147,6 +151,7 @@ class ToolActivities:
             self.verify_carried,
             self.judge_signals,
             self.prepare_call,
+            self.record_acceptance,
         ]
 
     def _tool_activity(self, definition: ToolDefinition) -> Callable[..., Any]:
@@ -300,6 +305,16 @@ class ToolActivities:
                 ErrorCode.NOT_FOUND, f"This worker serves no version {start.version} of "
                 f"'{start.graph}'."
             )  # fmt: skip
+        newest = self._newest(start.graph) if self._newest else start.version
+        if newest is not None and start.version != newest:
+            # A run starts on the newest version served; an older one only finishes its runs. A
+            # run that chose another was steered by a history some other worker wrote.
+            return _start_refused(
+                ErrorCode.VALIDATION_ERROR,
+                f"Run '{start.run}' would start on version {start.version} of '{start.graph}', "
+                f"and new runs start on its newest ({newest}): older versions only finish the "
+                "runs that started on them.",
+            )
         channels = model.model_fields
         declared = {key: value for key, value in start.inputs.items() if key in channels}
         ignored = sorted(str(key)[:64] for key in start.inputs if key not in channels)[:20]
@@ -344,6 +359,14 @@ class ToolActivities:
             run=start.run,
         )
         return _start_refused(ErrorCode.UNAUTHORIZED, sentence)
+
+    @activity.defn(name=RECORD_ACCEPTANCE)
+    async def record_acceptance(self, seal: str | None) -> str | None:
+        """Hands back the seal this worker made on an update its own validator accepted, so the
+        run's history records it: replay reads back a local activity's result (see
+        :mod:`lockgate.workflows._accepted_updates`). None stays None: nothing is sealed here."""
+        only_local(activity.info())
+        return seal
 
     @activity.defn(name=VERIFY_CARRIED)
     async def verify_carried(self, handed: VerifyCarriedInput) -> dict[str, Any]:

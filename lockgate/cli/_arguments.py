@@ -236,6 +236,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="Temporal Worker Versioning: this worker's build of --deployment (with --deployment)",
     )
+    worker.add_argument(
+        "--unsealed-runs-before",
+        metavar="TIME",
+        help="believe the unsealed history of runs started before TIME (ISO 8601 with a time "
+        "zone, e.g. 2026-12-04T12:00:00Z): runs recorded by a lockgate that did not yet seal "
+        "what its workers accept. Without it every run's history must carry this deployment's "
+        "seals; drop it once those runs have finished",
+    )
 
     inbox = commands.add_parser(
         "inbox", parents=[common, enrolling], help="the web inbox for people"
@@ -284,7 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
         "rotate", parents=[common], help="add a new current key; the old ones still open"
     )
     retire = secret_commands.add_parser(
-        "retire", parents=[common], help="drop an old key (once what it sealed has been opened)"
+        "retire",
+        parents=[common],
+        help="drop an old key (once every run open while it was current has finished)",
     )
     retire.add_argument("key_id", help="the key to drop (as `secret rotate` named it)")
 

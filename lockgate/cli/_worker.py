@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from temporalio.common import WorkerDeploymentVersion
@@ -34,7 +34,13 @@ from lockgate.worker import (
 if TYPE_CHECKING:
     from lockgate.telemetry import LockgateTelemetry
 
-__all__ = ["deployment_version", "plugin_for", "rate_limiter_of", "serve_worker"]
+__all__ = [
+    "deployment_version",
+    "plugin_for",
+    "rate_limiter_of",
+    "serve_worker",
+    "unsealed_runs_before",
+]
 
 
 def deployment_version(arguments: argparse.Namespace) -> WorkerDeploymentVersion | None:
@@ -66,6 +72,27 @@ def _as_build(version: WorkerDeploymentVersion | None) -> str:
     )
 
 
+def unsealed_runs_before(arguments: argparse.Namespace) -> datetime | None:
+    """The moment ``--unsealed-runs-before`` names, or None without it.
+
+    Raises:
+        CommandError: it is not an ISO 8601 time with a time zone.
+    """
+    given = getattr(arguments, "unsealed_runs_before", None)
+    if given is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(given.replace("Z", "+00:00"))
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise CommandError(
+            f"--unsealed-runs-before takes an ISO 8601 time with a time zone, such as "
+            f"2026-12-04T12:00:00Z; {given!r} is not one."
+        )
+    return moment
+
+
 def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> LockgatePlugin:
     """The plugin serving the tools and graphs ``references`` name, with the Directory file.
 
@@ -91,6 +118,7 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
     audit = _audit(arguments)
     telemetry = _telemetry(arguments)
     limiter = rate_limiter_of(arguments)
+    unsealed = unsealed_runs_before(arguments)
     path = directory_path(arguments)
     if not path.exists():
         print(
@@ -109,6 +137,7 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
             notifications=notifications,
             rate_limiter=limiter,
             metrics=metrics,
+            unsealed_runs_before=unsealed,
         )
     return LockgatePlugin(
         tools,
@@ -122,6 +151,7 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
         telemetry=telemetry,
         rate_limiter=limiter,
         metrics=metrics,
+        unsealed_runs_before=unsealed,
     )
 
 

@@ -114,6 +114,10 @@ def starting_attributes(name: str, given: Any = None) -> Any:
     return TypedSearchAttributes(pairs)
 
 
+_ENDED_BEFORE_THE_UPDATE = "AcceptedUpdateCompletedWorkflow"
+"""The failure of an update whose run ended after accepting it, before its handler finished."""
+
+
 class GraphClient(RunViews):
     """Starts and drives graph runs on a task queue.
 
@@ -382,8 +386,13 @@ class GraphClient(RunViews):
         try:
             await proven.execute_update(OWN_START_UPDATE, proof, result_type=dict)
         except WorkflowUpdateFailedError as error:
+            code, sentence = refused_by_update(error)
+            if code == _ENDED_BEFORE_THE_UPDATE:
+                # Accepted, and the run's own code ended it before its handler was done (the
+                # handler records its seal first): the run's end says how it went.
+                return handle
             await withdraw(proven)
-            raise StartRefusedError(*refused_by_update(error), run_id=id) from None
+            raise StartRefusedError(code, sentence, run_id=id) from None
         return handle
 
     async def _settled(

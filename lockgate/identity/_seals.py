@@ -9,9 +9,10 @@ to. Only workers holding the secret make seals; a seal opens only for the exact 
 binding it was made for.
 
 The secret is a keyring so it can be rotated without stopping runs: new seals use the current
-key, and every listed key still opens the seals it made. Keep a retired key listed until what it
-sealed has been opened (a day is plenty: seals are opened within the activity retries and
-continue-as-new handovers that carry them).
+key, and every listed key still opens the seals it made. A run's history keeps seals too (what
+its workers accepted and recorded, see :mod:`lockgate.workflows._history_seals`), opened again
+whenever the run is replayed: keep a retired key listed until every run that was open while it
+was current has finished or continued as new.
 
 Example:
     >>> secret = WorkerSecret.generate()
@@ -119,6 +120,12 @@ class WorkerSecret(Keyring):
         if key is None:
             return False
         return hmac.compare_digest(match.group(2), self._mac(key, purpose, binding))
+
+    @staticmethod
+    def key_of(seal: object) -> str | None:
+        """The id of the key ``seal`` says it was made with; None for anything not a seal."""
+        match = _SEAL.fullmatch(seal) if isinstance(seal, str) else None
+        return match.group(1) if match is not None else None
 
     def token(self, purpose: str, binding: Mapping[str, Any]) -> str:
         """A secret value derived from ``binding`` under the current key (a confirmation token):

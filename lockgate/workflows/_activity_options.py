@@ -1,4 +1,5 @@
-"""How lockgate's workflows schedule activities: one home for timeouts and retry policies."""
+"""How lockgate's workflows schedule activities: one home for timeouts and retry policies, and
+for reading back their results only under the seal of the worker that ran them."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from lockgate.activities._activity_inputs import ToolActivityInput, tool_activit
 from lockgate.activities._temporal import CALLER_MISTAKES
 from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._tool import Retry, ToolDefinition
+from lockgate.workflows._history_seals import call_id, opened_result
 
 __all__ = [
     "DEFAULT_RETRY",
@@ -21,6 +23,7 @@ __all__ = [
     "LOCAL_TIMEOUT",
     "MODEL_RETRY",
     "execute_defined",
+    "execute_lockgate",
     "execute_tool",
     "local",
     "local_tool_names",
@@ -71,25 +74,30 @@ def tool_retry_policy(retry: Retry | None) -> RetryPolicy:
     )
 
 
-async def local(activity: str, *arguments: Any, result_type: type) -> Any:
-    """Runs one of lockgate's own local activities with its bounded retries.
+async def local(activity: str, check: Any) -> dict[str, Any]:
+    """Runs one of lockgate's own local checks with its bounded retries: its verdict, once the
+    seal of the worker that ran it opens.
 
     Raises:
         ActivityError: It failed on every attempt (its cause says how); the caller records a
             refusal, so the run never fails for it.
+        UnsealedHistoryError: The verdict the history records carries no good seal.
     """
+    activity_id = call_id()
     try:
-        return await workflow.execute_local_activity(
+        recorded = await workflow.execute_local_activity(
             activity,
-            args=arguments,
+            check,
+            activity_id=activity_id,
             start_to_close_timeout=LOCAL_TIMEOUT,
             retry_policy=LOCAL_RETRY,
-            result_type=result_type,
         )
     except ActivityError:
         raise
     except FailureError as failure:
         raise _local_failure(activity) from failure
+    verdict: dict[str, Any] = opened_result(activity, activity_id, recorded)
+    return verdict
 
 
 def _local_failure(activity: str) -> ActivityError:
@@ -183,17 +191,20 @@ async def execute_tool(
         summary: What the UI shows for the step.
 
     Returns:
-        The tool's result as a dict.
+        The tool's result as a dict, once the seal of the worker that ran it opens.
 
     Raises:
         ActivityError: The tool failed (its cause says how), local or not.
+        UnsealedHistoryError: The result the history records carries no good seal.
     """
+    name = tool_activity_name(tool)
+    activity_id = call_id()
     if local:
         try:
-            result: dict[str, Any] = await workflow.execute_local_activity(
-                tool_activity_name(tool),
+            recorded = await workflow.execute_local_activity(
+                name,
                 call,
-                result_type=dict,
+                activity_id=activity_id,
                 start_to_close_timeout=timedelta(seconds=timeout_seconds),
                 retry_policy=tool_retry_policy(retry),
                 summary=summary,
@@ -201,18 +212,46 @@ async def execute_tool(
         except ActivityError:
             raise
         except FailureError as failure:  # as for `local`: parked at the node, not a failed run
-            raise _local_failure(tool_activity_name(tool)) from failure
-        return result
-    result = await workflow.execute_activity(
-        tool_activity_name(tool),
+            raise _local_failure(name) from failure
+    else:
+        recorded = await workflow.execute_activity(
+            name,
+            call,
+            activity_id=activity_id,
+            start_to_close_timeout=timedelta(seconds=timeout_seconds),
+            heartbeat_timeout=timedelta(seconds=heartbeat_seconds) if heartbeat_seconds else None,
+            retry_policy=tool_retry_policy(retry),
+            summary=summary,
+        )
+    result: dict[str, Any] = opened_result(name, activity_id, recorded)
+    return result
+
+
+async def execute_lockgate(
+    activity: str,
+    call: Any,
+    *,
+    timeout: timedelta,
+    retry: RetryPolicy,
+    summary: str,
+) -> Any:
+    """Runs one of lockgate's own regular activities (a signal judgement, a model request): its
+    result, once the seal of the worker that ran it opens.
+
+    Raises:
+        ActivityError: It failed (its cause says how).
+        UnsealedHistoryError: The result the history records carries no good seal.
+    """
+    activity_id = call_id()
+    recorded = await workflow.execute_activity(
+        activity,
         call,
-        result_type=dict,
-        start_to_close_timeout=timedelta(seconds=timeout_seconds),
-        heartbeat_timeout=timedelta(seconds=heartbeat_seconds) if heartbeat_seconds else None,
-        retry_policy=tool_retry_policy(retry),
+        activity_id=activity_id,
+        start_to_close_timeout=timeout,
+        retry_policy=retry,
         summary=summary,
     )
-    return result
+    return opened_result(activity, activity_id, recorded)
 
 
 def failure_cause(error: ActivityError) -> BaseException | None:

@@ -9,8 +9,13 @@ activity's input (who it runs as, whether it was confirmed; a local activity's a
 one's, so the tool activity checks both alike), the signals a run hands the worker
 to judge, and the state a run carries to its next run at continue-as-new. The seal is an HMAC
 under the worker secret over the handover and the execution it leaves from; it rides in a header,
-which no workflow code reads back and which replay never compares, so the secret never shapes a
-run's history. Seals are made only for lockgate's own workflows.
+which no workflow code reads back and which replay never compares. Seals are made only for
+lockgate's own workflows.
+
+What a run reads back from its history is believed only under a seal too (see
+:mod:`._history_seals`): the interceptor tells each update handler whether this worker's own
+validator accepted its update, hands the run's code the worker's :class:`HistorySeals`, and
+seals what lockgate's activities return as they leave the worker.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any, NoReturn
 
 import temporalio.worker
@@ -51,11 +57,13 @@ from lockgate.activities._sealed_calls import (
     header_text,
     tool_activity_binding,
 )
+from lockgate.activities._sealed_results import ResultSealer
 from lockgate.gates._authority import Authority
 from lockgate.identity._actors import Actor
 from lockgate.tools._audit import AuditLogger
 from lockgate.tools._registry import ToolRegistry
 from lockgate.tools._result import ErrorCode
+from lockgate.workflows._history_seals import HistorySeals, using_history_seals
 from lockgate.workflows._own_start import OwnStart
 
 __all__ = [
@@ -196,10 +204,14 @@ def _is_lockgate_workflow() -> bool:
 class _AuthorityInbound(WorkflowInboundInterceptor):
     authority: Authority
     tools: ToolRegistry | None
+    seals: HistorySeals
     outbound: type[_SealingOutbound]
 
     def init(self, outbound: WorkflowOutboundInterceptor) -> None:
         self.next.init(self.outbound(outbound))
+        # The updates this worker's own validators accepted, until their handlers start: only
+        # those are sealed as accepted (see _accepted_updates).
+        self._validated: set[str] = set()
         # Registered as the run is created, where a start proof that comes with its first task
         # finds it; only on a workflow of the user's own marked as started signed.
         self.own_start = OwnStart(self.authority)
@@ -211,6 +223,7 @@ class _AuthorityInbound(WorkflowInboundInterceptor):
         # from another context, where a reset would fail).
         _AUDIT.set(self.authority.audit)
         _TOOLS.set(self.tools)
+        using_history_seals(self.seals)
         _ARGUMENTS.set(tuple(input.args))
         _OWN_START.set(self.own_start)
         self.own_start.arguments = tuple(input.args)
@@ -226,10 +239,14 @@ class _AuthorityInbound(WorkflowInboundInterceptor):
             self.next.handle_update_validator(input)
         finally:
             _CURRENT.reset(token)
+        self._validated.add(input.id)
 
     async def handle_update_handler(self, input: HandleUpdateInput) -> Any:
         # Each update handler runs in its own task, so this holds for exactly this handler.
+        accepted_here = input.id in self._validated
+        self._validated.discard(input.id)
         token = _CURRENT.set(self.authority)
+        using_history_seals(self.seals, accepted_here=accepted_here)
         try:
             return await self.next.handle_update_handler(input)
         finally:
@@ -302,16 +319,31 @@ class _SealingOutbound(WorkflowOutboundInterceptor):
 
 
 class AuthorityInterceptor(temporalio.worker.Interceptor):
-    """Hands the worker's Authority to lockgate's validators, seals lockgate's handovers, and
-    shows tool activities the seal they carry."""
+    """Hands the worker's Authority to lockgate's validators, seals lockgate's handovers, opens
+    the seals in its runs' histories, shows tool activities the seal they carry, and seals what
+    lockgate's activities return.
 
-    def __init__(self, authority: Authority, tools: ToolRegistry | None = None) -> None:
+    Args:
+        authority: The worker's Directory, verifier, secret and audit log.
+        tools: The worker's tools, as its runs see them.
+        unsealed_runs_before: Believe the unsealed history of runs started before this moment
+            (see :class:`~lockgate.workflows._history_seals.HistorySeals`).
+    """
+
+    def __init__(
+        self,
+        authority: Authority,
+        tools: ToolRegistry | None = None,
+        *,
+        unsealed_runs_before: datetime | None = None,
+    ) -> None:
         self.authority = authority
+        seals = HistorySeals(authority.secret, authority.audit, unsealed_runs_before)
         outbound = type("SealingOutbound", (_SealingOutbound,), {"authority": authority})
         self._inbound = type(
             "AuthorityInbound",
             (_AuthorityInbound,),
-            {"authority": authority, "tools": tools, "outbound": outbound},
+            {"authority": authority, "tools": tools, "seals": seals, "outbound": outbound},
         )
 
     def workflow_interceptor_class(
@@ -321,5 +353,6 @@ class AuthorityInterceptor(temporalio.worker.Interceptor):
         return self._inbound
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        """Reads each activity's header seal, for :func:`lockgate.activities.current_seal`."""
-        return SealReader(next)
+        """Reads each activity's header seal (for :func:`lockgate.activities.current_seal`), and
+        seals the results of lockgate's own activities."""
+        return SealReader(ResultSealer(next, self.authority.secret))

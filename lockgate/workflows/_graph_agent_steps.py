@@ -36,6 +36,7 @@ from lockgate.tools._tool import ToolDefinition
 from lockgate.workflows._activity_options import (
     MODEL_RETRY,
     execute_defined,
+    execute_lockgate,
     failure_cause,
     refused_tool_call,
 )
@@ -260,7 +261,7 @@ class AgentStepRunner:
         self, node: CompiledNode, agent: CompiledAgent, record: dict[str, Any]
     ) -> dict[str, Any]:
         number = record["total"]["requests"] + 1
-        reply: dict[str, Any] = await workflow.execute_activity(
+        reply: dict[str, Any] = await execute_lockgate(
             MODEL_CALL,
             ModelCallInput(
                 model=agent.model,
@@ -278,9 +279,8 @@ class AgentStepRunner:
                 ],
                 node=node.state,
             ),
-            result_type=dict,
-            start_to_close_timeout=timedelta(seconds=agent.timeout_seconds),
-            retry_policy=MODEL_RETRY,
+            timeout=timedelta(seconds=agent.timeout_seconds),
+            retry=MODEL_RETRY,
             summary=f"{node.tool}: request {number} to {agent.model}",
         )
         return reply

@@ -33,7 +33,7 @@ from lockgate.gates._trail import trail_row
 from lockgate.graphs._compiled import CompiledGraph
 from lockgate.identity._actors import Actor
 from lockgate.tools._result import ErrorCode
-from lockgate.workflows._activity_options import LOCAL_RETRY, LOCAL_TIMEOUT
+from lockgate.workflows._activity_options import LOCAL_RETRY, LOCAL_TIMEOUT, execute_lockgate
 from lockgate.workflows._carry import RunState
 from lockgate.workflows._graph_inputs import invalid
 
@@ -163,12 +163,11 @@ class SignalInbox:
             # A regular activity, not a local one: replay hands a local activity its recorded
             # result at once, which can move what the run decides next (continue as new) ahead of
             # signals that came in the same task, and those would never reach the run.
-            verdicts = await workflow.execute_activity(
+            verdicts = await execute_lockgate(
                 JUDGE_SIGNALS,
                 batch,
-                result_type=list,
-                start_to_close_timeout=LOCAL_TIMEOUT,
-                retry_policy=LOCAL_RETRY,
+                timeout=LOCAL_TIMEOUT,
+                retry=LOCAL_RETRY,
                 summary=f"judge {len(entries)} signal(s)",
             )
         except ActivityError as error:

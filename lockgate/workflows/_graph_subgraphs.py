@@ -21,6 +21,7 @@ from lockgate.gates._limits import shorten
 from lockgate.graphs._compiled import CompiledNode
 from lockgate.workflows._carry import RunState
 from lockgate.workflows._graph_inputs import StartGraphInput
+from lockgate.workflows._history_seals import opened_end
 
 __all__ = ["SubgraphEnd", "SubgraphRunner"]
 
@@ -88,7 +89,6 @@ class SubgraphRunner:
                 child.name,
                 start,
                 id=child_id,
-                result_type=dict,
                 # Cancelling (or ending) the parent cancels the child; the parent does not wait
                 # for that to finish (a child cancelled on its own parks the parent instead).
                 parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
@@ -97,7 +97,7 @@ class SubgraphRunner:
             )
             # The run rests while its child runs: callers waiting for it to settle see the child.
             self._settled()
-            ended: dict[str, Any] = await handle
+            ended = opened_end(child_id, handle.first_execution_run_id, await handle)
         except ChildWorkflowError as error:
             if workflow.cancellation_reason() is not None:
                 # The parent itself was cancelled (and cancelled its child): it ends cancelled.

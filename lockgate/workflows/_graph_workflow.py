@@ -96,6 +96,7 @@ from lockgate.identity._seals import WorkerSecretError
 from lockgate.tools._result import ErrorCode
 from lockgate.tools._tool import ToolDefinition
 from lockgate.workflows import _generated
+from lockgate.workflows._accepted_updates import believe_update
 from lockgate.workflows._activity_options import (
     execute_defined,
     local,
@@ -133,6 +134,7 @@ from lockgate.workflows._graph_inputs import (
 from lockgate.workflows._graph_signals import Accepted, SignalInbox
 from lockgate.workflows._graph_subgraphs import SubgraphRunner
 from lockgate.workflows._graph_visibility import VERSION_MEMO, RunStanding, RunVisibility
+from lockgate.workflows._history_seals import sealed_end
 from lockgate.workflows._signed_starts import await_signed_start
 
 __all__ = [
@@ -417,6 +419,7 @@ class GraphRun:
     async def start(self, *args: Any) -> dict[str, Any]:
         """Records the starter the validator accepted, then returns once the run settles (or at
         once, asked with ``{proof, settle: false}``)."""
+        await believe_update(args)
         value, settle, _ = start_proof(args)
         actor = Actor.of_proof(Proof.parse(value))
         if self._begun or self._start_actor is not None:
@@ -486,6 +489,7 @@ class GraphRun:
     )
     async def decide(self, *args: Any) -> dict[str, Any]:
         """Records an answer the validator accepted, then returns once the run settles."""
+        await believe_update(args)
         await workflow.wait_condition(lambda: self._carry != "pending")
         proof = Proof.parse(args[0])
         choice = str(proof.authorizes["choice"])
@@ -551,6 +555,7 @@ class GraphRun:
     )
     async def resume(self, *args: Any) -> dict[str, Any]:
         """Records a resume the validator accepted, then returns once the run settles."""
+        await believe_update(args)
         await workflow.wait_condition(lambda: self._carry != "pending")
         proof = Proof.parse(args[0])
         parked = self._standing.parked
@@ -606,6 +611,7 @@ class GraphRun:
     async def cancel(self, *args: Any) -> dict[str, Any]:
         """Records a cancel the validator accepted, then returns once the run has ended (at the
         gate or park it waits at, or once the node it runs now returns)."""
+        await believe_update(args)
         await workflow.wait_condition(lambda: self._carry != "pending")
         proof = Proof.parse(args[0])
         if self._standing.canceller is not None or self._standing.ended:
@@ -1071,7 +1077,6 @@ class GraphRun:
                     previous_run=info.continued_run_id,
                     local_tools=local_tool_names(self._graph.tools()),
                 ),
-                result_type=dict,
             )
         except ActivityError as error:
             verdict = {
@@ -1118,7 +1123,6 @@ class GraphRun:
                     local_tools=local_tool_names(self._graph.tools()),
                     **self._handed_over(),
                 ),
-                result_type=dict,
             )
         except ActivityError as error:
             opened = {
@@ -1411,7 +1415,7 @@ def graph_workflow(name: str, versions: dict[int, CompiledGraph]) -> type[GraphR
         self._setup(starts)
 
     async def run(self: GraphRun, *starts: Any) -> dict[str, Any]:
-        return await self._interpret()
+        return sealed_end(await self._interpret())
 
     for function in (__init__, run):
         function.__module__ = module

@@ -50,8 +50,10 @@ class TemporalMetrics:
     - ``lockgate_gate_decision_seconds`` (histogram): from a gate opening to its accepted
       answer, by ``graph`` and ``role``.
 
-    Inside a workflow the meter is the workflow's, which records nothing while a history is
-    replayed: a metric is no command, so a run's history is the same with it or without.
+    Inside a workflow the meter is the workflow's: a metric is no command, so a run's history
+    is the same with it or without. What a run records only while it replays (a history it does
+    not believe: ``lockgate_refusals{event="history.refused"}``) is counted on the Runtime's
+    meter, as the workflow's records nothing then.
 
     Args:
         runtime: The Runtime whose meter counts what is judged outside workflows and
@@ -90,7 +92,7 @@ class TemporalMetrics:
             _log.warning("lockgate could not count an audit record in its metrics", exc_info=True)
 
     def _meter(self) -> MetricMeter:
-        if workflow.in_workflow():
+        if workflow.in_workflow() and not workflow.unsafe.is_replaying():
             return workflow.metric_meter()
         if activity.in_activity():
             return activity.metric_meter()

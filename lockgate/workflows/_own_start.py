@@ -26,6 +26,7 @@ from lockgate.gates._judgements import Judgement, judge_start, judge_start_input
 from lockgate.identity._actors import Actor
 from lockgate.identity._proofs import Proof
 from lockgate.tools._result import ErrorCode
+from lockgate.workflows._accepted_updates import believe_update
 from lockgate.workflows._failures import refuse_update
 from lockgate.workflows._graph_inputs import one_answer
 
@@ -103,6 +104,7 @@ class OwnStart:
     async def start(self, *args: Any) -> dict[str, Any]:
         """Keeps the signer, once the proof is seen to name the run's arguments (a check replay
         makes again, as it reads only the proof and the arguments)."""
+        await believe_update(args)
         info = workflow.info()
         proof = Proof.parse(args[0])
         await workflow.wait_condition(lambda: self.arguments is not None)

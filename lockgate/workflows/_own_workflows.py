@@ -70,6 +70,7 @@ from lockgate.identity._proofs import Proof
 from lockgate.tools._policy import DEADLINE_CHANNEL
 from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._tool import definition_of
+from lockgate.workflows._accepted_updates import believe_update
 from lockgate.workflows._activity_options import (
     execute_defined,
     local,
@@ -281,7 +282,6 @@ class _OwnRun:
                     proof=workflow.memo_value(START_PROOF_MEMO, default=None),
                     local_tools=_local_tools(),
                 ),
-                result_type=dict,
             )
         except ActivityError as error:
             opened = {
@@ -551,6 +551,7 @@ class _OwnRun:
 
     async def decide(self, *args: Any) -> dict[str, Any]:
         """Records an answer the validator accepted; returns the run as it then stands."""
+        await believe_update(args)
         proof = Proof.parse(args[0])
         actor = Actor.of_proof(proof)
         while waits_to_be_counted(self.gate, self.answer):

@@ -42,6 +42,7 @@ from lockgate.identity._proofs import Proof
 from lockgate.tools._confirm import action_summary
 from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._tool import Retry
+from lockgate.workflows._accepted_updates import believe_update
 from lockgate.workflows._activity_options import execute_tool, local, refused_tool_call
 from lockgate.workflows._authority_context import current_authority, judging_authority
 from lockgate.workflows._failures import (
@@ -225,7 +226,6 @@ class ToolCallWorkflow:
                     execution=workflow.info().first_execution_run_id,
                     actor=self._caller.to_dict() if self._caller is not None else None,
                 ),
-                result_type=dict,
             )
         except ActivityError as error:
             return self._done(
@@ -349,6 +349,7 @@ class ToolCallWorkflow:
     async def call(self, *args: Any) -> dict[str, Any]:
         """Records the caller the validator accepted; returns the result, or the request to
         confirm the call."""
+        await believe_update(args)
         proof = Proof.parse(args[0])
         if self._caller is not None or self._status != "checking":
             # Another proof got in first, validated in the same task as this one.
@@ -414,6 +415,7 @@ class ToolCallWorkflow:
 
         Takes a :class:`ConfirmCallInput`: ``{token, proof?}``.
         """
+        await believe_update(args)
         self._confirmed = True
         await workflow.wait_condition(lambda: self._result is not None)
         assert self._result is not None

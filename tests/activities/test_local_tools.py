@@ -223,7 +223,12 @@ def scheduled(events: Iterable[HistoryEvent]) -> list[str]:
 
 def ran_locally(client: Client, events: Iterable[HistoryEvent]) -> list[str]:
     """The local activities whose results a run recorded (its local-activity markers), in order."""
-    names: list[str] = []
+    return [name for name in local_activity_types(client, events) if name is not None]
+
+
+def local_activity_types(client: Client, events: Iterable[HistoryEvent]) -> list[str | None]:
+    """For each event, the local activity whose result it records, or None."""
+    names: list[str | None] = []
     for event in events:
         attributes = event.marker_recorded_event_attributes
         if (
@@ -233,6 +238,8 @@ def ran_locally(client: Client, events: Iterable[HistoryEvent]) -> list[str]:
             data = attributes.details["data"].payloads[0]
             marker = client.data_converter.payload_converter.from_payload(data, dict)
             names.append(str(marker["activity_type"]))
+        else:
+            names.append(None)
     return names
 
 
@@ -358,6 +365,7 @@ async def test_local_nodes_are_recorded_as_markers_and_the_mutating_node_is_sche
 
     assert run["status"] == "finished", run
     assert ran_locally(temporal_client, events) == [
+        "lockgate.record_acceptance",  # the seal of the worker that accepted its start proof
         "lockgate.open_start",
         tool_activity_name("quick:look"),
         tool_activity_name("quick:note"),
@@ -378,13 +386,13 @@ async def test_a_run_names_its_local_tools_once_in_its_start_check_and_writes_no
     assert run["status"] == "finished", run
     start_check = next(
         event.marker_recorded_event_attributes.details["result"].payloads[0]
-        for event in events
-        if event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-        and event.marker_recorded_event_attributes.marker_name == LOCAL_ACTIVITY_MARKER
+        for event, name in zip(events, local_activity_types(temporal_client, events), strict=True)
+        if name == "lockgate.open_start"
     )
     opened = temporal_client.data_converter.payload_converter.from_payload(start_check, dict)
-    # The relay's two cheap tools, and not its commit, which mutates.
-    assert opened["local_tools"] == ["quick:look", "quick:note"]
+    # The relay's two cheap tools, and not its commit, which mutates (the verdict is recorded
+    # under the seal of the worker that made it).
+    assert opened["result"]["local_tools"] == ["quick:look", "quick:note"]
     assert patches(events) == []
     assert "TemporalChangeVersion" not in upserted_search_attributes(events)
 
@@ -534,6 +542,7 @@ async def test_a_durable_call_of_a_local_tool_runs_it_as_a_local_activity_after_
     assert result["success"], result
     assert result["data"] == {"noted": True}
     assert ran_locally(temporal_client, events) == [
+        "lockgate.record_acceptance",  # the seal of the worker that accepted its proof
         "lockgate.prepare_call",
         tool_activity_name("quick:note"),
     ]

@@ -12,6 +12,7 @@ import socket
 import stat
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,7 @@ from lockgate import (
 )
 from lockgate.cli._loop import event_loop_name, run_on_the_fastest_loop
 from lockgate.cli._output import CommandError
-from lockgate.cli._worker import rate_limiter_of
+from lockgate.cli._worker import rate_limiter_of, unsealed_runs_before
 from lockgate.devserver import temporal_binary
 from lockgate.errors import WorkerSecretError
 from lockgate.examples.essay_review import EssayReview
@@ -484,6 +485,21 @@ def _worker_arguments(*flags: str) -> argparse.Namespace:
     from lockgate.cli._arguments import build_parser
 
     return build_parser().parse_args(["worker", "--tools", "x", *flags])
+
+
+def test_unsealed_runs_before_takes_an_iso_time_with_its_zone() -> None:
+    moment = unsealed_runs_before(
+        _worker_arguments("--unsealed-runs-before", "2026-12-04T12:00:00Z")
+    )
+
+    assert moment == datetime(2026, 12, 4, 12, tzinfo=timezone.utc)
+    assert unsealed_runs_before(_worker_arguments()) is None
+
+
+@pytest.mark.parametrize("given", ["yesterday", "2026-12-04T12:00:00"])
+def test_unsealed_runs_before_without_a_time_zone_or_a_time_is_refused(given: str) -> None:
+    with pytest.raises(CommandError, match="takes an ISO 8601 time with a time zone"):
+        unsealed_runs_before(_worker_arguments("--unsealed-runs-before", given))
 
 
 def test_a_worker_without_rate_limit_limits_nothing() -> None:

@@ -9,6 +9,7 @@ setting, what it got and what it takes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -207,6 +208,11 @@ def test_a_gate_policy_that_is_not_one_is_refused_when_the_graph_compiles() -> N
             "LockgatePlugin: rate_limiter must be a RateLimiter, and it got a string: give a "
             "store's URL as RedisRateLimiter(url).",
         ),
+        (
+            {"unsealed_runs_before": "2026-12-04"},
+            "LockgatePlugin: unsealed_runs_before must be a datetime with a time zone or None, "
+            "and it got str '2026-12-04'.",
+        ),
     ],
 )
 def test_a_plugin_setting_of_the_wrong_type_is_refused_when_the_plugin_is_built(
@@ -215,6 +221,21 @@ def test_a_plugin_setting_of_the_wrong_type_is_refused_when_the_plugin_is_built(
     settings.setdefault("secret", WorkerSecret.generate("test"))
 
     assert refusal(lambda: LockgatePlugin(**settings)).startswith(sentence)
+
+
+@pytest.mark.parametrize(
+    ("moment", "sentence"),
+    [
+        (datetime(2026, 12, 4), "unsealed_runs_before must say its time zone"),
+        (datetime.now(timezone.utc) + timedelta(days=1), "unsealed_runs_before is in the future"),
+    ],
+)
+def test_a_plugin_refuses_a_moment_before_which_runs_are_unsealed_that_it_cannot_compare(
+    moment: datetime, sentence: str
+) -> None:
+    """A moment in the future would leave the runs started until then unsealed."""
+    with pytest.raises(ValueError, match=sentence):
+        LockgatePlugin(secret=WorkerSecret.generate("test"), unsealed_runs_before=moment)
 
 
 def test_a_plugin_given_a_limiter_and_a_registry_with_another_is_refused() -> None:

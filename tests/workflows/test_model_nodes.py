@@ -34,7 +34,7 @@ from temporalio.client import (
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 from lockgate import (
     AgentStep,
@@ -52,6 +52,7 @@ from lockgate import (
 from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput
 from lockgate.contracts import RunView, TrailRow
 from lockgate.devserver import temporal_binary
+from lockgate.identity._seals import WorkerSecret
 from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.testing import Identities, WorkerFactory
 from tests.helpers.graphs import eventually
@@ -68,15 +69,24 @@ from tests.helpers.model_node_graphs import (
     reading_twice,
     tool_returns,
 )
-from tests.helpers.saved_histories import HISTORIES, REGENERATE, without_stack_traces
+from tests.helpers.saved_histories import (
+    HISTORIES,
+    HISTORY_SECRET,
+    REGENERATE,
+    UNSEALED,
+    replayer,
+    without_stack_traces,
+)
 from tests.helpers.support import REPOSITORY, SECRET, gate_of
 
 
-def _desk(model: ScriptedModel, people: Identities) -> LockgatePlugin:
+def _desk(
+    model: ScriptedModel, people: Identities, secret: WorkerSecret | None = None
+) -> LockgatePlugin:
     return LockgatePlugin(
         graphs=[SupportDesk],
         directory=people.directory,
-        secret=people.secret,
+        secret=secret or people.secret,
         models={"desk-model": model.model},
     )
 
@@ -326,7 +336,8 @@ async def test_an_agent_steps_conversation_survives_a_continue_as_new_in_the_mid
 
 HISTORY = HISTORIES / "model_nodes" / "desk_support.json"
 """A ``desk:support`` run whose budget was spent, let go on by a lead, finished. Regenerate it
-with ``LOCKGATE_REGENERATE_HISTORIES=1`` after a deliberate change to agent steps."""
+with ``LOCKGATE_REGENERATE_HISTORIES=1`` after a deliberate change to agent steps. The same run
+recorded before lockgate sealed its history is under ``unsealed/``, never recorded again."""
 
 HISTORY_RUN_ID = "replay-desk_support"
 
@@ -336,7 +347,8 @@ async def test_record_the_saved_history_of_an_agent_step(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     people = desk_people()
-    async with lockgate_worker(plugin=_desk(ScriptedModel(reading_twice), people)):
+    desk = _desk(ScriptedModel(reading_twice), people, secret=HISTORY_SECRET)
+    async with lockgate_worker(plugin=desk):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
         lena = GraphClient(temporal_client, task_queue, signer=people.signer("lena"))
         waiting = await ada.start(SupportDesk, QUESTION, run_id=HISTORY_RUN_ID)
@@ -346,16 +358,14 @@ async def test_record_the_saved_history_of_an_agent_step(
     HISTORY.write_text(without_stack_traces(history.to_json()) + "\n")
 
 
-async def test_the_saved_history_of_an_agent_step_replays_on_todays_code() -> None:
-    plugin = LockgatePlugin(
-        graphs=[SupportDesk],
-        secret=SECRET,
-        models={"desk-model": ScriptedModel(reading_twice).model},
-    )
-    replayer = Replayer(workflows=[], plugins=[plugin])
-    history = WorkflowHistory.from_json(HISTORY_RUN_ID, HISTORY.read_text())
+@pytest.mark.parametrize("history", [HISTORY, HISTORIES / UNSEALED / "model_nodes" / HISTORY.name])
+async def test_the_saved_history_of_an_agent_step_replays_on_todays_code(history: Path) -> None:
+    models = {"desk-model": ScriptedModel(reading_twice).model}
+    saved = WorkflowHistory.from_json(HISTORY_RUN_ID, history.read_text())
 
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    result = await replayer([SupportDesk], models=models).replay_workflow(
+        saved, raise_on_replay_failure=False
+    )
 
     assert result.replay_failure is None
 

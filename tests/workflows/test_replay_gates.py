@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.testing import WorkerFactory
@@ -36,7 +36,10 @@ from tests.helpers.gate_graphs import (
 from tests.helpers.graphs import eventually
 from tests.helpers.saved_histories import (
     HISTORIES,
+    HISTORY_SECRET,
     REGENERATE,
+    UNSEALED,
+    replayer,
     save,
     saved_history,
     without_stack_traces,
@@ -47,7 +50,7 @@ from tests.helpers.subgraph_graphs import (
     ReleasedPayment,
     subgraph_people,
 )
-from tests.helpers.support import SECRET, gate_of
+from tests.helpers.support import gate_of
 
 GRAPHS: list[type] = [
     *POLICY_GRAPHS,
@@ -79,7 +82,7 @@ async def test_record_the_saved_gate_histories(
         who: GraphClient(temporal_client, task_queue, signer=people.signer(who))
         for who in ("ada", "cal", "olga", "otto", "fran")
     }
-    async with lockgate_worker(graphs=GRAPHS, directory=people.directory):
+    async with lockgate_worker(graphs=GRAPHS, directory=people.directory, secret=HISTORY_SECRET):
         run = await as_["ada"].start(DualPayment, PAYMENT, run_id="replay-payment_dual")
         await as_["cal"].decide(run["run_id"], "checked")
         assert (await as_["olga"].decide(run["run_id"], "release"))["status"] == "waiting"
@@ -121,7 +124,10 @@ async def test_record_the_saved_subgraph_histories(
         for who in ("ada", "olga", "tess")
     }
     async with lockgate_worker(
-        tools=SUBGRAPH_TOOLS, graphs=SUBGRAPH_GRAPHS, directory=people.directory
+        tools=SUBGRAPH_TOOLS,
+        graphs=SUBGRAPH_GRAPHS,
+        directory=people.directory,
+        secret=HISTORY_SECRET,
     ):
         # A release runs payment:execute; its treasurer sends it; the parent notifies.
         run = await as_["ada"].start(ReleasedPayment, PAYMENT, run_id="replay-payment_released")
@@ -175,7 +181,7 @@ async def test_record_the_saved_deadline_histories(
         who: GraphClient(client, task_queue, signer=people.signer(who))
         for who in ("ada", "cal", "olga", "fran")
     }
-    plugin = LockgatePlugin(POLICY_TOOLS, GRAPHS, people.directory, secret=SECRET)
+    plugin = LockgatePlugin(POLICY_TOOLS, GRAPHS, people.directory, secret=HISTORY_SECRET)
     async with Worker(client, task_queue=task_queue, plugins=[plugin]):
         # A partial approval, then the deadline escalates and the finance lead decides alone.
         with time_skipping_env.with_time_skipping_disabled():
@@ -202,13 +208,11 @@ async def test_record_the_saved_deadline_histories(
         await save(client, run["run_id"], "gates/payment_lapsed")
 
 
+@pytest.mark.parametrize("folder", ["gates", f"{UNSEALED}/gates"])
 @pytest.mark.parametrize("name", SAVED)
-async def test_a_saved_gate_history_replays_on_todays_code(name: str) -> None:
-    assert (HISTORIES / "gates" / f"{name}.json").exists()
-    # Counting lockgate's metrics, as a worker with --metrics-port does: a metric is no command.
-    plugin = LockgatePlugin(graphs=GRAPHS, secret=SECRET, metrics=True)
-    replayer = Replayer(workflows=[], plugins=[plugin])
-    result = await replayer.replay_workflow(
-        saved_history(f"gates/{name}", SAVED[name]), raise_on_replay_failure=False
+async def test_a_saved_gate_history_replays_on_todays_code(folder: str, name: str) -> None:
+    assert (HISTORIES / folder / f"{name}.json").exists()
+    result = await replayer(GRAPHS).replay_workflow(
+        saved_history(f"{folder}/{name}", SAVED[name]), raise_on_replay_failure=False
     )
     assert result.replay_failure is None
