@@ -145,6 +145,31 @@ def test_the_image_exposes_the_ports_its_worker_serves() -> None:
     )
 
 
+def _stages() -> list[str]:
+    """The Dockerfile's build stages, each from its FROM line on."""
+    text = DOCKERFILE.read_text()
+    starts = [found.start() for found in re.finditer(r"^FROM ", text, flags=re.MULTILINE)]
+    return [text[start:end] for start, end in zip(starts, [*starts[1:], len(text)], strict=True)]
+
+
+def test_the_image_pins_its_base_by_digest() -> None:
+    base = re.search(r"^ARG BASE=(\S+)$", DOCKERFILE.read_text(), flags=re.MULTILINE)
+
+    assert base is not None
+    assert re.fullmatch(r"python:3\.\d+-slim@sha256:[0-9a-f]{64}", base[1])
+    assert [stage.split()[1] for stage in _stages()] == ["${BASE}", "${BASE}"]
+
+
+def test_the_image_installs_the_built_wheel_and_not_the_source_tree() -> None:
+    building, image = _stages()
+
+    assert "pip wheel" in building
+    assert "COPY lockgate" in building
+    assert "COPY lockgate" not in image
+    assert "COPY --from=wheel /dist /dist" in image
+    assert "pip install --no-cache-dir --requirement /dist/requirements.txt" in image
+
+
 def _lockgate_reads(name: str) -> bool:
     """Whether lockgate's source names the variable ``name`` as a string."""
     return any(f'"{name}"' in path.read_text() for path in (REPOSITORY / "lockgate").rglob("*.py"))
