@@ -9,6 +9,7 @@ import argparse
 import copy
 import functools
 import json
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -405,3 +406,14 @@ def test_the_keda_trigger_reads_the_variables_the_worker_connects_with() -> None
     assert from_environment == {"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY"}
     assert from_environment <= {variable["name"] for variable in container["env"]}
     assert "replicas" not in deployment["spec"]
+
+
+def test_every_values_file_the_readme_names_is_a_scenario_these_tests_render_or_refuse() -> None:
+    named = set(
+        re.findall(r"deploy/helm/examples/([\w-]+)\.yaml", (REPOSITORY / "README.md").read_text())
+    )
+    present = {path.stem for path in SCENARIOS.glob("*.yaml")}
+
+    assert named
+    assert named <= present
+    assert present == (set(RENDERED) - {"default"}) | set(PENDING)
