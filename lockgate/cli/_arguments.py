@@ -133,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
         "class or a list",
     )
     worker.add_argument(
+        "--allow-examples",
+        action="store_true",
+        help="serve lockgate's example modules (lockgate.examples...) on purpose: without it the "
+        "worker refuses them, so an image started without its own --tools/--graphs says so",
+    )
+    worker.add_argument(
         "--audit-file",
         metavar="FILE",
         help=f"also append every audit record to FILE as JSON lines (or {AUDIT_FILE_ENV})",

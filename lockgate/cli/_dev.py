@@ -17,7 +17,7 @@ from lockgate.cli._settings import (
     payload_keys,
     secret_path,
 )
-from lockgate.cli._worker import plugin_for
+from lockgate.cli._worker import EXAMPLES_PACKAGE, plugin_for
 from lockgate.encryption import (
     CODEC_SERVER_TOKEN_ENV,
     CodecAccess,
@@ -40,7 +40,7 @@ DEMO_PRINCIPALS: dict[str, dict[str, list[str]]] = {
 """``lockgate dev``'s people: an agent that writes, an editor who may publish, an editor who may
 not, and an officer who may release memos."""
 
-EXAMPLES = ("lockgate.examples",)
+EXAMPLES = (EXAMPLES_PACKAGE,)
 """What ``lockgate dev`` serves: the example graphs that ship in the package."""
 
 SERVER_LOG = STATE_DIRECTORY / "temporal.log"

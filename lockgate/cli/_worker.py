@@ -35,12 +35,17 @@ if TYPE_CHECKING:
     from lockgate.telemetry import LockgateTelemetry
 
 __all__ = [
+    "EXAMPLES_PACKAGE",
     "deployment_version",
     "plugin_for",
     "rate_limiter_of",
     "serve_worker",
     "unsealed_runs_before",
 ]
+
+EXAMPLES_PACKAGE = "lockgate.examples"
+"""The examples that ship in the package: ``lockgate dev`` serves them; ``lockgate worker``
+only with ``--allow-examples``."""
 
 
 def deployment_version(arguments: argparse.Namespace) -> WorkerDeploymentVersion | None:
@@ -246,6 +251,12 @@ def _telemetry(arguments: argparse.Namespace) -> LockgateTelemetry | None:
     return LockgateTelemetry()
 
 
+def _is_example(reference: str) -> bool:
+    """Whether ``reference`` (``module`` or ``module:NAME``) names one of lockgate's examples."""
+    module = reference.partition(":")[0]
+    return module == EXAMPLES_PACKAGE or module.startswith(f"{EXAMPLES_PACKAGE}.")
+
+
 def _limited(plugin: LockgatePlugin) -> str:
     """What the ready line says of the rate limit: where budgets are counted, if anywhere."""
     limiter = plugin.registry.rate_limiter
@@ -263,6 +274,13 @@ async def serve_worker(arguments: argparse.Namespace) -> int:
     references = [*(arguments.tools or []), *(arguments.graphs or [])]
     if not references:
         raise CommandError("worker needs --tools and/or --graphs (module or module:attr).")
+    examples = [reference for reference in references if _is_example(reference)]
+    if examples and not arguments.allow_examples:
+        raise CommandError(
+            f"lockgate worker was asked to serve lockgate's examples ({', '.join(examples)}), "
+            "which a deployment does not mean to: name your own modules with --tools/--graphs, "
+            "or add --allow-examples to serve the examples on purpose."
+        )
     health = WorkerHealth()
     probes = None
     if arguments.health_port is not None:

@@ -339,6 +339,7 @@ async def test_the_worker_command_serves_tools_and_stops_cleanly_on_sigterm(
         "worker",
         "--tools",
         "lockgate.examples.essay_review",
+        "--allow-examples",
         "--task-queue",
         task_queue,
         cwd=lockgate_command.cwd,
@@ -451,6 +452,24 @@ async def test_a_worker_named_a_module_without_lists_says_what_it_looked_for_and
     assert "looked for module-level TOOLS and GRAPHS lists in shop" in ran.err
     assert "graph EssayReview (--graphs shop:EssayReview)" in ran.err
     assert "tools grade, write (--tools shop:grade)" in ran.err
+
+
+@pytest.mark.parametrize(
+    "reference", ["lockgate.examples", "lockgate.examples.essay_review:EssayReview"]
+)
+async def test_a_worker_refuses_lockgates_examples_unless_asked_to_serve_them(
+    tmp_path: Path, reference: str
+) -> None:
+    command = Command(tmp_path, "127.0.0.1:1", "unused")
+
+    ran = await command("worker", "--graphs", "shop.graphs", reference)
+
+    assert ran.status == 2
+    assert ran.err.startswith(
+        f"lockgate: lockgate worker was asked to serve lockgate's examples ({reference})"
+    )
+    assert "name your own modules with --tools/--graphs" in ran.err
+    assert "add --allow-examples to serve the examples on purpose" in ran.err
 
 
 def test_a_worker_serves_a_graph_class_or_a_list_named_module_colon_name(

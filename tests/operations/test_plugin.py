@@ -169,7 +169,7 @@ async def test_the_worker_command_refuses_a_namespace_without_them_and_exits_one
 ) -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "lockgate.cli", "worker",
-        "--graphs", "lockgate.examples.essay_review",
+        "--graphs", "lockgate.examples.essay_review", "--allow-examples",
         "--address", bare_namespace.service_client.config.target_host,
         "--namespace", bare_namespace.namespace,
         "--task-queue", task_queue,

@@ -263,6 +263,7 @@ async def test_the_metrics_port_serves_the_sdks_series_and_lockgates_own(
         "worker",
         "--graphs",
         "lockgate.examples.essay_review",
+        "--allow-examples",
         "--directory",
         str(tmp_path / "directory.toml"),
         "--task-queue",
