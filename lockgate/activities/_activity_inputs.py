@@ -165,6 +165,9 @@ class OpenStartInput:
         parent_run: The parent's run id, as the server names it.
         local_tools: The graph's tools that this run will run as local activities; the
             activity hands them back, so the run's history keeps the choice for every replay.
+        accepted: The seal this worker made on the ``start`` update its validator accepted,
+            handed back so that the run's history records it (see
+            :mod:`lockgate.workflows._accepted_updates`); None for a run started otherwise.
     """
 
     graph: str
@@ -178,6 +181,7 @@ class OpenStartInput:
     parent_id: str | None = None
     parent_run: str | None = None
     local_tools: list[str] = field(default_factory=list)
+    accepted: str | None = None
 
 
 @dataclass
@@ -290,6 +294,8 @@ class PrepareCallInput:
         execution: The call's first run id.
         actor: Who calls, as the ``call`` update's validator verified them; None for an
             unsigned call.
+        accepted: The seal this worker made on the ``call`` update its validator accepted,
+            handed back so that the call's history records it; None for an unsigned call.
     """
 
     tool: str
@@ -299,3 +305,4 @@ class PrepareCallInput:
     request_id: str | None = None
     execution: str = ""
     actor: dict[str, Any] | None = None
+    accepted: str | None = None

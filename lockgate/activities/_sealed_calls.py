@@ -38,6 +38,11 @@ SEAL_HEADER = "lockgate-seal"
 
 _SEAL: contextvars.ContextVar[str | None] = contextvars.ContextVar("lockgate_seal", default=None)
 
+_OPENED: contextvars.ContextVar[tuple[Any, bool] | None] = contextvars.ContextVar(
+    "lockgate_seal_opened", default=None
+)
+"""The call the running activity's seal was last opened for, and whether it opened."""
+
 
 def tool_activity_binding(
     workflow_id: str, run_id: str, activity_type: str, call: Any
@@ -69,12 +74,18 @@ def as_data(value: Any) -> Any:
 def sealed_by_own_run(secret: WorkerSecret | None, call: Any) -> bool:
     """Whether the activity running now carries the seal a lockgate run of this deployment put
     on exactly ``call``, scheduling it from the execution the server names. A worker without a
-    secret opens no seal."""
+    secret opens no seal. Asked again for the same call (the activity judging its caller, then
+    its result being sealed), the first answer is given."""
+    opened = _OPENED.get()
+    if opened is not None and opened[0] is call:
+        return opened[1]
     info = activity.info()
     binding = tool_activity_binding(
         info.workflow_id or "", info.workflow_run_id or "", info.activity_type, call
     )
-    return secret is not None and secret.opens(current_seal(), "tool-activity", binding)
+    verdict = secret is not None and secret.opens(current_seal(), "tool-activity", binding)
+    _OPENED.set((call, verdict))
+    return verdict
 
 
 def current_seal() -> str | None:
@@ -103,8 +114,9 @@ class SealReader(ActivityInboundInterceptor):
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         """Runs the activity with :func:`current_seal` set from its header."""
         seal = header_text(input.headers, SEAL_HEADER, activity.payload_converter())
-        token = _SEAL.set(seal)
+        token, opened = _SEAL.set(seal), _OPENED.set(None)
         try:
             return await self.next.execute_activity(input)
         finally:
+            _OPENED.reset(opened)
             _SEAL.reset(token)

@@ -9,24 +9,30 @@ lockgate run reads back and acts on carries a seal, an HMAC under the worker sec
 worker that wrote it:
 
 - an activity's result (a tool's, a model request's, a signal judgement's, one of lockgate's own
-  local checks'), over the result and the activity's type, workflow id and activity id as the
-  server names them to the activity (the run makes the id one of a kind in its history):
-  :func:`result_binding`, made by :class:`ResultSealer` as the result leaves the activity;
+  local checks'), over the result's bytes and the activity's type, workflow id and activity id
+  as the server names them to the activity (the run makes the id one of a kind in its history):
+  :func:`result_binding`, made by :class:`ResultSealer` as the result leaves the activity and
+  carried in the result payload's metadata (:data:`SEAL_METADATA`);
 - an update the run accepted, over its id, name and input and the run's execution and history:
   :func:`accepted_binding`, made by the workflow code that ran the update's validator and
-  recorded by the local activity ``lockgate.record_acceptance`` in the same workflow task.
+  recorded by the local activity ``lockgate.record_acceptance`` in the same workflow task;
+- how a sub-graph run ended, over its result's bytes and the child and parent as the server
+  names them: :func:`ended_binding`.
 
 The run opens each seal before it believes what the seal is on
-(:mod:`lockgate.workflows._history_seals`).
+(:mod:`lockgate.workflows._history_seals`). A seal over the bytes as written needs no second
+writing of the result and no canonical form of it: the run checks exactly what it reads.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
 from temporalio import activity
+from temporalio.api.common.v1 import Payload
+from temporalio.common import RawValue
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
 
 from lockgate.activities._activity_inputs import (
@@ -46,12 +52,13 @@ __all__ = [
     "ACCEPTED",
     "ENDED",
     "RESULT",
+    "SEAL_METADATA",
     "ResultSealer",
     "accepted_binding",
     "ended_binding",
-    "envelope_parts",
     "result_binding",
-    "sealed_envelope",
+    "seal_of",
+    "sealed_payload",
 ]
 
 RESULT = "result"
@@ -63,6 +70,9 @@ ACCEPTED = "accepted"
 ENDED = "subgraph-end"
 """The purpose of a seal on how a sub-graph run ended, as its parent reads it."""
 
+SEAL_METADATA = "lockgate-result-seal"
+"""The metadata key of a sealed result's payload that holds its seal."""
+
 _CHECKS = frozenset({OPEN_START, VERIFY_CARRIED, PREPARE_CALL, OPEN_WORKFLOW_START})
 """lockgate's own local checks: their results are sealed whatever their input carries."""
 
@@ -72,7 +82,7 @@ their input opens): anyone else's workflow gets their results as they are."""
 
 
 def result_binding(
-    workflow_id: str, activity_type: str, activity_id: str, result: Any
+    workflow_id: str, activity_type: str, activity_id: str, result: Payload
 ) -> dict[str, Any]:
     """What the seal on an activity's result vouches for: this result, of this activity, which
     a run of this workflow id scheduled under this activity id.
@@ -82,13 +92,13 @@ def result_binding(
         activity_type: The activity's type.
         activity_id: Its id, which lockgate's runs make one of a kind in their history
             (``lockgate/<history>/<n>``, see :func:`~lockgate.workflows._history_seals.call_id`).
-        result: Its result as JSON data: what the run reads back.
+        result: Its result as written: the run reads back exactly these bytes.
     """
     return {
         "workflow_id": workflow_id,
         "activity": activity_type,
         "activity_id": activity_id,
-        "result": fingerprint(result),
+        "result": _digest(result),
     }
 
 
@@ -122,38 +132,35 @@ def accepted_binding(
     }
 
 
-def ended_binding(workflow_id: str, execution: str, parent: str, ended: Any) -> dict[str, Any]:
+def ended_binding(workflow_id: str, execution: str, parent: str, ended: Payload) -> dict[str, Any]:
     """What the seal on a sub-graph run's end vouches for: this execution of this run, a child
-    of a run of workflow id ``parent`` (as the server names it), ended so."""
+    of a run of workflow id ``parent`` (as the server names it), ended with this result."""
     return {
         "workflow_id": workflow_id,
         "execution": execution,
         "parent": parent,
-        "ended": fingerprint(ended),
+        "ended": _digest(ended),
     }
 
 
-def sealed_envelope(result: Any, seal: str) -> dict[str, Any]:
-    """How a sealed result travels: ``{"result": ..., "seal": "lgs1..."}``."""
-    return {"result": result, "seal": seal}
+def sealed_payload(payload: Payload, seal: str) -> Payload:
+    """``payload`` carrying ``seal`` in its metadata, beside what it holds."""
+    sealed = Payload()
+    sealed.CopyFrom(payload)
+    sealed.metadata[SEAL_METADATA] = seal.encode("utf-8")
+    return sealed
 
 
-def envelope_parts(recorded: Any) -> tuple[Any, str] | None:
-    """The result and the seal of a recorded envelope; None for anything else."""
-    if isinstance(recorded, dict) and recorded.keys() == {"result", "seal"}:
-        seal = recorded["seal"]
-        if isinstance(seal, str):
-            return recorded["result"], seal
-    return None
+def seal_of(payload: Payload) -> str | None:
+    """The seal a payload carries in its metadata, if any."""
+    seal = payload.metadata.get(SEAL_METADATA)
+    return seal.decode("utf-8", "replace") if seal is not None else None
 
 
-def as_written(value: Any) -> Any:
-    """``value`` as the run reads it back: written by this activity's payload converter, and
-    read as JSON (a datetime becomes its text, a tuple a list, a model its fields)."""
-    payload = activity.payload_converter().to_payload(value)
-    if payload.metadata.get("encoding") != b"json/plain":
-        return None if value is None else {"encoding": payload.metadata.get("encoding")}
-    return json.loads(payload.data)
+def _digest(payload: Payload) -> str:
+    """What a payload holds, as a seal binds it: its encoding and its bytes (not its seal)."""
+    encoding = payload.metadata.get("encoding", b"")
+    return "sha256:" + hashlib.sha256(encoding + b"\0" + payload.data).hexdigest()
 
 
 class ResultSealer(ActivityInboundInterceptor):
@@ -172,16 +179,17 @@ class ResultSealer(ActivityInboundInterceptor):
         self._secret = secret
 
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
-        """Runs the activity; seals its result when it is one of lockgate's own."""
+        """Runs the activity; writes a result of lockgate's own here, its seal in the payload's
+        metadata, so the run reads back exactly the bytes that were sealed."""
         result = await self.next.execute_activity(input)
         if self._secret is None or len(input.args) != 1 or not self._sealed(input.args[0]):
             return result
         info = activity.info()
-        written = as_written(result)
+        payload = activity.payload_converter().to_payload(result)
         binding = result_binding(
-            info.workflow_id or "", info.activity_type, info.activity_id, written
+            info.workflow_id or "", info.activity_type, info.activity_id, payload
         )
-        return sealed_envelope(written, self._secret.seal(RESULT, binding))
+        return RawValue(sealed_payload(payload, self._secret.seal(RESULT, binding)))
 
     def _sealed(self, call: Any) -> bool:
         info = activity.info()

@@ -296,6 +296,7 @@ class ToolActivities:
             **self._open_start(start),
             "local_tools": list(start.local_tools),
             "protocol": RUN_PROTOCOL,
+            "accepted": start.accepted,
         }
 
     def _open_start(self, start: OpenStartInput) -> dict[str, Any]:
@@ -496,7 +497,11 @@ class ToolActivities:
         """Everything a durable call checks before it waits: the caller, the tool, a dry run;
         and the protocol the call follows from then on."""
         only_local(activity.info())
-        return {**await self._prepare_call(call), "protocol": RUN_PROTOCOL}
+        return {
+            **await self._prepare_call(call),
+            "protocol": RUN_PROTOCOL,
+            "accepted": call.accepted,
+        }
 
     async def _prepare_call(self, call: PrepareCallInput) -> dict[str, Any]:
         definition = self.registry.get(call.tool) if isinstance(call.tool, str) else None

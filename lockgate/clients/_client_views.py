@@ -38,7 +38,6 @@ from lockgate.identity._proofs import Signer
 from lockgate.tools._result import ErrorCode
 from lockgate.workflows._catalogue import CatalogueError, read_catalogue
 from lockgate.workflows._failures import outcome_of
-from lockgate.workflows._history_seals import ENDED_SEAL
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,
     LOCKGATE_GRAPH,
@@ -118,8 +117,6 @@ class RunViews:
             # No result type: a workflow of the user's own may return anything at all.
             result = await handle.result()
             if isinstance(result, dict) and result.get("run_id") == run_id:
-                # A sub-graph run's result carries the seal its parent opens; nobody else reads it.
-                result.pop(ENDED_SEAL, None)
                 return cast(RunView, result)
             # A workflow of the user's own returns what it likes: its worker still shows
             # lockgate's view of it.

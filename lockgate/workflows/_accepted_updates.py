@@ -3,17 +3,23 @@ accepted it.
 
 An update's validator judges it before anything is written, and never runs again: replay only
 runs its handler. So the handler of every update that carries authority (a start, an answer, a
-resume, a cancel, a durable call and its confirmation) first has the run's history record a
-seal over exactly that update, made by this worker when its own validator accepted it (a local
-activity's result, in the same workflow task as the acceptance), and opens that seal on every
-replay. An update some other worker accepted has no such seal, and stops the run
-(:class:`~lockgate.workflows._history_seals.UnsealedHistoryError`) before its handler reads or
-changes anything.
+resume, a cancel, a durable call and its confirmation) first takes its :class:`Acceptance`: the
+seal this worker makes when its own validator accepted the update, over exactly that update. The
+run's history records that seal in the same workflow task as the acceptance, as a local
+activity's result, and the run opens it before it acts on the update, the first time and on
+every replay. An update some other worker accepted has no such seal, and stops the run
+(:class:`~lockgate.workflows._history_seals.UnsealedHistoryError`).
+
+Where the update is followed in the same workflow task by one of lockgate's own local checks (a
+graph run's start check, a durable call's), that check records the seal with its own sealed
+result (:attr:`Acceptance.made` in, echoed out); every other update records it with
+``lockgate.record_acceptance`` (:func:`believe_update`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio import workflow
@@ -23,26 +29,47 @@ from lockgate.activities._sealed_results import ACCEPTED, accepted_binding
 from lockgate.workflows._activity_options import LOCAL_RETRY, LOCAL_TIMEOUT
 from lockgate.workflows._history_seals import accepted_here, history_seals
 
-__all__ = ["believe_update"]
+__all__ = ["Acceptance", "acceptance", "believe_update"]
 
 
-async def believe_update(arguments: Sequence[Any]) -> None:
-    """Returns once the update whose handler calls this is believed: its history records the
-    seal of the worker that accepted it (this one, the first time; any of the deployment's, on
-    replay). Call it first in the handler, before anything else is read or changed.
+@dataclass(frozen=True)
+class Acceptance:
+    """An update's claim to have been accepted by a worker of this deployment.
 
-    Args:
-        arguments: The update's arguments, as the handler received them.
-
-    Raises:
-        UnsealedHistoryError: The update was accepted by a worker without the worker secret.
+    Attributes:
+        update: The update, as a refusal names it (``the `start` update 'u-1'``).
+        binding: What its seal vouches for (see :func:`accepted_binding`).
+        made: The seal, where this worker's own validator accepted it (in this activation);
+            None where it is replayed or was accepted elsewhere.
     """
+
+    update: str
+    binding: dict[str, Any]
+    made: str | None
+
+    def confirm(self, recorded: object) -> None:
+        """Returns if ``recorded`` (what the history recorded of :attr:`made`) is the seal of a
+        worker of this deployment over exactly this update.
+
+        Raises:
+            UnsealedHistoryError: It is not.
+        """
+        seals = history_seals()
+        if not seals.opens(recorded, ACCEPTED, self.binding):
+            seals.refuse(self.update, recorded)
+
+
+def acceptance(arguments: Sequence[Any]) -> Acceptance | None:
+    """The :class:`Acceptance` of the update whose handler calls this, with ``arguments`` (as
+    the handler received them); None for a run that believes unsealed history. Call it first
+    in the handler: whether this worker's validator accepted the update is known in the
+    activation that runs it only."""
     seals = history_seals()
     if seals.believes_unsealed():
-        return
+        return None
     info = workflow.info()
     update = workflow.current_update_info()
-    assert update is not None, "believe_update is called in an update handler"
+    assert update is not None, "acceptance() is called in an update handler"
     binding = accepted_binding(
         info.workflow_id,
         info.first_execution_run_id,
@@ -51,15 +78,28 @@ async def believe_update(arguments: Sequence[Any]) -> None:
         update.name,
         arguments,
     )
-    # Made before anything is awaited: whether this worker's validator accepted the update is
-    # known for the activation that runs it only.
     made = seals.seal(ACCEPTED, binding) if accepted_here() else None
+    return Acceptance(f"the `{update.name}` update {update.id!r}", binding, made)
+
+
+async def believe_update(arguments: Sequence[Any]) -> None:
+    """Returns once the update whose handler calls this is believed: its history records the
+    seal of the worker that accepted it (this one, the first time; any of the deployment's, on
+    replay), through ``lockgate.record_acceptance``. Call it first in the handler, before
+    anything else is read or changed.
+
+    Raises:
+        UnsealedHistoryError: The update was accepted by a worker without the worker secret.
+    """
+    accepted = acceptance(arguments)
+    if accepted is None:
+        return
+    update = workflow.current_update_info()
     recorded = await workflow.execute_local_activity(
         RECORD_ACCEPTANCE,
-        made,
+        accepted.made,
         start_to_close_timeout=LOCAL_TIMEOUT,
         retry_policy=LOCAL_RETRY,
-        summary=f"accepted {update.name}",
+        summary=f"accepted {update.name if update else 'update'}",
     )
-    if not seals.opens(recorded, ACCEPTED, binding):
-        seals.refuse(f"the `{update.name}` update {update.id!r}", recorded)
+    accepted.confirm(recorded)

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 
 from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
@@ -89,6 +89,7 @@ async def local(activity: str, check: Any) -> dict[str, Any]:
             activity,
             check,
             activity_id=activity_id,
+            result_type=RawValue,
             start_to_close_timeout=LOCAL_TIMEOUT,
             retry_policy=LOCAL_RETRY,
         )
@@ -96,7 +97,7 @@ async def local(activity: str, check: Any) -> dict[str, Any]:
         raise
     except FailureError as failure:
         raise _local_failure(activity) from failure
-    verdict: dict[str, Any] = opened_result(activity, activity_id, recorded)
+    verdict: dict[str, Any] = opened_result(activity, activity_id, recorded, dict)
     return verdict
 
 
@@ -205,6 +206,7 @@ async def execute_tool(
                 name,
                 call,
                 activity_id=activity_id,
+                result_type=RawValue,
                 start_to_close_timeout=timedelta(seconds=timeout_seconds),
                 retry_policy=tool_retry_policy(retry),
                 summary=summary,
@@ -218,12 +220,13 @@ async def execute_tool(
             name,
             call,
             activity_id=activity_id,
+            result_type=RawValue,
             start_to_close_timeout=timedelta(seconds=timeout_seconds),
             heartbeat_timeout=timedelta(seconds=heartbeat_seconds) if heartbeat_seconds else None,
             retry_policy=tool_retry_policy(retry),
             summary=summary,
         )
-    result: dict[str, Any] = opened_result(name, activity_id, recorded)
+    result: dict[str, Any] = opened_result(name, activity_id, recorded, dict)
     return result
 
 
@@ -231,6 +234,7 @@ async def execute_lockgate(
     activity: str,
     call: Any,
     *,
+    result_type: type,
     timeout: timedelta,
     retry: RetryPolicy,
     summary: str,
@@ -247,11 +251,12 @@ async def execute_lockgate(
         activity,
         call,
         activity_id=activity_id,
+        result_type=RawValue,
         start_to_close_timeout=timeout,
         retry_policy=retry,
         summary=summary,
     )
-    return opened_result(activity, activity_id, recorded)
+    return opened_result(activity, activity_id, recorded, result_type)
 
 
 def failure_cause(error: ActivityError) -> BaseException | None:

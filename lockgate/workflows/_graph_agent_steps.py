@@ -279,6 +279,7 @@ class AgentStepRunner:
                 ],
                 node=node.state,
             ),
+            result_type=dict,
             timeout=timedelta(seconds=agent.timeout_seconds),
             retry=MODEL_RETRY,
             summary=f"{node.tool}: request {number} to {agent.model}",

@@ -166,6 +166,7 @@ class SignalInbox:
             verdicts = await execute_lockgate(
                 JUDGE_SIGNALS,
                 batch,
+                result_type=list,
                 timeout=LOCAL_TIMEOUT,
                 retry=LOCAL_RETRY,
                 summary=f"judge {len(entries)} signal(s)",

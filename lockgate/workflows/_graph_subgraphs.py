@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
@@ -89,6 +90,7 @@ class SubgraphRunner:
                 child.name,
                 start,
                 id=child_id,
+                result_type=RawValue,
                 # Cancelling (or ending) the parent cancels the child; the parent does not wait
                 # for that to finish (a child cancelled on its own parks the parent instead).
                 parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,

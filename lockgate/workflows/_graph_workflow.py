@@ -96,7 +96,7 @@ from lockgate.identity._seals import WorkerSecretError
 from lockgate.tools._result import ErrorCode
 from lockgate.tools._tool import ToolDefinition
 from lockgate.workflows import _generated
-from lockgate.workflows._accepted_updates import believe_update
+from lockgate.workflows._accepted_updates import Acceptance, acceptance, believe_update
 from lockgate.workflows._activity_options import (
     execute_defined,
     local,
@@ -199,8 +199,10 @@ class GraphRun:
     _local_tools: frozenset[str] | None  # as the start check recorded them (None: by patch)
     # The protocol the run's start check recorded (None until one ran; see RUN_PROTOCOL).
     _protocol: int | None
-    # Who signed the run's start, once its `start` update was accepted.
+    # Who signed the run's start, once its `start` update was accepted, and the seal on that
+    # update, recorded by the run's start check.
     _start_actor: Actor | None
+    _start_acceptance: Acceptance | None
     _begun: bool  # the run has settled who started it: no start proof is taken any more
     # The run: what it carries to its next history is exactly `_run`.
     _run: RunState
@@ -418,8 +420,9 @@ class GraphRun:
     )
     async def start(self, *args: Any) -> dict[str, Any]:
         """Records the starter the validator accepted, then returns once the run settles (or at
-        once, asked with ``{proof, settle: false}``)."""
-        await believe_update(args)
+        once, asked with ``{proof, settle: false}``). The run's start check records the seal
+        on it (see ``_open_start``)."""
+        accepted = acceptance(args)
         value, settle, _ = start_proof(args)
         actor = Actor.of_proof(Proof.parse(value))
         if self._begun or self._start_actor is not None:
@@ -429,6 +432,7 @@ class GraphRun:
                 f"Run '{self._run_id}' already knows who started it.",
             )
         _audit("run.start", True, actor, graph=self._graph.name, run=self._run_id)
+        self._start_acceptance = accepted
         self._start_actor = self._run.requester = self._run.driver = actor
         if not settle:
             return self._view()
@@ -911,6 +915,7 @@ class GraphRun:
         self._carried_signals = 0
         self._unserved_version: object = None
         self._start_actor = None
+        self._start_acceptance = None
         self._begun = False
         self._protocol = None
         # The tools this run runs local, as its start check recorded them (None: a run recorded
@@ -1121,6 +1126,7 @@ class GraphRun:
                     inputs=self._start.inputs,
                     proof=self._start.proof,
                     local_tools=local_tool_names(self._graph.tools()),
+                    accepted=self._start_acceptance.made if self._start_acceptance else None,
                     **self._handed_over(),
                 ),
             )
@@ -1130,6 +1136,9 @@ class GraphRun:
                 "code": ErrorCode.INTERNAL_ERROR.value,
                 "reason": f"The start could not be checked: {_first_sentence_error(error)}",
             }
+        if self._start_acceptance is not None and "accepted" in opened:
+            # The `start` update is believed only now, before anything runs as its signer.
+            self._start_acceptance.confirm(opened["accepted"])
         if "protocol" in opened:
             self._protocol = int(opened["protocol"])
         if opened["channels"] is None:
@@ -1414,7 +1423,8 @@ def graph_workflow(name: str, versions: dict[int, CompiledGraph]) -> type[GraphR
     def __init__(self: GraphRun, *starts: Any) -> None:
         self._setup(starts)
 
-    async def run(self: GraphRun, *starts: Any) -> dict[str, Any]:
+    async def run(self: GraphRun, *starts: Any) -> Any:
+        # A sub-graph run's end, sealed for its parent (a payload); any other run's view.
         return sealed_end(await self._interpret())
 
     for function in (__init__, run):

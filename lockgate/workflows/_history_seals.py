@@ -26,20 +26,21 @@ about it no worker writes.
 from __future__ import annotations
 
 import contextvars
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NoReturn
 
 from temporalio import workflow
+from temporalio.common import RawValue
 
 from lockgate.activities._sealed_results import (
     ENDED,
     RESULT,
     ended_binding,
-    envelope_parts,
     result_binding,
+    seal_of,
+    sealed_payload,
 )
 from lockgate.errors import LockgateError
 from lockgate.identity._seals import WorkerSecret
@@ -47,7 +48,6 @@ from lockgate.tools._audit import AuditLogger
 from lockgate.tools._result import ErrorCode
 
 __all__ = [
-    "ENDED_SEAL",
     "HistorySeals",
     "UnsealedHistoryError",
     "accepted_here",
@@ -58,9 +58,6 @@ __all__ = [
     "sealed_end",
     "using_history_seals",
 ]
-
-ENDED_SEAL = "lockgate_seal"
-"""The key of a sub-graph run's result that holds the seal on how it ended."""
 
 
 class UnsealedHistoryError(LockgateError):
@@ -201,55 +198,51 @@ _CALLS = "__lockgate_calls__"
 """The attribute of a run's workflow instance counting :func:`call_id`'s ids."""
 
 
-def opened_result(activity: str, activity_id: str | None, recorded: Any) -> Any:
+def opened_result(
+    activity: str, activity_id: str | None, recorded: RawValue, result_type: type
+) -> Any:
     """What ``activity`` (scheduled with ``activity_id``, see :func:`call_id`) returned, as the
-    run's history records it, once the seal of the worker that ran it opens.
+    run's history records it (the payload, scheduled with ``result_type=RawValue``), read as
+    ``result_type`` once the seal of the worker that ran it opens.
 
     Raises:
         UnsealedHistoryError: It carries no good seal, and the run does not believe unsealed
             history (it started after its operator's ``unsealed_runs_before``).
     """
     seals = history_seals()
-    parts = envelope_parts(recorded)
-    if activity_id is None or seals.believes_unsealed():
-        return recorded if parts is None else parts[0]
-    if parts is None:
-        seals.refuse(f"a result of {activity} with no seal", None)
-    result, seal = parts
-    binding = result_binding(workflow.info().workflow_id, activity, activity_id, result)
-    if not seals.opens(seal, RESULT, binding):
-        seals.refuse(f"a result of {activity}", seal)
-    return result
+    payload = recorded.payload
+    if activity_id is not None and not seals.believes_unsealed():
+        seal = seal_of(payload)
+        binding = result_binding(workflow.info().workflow_id, activity, activity_id, payload)
+        if not seals.opens(seal, RESULT, binding):
+            claim = f"a result of {activity}" + ("" if seal is not None else " with no seal")
+            seals.refuse(claim, seal)
+    return workflow.payload_converter().from_payload(payload, result_type)
 
 
-def sealed_end(ended: dict[str, Any]) -> dict[str, Any]:
+def sealed_end(ended: dict[str, Any]) -> Any:
     """A run's result, sealed for the parent run that started it when it is a sub-graph run
-    (the server names its parent); any other run's result as it is."""
+    (the server names its parent): written here, its seal in the payload's metadata. Any other
+    run's result as it is."""
     info = workflow.info()
     if info.parent is None:
         return ended
-    written = _as_written(ended)
+    payload = workflow.payload_converter().to_payload(ended)
     binding = ended_binding(
-        info.workflow_id, info.first_execution_run_id, info.parent.workflow_id, written
+        info.workflow_id, info.first_execution_run_id, info.parent.workflow_id, payload
     )
-    return {**ended, ENDED_SEAL: history_seals().seal(ENDED, binding)}
+    return RawValue(sealed_payload(payload, history_seals().seal(ENDED, binding)))
 
 
-def opened_end(child: str, execution: str | None, recorded: Any) -> dict[str, Any]:
-    """How this run's sub-graph run ``child`` ended, as this run's history records it, once the
-    seal of the worker that ended it opens."""
+def opened_end(child: str, execution: str | None, recorded: RawValue) -> dict[str, Any]:
+    """How this run's sub-graph run ``child`` ended, as this run's history records it (started
+    with ``result_type=RawValue``), once the seal of the worker that ended it opens."""
     seals = history_seals()
-    ended = dict(recorded) if isinstance(recorded, dict) else {}
-    seal = ended.pop(ENDED_SEAL, None)
-    if seals.believes_unsealed():
-        return ended
-    binding = ended_binding(child, execution or "", workflow.info().workflow_id, ended)
-    if not seals.opens(seal, ENDED, binding):
-        seals.refuse(f"the end of its sub-graph run '{child}'", seal)
-    return ended
-
-
-def _as_written(value: Any) -> Any:
-    """``value`` as the parent reads it back (written by this run's payload converter)."""
-    payload = workflow.payload_converter().to_payload(value)
-    return json.loads(payload.data)
+    payload = recorded.payload
+    if not seals.believes_unsealed():
+        seal = seal_of(payload)
+        binding = ended_binding(child, execution or "", workflow.info().workflow_id, payload)
+        if not seals.opens(seal, ENDED, binding):
+            seals.refuse(f"the end of its sub-graph run '{child}'", seal)
+    ended = workflow.payload_converter().from_payload(payload, dict)
+    return dict(ended) if isinstance(ended, dict) else {}

@@ -42,7 +42,7 @@ from lockgate.identity._proofs import Proof
 from lockgate.tools._confirm import action_summary
 from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._tool import Retry
-from lockgate.workflows._accepted_updates import believe_update
+from lockgate.workflows._accepted_updates import Acceptance, acceptance, believe_update
 from lockgate.workflows._activity_options import execute_tool, local, refused_tool_call
 from lockgate.workflows._authority_context import current_authority, judging_authority
 from lockgate.workflows._failures import (
@@ -131,6 +131,7 @@ class ToolCallWorkflow:
         self._result: dict[str, Any] | None = None
         self._request: dict[str, Any] | None = None
         self._caller: Actor | None = None  # who signed the call, once `call` was accepted
+        self._acceptance: Acceptance | None = None  # the seal on that `call`, to be recorded
         self._protocol: int | None = None  # as its check recorded it (see RUN_PROTOCOL)
         self._problem = self._read(calls)
 
@@ -225,6 +226,7 @@ class ToolCallWorkflow:
                     call.request_id,
                     execution=workflow.info().first_execution_run_id,
                     actor=self._caller.to_dict() if self._caller is not None else None,
+                    accepted=self._acceptance.made if self._acceptance else None,
                 ),
             )
         except ActivityError as error:
@@ -234,6 +236,9 @@ class ToolCallWorkflow:
                     f"The call could not be checked: {error.cause or error}",
                 )
             )
+        if self._acceptance is not None and "accepted" in prepared:
+            # The `call` update is believed only now, before anything runs as its signer.
+            self._acceptance.confirm(prepared["accepted"])
         if "protocol" in prepared:
             self._protocol = int(prepared["protocol"])
         if not prepared["ok"]:
@@ -348,8 +353,8 @@ class ToolCallWorkflow:
     )
     async def call(self, *args: Any) -> dict[str, Any]:
         """Records the caller the validator accepted; returns the result, or the request to
-        confirm the call."""
-        await believe_update(args)
+        confirm the call. The call's check records the seal on it (see ``_call_once``)."""
+        accepted = acceptance(args)
         proof = Proof.parse(args[0])
         if self._caller is not None or self._status != "checking":
             # Another proof got in first, validated in the same task as this one.
@@ -357,6 +362,7 @@ class ToolCallWorkflow:
                 ErrorCode.GATE_NOT_PENDING.value,
                 "This call already knows who makes it.",
             )
+        self._acceptance = accepted
         self._caller = Actor.of_proof(proof)
         return await self._outcome(WaitCallInput())
 

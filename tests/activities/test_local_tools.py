@@ -365,7 +365,6 @@ async def test_local_nodes_are_recorded_as_markers_and_the_mutating_node_is_sche
 
     assert run["status"] == "finished", run
     assert ran_locally(temporal_client, events) == [
-        "lockgate.record_acceptance",  # the seal of the worker that accepted its start proof
         "lockgate.open_start",
         tool_activity_name("quick:look"),
         tool_activity_name("quick:note"),
@@ -390,9 +389,8 @@ async def test_a_run_names_its_local_tools_once_in_its_start_check_and_writes_no
         if name == "lockgate.open_start"
     )
     opened = temporal_client.data_converter.payload_converter.from_payload(start_check, dict)
-    # The relay's two cheap tools, and not its commit, which mutates (the verdict is recorded
-    # under the seal of the worker that made it).
-    assert opened["result"]["local_tools"] == ["quick:look", "quick:note"]
+    # The relay's two cheap tools, and not its commit, which mutates.
+    assert opened["local_tools"] == ["quick:look", "quick:note"]
     assert patches(events) == []
     assert "TemporalChangeVersion" not in upserted_search_attributes(events)
 
@@ -542,7 +540,6 @@ async def test_a_durable_call_of_a_local_tool_runs_it_as_a_local_activity_after_
     assert result["success"], result
     assert result["data"] == {"noted": True}
     assert ran_locally(temporal_client, events) == [
-        "lockgate.record_acceptance",  # the seal of the worker that accepted its proof
         "lockgate.prepare_call",
         tool_activity_name("quick:note"),
     ]

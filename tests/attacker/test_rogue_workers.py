@@ -211,8 +211,9 @@ async def test_a_start_a_rogue_build_accepted_on_a_held_signed_start_is_not_beli
     temporal_client: Client, rogue_client: Client, task_queue: str
 ) -> None:
     """The attacker signs the start as ada with their own key; their build accepts it and
-    begins the run. The real worker refuses the node it was handed (its seal is not the
-    deployment's), and does not take ada for the run's requester."""
+    begins the run, its start check recording the start (under the attacker's secret). The real
+    worker refuses the node it was handed (its seal is not the deployment's), and does not take
+    ada for the run's requester: the start check's record is the first thing it cannot open."""
     records = Records()
     _, real = people_with(records)
     rogue = rogue_people()
@@ -222,7 +223,9 @@ async def test_a_start_a_rogue_build_accepted_on_a_held_signed_start_is_not_beli
         started = await as_ada.start(ShipOrder, ORDER, wait=False)
         assert started.get("ok") is not False, started
     async with worker(temporal_client, task_queue, real):
-        await refused_by_the_deployment(temporal_client, started["run_id"], "the `start` update")
+        await refused_by_the_deployment(
+            temporal_client, started["run_id"], "a result of lockgate.open_start"
+        )
 
     assert SHIPPED == [] and ROGUE_SHIPPED == []
     assert records.refused_history()
@@ -294,7 +297,8 @@ async def test_a_durable_call_a_rogue_build_accepted_is_not_believed(
     temporal_client: Client, rogue_client: Client, task_queue: str
 ) -> None:
     """The attacker signs a durable call of ship:send as rod with their key; their build
-    accepts it. The real worker refuses the activity it was handed and stops the call."""
+    accepts it, its call check recording the call (under the attacker's secret). The real worker
+    refuses the activity it was handed and stops the call at that record."""
     records = Records()
     _, real = people_with(records)
     rogue = rogue_people()
@@ -311,7 +315,9 @@ async def test_a_durable_call_a_rogue_build_accepted_is_not_believed(
         )
     calling.cancel()
     async with worker(temporal_client, task_queue, real):
-        await refused_by_the_deployment(temporal_client, run_id, "the `call` update")
+        await refused_by_the_deployment(
+            temporal_client, run_id, "a result of lockgate.prepare_call"
+        )
 
     assert SHIPPED == [] and ROGUE_SHIPPED == []
     assert records.refused_history()
