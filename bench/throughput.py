@@ -319,7 +319,7 @@ _COSTS: Sequence[tuple[str, str, frozenset[str] | None, bool]] = (
         None,
         False,
     ),
-    # The rules that were lockgate.gating: identity, gates, and the pipeline's rules in tools.
+    # The pure rules: identity, gates, and the pipeline's rules in tools.
     *(
         (
             "lockgate rules (identity, gates, the pipeline's rules)",

@@ -214,19 +214,10 @@ _HOMES = {
 }
 """Where each public name is defined: the module it is imported from on first use."""
 
-_RENAMED = {
-    "PolicyGate": "Authorizer",
-}
-"""Old public names, each still answered (with a ``DeprecationWarning``) for one release."""
-
-if TYPE_CHECKING:
-    # Typed for code that still spells them so, until it moves to the new names.
-    from lockgate.tools._policy import PolicyGate as PolicyGate
-
 # A library leaves logging to its application: without a handler of its own, Python's
 # last-resort handler would print lockgate's warnings (the audit record of every refused call
 # among them) to the stderr of a program that configured no logging.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
-__getattr__, __dir__ = lazy_names(globals(), _HOMES, _RENAMED)
+__getattr__, __dir__ = lazy_names(globals(), _HOMES)

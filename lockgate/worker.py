@@ -188,7 +188,7 @@ class LockgatePlugin(SimplePlugin):
             proof window).
         audit: Where judgements are recorded (and the tool calls, unless ``tools`` is a
             registry with its own): an :class:`AuditLogger`, with sinks such as a JSON-lines
-            file (:class:`~lockgate.gating.JsonLinesAuditSink`).
+            file (:class:`~lockgate.JsonLinesAuditSink`).
         check_search_attributes: Refuse to start a worker whose namespace lacks lockgate's search
             attributes (an upsert of a missing one would wedge every graph run).
         relying_party: The web inbox's site and exact origins: answers signed with a passkey

@@ -51,7 +51,7 @@ MAY_IMPORT = {
 PURE = ["lockgate.identity", "lockgate.tools", "lockgate.gates", "lockgate.graphs"]
 """The layers that run in process, inside activities and inside the workflow sandbox alike."""
 
-FACADES = ["lockgate.gating", "lockgate.activities", "lockgate.workflows"]
+FACADES: list[str] = []
 """Packages that re-export what moved out of them, for their users; lockgate never imports them."""
 
 
@@ -125,19 +125,6 @@ def test_a_pure_layer_imports_no_temporalio(layer: str) -> None:
     assert shown.stdout.splitlines()[-1] == "[]"
 
 
-def test_lockgate_gating_kept_for_compatibility_imports_no_temporalio() -> None:
-    shown = subprocess.run(
-        [sys.executable, "-c", "import sys, lockgate.gating; print('temporalio' in sys.modules)"],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=REPOSITORY,
-        timeout=60,
-    )
-
-    assert shown.stdout.splitlines()[-1] == "False"
-
-
 def _own_modules() -> list[Path]:
     return sorted(
         path
@@ -145,21 +132,6 @@ def _own_modules() -> list[Path]:
         # The examples are written as a user writes them, through the faces the README teaches.
         if "examples" not in path.relative_to(PACKAGE).parts and _module_name(path) not in FACADES
     )
-
-
-def test_no_module_of_lockgate_imports_through_a_package_kept_for_compatibility() -> None:
-    # A module of `lockgate.activities` or `lockgate.workflows` may be imported by name; what the
-    # package itself re-exports may not, nor anything from `lockgate.gating`.
-    through_facades = [
-        f"{path.relative_to(REPOSITORY)}:{line} imports {', '.join(names) or module}"
-        for path in _own_modules()
-        for line, module, names in _lockgate_imports(path)
-        if module == "lockgate.gating"
-        or module.startswith("lockgate.gating.")
-        or (module in FACADES and (not names or any(not name.startswith("_") for name in names)))
-    ]
-
-    assert through_facades == []
 
 
 def test_every_module_of_lockgate_belongs_to_a_layer_or_sits_above_them() -> None:
@@ -170,7 +142,6 @@ def test_every_module_of_lockgate_belongs_to_a_layer_or_sits_above_them() -> Non
         "cli",
         "encryption",
         "examples",
-        "gating",
         "inbox",
         "serving",
         "telemetry",

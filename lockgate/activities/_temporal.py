@@ -23,7 +23,6 @@ from pydantic import BaseModel, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from lockgate._renamed import warn_renamed
 from lockgate.activities._activity_inputs import (
     JUDGE_SIGNALS,
     OPEN_START,
@@ -562,8 +561,3 @@ class ToolActivities:
         """The worker's tools (MCP / LLM wire shape) and graphs, for its catalogue query."""
         graphs = self._catalogue() if self._catalogue is not None else []
         return {"tools": self.registry.definitions(), "graphs": graphs}
-
-    def describe(self) -> dict[str, Any]:
-        """Deprecated: :meth:`tools_and_graphs`."""
-        warn_renamed("ToolActivities.describe()", "ToolActivities.tools_and_graphs()")
-        return self.tools_and_graphs()

@@ -12,7 +12,7 @@ Each adapter is a module of its own, needing its framework's extra:
   tools (``requires_approval``) under its Temporal integration, answered by lockgate gates;
   lockgate tools as a toolset.
 
-Every gate is :func:`lockgate.workflows.gate` and every tool call
-:func:`lockgate.workflows.call_tool`: the same rules, trail, ``pending`` and audit as a
+Every gate is :func:`lockgate.gate` and every tool call
+:func:`lockgate.call_tool`: the same rules, trail, ``pending`` and audit as a
 declared graph's.
 """

@@ -2,7 +2,7 @@
 
 A node asks a person with :func:`ask_gate` (LangGraph's own ``interrupt()``, with a value that
 names a lockgate gate); the workflow runs the graph with :func:`run_graph`, which answers each
-such interrupt with a lockgate gate (:func:`lockgate.workflows.gate`: a verified approver of the
+such interrupt with a lockgate gate (:func:`lockgate.gate`: a verified approver of the
 role, neither the requester nor a maker, who may run what the answer leads to), and resumes the
 graph with the decision. Without it, an interrupt on Temporal waits for an update anyone may
 send. :func:`governed_tools` offers lockgate tools as LangChain tools for nodes that run in the
@@ -88,7 +88,7 @@ async def run_graph(
         config: The graph's config; its ``thread_id`` defaults to the workflow id.
         gates: Each gate a node may ask with :func:`ask_gate`, by name.
         leads_to: For a gate's options that lead to a tool, the tool (see
-            :func:`lockgate.workflows.gate`).
+            :func:`lockgate.gate`).
 
     Returns:
         The graph's final state.
@@ -139,7 +139,7 @@ async def _answer(
 def governed_tools(*tools: str | Callable[..., Any]) -> list[StructuredTool]:
     """lockgate tools as LangChain tools, for nodes that run in the workflow.
 
-    Each call is :func:`lockgate.workflows.call_tool` as the run's driver (validation, scopes,
+    Each call is :func:`lockgate.call_tool` as the run's driver (validation, scopes,
     confirmation, rate limits, audit); a refusal or failure is the tool's error message
     (``CODE: sentence``), which LangGraph hands the model like any tool error.
     """

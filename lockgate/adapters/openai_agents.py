@@ -3,7 +3,7 @@
 A tool the SDK's way marked ``needs_approval`` stops the agent's run with an interruption; on
 Temporal, the workflow would then approve it on an update anyone may send. Run the agent with
 :func:`run_agent` instead: each interruption opens a lockgate gate
-(:func:`lockgate.workflows.gate`: a verified approver of the role, neither the run's requester
+(:func:`lockgate.gate`: a verified approver of the role, neither the run's requester
 nor a maker, who may run what approving leads to) whose subject is the tool and its arguments,
 so the approver signs what they were shown. The decision approves or rejects the call in the
 SDK's run state, and the run resumes, until it finishes. A tool that needs approval and has no
@@ -12,7 +12,7 @@ gate declared fails the run with a sentence naming what to declare; it is never 
 :func:`governed_tool` and :func:`governed_tools` offer lockgate tools as the SDK's function tools,
 named as model providers accept them (``tickets:read`` is ``tickets__read``), described by the
 tool's own definition. The plugin runs function tools in the workflow; each call is
-:func:`lockgate.workflows.call_tool`, as the run's driver (the requester until a gate is decided,
+:func:`lockgate.call_tool`, as the run's driver (the requester until a gate is decided,
 then its approver): validation, scopes, confirmation, rate limits and audit are lockgate's, and a
 refusal comes back as the tool's output (``CODE: sentence``), which the model reads and the run
 goes on from. A governed tool that needs approval runs, once approved, as its approver.
@@ -183,7 +183,7 @@ def governed_tool(
         needs_approval: The SDK's own setting: whether a call stops the run for approval,
             which :func:`run_agent` answers with the gate declared for this tool.
         confirmed: This workflow's code stands for the confirmation a ``confirm=True`` tool
-            asks for, as in :func:`lockgate.workflows.call_tool` (an approval is not one).
+            asks for, as in :func:`lockgate.call_tool` (an approval is not one).
 
     Returns:
         The function tool. Its calls run through lockgate's pipeline as the run's driver; a

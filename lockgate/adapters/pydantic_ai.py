@@ -5,14 +5,14 @@ Pydantic AI runs an agent durably with its own integration (``pydantic_ai.durabl
 on the client and worker). A tool declared ``requires_approval=True`` makes the run end with
 ``DeferredToolRequests``, and whoever builds the ``DeferredToolResults`` approves it: nothing
 there checks who that is. :func:`run_agent` runs the agent in a workflow of your own and answers
-every approval with a lockgate gate (:func:`lockgate.workflows.gate`): a verified approver of
+every approval with a lockgate gate (:func:`lockgate.gate`): a verified approver of
 the gate's role, neither the run's requester nor someone who drove a governed tool call since
 the last gate, who may run the lockgate tool the approval leads to. It then runs the agent
 again with the message history and the answers, until the agent finishes with its real output.
 
 :class:`LockgateToolset` offers lockgate tools to the agent as a Pydantic AI toolset, named as
 model providers accept them (``tickets:read`` is ``tickets__read``). Each call is
-:func:`lockgate.workflows.call_tool` as the run's driver, so validation, scopes, confirmation,
+:func:`lockgate.call_tool` as the run's driver, so validation, scopes, confirmation,
 rate limits and audit all apply; a refusal comes back as Pydantic AI's own tool error, which the
 model reads (``FORBIDDEN: ...``) and the run goes on. The toolset runs in the workflow, not in an
 activity of Pydantic AI's: Pydantic AI moves only the toolsets it knows (function, dynamic, MCP)
@@ -150,7 +150,7 @@ async def run_agent(
     Args:
         agent: A ``TemporalAgent``, or an ``Agent`` with the ``TemporalDurability`` capability.
         user_prompt: The prompt of the first run.
-        gates: For each tool that may ask approval, its gate: an :class:`~lockgate.workflows.Ask`
+        gates: For each tool that may ask approval, its gate: an :class:`~lockgate.Ask`
             whose options include an ``"approve"`` case (:class:`Approval` has one). A tool is
             named as the agent knows it (``refunds__issue``), by its lockgate name
             (``refunds:issue``) or by its ``@tool`` function.
@@ -325,7 +325,7 @@ class LockgateToolset(AbstractToolset[Any]):
 
     The model sees each tool under its provider-safe name (``tickets:read`` is
     ``tickets__read``), with the tool's description and JSON Schema. A call is
-    :func:`lockgate.workflows.call_tool` as whoever drives the run (the requester until a gate is
+    :func:`lockgate.call_tool` as whoever drives the run (the requester until a gate is
     decided, then its approver): the tool's own activity, through the whole pipeline. What a
     refusal becomes is Pydantic AI's own tool error, which the model reads as ``CODE: sentence``:
     arguments lockgate refuses as invalid are a ``ModelRetry``, as Pydantic AI's own tools'

@@ -333,8 +333,8 @@ class GraphClient(RunViews):
         self, workflow: str | Callable[..., Any], *args: Any, id: str, **options: Any
     ) -> WorkflowHandle[Any, Any]:
         """Starts a workflow of your own that asks lockgate's gates or calls its tools, signed:
-        the run's requester is the signer (:func:`lockgate.workflows.gate`,
-        :func:`lockgate.workflows.call_tool`).
+        the run's requester is the signer (:func:`lockgate.gate`,
+        :func:`lockgate.call_tool`).
 
         The run is started held back; the signer then signs for the execution the server
         started, the workflow type, ``id`` and exactly these arguments, and the proof goes to the

@@ -54,7 +54,7 @@ SERVED_GRAPHS_FOR = 30.0
 
 
 class RunViews:
-    """The reading half of :class:`~lockgate.workflows.GraphClient`."""
+    """The reading half of :class:`~lockgate.GraphClient`."""
 
     client: Client
     task_queue: str

@@ -1,11 +1,12 @@
 """The gate engine: what happens to an open gate, in a graph run and in a workflow of your own.
 
 A gate opens (as declared, or escalated when its deadline passed), takes answers already judged
-by :func:`~lockgate.gating.judge_answer`, counts them by its policy (:func:`tally`), is waived,
-or passes its deadline; each step is one trail row; a decision carries the evidence of the
-answers that made it. Every rule of that is here, once. What differs between the two kinds of
-run, how they wait and what they write to Temporal, stays with them: the engine is given the
-clock (``now``) and never waits, so it runs the same in any workflow, on replay, and in a test.
+by :func:`~lockgate.gates._judgements.judge_answer`, counts them by its policy (:func:`tally`),
+is waived, or passes its deadline; each step is one trail row; a decision carries the evidence
+of the answers that made it. Every rule of that is here, once. What differs between the two
+kinds of run, how they wait and what they write to Temporal, stays with them: the engine is
+given the clock (``now``) and never waits, so it runs the same in any workflow, on replay, and
+in a test.
 """
 
 from __future__ import annotations

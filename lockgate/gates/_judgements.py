@@ -15,7 +15,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from lockgate._renamed import warn_renamed
 from lockgate.gates._authority import Authority, answer_refusal_sentence, why_node_refuses
 from lockgate.gates._evidence import evidence_problem
 from lockgate.gates._gates import OpenGate, ParkedNode
@@ -70,12 +69,6 @@ class Judgement:
     operation: str | None = None
     evidence: Any = None
     waiver: str | None = None
-
-    @property
-    def accepted(self) -> bool:
-        """Deprecated: :attr:`allowed`."""
-        warn_renamed("Judgement.accepted", "Judgement.allowed")
-        return self.allowed
 
     @classmethod
     def refuse(cls, code: ErrorCode, reason: str, **facts: Any) -> Judgement:
@@ -685,24 +678,6 @@ class ViewerChoice:
     code: str | None = None
     reason: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def may(self) -> bool:
-        """Deprecated: :attr:`allowed`."""
-        warn_renamed("ViewerChoice.may", "ViewerChoice.allowed")
-        return self.allowed
-
-    @property
-    def because(self) -> str | None:
-        """Deprecated: :attr:`code`."""
-        warn_renamed("ViewerChoice.because", "ViewerChoice.code")
-        return self.code
-
-    @property
-    def why_not(self) -> str | None:
-        """Deprecated: :attr:`reason`."""
-        warn_renamed("ViewerChoice.why_not", "ViewerChoice.reason")
-        return self.reason
 
 
 def judge_viewer(

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from lockgate._renamed import old_module_names, warn_renamed
+from typing import Any
 
 __all__ = [
     "SINGLE_POLICY",
@@ -115,11 +113,6 @@ class GateDeadline:
         """How long the gate waits: ``48 hours`` and the like."""
         return duration_in_words(self.seconds)
 
-    def described(self) -> str:
-        """Deprecated: :meth:`wait_in_words`."""
-        warn_renamed("GateDeadline.described()", "GateDeadline.wait_in_words()")
-        return self.wait_in_words()
-
 
 def duration_in_words(seconds: float) -> str:
     """A duration in the largest whole unit it fills: ``48 hours``, ``3 days``, ``90 seconds``."""
@@ -129,12 +122,6 @@ def duration_in_words(seconds: float) -> str:
             return f"{count} {unit}{'s' if count != 1 else ''}"
     count_seconds = int(seconds) if float(seconds).is_integer() else seconds
     return f"{count_seconds} second{'s' if count_seconds != 1 else ''}"
-
-
-def describe_duration(seconds: float) -> str:
-    """Deprecated: :func:`duration_in_words`."""
-    warn_renamed("describe_duration()", "duration_in_words()")
-    return duration_in_words(seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,15 +218,3 @@ def tally(
 def _counted(counts: Mapping[str, int]) -> str:
     given = [f"{count} × {option}" for option, count in counts.items() if count]
     return ", ".join(given) if given else "no answers"
-
-
-if TYPE_CHECKING:
-    GatePolicy = CompiledApprovalPolicy
-    """Deprecated: :class:`CompiledApprovalPolicy`."""
-
-
-# `GatePolicy` was the compiled approval policy's name: one concept under two words. The old
-# name is the same class (isinstance and equality hold either way) and warns on import.
-__getattr__ = old_module_names(
-    __name__, {"GatePolicy": ("CompiledApprovalPolicy", CompiledApprovalPolicy)}
-)

@@ -40,7 +40,7 @@ class ModelBudget:
 
     The budget counts the step's model requests (and, with ``tokens``, the input and output
     tokens its model reports). When it is spent before the model has finished, the gate
-    ``then_ask`` opens (an options enum an :class:`~lockgate.workflows.Ask` offers), like a
+    ``then_ask`` opens (an options enum an :class:`~lockgate.Ask` offers), like a
     route's ``at_most`` budget: its routes say what each answer does. A route back to the agent
     step carries the step on where it stopped, with a fresh budget.
 
@@ -94,7 +94,8 @@ class AgentStep:
         model: The name the worker's model is given under (``LockgatePlugin(models=...)``).
         instructions: The model's instructions (its system prompt).
         tools: The ``@tool`` functions the model may ask for, offered under
-            :func:`lockgate.gating.model_tool_name` (``tickets:read`` as ``tickets__read``).
+            :func:`lockgate.tools._tool_names.model_tool_name` (``tickets:read`` as
+            ``tickets__read``).
         prompt_from: The channel whose value is the model's prompt (text as it is, anything
             else as JSON).
         output_into: The channel the model's final text is written to.

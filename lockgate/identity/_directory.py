@@ -1,8 +1,8 @@
 """The Directory: the principals a worker knows, with their public keys, roles and scopes.
 
-Read from a TOML file of ``[principals.NAME]`` tables, which :func:`~lockgate.gating.new_identity`
-prints one of, and optionally watched so that grants and revocations take effect without a
-restart. Lookups only read memory.
+Read from a TOML file of ``[principals.NAME]`` tables, which
+:func:`~lockgate.identity._keys.new_identity` prints one of, and optionally watched so that
+grants and revocations take effect without a restart. Lookups only read memory.
 """
 
 from __future__ import annotations

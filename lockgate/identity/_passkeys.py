@@ -1,7 +1,7 @@
 """Passkeys: a WebAuthn assertion as a lockgate proof.
 
 A person answering in the web inbox signs with a passkey instead of an Ed25519 key file. The
-proof is the same object a :class:`~lockgate.gating.Signer` makes, with the assertion in place of
+proof is the same object a :class:`~lockgate.Signer` makes, with the assertion in place of
 the signature: ``{lockgate_proof, principal, channel, authorizes, issued_at, nonce, passkey}``.
 The assertion's challenge is the SHA-256 of the canonical JSON of everything but ``passkey``
 (:func:`passkey_challenge`), so the authenticator signs exactly what the answer authorizes; the

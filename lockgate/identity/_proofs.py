@@ -3,7 +3,7 @@
 :meth:`Proof.parse` reads one and checks its shape (each field, its type and its limits), and
 nothing else; a :class:`Signer` makes one with a principal's private key. Whether its signature
 matches, the act is the one at hand and it is fresh is the
-:class:`~lockgate.gating.Verifier`'s to say.
+:class:`~lockgate.identity._verifier.Verifier`'s to say.
 """
 
 from __future__ import annotations

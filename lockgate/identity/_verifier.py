@@ -1,11 +1,11 @@
 """The Verifier: whether a proof authorizes a call, and if so who the call comes from.
 
 A *proof* is a small signed JSON object that says who authorizes exactly which act. A
-:class:`~lockgate.gating.Signer` makes one with a principal's Ed25519 private key; a
-:class:`Verifier` checks it against the public key a :class:`~lockgate.gating.Directory` lists for
+:class:`~lockgate.Signer` makes one with a principal's Ed25519 private key; a
+:class:`Verifier` checks it against the public key a :class:`~lockgate.Directory` lists for
 that principal, the act the call is about (which names the execution it acts on), and the
-proof's age. The result is an
-:class:`~lockgate.gating.Actor`: who the call is verified to come from, never what they hold.
+proof's age. The result is an :class:`~lockgate.identity._actors.Actor`: who the call is
+verified to come from, never what they hold.
 Scopes and roles are looked up in the Directory each time they are judged.
 
 Like the rest of lockgate.identity this is pure: it imports no temporalio, reads no clock and

@@ -135,7 +135,7 @@ def inbox_app(
         poll_seconds: How often an open page asks whether the gates changed.
 
     Raises:
-        TypeError: ``directory`` is not a :class:`~lockgate.gating.Directory`.
+        TypeError: ``directory`` is not a :class:`~lockgate.Directory`.
     """
     if not isinstance(directory, Directory):
         raise TypeError(

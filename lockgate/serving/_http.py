@@ -86,7 +86,7 @@ STATUS_OF_CODE: dict[str, int] = {
 
 DEFAULT_MAX_BODY_BYTES = 2 * MAX_START_BYTES
 """The largest request body the JSON API reads: twice the largest start input a run takes
-(:data:`~lockgate.gating.MAX_START_BYTES`, 256 kB), so every body a run could accept fits."""
+(:data:`~lockgate.gates._limits.MAX_START_BYTES`, 256 kB), so every body a run could accept fits."""
 
 
 class BearerToken:

@@ -16,7 +16,7 @@ AUDIT_LOG_SCOPE = "lockgate.audit"
 
 class OpenTelemetryAuditSink:
     """Emits each audit record as one OpenTelemetry log record (an
-    :class:`~lockgate.gating.AuditSink`).
+    :class:`~lockgate.tools._audit_sinks.AuditSink`).
 
     The body is the record (redacted, as in every sink); the event, outcome and code are also
     attributes, so a backend can filter on them. A refusal is a WARN, anything else INFO.

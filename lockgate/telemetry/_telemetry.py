@@ -92,7 +92,7 @@ class LockgateTelemetry:
     # The audit sink ------------------------------------------------------------------------
 
     def write(self, record: Mapping[str, Any], *, accepted: bool) -> None:
-        """Takes one audit record (this object is an :class:`~lockgate.gating.AuditSink`)."""
+        """Takes one audit record (this object is an audit sink)."""
         for count in audit_counts(record, accepted=accepted):
             self._count(count)
         event = str(record.get("event"))

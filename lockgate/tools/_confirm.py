@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from lockgate._renamed import warn_renamed
 from lockgate.identity._canonical import digest
 
 __all__ = [
@@ -70,18 +69,6 @@ class TokenCheck:
         "ok", "unknown", "expired", "wrong_tool", "wrong_principal", "different_arguments"
     ]
     reason: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Deprecated: :attr:`allowed`."""
-        warn_renamed("TokenCheck.ok", "TokenCheck.allowed")
-        return self.allowed
-
-    @property
-    def sentence(self) -> str | None:
-        """Deprecated: :attr:`reason` (which was the key now in :attr:`code`)."""
-        warn_renamed("TokenCheck.sentence", "TokenCheck.reason")
-        return self.reason
 
 
 class ConfirmationStore:

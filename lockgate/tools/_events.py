@@ -1,7 +1,7 @@
 """The pipeline's hook events and the failure it raises when asked not to contain one.
 
 :class:`ExecutingEvent`, :class:`ExecutedEvent` and :class:`FailedEvent` are what a
-:class:`~lockgate.activities.ToolRegistry` hands its hooks; :class:`ToolFailure` is what it
+:class:`~lockgate.ToolRegistry` hands its hooks; :class:`ToolFailure` is what it
 raises instead of containing a tool's exception.
 """
 

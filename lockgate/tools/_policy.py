@@ -9,9 +9,8 @@ import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from lockgate._renamed import old_module_names, warn_renamed
 from lockgate.identity._names import UNVERIFIED_PREFIX
 from lockgate.tools._configuration import check_flag, check_setting, refused_setting
 from lockgate.tools._context import ToolContext
@@ -175,7 +174,7 @@ class PolicyRuleProvider(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class PolicyDecision:
     """The authorizer's verdict (a :class:`~lockgate.tools._verdict.Verdict`).
 
@@ -191,33 +190,6 @@ class PolicyDecision:
     reason: str | None = None
     code: str | None = None
     needs_confirmation: bool = False
-
-    def __init__(
-        self,
-        allowed: bool,
-        reason: str | None = None,
-        code: str | None = None,
-        needs_confirmation: bool = False,
-        *,
-        check: str | None = None,
-    ) -> None:
-        # Written out only to take `check=`, the code's old name, from an authorizer of your own
-        # for one more release; frozen, so each field is set the way dataclasses set them.
-        if check is not None:
-            warn_renamed("PolicyDecision(check=...)", "PolicyDecision(code=...)")
-            if code is not None:
-                raise TypeError("PolicyDecision: give code, or check (its old name), not both.")
-            code = check
-        object.__setattr__(self, "allowed", allowed)
-        object.__setattr__(self, "reason", reason)
-        object.__setattr__(self, "code", code)
-        object.__setattr__(self, "needs_confirmation", needs_confirmation)
-
-    @property
-    def check(self) -> str | None:
-        """Deprecated: :attr:`code`."""
-        warn_renamed("PolicyDecision.check", "PolicyDecision.code")
-        return self.code
 
 
 _ALLOWED = PolicyDecision(True)
@@ -410,13 +382,3 @@ def _judge_rule(rule: PolicyRule, ctx: ToolContext, tool: GovernedTool) -> Polic
         ),
         "rule",
     )
-
-
-if TYPE_CHECKING:
-    PolicyGate = Authorizer
-    """Deprecated: :class:`Authorizer`."""
-
-
-# `PolicyGate` was the authorizer's name until "gate" came to mean only where a run waits for
-# people. The old name is the same class (isinstance holds either way) and warns on import.
-__getattr__ = old_module_names(__name__, {"PolicyGate": ("Authorizer", Authorizer)})

@@ -14,7 +14,6 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
-from lockgate._renamed import warn_renamed
 from lockgate.identity._canonical import to_jsonable
 from lockgate.tools._audit import AuditLogger
 from lockgate.tools._budget import BudgetReport, tools_within_budget
@@ -91,7 +90,6 @@ class ToolRegistry:
             nothing. :class:`InMemoryRateLimiter` gives 100 tokens a minute, 5 per mutating call.
         confirmations: Where confirmation tokens live (60 s by default).
         audit: Where audit records go (logger ``lockgate.audit`` by default).
-        gate: Deprecated: ``authorizer``.
     """
 
     def __init__(
@@ -101,14 +99,8 @@ class ToolRegistry:
         rate_limiter: RateLimiter | None = None,
         confirmations: ConfirmationStore | None = None,
         audit: AuditLogger | None = None,
-        gate: Authorizer | None = None,
     ) -> None:
         where = "ToolRegistry"
-        if gate is not None:
-            warn_renamed("ToolRegistry(gate=...)", "ToolRegistry(authorizer=...)")
-            if authorizer is not None:
-                raise TypeError(f"{where}: give authorizer, or gate (its old name), not both.")
-            authorizer = gate
         check_setting(where, "authorizer", authorizer, Authorizer, "an Authorizer", optional=True)
         if rate_limiter is not None and not callable(getattr(rate_limiter, "consume", None)):
             raise refused_setting(
@@ -134,17 +126,6 @@ class ToolRegistry:
         self.trace_stages = False
         """Record when each pipeline stage ended, for the audit record's ``stages`` (tracing)."""
         self._stage_marks: dict[int, list[tuple[str, int]]] = {}
-
-    @property
-    def gate(self) -> Authorizer:
-        """Deprecated: :attr:`authorizer`."""
-        warn_renamed("ToolRegistry.gate", "ToolRegistry.authorizer")
-        return self.authorizer
-
-    @gate.setter
-    def gate(self, authorizer: Authorizer) -> None:
-        warn_renamed("ToolRegistry.gate", "ToolRegistry.authorizer")
-        self.authorizer = authorizer
 
     # Registration ------------------------------------------------------------------------------
 

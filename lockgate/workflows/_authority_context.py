@@ -353,6 +353,7 @@ class AuthorityInterceptor(temporalio.worker.Interceptor):
         return self._inbound
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        """Reads each activity's header seal (for :func:`lockgate.activities.current_seal`), and
-        seals the results of lockgate's own activities."""
+        """Reads each activity's header seal (for
+        :func:`lockgate.activities._sealed_calls.current_seal`), and seals the results of
+        lockgate's own activities."""
         return SealReader(ResultSealer(next, self.authority.secret))

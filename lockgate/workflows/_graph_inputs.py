@@ -2,7 +2,7 @@
 
 Every input a run takes (its start, an update's payload, a query's page) arrives as JSON anyone
 with namespace access can write. Each is read here, shape and size first, into one dataclass; a
-payload that does not fit is a :class:`~lockgate.activities.Refusal` (or a refused start) with a
+payload that does not fit is a :class:`~lockgate.errors.Refusal` (or a refused start) with a
 code and a sentence, never an exception from deep inside the SDK.
 """
 
@@ -49,10 +49,12 @@ class StartGraphInput:
     Attributes:
         inputs: Starting channel values; keys that are not channels of the graph are dropped.
         signed: The starter signs this run: it runs nothing until the ``start`` update brings
-            a proof naming this execution (:func:`~lockgate.gating.start_binding`), whose
-            verified signer becomes its requester, and ends refused if none comes within
-            :data:`~lockgate.workflows.SIGNED_START_WITHIN` of its start. An unsigned run's
-            requester is ``unverified:<channel>``, and a graph with gates refuses to start one.
+            a proof naming this execution
+            (:func:`~lockgate.identity._bindings.start_binding`), whose verified signer becomes
+            its requester, and ends refused if none comes within
+            :data:`~lockgate.workflows._signed_starts.SIGNED_START_WITHIN` of its start. An
+            unsigned run's requester is ``unverified:<channel>``, and a graph with gates
+            refuses to start one.
         proof: A start proof inside the start input, as lockgate sent it before proofs named
             their execution: a run recorded then keeps its verdict; a new one is refused.
         channel: The channel of an unsigned starter.

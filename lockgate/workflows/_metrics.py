@@ -40,7 +40,7 @@ histogram_bucket_overrides=...)``."""
 
 
 class TemporalMetrics:
-    """Counts audit records on Temporal's metric meter (an :class:`~lockgate.gating.AuditSink`).
+    """Counts audit records on Temporal's metric meter (an audit sink).
 
     Series (counters unless said otherwise):
 

@@ -2,8 +2,8 @@
 
 The call runs once per request id: the workflow id is the request id, so asking again returns
 the first answer. A signed call is started first and held back; its caller's proof, naming the
-execution the server started (:func:`~lockgate.gating.tool_binding`), comes as the ``call``
-update, judged by its validator before anything is written (see :mod:`._signed_starts`).
+execution the server started (:func:`~lockgate.identity._bindings.tool_binding`), comes as the
+``call`` update, judged by its validator before anything is written (see :mod:`._signed_starts`).
 
 A tool that must be confirmed waits, durably, for a ``confirm`` update with
 the token; the token expires on a workflow timer, and the call runs with the arguments of the

@@ -29,7 +29,6 @@ from lockgate.gates._gates import GateChoice, OpenGate
 from lockgate.gates._policies import (
     CompiledApprovalPolicy,
     GateDeadline,
-    describe_duration,
     duration_in_words,
 )
 
@@ -247,14 +246,6 @@ def test_the_memo_keeps_when_the_gate_first_opened() -> None:
     assert later["opened_at"] == first["opened_at"] == NOW.isoformat()
 
 
-def test_the_old_name_gate_policy_is_the_compiled_approval_policy_itself_and_warns() -> None:
-    with pytest.warns(DeprecationWarning, match=r"GatePolicy is deprecated: use Compiled"):
-        from lockgate.gates._policies import GatePolicy
-
-    assert GatePolicy is CompiledApprovalPolicy
-    assert GatePolicy("dual", approvals=2, rejection="reject") == DUAL
-
-
 def test_a_deadline_says_its_wait_in_the_largest_whole_unit() -> None:
     assert GateDeadline(48 * 3600).wait_in_words() == "2 days"
     assert [duration_in_words(s) for s in (3600, 90, 1.5)] == [
@@ -262,10 +253,3 @@ def test_a_deadline_says_its_wait_in_the_largest_whole_unit() -> None:
         "90 seconds",
         "1.5 seconds",
     ]
-
-
-def test_the_old_spellings_of_a_duration_in_words_still_answer_and_warn() -> None:
-    with pytest.warns(DeprecationWarning, match=r"GateDeadline\.described\(\) is deprecated: "):
-        assert GateDeadline(7200).described() == "2 hours"
-    with pytest.warns(DeprecationWarning, match=r"describe_duration\(\) is deprecated: use "):
-        assert describe_duration(60) == "1 minute"

@@ -10,8 +10,7 @@ from temporalio import workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from lockgate import Authority, Directory, GraphClient, ToolClient, ToolRegistry, tool
-from lockgate.activities._temporal import ToolActivities
+from lockgate import GraphClient, ToolClient, tool
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import WorkerFactory
 from lockgate.workflows._catalogue import (
@@ -126,15 +125,3 @@ async def test_a_finished_stranger_on_the_catalogue_id_is_replaced(
     assert [t["name"] for t in listed] == ["demo:add"]
     described = await temporal_client.get_workflow_handle(catalogue_id(task_queue)).describe()
     assert (described.workflow_type, described.task_queue) == (CATALOGUE_WORKFLOW, task_queue)
-
-
-def test_a_workers_tools_and_graphs_keep_their_old_spelling_describe_with_a_warning() -> None:
-    registry = ToolRegistry()
-    registry.register(add)
-    activities = ToolActivities(registry, Authority(Directory.empty()), lambda: [])
-
-    with pytest.warns(DeprecationWarning, match=r"ToolActivities\.describe\(\) is deprecated"):
-        described = activities.describe()
-
-    assert described == activities.tools_and_graphs()
-    assert [tool["name"] for tool in described["tools"]] == ["demo:add"]
