@@ -17,9 +17,9 @@ from lockgate._lazy import lazy_names
 # The public names resolve on first use (PEP 562, `__getattr__` below): `lockgate --help`, or any
 # light submodule, then runs without importing temporalio and every layer with it.
 if TYPE_CHECKING:
+    from lockgate._errors import LockgateError
     from lockgate.clients._client import GraphClient
     from lockgate.clients._tool_client import ToolClient
-    from lockgate.errors import LockgateError
     from lockgate.gates._authority import Authority
     from lockgate.gates._notifications import Notifications, Webhook
     from lockgate.graphs._compile import compile_graph
@@ -177,7 +177,7 @@ _HOMES = {
     "GraphDeclarationError": "lockgate.graphs._declare",
     "InMemoryRateLimiter": "lockgate.tools._ratelimit",
     "JsonLinesAuditSink": "lockgate.tools._audit_sinks",
-    "LockgateError": "lockgate.errors",
+    "LockgateError": "lockgate._errors",
     "LockgatePlugin": "lockgate.worker",
     "ModelBudget": "lockgate.graphs._declare_agents",
     "Notifications": "lockgate.gates._notifications",

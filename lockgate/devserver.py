@@ -36,7 +36,7 @@ from typing import IO
 
 from temporalio.client import Client
 
-from lockgate.errors import SetupError
+from lockgate._errors import SetupError
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
 __all__ = [

@@ -34,8 +34,10 @@ clause catches them all. Each keeps the built-in base it had before this root ex
     ├── CarriedStateError (ValueError)      a continued run's state this lockgate cannot read
     └── CommandError                        a ``lockgate`` command called the wrong way
 
-This module defines the roots; each other exception lives beside the rule that raises it, and
-is imported from here (on first use, so this module stays light). ``tests/test_errors.py`` pins
+The roots are defined in ``lockgate._errors``, at the bottom of the layers, where every layer
+imports them from; each other exception lives beside the rule that raises it. This module is the
+public face: it sits above every layer, and serves each exception on first use (so it stays
+light). No module of lockgate imports it. ``tests/test_errors.py`` pins
 the tree above. Over Temporal, a refusal an activity raises
 reaches the workflow as an ``ApplicationError`` whose ``type`` is the refusal's code.
 """
@@ -44,6 +46,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lockgate._errors import (
+    ConfigurationError,
+    DeclarationError,
+    LockgateError,
+    RefusedError,
+    SetupError,
+)
 from lockgate._lazy import lazy_names
 
 if TYPE_CHECKING:
@@ -128,28 +137,6 @@ _HOMES = {
     "WorkerSecretError": "lockgate.identity._seals",
 }
 """Where each exception below the roots is defined: imported from there on first use."""
-
-
-class LockgateError(Exception):
-    """The root of every exception lockgate raises to its callers."""
-
-
-class DeclarationError(LockgateError, TypeError):
-    """A tool or graph is declared in a way lockgate cannot use; the message says what to
-    declare instead."""
-
-
-class ConfigurationError(LockgateError, ValueError):
-    """A key, secret, file or setting is missing or unusable; the message says what to do."""
-
-
-class SetupError(LockgateError, RuntimeError):
-    """What lockgate runs on (a Temporal server, a namespace, a worker) is missing or not
-    ready; the message says how to get it ready."""
-
-
-class RefusedError(LockgateError):
-    """A request was refused, and nothing it asked for happened; the message says why."""
 
 
 __getattr__, __dir__ = lazy_names(globals(), _HOMES)

@@ -1,5 +1,6 @@
-"""The layers: imports point down only, the pure ones never reach temporalio, none goes through a
-package kept for compatibility."""
+"""The layers: every module of lockgate imports only its own layer and the layers below, no import
+goes round in a circle (not through ``TYPE_CHECKING``, not through a lazy face), and the pure
+layers never reach temporalio."""
 
 from __future__ import annotations
 
@@ -15,49 +16,40 @@ from tests.helpers.support import REPOSITORY
 
 PACKAGE = REPOSITORY / "lockgate"
 
-BASE = {"lockgate.errors", "lockgate.contracts", "lockgate._defaults", "lockgate._renamed"}
-"""What every layer may import: the roots of the error tree, the JSON shapes, the defaults, and
-how an old spelling warns."""
-
-# Each layer and what its modules may import besides themselves and the base, bottom first.
-MAY_IMPORT = {
-    "lockgate.identity": set(),
-    "lockgate.tools": {"lockgate.identity"},
-    "lockgate.gates": {"lockgate.identity", "lockgate.tools"},
-    "lockgate.graphs": {"lockgate.identity", "lockgate.tools", "lockgate.gates"},
-    "lockgate.activities": {
-        "lockgate.identity",
-        "lockgate.tools",
-        "lockgate.gates",
-        "lockgate.graphs",
-    },
-    "lockgate.workflows": {
-        "lockgate.identity",
-        "lockgate.tools",
-        "lockgate.gates",
-        "lockgate.graphs",
-        "lockgate.activities",
-    },
-    "lockgate.clients": {
-        "lockgate.identity",
-        "lockgate.tools",
-        "lockgate.gates",
-        "lockgate.graphs",
-        "lockgate.activities",
-        "lockgate.workflows",
-    },
-}
+LAYERS: list[tuple[str, list[str]]] = [
+    (
+        "foundations",
+        [
+            "lockgate._errors",
+            "lockgate._defaults",
+            "lockgate._bodies",
+            "lockgate._health",
+            "lockgate._lazy",
+            "lockgate.contracts",
+        ],
+    ),
+    ("identity", ["lockgate.identity"]),
+    ("tools", ["lockgate.tools", "lockgate.redis_ratelimit", "lockgate.telemetry"]),
+    ("gates", ["lockgate.gates"]),
+    ("graphs", ["lockgate.graphs"]),
+    ("activities", ["lockgate.activities"]),
+    ("workflows", ["lockgate.workflows"]),
+    (
+        "clients",
+        ["lockgate.clients", "lockgate.encryption", "lockgate.namespace", "lockgate.devserver"],
+    ),
+    ("worker", ["lockgate.worker"]),
+    ("surfaces", ["lockgate.serving", "lockgate.inbox", "lockgate.adapters"]),
+    ("commands", ["lockgate.cli", "lockgate.testing", "lockgate.pytest_plugin"]),
+    ("faces", ["lockgate", "lockgate.errors", "lockgate.examples"]),
+]
+"""Every module of lockgate, by layer, bottom first: a module may import its own layer's modules
+and those of the layers below it, never one above. A layer is named by its packages and modules;
+a package holds every module under it. The faces are what a program imports: nothing of
+lockgate imports them (the examples are written as a user writes them, through them)."""
 
 PURE = ["lockgate.identity", "lockgate.tools", "lockgate.gates", "lockgate.graphs"]
 """The layers that run in process, inside activities and inside the workflow sandbox alike."""
-
-FACADES: list[str] = []
-"""Packages that re-export what moved out of them, for their users; lockgate never imports them."""
-
-
-def _private_modules(package: str) -> list[Path]:
-    folder = REPOSITORY / package.replace(".", "/")
-    return sorted(path for path in folder.glob("_*.py") if path.name != "__init__.py")
 
 
 def _module_name(path: Path) -> str:
@@ -65,46 +57,162 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _lockgate_imports(path: Path) -> Iterator[tuple[int, str, list[str]]]:
-    """Each import of lockgate in ``path``: its line, the module, and the names taken from it."""
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _owner(module: str) -> str:
+    """The entry of :data:`LAYERS` that holds ``module``: the longest that names it or a package
+    above it."""
+    entries = [entry for _, entries in LAYERS for entry in entries]
+    holding = [e for e in entries if module == e or module.startswith(e + ".")]
+    assert holding, f"{module} is in no layer: add it to LAYERS"
+    return max(holding, key=len)
+
+
+def _rank(module: str) -> int:
+    owner = _owner(module)
+    return next(index for index, (_, entries) in enumerate(LAYERS) if owner in entries)
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> Iterator[tuple[int, str]]:
+    """Each module of lockgate that ``path`` imports (anywhere: at the top, in a function, under
+    ``TYPE_CHECKING``), or, in a face that serves names lazily, names as a name's home; with its
+    line."""
+    text = path.read_text()
+    lazy = "lazy_names(" in text
+    for node in ast.walk(ast.parse(text, str(path))):
+        named: list[str] = []
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module.split(".")[0] == "lockgate":
-                yield node.lineno, node.module, [alias.name for alias in node.names]
+            named = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
         elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] == "lockgate":
-                    yield node.lineno, alias.name, []
+            named = [alias.name for alias in node.names]
+        elif lazy and isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named = [node.value] if node.value in modules else []
+        for name in named:
+            found = _known(name, modules)
+            if found is not None:
+                yield getattr(node, "lineno", 0), found
+                break
 
 
-def _layer_of(module: str) -> str:
-    return ".".join(module.split(".")[:2])
+def _known(name: str, modules: dict[str, Path]) -> str | None:
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
 
 
-def test_the_table_lists_every_package_layer_and_each_may_import_only_layers_below() -> None:
-    layers = list(MAY_IMPORT)
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {
+        module: {found for _, found in _imports(path, modules) if found != module}
+        for module, path in modules.items()
+    }
 
-    for index, layer in enumerate(layers):
-        assert MAY_IMPORT[layer] == set(layers[:index])
+
+def test_every_module_of_lockgate_is_in_a_layer() -> None:
+    unplaced = []
+    for module in _modules():
+        try:
+            _owner(module)
+        except AssertionError as missing:
+            unplaced.append(str(missing))
+
+    assert unplaced == []
 
 
-@pytest.mark.parametrize("layer", list(MAY_IMPORT))
-def test_each_layer_imports_only_itself_the_layers_below_and_the_base(layer: str) -> None:
-    allowed = {layer, *MAY_IMPORT[layer], *BASE}
+def test_no_module_imports_a_module_of_a_layer_above_its_own() -> None:
+    modules = _modules()
 
     upward = [
-        f"{path.relative_to(REPOSITORY)}:{line} imports {module}"
-        for path in _private_modules(layer)
-        for line, module, _ in _lockgate_imports(path)
-        if _layer_of(module) not in allowed
+        f"{path.relative_to(REPOSITORY)}:{line} imports {found} "
+        f"({LAYERS[_rank(module)][0]} -> {LAYERS[_rank(found)][0]})"
+        for module, path in modules.items()
+        for line, found in _imports(path, modules)
+        if _rank(found) > _rank(module)
     ]
 
     assert upward == []
 
 
+def test_no_module_of_lockgate_imports_a_face_but_the_examples() -> None:
+    faces = {"lockgate", "lockgate.errors"}
+    modules = _modules()
+
+    through = [
+        f"{path.relative_to(REPOSITORY)}:{line} imports {found}"
+        for module, path in modules.items()
+        if module not in faces and not module.startswith("lockgate.examples")
+        for line, found in _imports(path, modules)
+        if found in faces
+    ]
+
+    assert through == []
+
+
+def test_no_import_goes_round_in_a_circle() -> None:
+    graph = _graph()
+    circles = _strongly_connected(graph)
+
+    assert [sorted(circle) for circle in circles if len(circle) > 1] == []
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's components of ``graph``, iteratively (the package is deep enough to matter)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    found.append(component)
+    return found
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    """The check above can fail: a made-up graph with a circle is found to have one."""
+    circles = _strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}})
+
+    assert [sorted(circle) for circle in circles if len(circle) > 1] == [["a", "b", "c"]]
+
+
 @pytest.mark.parametrize("layer", PURE)
 def test_a_pure_layer_imports_no_temporalio(layer: str) -> None:
-    modules = [_module_name(path) for path in _private_modules(layer)]
+    modules = [module for module in _modules() if module.startswith(layer + ".")]
     script = (
         "import importlib, sys\n"
         f"for name in {modules!r}:\n"
@@ -123,29 +231,3 @@ def test_a_pure_layer_imports_no_temporalio(layer: str) -> None:
 
     assert modules
     assert shown.stdout.splitlines()[-1] == "[]"
-
-
-def _own_modules() -> list[Path]:
-    return sorted(
-        path
-        for path in PACKAGE.rglob("*.py")
-        # The examples are written as a user writes them, through the faces the README teaches.
-        if "examples" not in path.relative_to(PACKAGE).parts and _module_name(path) not in FACADES
-    )
-
-
-def test_every_module_of_lockgate_belongs_to_a_layer_or_sits_above_them() -> None:
-    # A new package under lockgate/ is placed in the table above, or listed here as a surface
-    # that sits above every layer.
-    above = {
-        "adapters",
-        "cli",
-        "encryption",
-        "examples",
-        "inbox",
-        "serving",
-        "telemetry",
-    }
-    packages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
-
-    assert packages - above == {layer.split(".")[1] for layer in MAY_IMPORT}

@@ -16,7 +16,7 @@ from temporalio.api.enums.v1 import ApplicationErrorCategory as ApplicationError
 from temporalio.api.failure.v1 import ApplicationFailureInfo, Failure
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from lockgate.errors import RefusedError
+from lockgate._errors import RefusedError
 
 __all__ = ["Refusal"]
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from lockgate.errors import LockgateError
+from lockgate._errors import LockgateError
 
 __all__ = ["CommandError", "fail", "is_refused", "print_json", "report_result"]
 

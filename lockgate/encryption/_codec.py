@@ -26,9 +26,9 @@ from temporalio.api.common.v1 import Payload
 from temporalio.api.failure.v1 import Failure
 from temporalio.converter import DataConverter, DefaultFailureConverter, PayloadCodec
 
+from lockgate._errors import RefusedError
 from lockgate.activities._refusal import Refusal
 from lockgate.encryption._keys import PayloadKeys
-from lockgate.errors import RefusedError
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lockgate._defaults import PAYLOAD_KEYS_FILE_ENV
-from lockgate.errors import ConfigurationError
+from lockgate._errors import ConfigurationError
 from lockgate.identity._keyrings import Keyring
 
 __all__ = ["PAYLOAD_KEYS_ENV", "PAYLOAD_KEYS_FILE_ENV", "PayloadKeys", "PayloadKeysError"]

@@ -30,8 +30,8 @@ from typing import Any
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
+from lockgate._errors import ConfigurationError
 from lockgate.encryption._codec import EncryptionCodec, PayloadDecryptionError
-from lockgate.errors import ConfigurationError
 
 __all__ = ["CODEC_SERVER_TOKEN_ENV", "CodecAccess", "CodecAccessError", "CodecServer"]
 

@@ -10,7 +10,7 @@ from typing import Any, Final, TypeVar, final
 
 from pydantic import BaseModel
 
-from lockgate.errors import DeclarationError
+from lockgate._errors import DeclarationError
 from lockgate.graphs._declare_agents import AgentStep
 
 __all__ = [

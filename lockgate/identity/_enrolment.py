@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 
 from lockgate._defaults import ENROLMENT_SECRET_FILE_ENV
-from lockgate.errors import ConfigurationError
+from lockgate._errors import ConfigurationError
 from lockgate.identity._identity_errors import IdentityError
 from lockgate.identity._keyrings import Keyring
 from lockgate.identity._keys import encode_base64url

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from lockgate.errors import ConfigurationError, RefusedError
+from lockgate._errors import ConfigurationError, RefusedError
 
 __all__ = ["IdentityError", "ProofRefused", "RefusalReason"]
 

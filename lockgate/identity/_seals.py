@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from lockgate._defaults import WORKER_SECRET_FILE_ENV
-from lockgate.errors import ConfigurationError
+from lockgate._errors import ConfigurationError
 from lockgate.identity._canonical import canonical_json
 from lockgate.identity._keyrings import Keyring
 from lockgate.identity._keys import encode_base64url

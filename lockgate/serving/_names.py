@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from lockgate.errors import ConfigurationError
+from lockgate._errors import ConfigurationError
 from lockgate.tools._tool_names import model_tool_name
 
 __all__ = ["ToolNameError", "ToolNames", "mcp_name"]

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate.errors import LockgateError
+from lockgate._errors import LockgateError
 from lockgate.tools._context import ToolContext
 from lockgate.tools._result import ToolResult
 

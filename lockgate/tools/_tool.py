@@ -15,7 +15,7 @@ import pydantic_core
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
-from lockgate.errors import DeclarationError, RefusedError
+from lockgate._errors import DeclarationError, RefusedError
 from lockgate.identity._canonical import to_jsonable
 from lockgate.tools._configuration import check_flag, check_number, check_setting, checked_names
 from lockgate.tools._context import ToolContext

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Annotated, Literal
 
-from lockgate.errors import RefusedError
+from lockgate._errors import RefusedError
 from lockgate.tools._context import ToolContext
 from lockgate.tools._registry import ToolRegistry
 from lockgate.tools._result import ErrorCode, ToolResult

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from lockgate._errors import LockgateError
 from lockgate.contracts import TrailRow
-from lockgate.errors import LockgateError
 from lockgate.gates._gates import OpenGate
 from lockgate.identity._actors import Actor
 

@@ -26,7 +26,7 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
-from lockgate.errors import SetupError
+from lockgate._errors import SetupError
 
 __all__ = [
     "CATALOGUE_QUERY",

@@ -19,9 +19,9 @@ from temporalio import workflow
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
+from lockgate._errors import RefusedError
 from lockgate.activities._activity_inputs import SETTLING_PROTOCOL
 from lockgate.activities._refusal import Refusal
-from lockgate.errors import RefusedError
 from lockgate.gates._judgements import Judgement
 from lockgate.tools._audit import AuditLogger
 from lockgate.tools._result import ErrorCode

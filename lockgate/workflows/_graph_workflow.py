@@ -56,6 +56,7 @@ from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from lockgate._errors import LockgateError
 from lockgate.activities._activity_inputs import (
     OPEN_START,
     VERIFY_CARRIED,
@@ -67,7 +68,6 @@ from lockgate.activities._activity_inputs import (
 )
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._temporal import CALLER_MISTAKES
-from lockgate.errors import LockgateError
 from lockgate.gates._authority import Authority, node_refusal_sentence
 from lockgate.gates._gate_engine import (
     GivenAnswer,

@@ -34,6 +34,7 @@ from typing import Any, NoReturn
 from temporalio import workflow
 from temporalio.common import RawValue
 
+from lockgate._errors import LockgateError
 from lockgate.activities._sealed_results import (
     ENDED,
     RESULT,
@@ -42,7 +43,6 @@ from lockgate.activities._sealed_results import (
     seal_of,
     sealed_payload,
 )
-from lockgate.errors import LockgateError
 from lockgate.identity._seals import WorkerSecret
 from lockgate.tools._audit import AuditLogger
 from lockgate.tools._result import ErrorCode

@@ -25,7 +25,7 @@ from temporalio import workflow
 from temporalio.client import WorkflowHandle
 from temporalio.service import RPCError
 
-from lockgate.errors import RefusedError
+from lockgate._errors import RefusedError
 
 __all__ = ["SIGNED_START_WITHIN", "StartRefusedError", "await_signed_start", "withdraw"]
 
