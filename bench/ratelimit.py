@@ -39,16 +39,11 @@ from temporalio.worker import Worker
 
 from bench._exit import leave
 from bench._workloads import dev_server, emit, median_ratio
-from lockgate import (
-    InMemoryRateLimiter,
-    LockgatePlugin,
-    RateLimiter,
-    RedisRateLimiter,
-    ToolClient,
-    tool,
-)
+from lockgate import InMemoryRateLimiter, LockgatePlugin, ToolClient, tool
 from lockgate.devserver import free_port
+from lockgate.redis_ratelimit import RedisRateLimiter
 from lockgate.testing import Identities
+from lockgate.tool_runtime import RateLimiter
 
 BENCH = "ratelimit"
 TARGET = 1.10

@@ -38,8 +38,8 @@ from bench._workloads import (
     serve_in_subprocess_command,
 )
 from lockgate import GraphClient
-from lockgate.namespace import LOCKGATE_AWAITING, LOCKGATE_STATE
 from lockgate.testing import Identities
+from lockgate.workflows._search_attributes import LOCKGATE_AWAITING, LOCKGATE_STATE
 
 BENCH = "scale"
 TARGET_LIST_RATIO = 2.0

@@ -1,11 +1,19 @@
-"""Names a package resolves on first use (PEP 562): its ``__getattr__`` and ``__dir__``."""
+"""A face that serves its names on first use (PEP 562), listing each name once.
+
+A face lists its names once, as the imports of its ``if TYPE_CHECKING:`` block (``from home
+import Name as Name``): type checkers read them there, and :func:`lazy_exports` reads the same
+block at import time to learn which module serves each name, imported the first time it is
+asked for. So ``lockgate --help``, or any light module, runs without importing temporalio.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import ast
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-__all__ = ["lazy_names"]
+__all__ = ["lazy_exports"]
 
 
 def _imported(home: str, name: str) -> Any:
@@ -14,13 +22,35 @@ def _imported(home: str, name: str) -> Any:
     return getattr(__import__(home, fromlist=[name]), name)
 
 
-def lazy_names(
-    namespace: dict[str, Any], homes: Mapping[str, str]
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The ``__getattr__`` and ``__dir__`` of the module whose globals are ``namespace``: each
-    name in ``homes`` is imported from its module the first time it is asked for, then kept.
-    """
+def _homes(source: str) -> dict[str, str]:
+    """Each name the module-level ``if TYPE_CHECKING:`` blocks of ``source`` import, with the
+    module it comes from."""
+    homes: dict[str, str] = {}
+    for statement in ast.parse(source).body:
+        if not (isinstance(statement, ast.If) and ast.unparse(statement.test) == "TYPE_CHECKING"):
+            continue
+        for node in statement.body:
+            if isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    homes[alias.asname or alias.name] = node.module
+    return homes
+
+
+def _order(name: str) -> tuple[int, str]:
+    # The order ruff's RUF022 keeps: SCREAMING_CASE, then CamelCase, then the rest.
+    return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+
+def lazy_exports(
+    namespace: dict[str, Any],
+) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """The ``__getattr__``, ``__dir__`` and ``__all__`` of the face whose globals are
+    ``namespace``: its names are those its ``if TYPE_CHECKING:`` block imports (with the names
+    it already holds, such as the ones it imports at run time too), each imported from its
+    module the first time it is asked for, then kept."""
     module = namespace["__name__"]
+    homes = _homes(Path(namespace["__file__"]).read_text(encoding="utf-8"))
+    exported = sorted(homes, key=_order)
 
     def __getattr__(name: str) -> Any:
         home = homes.get(name)
@@ -31,6 +61,6 @@ def lazy_names(
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*namespace, *namespace["__all__"]})
+        return sorted({*namespace, *exported})
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, exported

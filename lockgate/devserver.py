@@ -40,11 +40,9 @@ from lockgate._errors import SetupError
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 
 __all__ = [
-    "DURABILITIES",
     "DevServer",
     "DevServerError",
     "free_port",
-    "server_args",
     "temporal_binary",
 ]
 

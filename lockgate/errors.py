@@ -46,97 +46,39 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lockgate._errors import (
-    ConfigurationError,
-    DeclarationError,
-    LockgateError,
-    RefusedError,
-    SetupError,
-)
-from lockgate._lazy import lazy_names
+from lockgate._lazy import lazy_exports
 
+# Every exception of the tree above, each listed once: imported here for type checkers, and
+# served on first use (see lockgate._lazy), so this module stays light.
 if TYPE_CHECKING:
-    from lockgate.activities._refusal import Refusal
-    from lockgate.cli._output import CommandError
-    from lockgate.devserver import DevServerError
-    from lockgate.encryption._codec import PayloadDecryptionError
-    from lockgate.encryption._keys import PayloadKeysError
-    from lockgate.encryption._server import CodecAccessError
-    from lockgate.graphs._declare import GraphDeclarationError
-    from lockgate.identity._enrolment import EnrolmentRefused, EnrolmentSecretError
-    from lockgate.identity._identity_errors import IdentityError, ProofRefused
-    from lockgate.identity._seals import WorkerSecretError
-    from lockgate.namespace import SearchAttributesMissingError
-    from lockgate.serving._names import ToolNameError
-    from lockgate.tools._events import ToolFailure
-    from lockgate.tools._tool import ArgumentsInvalid, ToolDeclarationError
-    from lockgate.tools._verification import VerificationError
-    from lockgate.workflows._carry import CarriedStateError
-    from lockgate.workflows._catalogue import CatalogueError
-    from lockgate.workflows._failures import UnreadableStart
-    from lockgate.workflows._graph_workflow import UnservedVersionError
-    from lockgate.workflows._history_seals import UnsealedHistoryError
-    from lockgate.workflows._signed_starts import StartRefusedError
+    from lockgate._errors import ConfigurationError as ConfigurationError
+    from lockgate._errors import DeclarationError as DeclarationError
+    from lockgate._errors import LockgateError as LockgateError
+    from lockgate._errors import RefusedError as RefusedError
+    from lockgate._errors import SetupError as SetupError
+    from lockgate.activities._refusal import Refusal as Refusal
+    from lockgate.cli._output import CommandError as CommandError
+    from lockgate.devserver import DevServerError as DevServerError
+    from lockgate.encryption._codec import PayloadDecryptionError as PayloadDecryptionError
+    from lockgate.encryption._keys import PayloadKeysError as PayloadKeysError
+    from lockgate.encryption._server import CodecAccessError as CodecAccessError
+    from lockgate.graphs._declare import GraphDeclarationError as GraphDeclarationError
+    from lockgate.identity._enrolment import EnrolmentRefused as EnrolmentRefused
+    from lockgate.identity._enrolment import EnrolmentSecretError as EnrolmentSecretError
+    from lockgate.identity._identity_errors import IdentityError as IdentityError
+    from lockgate.identity._identity_errors import ProofRefused as ProofRefused
+    from lockgate.identity._seals import WorkerSecretError as WorkerSecretError
+    from lockgate.namespace import SearchAttributesMissingError as SearchAttributesMissingError
+    from lockgate.serving._names import ToolNameError as ToolNameError
+    from lockgate.tools._events import ToolFailure as ToolFailure
+    from lockgate.tools._tool import ArgumentsInvalid as ArgumentsInvalid
+    from lockgate.tools._tool import ToolDeclarationError as ToolDeclarationError
+    from lockgate.tools._verification import VerificationError as VerificationError
+    from lockgate.workflows._carry import CarriedStateError as CarriedStateError
+    from lockgate.workflows._catalogue import CatalogueError as CatalogueError
+    from lockgate.workflows._failures import UnreadableStart as UnreadableStart
+    from lockgate.workflows._graph_workflow import UnservedVersionError as UnservedVersionError
+    from lockgate.workflows._history_seals import UnsealedHistoryError as UnsealedHistoryError
+    from lockgate.workflows._signed_starts import StartRefusedError as StartRefusedError
 
-__all__ = [
-    "ArgumentsInvalid",
-    "CarriedStateError",
-    "CatalogueError",
-    "CodecAccessError",
-    "CommandError",
-    "ConfigurationError",
-    "DeclarationError",
-    "DevServerError",
-    "EnrolmentRefused",
-    "EnrolmentSecretError",
-    "GraphDeclarationError",
-    "IdentityError",
-    "LockgateError",
-    "PayloadDecryptionError",
-    "PayloadKeysError",
-    "ProofRefused",
-    "Refusal",
-    "RefusedError",
-    "SearchAttributesMissingError",
-    "SetupError",
-    "StartRefusedError",
-    "ToolDeclarationError",
-    "ToolFailure",
-    "ToolNameError",
-    "UnreadableStart",
-    "UnsealedHistoryError",
-    "UnservedVersionError",
-    "VerificationError",
-    "WorkerSecretError",
-]
-
-_HOMES = {
-    "ArgumentsInvalid": "lockgate.tools._tool",
-    "CarriedStateError": "lockgate.workflows._carry",
-    "CatalogueError": "lockgate.workflows._catalogue",
-    "CodecAccessError": "lockgate.encryption._server",
-    "CommandError": "lockgate.cli._output",
-    "DevServerError": "lockgate.devserver",
-    "EnrolmentRefused": "lockgate.identity._enrolment",
-    "EnrolmentSecretError": "lockgate.identity._enrolment",
-    "GraphDeclarationError": "lockgate.graphs._declare",
-    "IdentityError": "lockgate.identity._identity_errors",
-    "PayloadDecryptionError": "lockgate.encryption._codec",
-    "PayloadKeysError": "lockgate.encryption._keys",
-    "ProofRefused": "lockgate.identity._identity_errors",
-    "Refusal": "lockgate.activities._refusal",
-    "SearchAttributesMissingError": "lockgate.namespace",
-    "StartRefusedError": "lockgate.workflows._signed_starts",
-    "ToolDeclarationError": "lockgate.tools._tool",
-    "ToolFailure": "lockgate.tools._events",
-    "ToolNameError": "lockgate.serving._names",
-    "UnreadableStart": "lockgate.workflows._failures",
-    "UnsealedHistoryError": "lockgate.workflows._history_seals",
-    "UnservedVersionError": "lockgate.workflows._graph_workflow",
-    "VerificationError": "lockgate.tools._verification",
-    "WorkerSecretError": "lockgate.identity._seals",
-}
-"""Where each exception below the roots is defined: imported from there on first use."""
-
-
-__getattr__, __dir__ = lazy_names(globals(), _HOMES)
+__getattr__, __dir__, __all__ = lazy_exports(globals())

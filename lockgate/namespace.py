@@ -30,23 +30,15 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from lockgate._errors import SetupError
 from lockgate.workflows._search_attributes import (
-    LOCKGATE_AWAITING,
-    LOCKGATE_GRAPH,
     LOCKGATE_SEARCH_ATTRIBUTES,
-    LOCKGATE_STATE,
 )
 
 __all__ = [
-    "LOCKGATE_AWAITING",
-    "LOCKGATE_GRAPH",
     "LOCKGATE_SEARCH_ATTRIBUTES",
-    "LOCKGATE_STATE",
     "SearchAttributeCheck",
     "SearchAttributesMissingError",
     "add_search_attributes",
     "check_search_attributes",
-    "how_to_add",
-    "is_temporal_cloud",
 ]
 
 _KEYWORD = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD

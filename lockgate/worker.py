@@ -46,13 +46,8 @@ from lockgate.activities._temporal import ToolActivities
 from lockgate.activities._workflow_starts import WorkflowStartActivities
 from lockgate.clients._client_support import DEFAULT_TASK_QUEUE
 from lockgate.clients._gate_notifier import GateNotifier
-from lockgate.encryption import (
-    EncryptionCodec,
-    PayloadKeys,
-    codec_of,
-    encrypted_data_converter,
-    worker_client,
-)
+from lockgate.encryption import EncryptionCodec, PayloadKeys, encrypted_data_converter
+from lockgate.encryption._clients import codec_of, worker_client
 from lockgate.gates._authority import Authority
 from lockgate.gates._notifications import Notifications
 from lockgate.graphs._compile_agents import agent_tools, check_models_given
@@ -86,13 +81,9 @@ if TYPE_CHECKING:
     from lockgate.telemetry import LockgateTelemetry
 
 __all__ = [
-    "DEFAULT_GRACE",
-    "DEFAULT_TASK_QUEUE",
     "PROMETHEUS_BUCKETS",
-    "SANDBOX_PASSTHROUGH",
     "LockgatePlugin",
     "WorkerHealth",
-    "load_components",
     "run_worker",
     "serve_health",
 ]

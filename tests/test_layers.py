@@ -29,7 +29,16 @@ LAYERS: list[tuple[str, list[str]]] = [
         ],
     ),
     ("identity", ["lockgate.identity"]),
-    ("tools", ["lockgate.tools", "lockgate.redis_ratelimit", "lockgate.telemetry"]),
+    (
+        "tools",
+        [
+            "lockgate.tools",
+            "lockgate.authorization",
+            "lockgate.tool_runtime",
+            "lockgate.redis_ratelimit",
+            "lockgate.telemetry",
+        ],
+    ),
     ("gates", ["lockgate.gates"]),
     ("graphs", ["lockgate.graphs"]),
     ("activities", ["lockgate.activities"]),

@@ -178,8 +178,8 @@ def governed_tool(
         Agent(name="support", tools=[governed_tool(issue_refund, needs_approval=True)])
 
     Args:
-        tool: The ``@tool`` function, or its :class:`~lockgate.ToolDefinition`; its name (made
-            valid for model providers), description and input schema are the SDK tool's.
+        tool: The ``@tool`` function, or its definition; its name (made valid for model
+            providers), description and input schema are the SDK tool's.
         needs_approval: The SDK's own setting: whether a call stops the run for approval,
             which :func:`run_agent` answers with the gate declared for this tool.
         confirmed: This workflow's code stands for the confirmation a ``confirm=True`` tool

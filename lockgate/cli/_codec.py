@@ -7,18 +7,17 @@ import argparse
 import asyncio
 import os
 
+from lockgate._defaults import PAYLOAD_KEYS_FILE_ENV
 from lockgate.cli._output import CommandError
 from lockgate.cli._settings import payload_keys, payload_keys_path
 from lockgate.encryption import (
-    CODEC_SERVER_TOKEN_ENV,
-    PAYLOAD_KEYS_FILE_ENV,
-    CodecAccess,
     CodecAccessError,
     CodecServer,
     EncryptionCodec,
     PayloadKeys,
     PayloadKeysError,
 )
+from lockgate.encryption._server import CODEC_SERVER_TOKEN_ENV, CodecAccess
 
 __all__ = ["manage_payload_keys", "serve_codec"]
 

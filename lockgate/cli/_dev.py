@@ -18,13 +18,8 @@ from lockgate.cli._settings import (
     secret_path,
 )
 from lockgate.cli._worker import EXAMPLES_PACKAGE, plugin_for
-from lockgate.encryption import (
-    CODEC_SERVER_TOKEN_ENV,
-    CodecAccess,
-    CodecServer,
-    EncryptionCodec,
-    PayloadKeys,
-)
+from lockgate.encryption import CodecServer, EncryptionCodec, PayloadKeys
+from lockgate.encryption._server import CODEC_SERVER_TOKEN_ENV, CodecAccess
 from lockgate.identity._keys import new_identity
 from lockgate.identity._seals import WORKER_SECRET_ENV, WorkerSecret
 from lockgate.worker import run_worker

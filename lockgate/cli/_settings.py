@@ -21,18 +21,17 @@ from temporalio.converter import PayloadCodec
 from temporalio.envconfig import ClientConfig
 from temporalio.runtime import Runtime
 
+from lockgate._defaults import PAYLOAD_KEYS_FILE_ENV
 from lockgate.cli._output import CommandError
 from lockgate.encryption import (
-    ENCRYPTED_ENCODING,
-    KEY_ID_METADATA,
-    PAYLOAD_KEYS_ENV,
-    PAYLOAD_KEYS_FILE_ENV,
     EncryptionCodec,
     PayloadDecryptionError,
     PayloadKeys,
     PayloadKeysError,
     encrypted_data_converter,
 )
+from lockgate.encryption._codec import ENCRYPTED_ENCODING, KEY_ID_METADATA
+from lockgate.encryption._keys import PAYLOAD_KEYS_ENV
 from lockgate.identity._directory import Directory
 from lockgate.identity._enrolment import ENROLMENT_SECRET_FILE_ENV
 from lockgate.identity._identity_errors import IdentityError

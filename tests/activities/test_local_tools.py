@@ -41,7 +41,6 @@ from lockgate import (
     Target,
     ToolClient,
     ToolContext,
-    ToolDefinition,
     ToolRegistry,
     graph,
     tool,
@@ -51,7 +50,7 @@ from lockgate.activities._sealed_calls import SEAL_HEADER
 from lockgate.contracts import RunView
 from lockgate.errors import ToolDeclarationError
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.tools._tool import definition_of
+from lockgate.tools._tool import ToolDefinition, definition_of
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.helpers.attacker import ScheduleTools, forged_calls
 from tests.helpers.graphs import eventually, trail_of

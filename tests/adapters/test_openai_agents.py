@@ -30,10 +30,11 @@ from temporalio.worker import Replayer, Worker
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.adapters.openai_agents import MAX_SUBJECT_BYTES, governed_tool, governed_tools
-from lockgate.encryption import ENCRYPTED_ENCODING, PayloadKeys
-from lockgate.namespace import LOCKGATE_AWAITING, LOCKGATE_STATE
+from lockgate.encryption import PayloadKeys
+from lockgate.encryption._codec import ENCRYPTED_ENCODING
 from lockgate.testing import Identities
 from lockgate.tools._tool import definition_of
+from lockgate.workflows._search_attributes import LOCKGATE_AWAITING, LOCKGATE_STATE
 from tests.helpers.graphs import eventually
 from tests.helpers.openai_agents_workflows import (
     AGENT_TOOLS,

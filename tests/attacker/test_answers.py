@@ -41,9 +41,9 @@ from lockgate.activities._activity_inputs import TOOL_ACTIVITY_PREFIX
 from lockgate.contracts import RunView, TrailRow
 from lockgate.examples.essay_review import EssayReview
 from lockgate.identity._bindings import answer_binding
-from lockgate.namespace import LOCKGATE_AWAITING, LOCKGATE_GRAPH, LOCKGATE_STATE
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._graph_inputs import StartGraphInput
+from lockgate.workflows._search_attributes import LOCKGATE_AWAITING, LOCKGATE_GRAPH, LOCKGATE_STATE
 from tests.helpers.attacker import (
     ESSAY_CHOICES,
     LookAlikeEssayReview,

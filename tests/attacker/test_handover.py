@@ -48,12 +48,13 @@ from temporalio.worker import (
     WorkflowOutboundInterceptor,
 )
 
-from lockgate import Actor, GraphClient, LockgatePlugin, ToolClient
+from lockgate import GraphClient, LockgatePlugin, ToolClient
 from lockgate.activities._activity_inputs import tool_activity_name
 from lockgate.contracts import RunView
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.memo_clearance import MemoClearance
+from lockgate.identity._actors import Actor
 from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.testing import Identities
 from lockgate.workflows._carry import CarriedState

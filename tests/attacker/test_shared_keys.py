@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from lockgate import Directory, DirectoryEntry, GraphClient, Signer
+from lockgate import Directory, GraphClient, Signer
 from lockgate.errors import IdentityError
+from lockgate.identity._directory import DirectoryEntry
 from lockgate.identity._keys import (
     decode_base64url,
     directory_entry_toml,

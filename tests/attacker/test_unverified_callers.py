@@ -15,9 +15,10 @@ from uuid import uuid4
 import pytest
 from temporalio.client import Client
 
-from lockgate import Directory, DirectoryEntry, GraphClient, ToolClient, tool
+from lockgate import Directory, GraphClient, ToolClient, tool
 from lockgate.contracts import PendingGate
 from lockgate.examples.essay_review import EssayReview
+from lockgate.identity._directory import DirectoryEntry
 from lockgate.testing import WorkerFactory
 from tests.helpers.graphs import ALWAYS_FAILS, essay_people, eventually
 from tests.helpers.support import error_of

@@ -9,7 +9,8 @@ import stat
 from temporalio.client import Client
 
 from lockgate import Directory, LockgatePlugin, WorkerSecret
-from lockgate.encryption import ENCRYPTED_ENCODING, PayloadKeys
+from lockgate.encryption import PayloadKeys
+from lockgate.encryption._codec import ENCRYPTED_ENCODING
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import WorkerFactory
 from tests.helpers.command_line import Command, lockgate_command

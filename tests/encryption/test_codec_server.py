@@ -25,14 +25,14 @@ from temporalio.common import RawValue
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.devserver import free_port, temporal_binary
 from lockgate.encryption import (
-    ENCRYPTED_ENCODING,
-    CodecAccess,
     CodecAccessError,
     CodecServer,
     EncryptionCodec,
     PayloadKeys,
     encrypting_client,
 )
+from lockgate.encryption._codec import ENCRYPTED_ENCODING
+from lockgate.encryption._server import CodecAccess
 from lockgate.examples.essay_review import EssayReview
 from lockgate.identity._bindings import answer_binding
 from lockgate.testing import WorkerFactory

@@ -16,15 +16,13 @@ from temporalio.exceptions import ApplicationError
 
 from lockgate import GraphClient, LockgatePlugin, ToolClient, tool
 from lockgate.encryption import (
-    ENCRYPTED_ENCODING,
-    KEY_ID_METADATA,
-    UNREADABLE_ENCODING,
     EncryptionCodec,
     PayloadDecryptionError,
     PayloadKeys,
     PayloadKeysError,
     encrypting_client,
 )
+from lockgate.encryption._codec import ENCRYPTED_ENCODING, KEY_ID_METADATA, UNREADABLE_ENCODING
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._tool_call import call_workflow_id

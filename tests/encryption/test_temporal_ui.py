@@ -19,13 +19,8 @@ from temporalio.worker import Worker
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.devserver import free_port, server_args, temporal_binary
-from lockgate.encryption import (
-    CodecAccess,
-    CodecServer,
-    EncryptionCodec,
-    PayloadKeys,
-    encrypting_client,
-)
+from lockgate.encryption import CodecServer, EncryptionCodec, PayloadKeys, encrypting_client
+from lockgate.encryption._server import CodecAccess
 from lockgate.examples.essay_review import EssayReview
 from lockgate.identity._bindings import answer_binding
 from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES

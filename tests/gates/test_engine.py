@@ -12,7 +12,6 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from lockgate import Actor
 from lockgate.gates._gate_engine import (
     DEADLINE_ACTOR,
     GivenAnswer,
@@ -31,6 +30,7 @@ from lockgate.gates._policies import (
     GateDeadline,
     duration_in_words,
 )
+from lockgate.identity._actors import Actor
 
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=timezone.utc)
 SINGLE = CompiledApprovalPolicy()

@@ -20,10 +20,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from temporalio.client import Client
 
-from lockgate import GraphClient, LockgatePlugin, Notifications, Webhook
+from lockgate import GraphClient, LockgatePlugin, Notifications
 from lockgate.devserver import free_port
 from lockgate.examples.essay_review import EssayReview
-from lockgate.gates._notifications import signature_of
+from lockgate.gates._notifications import Webhook, signature_of
 from lockgate.testing import WorkerFactory
 from lockgate.workflows._notify import NOTIFY_WORKFLOW
 from tests.helpers.graphs import ALWAYS_FAILS, essay_people, eventually

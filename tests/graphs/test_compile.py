@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lockgate import GraphDeclarationError, compile_graph
+from lockgate.errors import GraphDeclarationError
 from lockgate.examples.essay_review import EssayReview
+from lockgate.graphs._compile import compile_graph
 from lockgate.graphs._compiled import CompiledGraph
 from lockgate.graphs._graph_registry import GraphRegistry
 from tests.helpers import graphs as g

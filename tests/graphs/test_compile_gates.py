@@ -12,19 +12,19 @@ from pydantic import Field
 
 from lockgate import (
     DUAL,
-    ApprovalPolicy,
     Ask,
     Deadline,
     Dual,
     Edge,
-    GraphDeclarationError,
     LockgatePlugin,
     Quorum,
     Route,
     WorkerSecret,
-    compile_graph,
     graph,
 )
+from lockgate.errors import GraphDeclarationError
+from lockgate.graphs._compile import compile_graph
+from lockgate.graphs._declare import ApprovalPolicy
 from lockgate.testing import Identities
 from tests.helpers.gate_graphs import (
     Checked,

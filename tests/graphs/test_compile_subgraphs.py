@@ -8,18 +8,12 @@ import dataclasses
 import pytest
 from pydantic import BaseModel
 
-from lockgate import (
-    Authority,
-    Directory,
-    GraphDeclarationError,
-    LockgatePlugin,
-    Subgraph,
-    WorkerSecret,
-    compile_graph,
-    graph,
-)
+from lockgate import Directory, LockgatePlugin, Subgraph, WorkerSecret, graph
 from lockgate.activities._activity_inputs import OpenStartInput, handover_binding
 from lockgate.activities._handover import open_handover
+from lockgate.errors import GraphDeclarationError
+from lockgate.gates._authority import Authority
+from lockgate.graphs._compile import compile_graph
 from tests.helpers.subgraph_graphs import PaymentExecute, ReleasedPayment, chase
 
 

@@ -25,16 +25,16 @@ from lockgate import (
     Deadline,
     Edge,
     GraphClient,
-    GraphDeclarationError,
     LockgatePlugin,
     Route,
     Target,
-    compile_graph,
     graph,
     tool,
 )
 from lockgate.cli._runs import _leads_to
 from lockgate.contracts import ChoiceView
+from lockgate.errors import GraphDeclarationError
+from lockgate.graphs._compile import compile_graph
 from lockgate.inbox._words import FILTERS, leads_to
 from lockgate.testing import Identities, WorkerFactory
 from tests.helpers.graphs import eventually

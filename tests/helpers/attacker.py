@@ -17,7 +17,7 @@ from temporalio.worker import Worker
 
 from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
 from lockgate.identity._bindings import gate_subject
-from lockgate.namespace import LOCKGATE_AWAITING, LOCKGATE_GRAPH, LOCKGATE_STATE
+from lockgate.workflows._search_attributes import LOCKGATE_AWAITING, LOCKGATE_GRAPH, LOCKGATE_STATE
 from tests.helpers.graphs import ALWAYS_FAILS
 
 # --- A look-alike essay:review --------------------------------------------------------------------

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from temporalio.api.history.v1 import HistoryEvent
     from temporalio.client import Client, WorkflowHandle, WorkflowUpdateHandle
 
-    from lockgate import ToolDefinition, ToolRegistry
+    from lockgate import ToolRegistry
+    from lockgate.tools._tool import ToolDefinition
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 """The repository's root: where `lockgate` subprocesses run and `tests` import from."""

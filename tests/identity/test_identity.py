@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lockgate import Authority
+from lockgate.gates._authority import Authority
 from lockgate.gates._judgements import judge_call, judge_start, judge_start_inputs
 from lockgate.identity._actors import Actor
 from lockgate.identity._bindings import start_binding, tool_binding

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from lockgate import Directory, DirectoryEntry, RelyingParty
+from lockgate import Directory, RelyingParty
 from lockgate.errors import IdentityError, ProofRefused
+from lockgate.identity._directory import DirectoryEntry
 from lockgate.identity._verifier import Verifier
 from tests.helpers.passkeys import SoftwarePasskey, unsigned_proof
 

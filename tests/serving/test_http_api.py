@@ -21,8 +21,7 @@ from temporalio.client import Client as TemporalClient
 
 from lockgate.examples.essay_review import EssayReview
 from lockgate.gates._limits import MAX_DEPTH
-from lockgate.serving import openapi_document
-from lockgate.serving._api_contract import ENDPOINTS
+from lockgate.serving._api_contract import ENDPOINTS, openapi_document
 from lockgate.testing import WorkerFactory
 from lockgate.tools._audit import AUDIT_LOGGER_NAME
 from tests.helpers.serving import api, api_app, bearer, people, registry, serving

@@ -23,15 +23,9 @@ from temporalio.client import Client as TemporalClient
 from lockgate import GraphClient
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.memo_clearance import MemoClearance
-from lockgate.serving import (
-    GATE_URI_TEMPLATE,
-    GATES_URI,
-    PLAN_META_KEY,
-    REQUEST_ID_META_KEY,
-    Operations,
-    build_mcp_server,
-    gate_uri,
-)
+from lockgate.serving import Operations, build_mcp_server
+from lockgate.serving._gate_watch import GATE_URI_TEMPLATE, GATES_URI, gate_uri
+from lockgate.serving._mcp import PLAN_META_KEY, REQUEST_ID_META_KEY
 from lockgate.testing import Identities, WorkerFactory
 from tests.helpers.graphs import ALWAYS_FAILS, eventually, signed_answer, signed_resume
 from tests.helpers.serving import MCP_NAME, RATE_BUDGET, data_of, people, refusal_of, registry, runs

@@ -19,7 +19,8 @@ from mcp.client.streamable_http import streamable_http_client
 from temporalio.client import Client as TemporalClient
 
 from lockgate.examples.essay_review import EssayReview
-from lockgate.serving import DEFAULT_MAX_BODY_BYTES, GATE_URI_TEMPLATE
+from lockgate.serving._gate_watch import GATE_URI_TEMPLATE
+from lockgate.serving._http import DEFAULT_MAX_BODY_BYTES
 from lockgate.testing import WorkerFactory
 from tests.helpers.graphs import ALWAYS_FAILS, eventually, signed_answer
 from tests.helpers.serving import (

@@ -14,19 +14,11 @@ from typing import Any
 
 import pytest
 
-from lockgate import (
-    ApprovalPolicy,
-    Authorizer,
-    ChannelPolicy,
-    GraphDeclarationError,
-    InMemoryRateLimiter,
-    LockgatePlugin,
-    ToolRegistry,
-    WorkerSecret,
-    compile_graph,
-    tool,
-)
-from lockgate.errors import ToolDeclarationError
+from lockgate import InMemoryRateLimiter, LockgatePlugin, ToolRegistry, WorkerSecret, tool
+from lockgate.authorization import Authorizer, ChannelPolicy
+from lockgate.errors import GraphDeclarationError, ToolDeclarationError
+from lockgate.graphs._compile import compile_graph
+from lockgate.graphs._declare import ApprovalPolicy
 from tests.helpers.gate_graphs import payment_graph
 
 

@@ -7,15 +7,8 @@ from typing import Any
 
 import pytest
 
-from lockgate import (
-    ConfirmationStore,
-    ConsentGrant,
-    ErrorCode,
-    ToolContext,
-    ToolRegistry,
-    ToolResult,
-    tool,
-)
+from lockgate import ErrorCode, ToolContext, ToolRegistry, ToolResult, tool
+from lockgate.authorization import ConfirmationStore, ConsentGrant
 from lockgate.tools._confirm import action_summary
 
 

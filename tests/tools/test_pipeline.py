@@ -8,20 +8,10 @@ from typing import Any
 
 import pytest
 
-from lockgate import (
-    ConfirmationStore,
-    ErrorCode,
-    ExecutedEvent,
-    ExecutingEvent,
-    FailedEvent,
-    InMemoryRateLimiter,
-    RateDecision,
-    ToolContext,
-    ToolRegistry,
-    ToolResult,
-    tool,
-)
+from lockgate import ErrorCode, InMemoryRateLimiter, ToolContext, ToolRegistry, ToolResult, tool
+from lockgate.authorization import ConfirmationStore
 from lockgate.errors import ToolFailure
+from lockgate.tool_runtime import ExecutedEvent, ExecutingEvent, FailedEvent, RateDecision
 from lockgate.tools._confirm import Confirmation
 from lockgate.tools._ratelimit import store_unavailable
 from lockgate.tools._registry import PIPELINE_STAGES

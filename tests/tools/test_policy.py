@@ -7,16 +7,8 @@ from typing import Any
 
 import pytest
 
-from lockgate import (
-    Authorizer,
-    ChannelPolicy,
-    ErrorCode,
-    InMemoryRateLimiter,
-    PolicyRule,
-    ToolContext,
-    ToolRegistry,
-    tool,
-)
+from lockgate import ErrorCode, InMemoryRateLimiter, ToolContext, ToolRegistry, tool
+from lockgate.authorization import Authorizer, ChannelPolicy, PolicyRule
 
 
 @tool("posts_write", "Write a post", scopes=["posts:write"], mutating=True)

@@ -6,15 +6,9 @@ import json
 
 import pytest
 
-from lockgate import (
-    CliRenderer,
-    DefaultRenderer,
-    ErrorCode,
-    RendererRegistry,
-    ToolContext,
-    ToolError,
-    ToolResult,
-)
+from lockgate import ErrorCode, ToolContext, ToolResult
+from lockgate.tool_runtime import CliRenderer, DefaultRenderer, RendererRegistry
+from lockgate.tools._result import ToolError
 
 # Factories ----------------------------------------------------------------------------------------
 

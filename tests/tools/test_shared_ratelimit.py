@@ -20,16 +20,9 @@ import pytest
 from redis.asyncio import Redis
 from temporalio.client import Client
 
-from lockgate import (
-    ErrorCode,
-    InMemoryRateLimiter,
-    RedisRateLimiter,
-    ToolClient,
-    ToolContext,
-    ToolRegistry,
-    tool,
-)
+from lockgate import ErrorCode, InMemoryRateLimiter, ToolClient, ToolContext, ToolRegistry, tool
 from lockgate.contracts import ToolCallResult
+from lockgate.redis_ratelimit import RedisRateLimiter
 from lockgate.testing import Identities
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.helpers.redis_server import RedisServer, own_redis, redis_url

@@ -7,21 +7,12 @@ from collections.abc import Callable
 
 import pytest
 
-from lockgate import (
-    Authorizer,
-    ChannelPolicy,
-    ConfirmationStore,
-    ErrorCode,
-    InMemoryRateLimiter,
-    PolicyDecision,
-    RateDecision,
-    ToolContext,
-    ToolDefinition,
-    tool,
-)
+from lockgate import ErrorCode, InMemoryRateLimiter, ToolContext, tool
+from lockgate.authorization import Authorizer, ChannelPolicy, ConfirmationStore, PolicyDecision
 from lockgate.gates._judgements import Judgement, ViewerChoice
+from lockgate.tool_runtime import RateDecision
 from lockgate.tools._confirm import TokenCheck
-from lockgate.tools._tool import definition_of
+from lockgate.tools._tool import ToolDefinition, definition_of
 from lockgate.tools._verdict import Verdict
 
 # mypy holds every verdict class to the shape: a class that spells yes, why not or its code

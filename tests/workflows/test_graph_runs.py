@@ -19,8 +19,9 @@ from temporalio.worker import Worker
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.devserver import temporal_binary
 from lockgate.examples.essay_review import EssayReview
-from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES, LOCKGATE_STATE
+from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.testing import Identities, WorkerFactory
+from lockgate.workflows._search_attributes import LOCKGATE_STATE
 from tests.helpers.graphs import (
     ALWAYS_FAILS,
     FAILS_ONCE,

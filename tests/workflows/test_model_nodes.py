@@ -41,17 +41,17 @@ from lockgate import (
     Ask,
     Edge,
     GraphClient,
-    GraphDeclarationError,
     LockgatePlugin,
     ModelBudget,
     Route,
-    compile_graph,
     graph,
     tool,
 )
 from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput
 from lockgate.contracts import RunView, TrailRow
 from lockgate.devserver import temporal_binary
+from lockgate.errors import GraphDeclarationError
+from lockgate.graphs._compile import compile_graph
 from lockgate.identity._seals import WorkerSecret
 from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.testing import Identities, WorkerFactory

@@ -26,9 +26,9 @@ from lockgate import GraphClient, LockgatePlugin
 from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
 from lockgate.clients._client import starting_attributes
 from lockgate.identity._bindings import start_binding
-from lockgate.namespace import LOCKGATE_AWAITING, LOCKGATE_GRAPH, LOCKGATE_STATE
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._own_start import OWN_START_UPDATE, SIGNED_START_MEMO, start_arguments
+from lockgate.workflows._search_attributes import LOCKGATE_AWAITING, LOCKGATE_GRAPH, LOCKGATE_STATE
 from lockgate.workflows._signed_starts import SIGNED_START_WITHIN
 from tests.helpers.graphs import eventually
 from tests.helpers.own_workflow_support import open_gate_of, support_people

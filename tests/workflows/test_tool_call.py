@@ -14,15 +14,14 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lockgate import (
-    Authorizer,
     InMemoryRateLimiter,
     LockgatePlugin,
-    PolicyDecision,
     ToolClient,
     ToolContext,
     ToolRegistry,
     tool,
 )
+from lockgate.authorization import Authorizer, PolicyDecision
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.tools._policy import GovernedTool
 from lockgate.workflows._tool_call import call_workflow_id

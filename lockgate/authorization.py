@@ -1,0 +1,38 @@
+"""Who may run which tool, on which channel: the pipeline's ``authorize`` and ``confirm`` stages.
+
+A :class:`~lockgate.ToolRegistry` authorizes every call with its :class:`Authorizer`: the
+channel's :class:`ChannelPolicy` (authentication, consent, mutating tools, confirmation), the
+scopes the tool declares, and any :class:`PolicyRule` of yours; a mutating tool may ask for a
+confirmation token first, minted and redeemed by the registry's :class:`ConfirmationStore`.
+
+Example::
+
+    from lockgate import ToolRegistry
+    from lockgate.authorization import Authorizer, ChannelPolicy
+
+    authorizer = Authorizer()
+    authorizer.set_channel_policy("kiosk", ChannelPolicy(require_auth=True, block_mutating=True))
+    registry = ToolRegistry(authorizer=authorizer)
+"""
+
+from __future__ import annotations
+
+from lockgate.tools._confirm import ConfirmationStore
+from lockgate.tools._policy import (
+    Authorizer,
+    ChannelPolicy,
+    ConsentGrant,
+    PolicyDecision,
+    PolicyRule,
+    PolicyRuleProvider,
+)
+
+__all__ = [
+    "Authorizer",
+    "ChannelPolicy",
+    "ConfirmationStore",
+    "ConsentGrant",
+    "PolicyDecision",
+    "PolicyRule",
+    "PolicyRuleProvider",
+]
