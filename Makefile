@@ -15,7 +15,8 @@ DURABILITY ?=
 
 .PHONY: dev test test-main test-other-pythons browser redis helm soak bench lint typecheck package-check clean
 
-$(STAMP): pyproject.toml
+# An editable install writes the version into its metadata once: a new one reinstalls.
+$(STAMP): pyproject.toml lockgate/_version.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
@@ -93,7 +94,8 @@ test-other-pythons:
 		done; \
 		if [ -z "$$interpreter" ]; then echo "make test: no Python $$version here, so its run is skipped"; continue; fi; \
 		venv=.venv-$$version; \
-		if [ ! -f $$venv/.installed ] || [ pyproject.toml -nt $$venv/.installed ]; then \
+		if [ ! -f $$venv/.installed ] || [ pyproject.toml -nt $$venv/.installed ] \
+			|| [ lockgate/_version.py -nt $$venv/.installed ]; then \
 			$$interpreter -m venv $$venv && $$venv/bin/pip install --quiet --upgrade pip \
 			&& $$venv/bin/pip install --quiet -e '.[dev]' && touch $$venv/.installed || exit 1; \
 		fi; \

@@ -13,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from lockgate._lazy import lazy_names
+from lockgate._version import __version__ as __version__
 
 # The public names resolve on first use (PEP 562, `__getattr__` below): `lockgate --help`, or any
 # light submodule, then runs without importing temporalio and every layer with it.
