@@ -15,7 +15,8 @@ DURABILITY ?=
 
 .PHONY: dev test test-main test-other-pythons browser redis helm soak bench lint typecheck package-check clean
 
-$(STAMP): pyproject.toml
+# An editable install writes the version into its metadata once: a new one reinstalls.
+$(STAMP): pyproject.toml lockgate/_version.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
@@ -93,7 +94,8 @@ test-other-pythons:
 		done; \
 		if [ -z "$$interpreter" ]; then echo "make test: no Python $$version here, so its run is skipped"; continue; fi; \
 		venv=.venv-$$version; \
-		if [ ! -f $$venv/.installed ] || [ pyproject.toml -nt $$venv/.installed ]; then \
+		if [ ! -f $$venv/.installed ] || [ pyproject.toml -nt $$venv/.installed ] \
+			|| [ lockgate/_version.py -nt $$venv/.installed ]; then \
 			$$interpreter -m venv $$venv && $$venv/bin/pip install --quiet --upgrade pip \
 			&& $$venv/bin/pip install --quiet -e '.[dev]' && touch $$venv/.installed || exit 1; \
 		fi; \
@@ -114,9 +116,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# Builds the wheel and, on each of these Pythons, installs only it (with the server extra) in a
-# fresh virtual environment and runs `lockgate dev` in an empty folder: an essay started as ada,
-# answered by ed, finishes.
+# Builds the sdist and, from it, the wheel (`python -m build`), checks both with `twine check
+# --strict` and checks what each holds; then, on each of these Pythons and this one, installs only
+# the wheel (with the server and inbox extras) in a fresh virtual environment and, in an empty
+# folder, runs `lockgate --version`, `lockgate dev --help` and `lockgate dev`: an essay started as
+# ada, answered by ed, finishes. A Python not installed here is skipped, and says so.
 package-check: $(STAMP)
 	$(BIN)/python tests/package_check.py $(OTHER_PYTHONS)
 

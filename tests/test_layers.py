@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "lockgate._bodies",
             "lockgate._health",
             "lockgate._lazy",
+            "lockgate._version",
             "lockgate.contracts",
         ],
     ),

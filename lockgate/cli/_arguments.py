@@ -22,6 +22,7 @@ from lockgate._defaults import (
     PAYLOAD_KEYS_FILE_ENV,
     WORKER_SECRET_FILE_ENV,
 )
+from lockgate._version import __version__
 from lockgate.cli._output import CommandError
 
 __all__ = ["build_parser", "json_argument"]
@@ -94,6 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lockgate",
         description="Governed tools and declared graphs on Temporal.",
         epilog="`lockgate COMMAND --help` says what a command takes.",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"%(prog)s {__version__}",
+        help="show lockgate's version and exit",
     )
     _add_global_options(parser, shown=True)
     commands = parser.add_subparsers(

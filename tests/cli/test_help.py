@@ -1,5 +1,6 @@
 """`lockgate --help` and every command's: a line that says what it does, help for every flag,
-the global options listed once and taken anywhere, and an answer that imports no temporalio."""
+the global options listed once and taken anywhere, and an answer that imports no temporalio;
+`lockgate --version`, which answers the same way."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+import lockgate
 from lockgate.cli._arguments import build_parser
 from lockgate.cli._entry import _COMMANDS
 from tests.helpers.support import REPOSITORY
@@ -132,12 +134,17 @@ def test_a_global_option_left_out_keeps_its_default() -> None:
     assert (parsed.json, parsed.address, parsed.task_queue) == (False, None, "lockgate")
 
 
-def test_lockgate_help_imports_no_temporalio() -> None:
+@pytest.mark.parametrize(
+    ("flag", "answer"), [("--help", "global options"), ("--version", "lockgate ")]
+)
+def test_lockgate_help_and_version_answer_without_importing_temporalio(
+    flag: str, answer: str
+) -> None:
     script = (
         "import sys\n"
         "from lockgate.cli import main\n"
         "try:\n"
-        "    main(['--help'])\n"
+        f"    main([{flag!r}])\n"
         "except SystemExit:\n"
         "    pass\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'temporalio', 'pydantic'}))\n"
@@ -151,5 +158,18 @@ def test_lockgate_help_imports_no_temporalio() -> None:
         timeout=60,
     )
 
-    assert "global options" in shown.stdout
+    assert answer in shown.stdout
     assert shown.stdout.splitlines()[-1] == "[]"
+
+
+def test_lockgate_version_prints_the_packages_version_and_exits_zero() -> None:
+    shown = subprocess.run(
+        [sys.executable, "-m", "lockgate.cli", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPOSITORY,
+        timeout=60,
+    )
+
+    assert (shown.returncode, shown.stdout) == (0, f"lockgate {lockgate.__version__}\n")

@@ -1,0 +1,31 @@
+"""The version is written once, in ``lockgate/_version.py``: the installed distribution carries
+it, and the copies that cannot read it (the chart's ``appVersion``, the README's image tags) are
+held to it, so a release that moves it is told of each."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+
+import yaml
+
+import lockgate
+from tests.helpers.support import REPOSITORY
+
+
+def test_the_installed_distribution_carries_the_packages_version() -> None:
+    assert importlib.metadata.version("lockgate") == lockgate.__version__
+
+
+def test_the_charts_app_version_is_the_packages_version() -> None:
+    # Helm reads Chart.yaml as it is: the default image tag (`appVersion`) is a copy.
+    chart = yaml.safe_load((REPOSITORY / "deploy/helm/lockgate/Chart.yaml").read_text())
+
+    assert chart["appVersion"] == lockgate.__version__
+
+
+def test_the_readmes_image_tags_name_the_packages_version() -> None:
+    tags = re.findall(r"/lockgate:(\S+)", (REPOSITORY / "README.md").read_text())
+
+    assert tags
+    assert set(tags) == {lockgate.__version__}
