@@ -337,7 +337,7 @@ _COSTS: Sequence[tuple[str, str, frozenset[str] | None, bool]] = (
             "tools/_policy",
             "tools/_ratelimit",
             "tools/_render",
-            "tools/_result.py",
+            "tools/_tool_result.py",
             "tools/_tool_names",
         )
     ),

@@ -25,7 +25,7 @@ from lockgate._version import __version__ as __version__
 # importing temporalio and every layer with it.
 if TYPE_CHECKING:
     from lockgate._errors import LockgateError as LockgateError
-    from lockgate.clients._client import GraphClient as GraphClient
+    from lockgate.clients._graph_client import GraphClient as GraphClient
     from lockgate.clients._tool_client import ToolClient as ToolClient
     from lockgate.gates._notifications import Notifications as Notifications
     from lockgate.graphs._declare import DUAL as DUAL
@@ -52,11 +52,11 @@ if TYPE_CHECKING:
     from lockgate.tools._context import ToolContext as ToolContext
     from lockgate.tools._ratelimit import InMemoryRateLimiter as InMemoryRateLimiter
     from lockgate.tools._registry import ToolRegistry as ToolRegistry
-    from lockgate.tools._result import ErrorCode as ErrorCode
-    from lockgate.tools._result import ToolResult as ToolResult
     from lockgate.tools._tool import Param as Param
     from lockgate.tools._tool import Retry as Retry
     from lockgate.tools._tool import tool as tool
+    from lockgate.tools._tool_result import ErrorCode as ErrorCode
+    from lockgate.tools._tool_result import ToolResult as ToolResult
     from lockgate.worker import LockgatePlugin as LockgatePlugin
     from lockgate.workflows._own_workflows import Decision as Decision
     from lockgate.workflows._own_workflows import call_tool as call_tool

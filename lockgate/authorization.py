@@ -17,8 +17,7 @@ Example::
 
 from __future__ import annotations
 
-from lockgate.tools._confirm import ConfirmationStore
-from lockgate.tools._policy import (
+from lockgate.tools._authorization import (
     Authorizer,
     ChannelPolicy,
     ConsentGrant,
@@ -26,6 +25,7 @@ from lockgate.tools._policy import (
     PolicyRule,
     PolicyRuleProvider,
 )
+from lockgate.tools._confirm import ConfirmationStore
 
 __all__ = [
     "Authorizer",

@@ -12,7 +12,7 @@ from lockgate.gates._limits import MAX_SUBGRAPH_DEPTH
 from lockgate.identity._actors import Actor
 from lockgate.identity._identity_errors import IdentityError
 from lockgate.identity._seals import WorkerSecretError
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 
 __all__ = ["open_handover", "seal_problem", "start_refused"]
 

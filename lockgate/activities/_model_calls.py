@@ -26,7 +26,7 @@ from lockgate.activities._refusal import Refusal
 from lockgate.activities._sealed_calls import sealed_by_own_run
 from lockgate.gates._authority import Authority
 from lockgate.graphs._declare_agents import require_pydantic_ai
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelRequest, ModelRequestPart

@@ -50,8 +50,8 @@ from lockgate.identity._actors import Actor
 from lockgate.identity._identity_errors import IdentityError
 from lockgate.tools._events import ToolFailure
 from lockgate.tools._registry import ToolRegistry
-from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._tool import ToolDefinition
+from lockgate.tools._tool_result import ErrorCode, ToolResult
 
 __all__ = ["CALLER_MISTAKES", "ToolActivities", "only_local"]
 

@@ -21,7 +21,7 @@ from lockgate.activities._activity_inputs import (
 from lockgate.activities._temporal import only_local
 from lockgate.gates._authority import Authority
 from lockgate.identity._actors import Actor
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 
 __all__ = ["WorkflowStartActivities"]
 

@@ -6,7 +6,7 @@ from temporalio import workflow
 from temporalio.converter import CompositePayloadConverter
 from temporalio.exceptions import ApplicationError
 
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 
 __all__ = ["require_client_plugin"]
 

@@ -36,9 +36,9 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 from lockgate.graphs._declare import Ask
-from lockgate.tools._result import ErrorCode
 from lockgate.tools._tool import definition_of
 from lockgate.tools._tool_names import model_tool_name
+from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._own_workflows import call_tool, gate
 
 try:

@@ -65,9 +65,9 @@ from lockgate.adapters._approvals import APPROVE, MAX_SUBJECT_BYTES, Approval
 from lockgate.adapters._client_plugins import require_client_plugin
 from lockgate.gates._limits import measure
 from lockgate.graphs._declare import Ask, GraphDeclarationError
-from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._tool import ToolDefinition, definition_of
 from lockgate.tools._tool_names import model_tool_name
+from lockgate.tools._tool_result import ErrorCode, ToolResult
 from lockgate.workflows._own_workflows import Decision, call_tool, gate
 
 _EXTRA_MODULES = ("agents", "openai", "temporalio")

@@ -69,10 +69,10 @@ from lockgate.adapters._client_plugins import require_client_plugin
 from lockgate.gates._limits import measure
 from lockgate.graphs._declare import Ask
 from lockgate.identity._canonical import canonical_json
-from lockgate.tools._result import ErrorCode
 from lockgate.tools._tool import ToolDefinition as LockgateTool
 from lockgate.tools._tool import definition_of
 from lockgate.tools._tool_names import model_tool_name
+from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._authority_context import current_tools
 from lockgate.workflows._own_workflows import call_tool, gate
 

@@ -10,7 +10,7 @@ from typing import Any
 from lockgate.cli._arguments import json_argument
 from lockgate.cli._output import CommandError, fail, is_refused, print_json, report_result
 from lockgate.cli._settings import connect, local_directory, signer
-from lockgate.clients._client import GraphClient
+from lockgate.clients._graph_client import GraphClient
 from lockgate.contracts import ChoiceView, GateView, RunView
 from lockgate.gates._gates import ENDS_RUN
 from lockgate.identity._quoting import a_role

@@ -10,7 +10,7 @@ import textwrap
 from lockgate.cli._output import CommandError, report_result
 from lockgate.cli._runs import evidence_argument
 from lockgate.cli._settings import connect, signer
-from lockgate.clients._client import GraphClient
+from lockgate.clients._graph_client import GraphClient
 
 __all__ = ["print_signed_answer"]
 

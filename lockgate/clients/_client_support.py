@@ -23,7 +23,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from lockgate._defaults import DEFAULT_TASK_QUEUE
 from lockgate.contracts import RunView, ToolCallResult
 from lockgate.graphs._declare import graph_spec
-from lockgate.tools._result import ErrorCode, ToolResult
+from lockgate.tools._tool_result import ErrorCode, ToolResult
 
 __all__ = [
     "DEFAULT_POLL_SECONDS",

@@ -17,7 +17,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from lockgate.activities._notify import notification_binding
-from lockgate.clients._client import GraphClient
+from lockgate.clients._graph_client import GraphClient
 from lockgate.gates._notifications import GateEvent, Notifications
 from lockgate.identity._seals import WorkerSecret
 from lockgate.workflows._notify import NOTIFY_WORKFLOW, notify_workflow_id

@@ -32,7 +32,7 @@ from lockgate.clients._client_support import (
 from lockgate.contracts import ToolCallResult
 from lockgate.identity._bindings import confirm_binding, tool_binding
 from lockgate.identity._proofs import Signer
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._catalogue import read_catalogue
 from lockgate.workflows._failures import outcome_of
 from lockgate.workflows._signed_starts import SIGNED_START_WITHIN, withdraw

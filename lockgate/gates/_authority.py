@@ -19,8 +19,8 @@ from lockgate.identity._passkeys import RelyingParty
 from lockgate.identity._seals import WorkerSecret, WorkerSecretError
 from lockgate.identity._verifier import Verifier
 from lockgate.tools._audit import AuditLogger
+from lockgate.tools._authorization import PRIVATE_HOLDINGS
 from lockgate.tools._context import ToolContext
-from lockgate.tools._policy import PRIVATE_HOLDINGS
 
 __all__ = [
     "Authority",

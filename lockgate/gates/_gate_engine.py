@@ -18,12 +18,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from lockgate.contracts import TrailRow
+from lockgate.gates._approval_policies import SINGLE_POLICY, GateAnswer, tally
 from lockgate.gates._gates import OpenGate
-from lockgate.gates._policies import SINGLE_POLICY, GateAnswer, tally
 from lockgate.gates._trail import trail_row
 from lockgate.identity._actors import Actor
-from lockgate.tools._policy import DEADLINE_CHANNEL
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._authorization import DEADLINE_CHANNEL
+from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
     "DEADLINE_ACTOR",

@@ -10,7 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate.gates._policies import SINGLE_POLICY, CompiledApprovalPolicy, GateAnswer, GateDeadline
+from lockgate.gates._approval_policies import (
+    SINGLE_POLICY,
+    CompiledApprovalPolicy,
+    GateAnswer,
+    GateDeadline,
+)
 
 __all__ = [
     "ENDS_RUN",

@@ -23,7 +23,7 @@ from lockgate.identity._actors import Actor
 from lockgate.identity._canonical import digest
 from lockgate.identity._identity_errors import ProofRefused
 from lockgate.identity._proofs import Proof
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
     "MADE_THE_WORK",

@@ -12,8 +12,8 @@ from datetime import timedelta
 
 from pydantic import BaseModel
 
+from lockgate.gates._approval_policies import CompiledApprovalPolicy, GateDeadline
 from lockgate.gates._authority import needed_phrase
-from lockgate.gates._policies import CompiledApprovalPolicy, GateDeadline
 from lockgate.graphs._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
 from lockgate.graphs._declare import ApprovalPolicy, Ask, Deadline, GraphDeclarationError
 from lockgate.identity._directory import Directory

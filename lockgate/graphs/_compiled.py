@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from lockgate.gates._policies import SINGLE_POLICY, CompiledApprovalPolicy, GateDeadline
+from lockgate.gates._approval_policies import SINGLE_POLICY, CompiledApprovalPolicy, GateDeadline
 from lockgate.identity._canonical import to_jsonable
 from lockgate.tools._tool import ToolDefinition
 

@@ -38,8 +38,8 @@ from starlette.staticfiles import StaticFiles
 from temporalio.client import Client, WorkflowExecutionDescription
 
 from lockgate._bodies import read_bounded
-from lockgate.clients._client import GraphClient
 from lockgate.clients._client_support import describe_run
+from lockgate.clients._graph_client import GraphClient
 from lockgate.identity._bindings import sign_in_binding
 from lockgate.identity._directory import Directory
 from lockgate.identity._enrolment import EnrolmentRefused, EnrolmentSecret
@@ -49,7 +49,7 @@ from lockgate.identity._names import check_principal_name, toml_key
 from lockgate.identity._passkeys import RelyingParty
 from lockgate.identity._verifier import Verifier
 from lockgate.inbox._words import FILTERS, excerpt
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._search_attributes import LOCKGATE_GRAPH
 
 __all__ = ["inbox_app"]

@@ -23,7 +23,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic.json_schema import models_json_schema
 
 from lockgate.serving._operations import refusal_of
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
     "ENDPOINTS",

@@ -41,7 +41,7 @@ from lockgate.serving._gate_watch import (
 )
 from lockgate.serving._names import ToolNames
 from lockgate.serving._operations import Operations
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
     "GRAPH_OPERATIONS",

@@ -22,14 +22,14 @@ from typing import Any, cast
 
 from temporalio.client import Client
 
-from lockgate.clients._client import GraphClient
+from lockgate.clients._graph_client import GraphClient
 from lockgate.clients._tool_client import ToolClient
 from lockgate.contracts import ToolCallResult
 from lockgate.gates._limits import MAX_START_BYTES, measure
 from lockgate.identity._canonical import digest
 from lockgate.identity._directory import Directory
 from lockgate.identity._proofs import Signer
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._catalogue import CatalogueError
 from lockgate.workflows._graph_inputs import StartGraphInput
 

@@ -10,7 +10,7 @@ from typing import Any
 from lockgate.identity._canonical import to_jsonable
 from lockgate.tools._audit_sinks import AuditSink
 from lockgate.tools._context import ToolContext
-from lockgate.tools._result import ToolResult
+from lockgate.tools._tool_result import ToolResult
 
 __all__ = ["AUDIT_LOGGER_NAME", "DEFAULT_SENSITIVE_NAMES", "REDACTED", "AuditLogger", "redact"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from lockgate._errors import LockgateError
 from lockgate.tools._context import ToolContext
-from lockgate.tools._result import ToolResult
+from lockgate.tools._tool_result import ToolResult
 
 __all__ = [
     "ExecutedEvent",

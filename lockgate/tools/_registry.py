@@ -16,21 +16,20 @@ from typing import Any, Literal, TypeVar
 
 from lockgate.identity._canonical import to_jsonable
 from lockgate.tools._audit import AuditLogger
+from lockgate.tools._authorization import Authorizer, PolicyDecision
 from lockgate.tools._budget import BudgetReport, tools_within_budget
-from lockgate.tools._configuration import check_setting, refused_setting
-from lockgate.tools._confirm import ConfirmationStore, action_summary
-from lockgate.tools._context import ToolContext, local_shell_context
-from lockgate.tools._events import ExecutedEvent, ExecutingEvent, FailedEvent, ToolFailure
-from lockgate.tools._policy import Authorizer, PolicyDecision
-from lockgate.tools._ratelimit import MUTATING_COST, RateDecision, RateLimiter, rate_key
-from lockgate.tools._result import ErrorCode, ToolResult
-from lockgate.tools._results import (
+from lockgate.tools._call_values import (
     _as_arguments,
     _as_result,
     _copy,
     _sentence,
     _type_in_words,
 )
+from lockgate.tools._configuration import check_setting, refused_setting
+from lockgate.tools._confirm import ConfirmationStore, action_summary
+from lockgate.tools._context import ToolContext, local_shell_context
+from lockgate.tools._events import ExecutedEvent, ExecutingEvent, FailedEvent, ToolFailure
+from lockgate.tools._ratelimit import MUTATING_COST, RateDecision, RateLimiter, rate_key
 from lockgate.tools._schema_tool import schema_definition
 from lockgate.tools._tool import (
     ArgumentsInvalid,
@@ -39,6 +38,7 @@ from lockgate.tools._tool import (
     definition_of,
     tool_methods,
 )
+from lockgate.tools._tool_result import ErrorCode, ToolResult
 
 __all__ = [
     "PIPELINE_STAGES",

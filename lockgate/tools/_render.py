@@ -6,7 +6,7 @@ import json
 from typing import Any, Protocol
 
 from lockgate.tools._context import ToolContext
-from lockgate.tools._result import ToolResult
+from lockgate.tools._tool_result import ToolResult
 
 __all__ = ["ChannelRenderer", "CliRenderer", "DefaultRenderer", "RendererRegistry"]
 

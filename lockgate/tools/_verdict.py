@@ -1,7 +1,7 @@
 """The one shape of a verdict: lockgate's yes or no to one request, and why not.
 
 Every check that lets a request through or refuses it answers in this shape: a tool call's
-authorization (:class:`~lockgate.tools._policy.PolicyDecision`), its spend from a rate budget
+authorization (:class:`~lockgate.tools._authorization.PolicyDecision`), its spend from a rate budget
 (:class:`~lockgate.tools._ratelimit.RateDecision`), a confirmation token presented
 (:class:`~lockgate.tools._confirm.TokenCheck`), a start, call, answer, resume or cancel judged
 (:class:`~lockgate.gates._judgements.Judgement`), and an option a viewer could take

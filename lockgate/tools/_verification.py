@@ -16,8 +16,8 @@ from typing import Annotated, Literal
 from lockgate._errors import RefusedError
 from lockgate.tools._context import ToolContext
 from lockgate.tools._registry import ToolRegistry
-from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._tool import Param, tool
+from lockgate.tools._tool_result import ErrorCode, ToolResult
 
 __all__ = [
     "HumanVerifier",

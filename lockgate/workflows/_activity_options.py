@@ -13,8 +13,8 @@ from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 
 from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
 from lockgate.activities._temporal import CALLER_MISTAKES
-from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._tool import Retry, ToolDefinition
+from lockgate.tools._tool_result import ErrorCode, ToolResult
 from lockgate.workflows._history_seals import call_id, opened_result
 
 __all__ = [

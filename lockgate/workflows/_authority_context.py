@@ -62,7 +62,7 @@ from lockgate.gates._authority import Authority
 from lockgate.identity._actors import Actor
 from lockgate.tools._audit import AuditLogger
 from lockgate.tools._registry import ToolRegistry
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._history_seals import HistorySeals, using_history_seals
 from lockgate.workflows._own_start import OwnStart
 

@@ -24,7 +24,7 @@ from lockgate.activities._activity_inputs import SETTLING_PROTOCOL
 from lockgate.activities._refusal import Refusal
 from lockgate.gates._judgements import Judgement
 from lockgate.tools._audit import AuditLogger
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 
 __all__ = ["UnreadableStart", "outcome_of", "refusals_complete", "refuse_update", "refused_run"]
 

@@ -31,8 +31,8 @@ from lockgate.activities._temporal import CALLER_MISTAKES
 from lockgate.gates._limits import MAX_DEPTH, measure, shorten
 from lockgate.gates._trail import trail_row
 from lockgate.graphs._compiled import CompiledAgent, CompiledNode
-from lockgate.tools._result import ErrorCode
 from lockgate.tools._tool import ToolDefinition
+from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._activity_options import (
     MODEL_RETRY,
     execute_defined,

@@ -1,11 +1,11 @@
 """The gates of a graph run: opening one, waiting for its answers, and closing it once decided.
 
 A gate's options are its enum's cases; its policy says how many distinct approvers decide it
-(:mod:`lockgate.gates._policies`). Every answer counted is a trail row; the run moves on only
-once the policy has decided, or the gate's deadline has (taking an option, or asking a higher
-role alone). What the rules say of each answer and deadline is the shared gate engine's
-(:mod:`lockgate.gates._gate_engine`); here is how a graph run holds a gate open while they apply.
-"""
+(:mod:`lockgate.gates._approval_policies`). Every answer counted is a trail row; the run moves
+on only once the policy has decided, or the gate's deadline has (taking an option, or asking a
+higher role alone). What the rules say of each answer and deadline is the shared gate engine's
+(:mod:`lockgate.gates._gate_engine`); here is how a graph run holds a gate open while they
+apply."""
 
 from __future__ import annotations
 

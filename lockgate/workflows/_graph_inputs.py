@@ -20,7 +20,7 @@ from lockgate.gates._limits import (
     PayloadProblem,
     measure,
 )
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
     "MAX_CARRIED_BYTES",

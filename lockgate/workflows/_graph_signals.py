@@ -32,7 +32,7 @@ from lockgate.gates._limits import (
 from lockgate.gates._trail import trail_row
 from lockgate.graphs._compiled import CompiledGraph
 from lockgate.identity._actors import Actor
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._activity_options import LOCAL_RETRY, LOCAL_TIMEOUT, execute_lockgate
 from lockgate.workflows._carry import RunState
 from lockgate.workflows._graph_inputs import invalid

@@ -93,8 +93,8 @@ from lockgate.graphs._compiled import END_STATE, CompiledGraph, CompiledNode
 from lockgate.identity._actors import Actor
 from lockgate.identity._proofs import Proof
 from lockgate.identity._seals import WorkerSecretError
-from lockgate.tools._result import ErrorCode
 from lockgate.tools._tool import ToolDefinition
+from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows import _generated
 from lockgate.workflows._accepted_updates import Acceptance, acceptance, believe_update
 from lockgate.workflows._activity_options import (

@@ -45,7 +45,7 @@ from lockgate.activities._sealed_results import (
 )
 from lockgate.identity._seals import WorkerSecret
 from lockgate.tools._audit import AuditLogger
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
     "HistorySeals",

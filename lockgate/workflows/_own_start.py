@@ -25,7 +25,7 @@ from lockgate.gates._authority import Authority
 from lockgate.gates._judgements import Judgement, judge_start, judge_start_inputs
 from lockgate.identity._actors import Actor
 from lockgate.identity._proofs import Proof
-from lockgate.tools._result import ErrorCode
+from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._accepted_updates import believe_update
 from lockgate.workflows._failures import refuse_update
 from lockgate.workflows._graph_inputs import one_answer

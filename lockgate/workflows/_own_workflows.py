@@ -42,6 +42,7 @@ from lockgate.activities._activity_inputs import (
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._temporal import CALLER_MISTAKES
 from lockgate.contracts import TrailRow
+from lockgate.gates._approval_policies import GateDeadline
 from lockgate.gates._authority import Authority
 from lockgate.gates._evidence import evidence_shown
 from lockgate.gates._gate_engine import (
@@ -59,7 +60,6 @@ from lockgate.gates._gate_engine import (
 from lockgate.gates._gates import GateChoice, OpenGate
 from lockgate.gates._judgements import Judgement, judge_answer
 from lockgate.gates._limits import TRAIL_PAGE, shorten
-from lockgate.gates._policies import GateDeadline
 from lockgate.gates._trail import trail_row
 from lockgate.graphs._compile import _snake
 from lockgate.graphs._compile_asks import ask_deadline, ask_evidence, ask_policy, ask_waiver
@@ -67,9 +67,9 @@ from lockgate.graphs._declare import Ask, GraphDeclarationError
 from lockgate.identity._actors import Actor
 from lockgate.identity._bindings import gate_subject
 from lockgate.identity._proofs import Proof
-from lockgate.tools._policy import DEADLINE_CHANNEL
-from lockgate.tools._result import ErrorCode, ToolResult
+from lockgate.tools._authorization import DEADLINE_CHANNEL
 from lockgate.tools._tool import definition_of
+from lockgate.tools._tool_result import ErrorCode, ToolResult
 from lockgate.workflows._accepted_updates import believe_update
 from lockgate.workflows._activity_options import (
     execute_defined,

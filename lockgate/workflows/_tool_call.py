@@ -40,8 +40,8 @@ from lockgate.identity._bindings import confirm_binding
 from lockgate.identity._identity_errors import ProofRefused
 from lockgate.identity._proofs import Proof
 from lockgate.tools._confirm import action_summary
-from lockgate.tools._result import ErrorCode, ToolResult
 from lockgate.tools._tool import Retry
+from lockgate.tools._tool_result import ErrorCode, ToolResult
 from lockgate.workflows._accepted_updates import Acceptance, acceptance, believe_update
 from lockgate.workflows._activity_options import execute_tool, local, refused_tool_call
 from lockgate.workflows._authority_context import current_authority, judging_authority

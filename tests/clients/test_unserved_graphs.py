@@ -19,7 +19,7 @@ from temporalio.client import (
 )
 
 from lockgate import GraphClient
-from lockgate.clients._client import starting_attributes
+from lockgate.clients._graph_client import starting_attributes
 from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import WorkerFactory
 from tests.helpers.graphs import PASSES_FIRST_TIME, essay_people, eventually

@@ -12,6 +12,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from lockgate.gates._approval_policies import (
+    CompiledApprovalPolicy,
+    GateDeadline,
+    duration_in_words,
+)
 from lockgate.gates._gate_engine import (
     DEADLINE_ACTOR,
     GivenAnswer,
@@ -25,11 +30,6 @@ from lockgate.gates._gate_engine import (
     waits_to_be_counted,
 )
 from lockgate.gates._gates import GateChoice, OpenGate
-from lockgate.gates._policies import (
-    CompiledApprovalPolicy,
-    GateDeadline,
-    duration_in_words,
-)
 from lockgate.identity._actors import Actor
 
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=timezone.utc)

@@ -8,7 +8,7 @@ import pytest
 
 from lockgate import ErrorCode, ToolContext, ToolResult
 from lockgate.tool_runtime import CliRenderer, DefaultRenderer, RendererRegistry
-from lockgate.tools._result import ToolError
+from lockgate.tools._tool_result import ToolError
 
 # Factories ----------------------------------------------------------------------------------------
 
@@ -25,22 +25,13 @@ def test_success_builds_a_successful_result() -> None:
     )
 
 
-def test_the_success_field_is_a_bool_and_the_seed_factory_still_builds_but_is_deprecated() -> None:
-    result = ToolResult.ok()
+def test_success_and_error_are_plain_fields_and_ok_and_failed_build_results() -> None:
+    done = ToolResult.ok({"id": 1})
+    refused = ToolResult.failed(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
 
-    assert result.success is True
-    with pytest.warns(DeprecationWarning, match=r"use ToolResult\.ok\(\.\.\.\)"):
-        old = ToolResult.success({"id": 1})
-    assert (old.success, old.data) == (True, {"id": 1})
-
-
-def test_the_error_field_is_the_error_and_the_seed_factory_still_builds_but_is_deprecated() -> None:
-    result = ToolResult.failed(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
-
-    assert result.error == ToolError("NOT_FOUND", "Note 7 does not exist.")
-    with pytest.warns(DeprecationWarning, match=r"use ToolResult\.failed\(\.\.\.\)"):
-        old = ToolResult.error(ErrorCode.NOT_FOUND, "Note 7 does not exist.")
-    assert old.error == result.error
+    assert (done.success, done.data, done.error) == (True, {"id": 1}, None)
+    assert refused.success is False
+    assert refused.error == ToolError("NOT_FOUND", "Note 7 does not exist.")
 
 
 def test_error_builds_a_failure_with_code_message_and_error_type() -> None:

@@ -24,7 +24,7 @@ from typing_extensions import assert_type
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.activities._activity_inputs import ToolActivityInput, tool_activity_name
-from lockgate.clients._client import starting_attributes
+from lockgate.clients._graph_client import starting_attributes
 from lockgate.identity._bindings import start_binding
 from lockgate.testing import Identities, WorkerFactory
 from lockgate.workflows._own_start import OWN_START_UPDATE, SIGNED_START_MEMO, start_arguments

@@ -23,7 +23,7 @@ from lockgate import (
 )
 from lockgate.authorization import Authorizer, PolicyDecision
 from lockgate.testing import Identities, WorkerFactory
-from lockgate.tools._policy import GovernedTool
+from lockgate.tools._authorization import GovernedTool
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.helpers.support import SECRET, error_of, outcome
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from lockgate.tools._result import ErrorCode, ToolResult
+from lockgate.tools._tool_result import ErrorCode, ToolResult
 
 __all__: list[str] = []
 

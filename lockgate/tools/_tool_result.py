@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import enum
 import json
-import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, overload
+from typing import Any
 
 from lockgate.identity._canonical import to_jsonable
 
@@ -59,63 +58,6 @@ class ToolError:
         return {"code": self.code, "message": self.message}
 
 
-_Value = TypeVar("_Value")
-_Factory = TypeVar("_Factory", bound=Callable[..., Any])
-
-
-class _FieldAndFactory(Generic[_Value, _Factory]):
-    """``result.success`` reads the field; ``ToolResult.success(...)`` is the seed API's
-    factory of the same name, kept for one release and deprecated for :meth:`ToolResult.ok`
-    (``ToolResult.error(...)`` for :meth:`ToolResult.failed`).
-
-    Instance values live in the instance ``__dict__``, which wins over this non-data descriptor.
-    """
-
-    def __init__(self, factory: _Factory, instead: str) -> None:
-        self._factory = factory
-        self._instead = instead
-        self.__doc__ = factory.__doc__
-
-    def __set_name__(self, owner: type[Any], name: str) -> None:
-        self._name = name
-
-    @overload
-    def __get__(self, instance: None, owner: type[Any]) -> _Factory: ...
-
-    @overload
-    def __get__(self, instance: object, owner: type[Any]) -> _Value: ...
-
-    def __get__(self, instance: object | None, owner: type[Any]) -> Any:
-        if instance is None:
-            warnings.warn(
-                f"ToolResult.{self._name}(...) is deprecated: use ToolResult.{self._instead}(...); "
-                f"result.{self._name} still reads the field.",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            return self._factory
-        raise AttributeError  # pragma: no cover - instances always carry the field
-
-
-def _success(
-    data: Any = None, message: str | None = None, meta: Mapping[str, Any] | None = None
-) -> ToolResult:
-    """A successful result."""
-    return ToolResult(True, data, message, None, dict(meta or {}))
-
-
-def _error(
-    code: str | ErrorCode,
-    message: str,
-    data: Any = None,
-    meta: Mapping[str, Any] | None = None,
-) -> ToolResult:
-    """A failed result whose error is ``{code, message}``; ``meta.type`` is ``"error"``."""
-    return ToolResult(
-        False, data, None, ToolError(str(code), message), {**(meta or {}), "type": "error"}
-    )
-
-
 class ToolResult:
     """The uniform result of a tool call: ``success, data, message, error, meta``.
 
@@ -127,13 +69,6 @@ class ToolResult:
         ToolResult.paginated(items, page=1, total_items=42, limit=10)
     """
 
-    success: _FieldAndFactory[bool, Callable[..., ToolResult]] = _FieldAndFactory(_success, "ok")
-    error: _FieldAndFactory[ToolError | None, Callable[..., ToolResult]] = _FieldAndFactory(
-        _error, "failed"
-    )
-    ok = staticmethod(_success)
-    failed = staticmethod(_error)
-
     def __init__(
         self,
         success: bool,
@@ -142,13 +77,30 @@ class ToolResult:
         error: ToolError | None = None,
         meta: dict[str, Any] | None = None,
     ) -> None:
-        # `success` and `error` share their names with the factories: the descriptor has no
-        # setter, so these assignments land in the instance dict, which instance reads prefer.
         self.success = success
         self.data = data
         self.message = message
         self.error = error
         self.meta = meta if meta is not None else {}
+
+    @staticmethod
+    def ok(
+        data: Any = None, message: str | None = None, meta: Mapping[str, Any] | None = None
+    ) -> ToolResult:
+        """A successful result."""
+        return ToolResult(True, data, message, None, dict(meta or {}))
+
+    @staticmethod
+    def failed(
+        code: str | ErrorCode,
+        message: str,
+        data: Any = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> ToolResult:
+        """A failed result whose error is ``{code, message}``; ``meta.type`` is ``"error"``."""
+        return ToolResult(
+            False, data, None, ToolError(str(code), message), {**(meta or {}), "type": "error"}
+        )
 
     @staticmethod
     def paginated(
