@@ -422,7 +422,7 @@ def check(condition: bool, what: Any) -> None:
 async def lockgate_pass(client: Client, task_queue: str, people: Identities) -> None:
     writer = GraphClient(client, task_queue, signer=people.signer("ada"))
     shown = await writer.start(essay.EssayReview, PASSES)
-    check(shown.get("status") == "finished" and bool(shown.get("channels", {}).get("url")), shown)
+    check(shown.get("status") == "finished" and bool(shown.get("fields", {}).get("url")), shown)
 
 
 async def lockgate_gate(client: Client, task_queue: str, people: Identities) -> None:

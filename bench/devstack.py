@@ -182,7 +182,7 @@ async def linear_run(client: Client, graphs: GraphClient) -> tuple[float, str]:
     started = await graphs.start(Linear20, {"counter": 0}, wait=False)
     result = await client.get_workflow_handle(started["run_id"], result_type=dict).result()
     seconds = time.perf_counter() - began
-    assert result["status"] == "finished" and result["channels"]["counter"] == NODES, result
+    assert result["status"] == "finished" and result["fields"]["counter"] == NODES, result
     return seconds, started["run_id"]
 
 
@@ -220,7 +220,7 @@ async def essay_phase(client: Client, writer: GraphClient, runs: int) -> float:
     )
     seconds = time.perf_counter() - began
     for result in results:
-        assert result["status"] == "finished" and result["channels"]["url"], result
+        assert result["status"] == "finished" and result["fields"]["url"], result
     return seconds
 
 

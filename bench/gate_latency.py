@@ -78,7 +78,7 @@ class LockgateLoop:
             self.view = shown
         self.counter += 1
         assert shown.get("status") == "waiting", shown
-        assert shown["channels"]["counter"] == self.counter, shown
+        assert shown["fields"]["counter"] == self.counter, shown
 
 
 class LockgateUpdateOnly:
@@ -97,7 +97,7 @@ class LockgateUpdateOnly:
         shown = await self.handle.execute_update("decide", proof, result_type=dict)
         self.counter += 1
         assert shown.get("status") == "waiting", shown
-        assert shown["channels"]["counter"] == self.counter, shown
+        assert shown["fields"]["counter"] == self.counter, shown
         self.gate = shown["awaiting"]
 
 

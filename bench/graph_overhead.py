@@ -50,7 +50,7 @@ TARGET_RATIO = 1.05
 async def run_lockgate(client: Client, graphs: GraphClient) -> None:
     started = await graphs.start(Linear20, {"counter": 0}, wait=False)
     result = await client.get_workflow_handle(started["run_id"], result_type=dict).result()
-    assert result["status"] == "finished" and result["channels"]["counter"] == 20, result
+    assert result["status"] == "finished" and result["fields"]["counter"] == 20, result
 
 
 async def run_handwritten(client: Client, task_queue: str) -> None:

@@ -159,7 +159,7 @@ async def lockgate_phase(writer: GraphClient, runs: int) -> Phase:
         seconds = time.perf_counter() - began
     steps = 0
     for result in results:
-        assert result["status"] == "finished" and result["channels"]["url"], result
+        assert result["status"] == "finished" and result["fields"]["url"], result
         steps += sum(1 for row in result["trail"] if row["outcome"] == "ran")
     return Phase(seconds, steps, cpu.process, cpu.server)
 

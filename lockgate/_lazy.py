@@ -4,13 +4,17 @@ A face lists its names once, as the imports of its ``if TYPE_CHECKING:`` block (
 import Name as Name``): type checkers read them there, and :func:`lazy_exports` reads the same
 block at import time to learn which module serves each name, imported the first time it is
 asked for. So ``lockgate --help``, or any light module, runs without importing temporalio.
+
+The block is read with ``io.open_code``, as the import system reads the module: inside
+Temporal's workflow sandbox, which re-imports lockgate for a sandboxed workflow that uses it,
+reading files with ``open`` or ``pathlib`` is refused.
 """
 
 from __future__ import annotations
 
 import ast
+import io
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 __all__ = ["lazy_exports"]
@@ -49,7 +53,8 @@ def lazy_exports(
     it already holds, such as the ones it imports at run time too), each imported from its
     module the first time it is asked for, then kept."""
     module = namespace["__name__"]
-    homes = _homes(Path(namespace["__file__"]).read_text(encoding="utf-8"))
+    with io.open_code(namespace["__file__"]) as file:
+        homes = _homes(file.read().decode("utf-8"))
     exported = sorted(homes, key=_order)
 
     def __getattr__(name: str) -> Any:

@@ -145,7 +145,7 @@ class _GateViewRequired(TypedDict):
 
 class GateView(_GateViewRequired, total=False):
     """An open gate: what it asks (``ask``, ``because``), of whom (``role``), about what
-    (``target``: the channel it reviews), and where each option leads.
+    (``target``: the field it reviews), and where each option leads.
 
     ``requester`` opened it and ``makers`` drove the work it reviews; none of them may answer.
     A proof answering it names ``graph``, ``run_id``, ``execution``, ``gate`` and ``subject``.
@@ -253,7 +253,7 @@ class RunView(_RunViewRequired, total=False):
     requester: ActorView
     awaiting: GateView | None
     parked: ParkedView | None
-    channels: dict[str, Any]
+    fields: dict[str, Any]
     budgets: dict[str, Budget]
     trail: list[TrailRow]
     trail_from: int

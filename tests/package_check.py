@@ -197,8 +197,8 @@ def check(version: str, interpreter: str, wheel: Path, work: Path) -> str:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the dev server still listens on {port} after SIGHUP")
             time.sleep(0.2)
-        channels = answered.get("channels")
-        url = channels.get("url") if isinstance(channels, dict) else None
+        fields = answered.get("fields")
+        url = fields.get("url") if isinstance(fields, dict) else None
         ended = f"SIGHUP ended lockgate dev (exit {dev.returncode}) and its server"
         ran = f"finished {run_id}: {url}; the inbox showed its gate"
         return f"{shown}; `lockgate dev --help` exit 0; {ran}; {ended}"

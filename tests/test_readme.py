@@ -107,7 +107,7 @@ async def test_the_first_graph_walkthrough_asks_the_lead_and_pays_as_the_lead(
     assert "gate decision#1" in walkthrough
     assert by_sam["error"]["code"] == "SELF_APPROVAL_FORBIDDEN"
     assert by_lee["status"] == "finished"
-    assert by_lee["channels"]["outcome"] == "paid 500 cents for A-1"
+    assert by_lee["fields"]["outcome"] == "paid 500 cents for A-1"
     assert "paid 500 cents for A-1" in walkthrough
     assert by_lee["trail"][-1]["by"]["actor"] == "lee"
 
@@ -135,7 +135,7 @@ async def test_the_first_graph_walkthrough_ends_the_run_when_the_lead_declines(
 
     assert "Had `lee` answered `decline`, the run would have finished there" in README
     assert by_lee["status"] == "finished"
-    assert by_lee["channels"]["outcome"] == ""
+    assert by_lee["fields"]["outcome"] == ""
     assert [row["outcome"] for row in by_lee["trail"]] == ["ran", "answered"]
     assert (by_lee["trail"][-1]["answer"], by_lee["trail"][-1]["by"]["actor"]) == ("decline", "lee")
 

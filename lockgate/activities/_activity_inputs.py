@@ -45,7 +45,7 @@ TOOL_ACTIVITY_PREFIX = "lockgate.tool:"
 """What a tool's activity name starts with; the tool's own name follows."""
 
 OPEN_START = "lockgate.open_start"
-"""Checks a graph run's starting channels and start proof (a local activity)."""
+"""Checks a graph run's starting fields and start proof (a local activity)."""
 
 OPEN_WORKFLOW_START = "lockgate.open_workflow_start"
 """Verifies the start proof of a workflow of the user's own that uses lockgate (a local
@@ -146,7 +146,7 @@ class OpenWorkflowStartInput:
 
 @dataclass
 class OpenStartInput:
-    """Opens a graph run's start: its channels checked against the graph's model (defaults made
+    """Opens a graph run's start: its fields checked against the graph's model (defaults made
     for this run), and what a parent run handed it. Who started it is judged before, by the
     ``start`` update's validator.
 
@@ -155,7 +155,7 @@ class OpenStartInput:
         version: The version the run follows.
         run: The run's workflow id.
         execution: Its first run id.
-        inputs: The starting channel values as sent.
+        inputs: The starting field values as sent.
         proof: A start proof inside the start input, as lockgate sent it before proofs named
             their execution: refused now (a history recorded then keeps its verdict).
         handed: What a parent run handed this sub-graph run (its driver, depth and parent),

@@ -37,7 +37,7 @@ def seal_problem(
 def start_refused(code: ErrorCode, reason: str) -> dict[str, Any]:
     """A refused start, as the start activity reports it."""
     return {
-        "channels": None,
+        "fields": None,
         "ignored_inputs": [],
         "actor": None,
         "code": code.value,

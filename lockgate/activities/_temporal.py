@@ -118,7 +118,7 @@ class ToolActivities:
         registry: The tools.
         authority: The worker's Directory, verifier, secret and audit log.
         catalogue: Lists the graphs the worker serves, for :meth:`tools_and_graphs`.
-        models: The channel model of a graph's version, for opening a run's start.
+        models: The field model of a graph's version, for opening a run's start.
         evidence: The evidence models of a gate (by graph, version and gate state), for judging
             signalled answers.
         newest: The newest version of a graph the worker serves, the one a run starts on.
@@ -282,10 +282,10 @@ class ToolActivities:
 
     @activity.defn(name=OPEN_START)
     async def open_start(self, start: OpenStartInput) -> dict[str, Any]:
-        """Checks a run's starting channels and its proof; the history keeps the verdict for every
+        """Checks a run's starting fields and its proof; the history keeps the verdict for every
         replay.
 
-        The channels are validated by the graph's own model here, not in workflow code: its
+        The fields are validated by the graph's own model here, not in workflow code: its
         validators are the user's code, and its default factories (``uuid4``, a clock) make a
         value for this run, which the recorded result keeps the same on every replay. The tools
         the run runs local are handed back as it named them, for the same reason.
@@ -315,9 +315,9 @@ class ToolActivities:
                 f"and new runs start on its newest ({newest}): older versions only finish the "
                 "runs that started on them.",
             )
-        channels = model.model_fields
-        declared = {key: value for key, value in start.inputs.items() if key in channels}
-        ignored = sorted(str(key)[:64] for key in start.inputs if key not in channels)[:20]
+        fields = model.model_fields
+        declared = {key: value for key, value in start.inputs.items() if key in fields}
+        ignored = sorted(str(key)[:64] for key in start.inputs if key not in fields)[:20]
         try:
             opened = model.model_validate(declared).model_dump(mode="json")
         except ValidationError as error:
@@ -327,10 +327,10 @@ class ToolActivities:
             )
             return _start_refused(
                 ErrorCode.VALIDATION_ERROR,
-                f"The starting channels of '{start.graph}' are invalid: {problems}.",
+                f"The starting fields of '{start.graph}' are invalid: {problems}.",
             )
         opened_start: dict[str, Any] = {
-            "channels": opened,
+            "fields": opened,
             "ignored_inputs": ignored,
             "actor": None,
             "code": None,

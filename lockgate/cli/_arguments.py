@@ -387,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     start = commands.add_parser("start", parents=[common, signed], help="start a graph run")
     start.add_argument("graph", help="the graph to run, e.g. essay:review")
-    start.add_argument("--inputs", default="{}", help="JSON object of starting channels")
+    start.add_argument("--inputs", default="{}", help="JSON object of starting fields")
     start.add_argument("--no-wait", action="store_true", help="return once started")
 
     pending = commands.add_parser("pending", parents=[common, signed], help="open gates")

@@ -66,7 +66,7 @@ def _run_as_text(shown: RunView) -> str:
     if parked:
         lines.append(f"parked at node {parked['node']} ({parked['operation']})")
     if shown.get("ignored_inputs"):
-        lines.append(f"ignored inputs (not channels): {', '.join(shown['ignored_inputs'])}")
+        lines.append(f"ignored inputs (not fields): {', '.join(shown['ignored_inputs'])}")
     trail = shown.get("trail") or []
     if trail:
         total, first = shown.get("trail_total", len(trail)), shown.get("trail_from", 0)
@@ -85,9 +85,9 @@ def _run_as_text(shown: RunView) -> str:
             )
             if row.get("why"):
                 lines.append(f"            {row['why']}")
-    channels = shown.get("channels")
-    if channels:
-        lines.append("channels: " + json.dumps(channels, ensure_ascii=False))
+    fields = shown.get("fields")
+    if fields:
+        lines.append("fields: " + json.dumps(fields, ensure_ascii=False))
     return "\n".join(lines)
 
 
@@ -141,7 +141,7 @@ async def start_run(arguments: argparse.Namespace) -> int:
     """``lockgate start GRAPH``: starts a run and, unless ``--no-wait``, shows where it stopped."""
     inputs = json_argument(arguments.inputs, "--inputs")
     if not isinstance(inputs, dict):
-        raise CommandError("--inputs must be a JSON object of starting channel values.")
+        raise CommandError("--inputs must be a JSON object of starting field values.")
     client = GraphClient(
         await connect(arguments), arguments.task_queue, signer(arguments), channel="cli"
     )

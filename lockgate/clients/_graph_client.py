@@ -191,7 +191,7 @@ class GraphClient:
     ) -> RunView:
         """Starts a run and (by default) waits until it settles; returns what :meth:`show` does.
 
-        The run's id is ``<graph>-<12 hex>`` unless given. Inputs that are not channels of the
+        The run's id is ``<graph>-<12 hex>`` unless given. Inputs that are not fields of the
         graph are dropped by the run (listed in ``ignored_inputs``).
 
         A graph named by a string is first looked up in the task queue's catalogue (see
@@ -870,7 +870,7 @@ class GraphClient:
     async def show(
         self, run_id: str, *, trail_from: int | None = None, trail_limit: int | None = None
     ) -> RunView:
-        """The run: status, state, channels, trail, open gate, budgets (a finished run's result).
+        """The run: status, state, fields, trail, open gate, budgets (a finished run's result).
 
         A running run shows a page of its trail (the newest rows unless ``trail_from``;
         ``trail_total`` says how many there are); a finished run's result has all of it.

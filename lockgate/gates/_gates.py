@@ -83,7 +83,7 @@ class OpenGate:
         requester: Who opened it (the run's requester); they may not answer it.
         choices: The options.
         execution: The run's first run id: a proof answers one execution of a workflow id.
-        subject: :func:`gate_subject` of what the gate shows (its target channel, its options):
+        subject: :func:`gate_subject` of what the gate shows (its target field, its options):
             a proof answers what its signer was shown, nothing else.
         makers: The verified principals who drove the work this gate reviews: the nodes run
             since the run started or the previous gate was answered. None of them may approve it.

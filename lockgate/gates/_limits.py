@@ -33,7 +33,7 @@ MAX_ANSWER_BYTES = 16 * 1024
 """An answer, resume, settle or confirmation: a signed proof is under 1 kB."""
 
 MAX_START_BYTES = 256 * 1024
-"""A graph run's start input (its channels, a proof)."""
+"""A graph run's start input (its fields, a proof)."""
 
 MAX_SUBGRAPH_DEPTH = 10
 """How deep sub-graphs nest: a run may start a child that starts a child... ten levels."""

@@ -78,23 +78,23 @@ class _Compiler:
     def fail(self, sentence: str) -> GraphDeclarationError:
         return GraphDeclarationError(f"{self.where}{sentence}")
 
-    # Channels ----------------------------------------------------------------------------------
+    # Fields ----------------------------------------------------------------------------------
 
-    def channels(self) -> tuple[type[BaseModel], dict[str, Any]]:
+    def fields(self) -> tuple[type[BaseModel], dict[str, Any]]:
         cls = self.cls
         if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
             raise self.fail(
-                " is not a pydantic model: the model IS the state. Declare the channels the "
+                " is not a pydantic model: the model IS the state. Declare the fields the "
                 "nodes read and write as fields of a BaseModel."
             )
         private = sorted(getattr(cls, "__private_attributes__", {}) or {})
         if private:
             raise self.fail(
-                f" declares the channel '{private[0]}', a name kept for what the engine writes: "
+                f" declares the field '{private[0]}', a name kept for what the engine writes: "
                 "a leading underscore is the engine's. Rename it."
             )
         if not cls.model_fields:
-            raise self.fail(" declares no channels: its model has no fields.")
+            raise self.fail(" declares no fields: its model has no fields.")
         facts: dict[str, Any] = {
             "appends": {},
             "target": None,
@@ -110,7 +110,7 @@ class _Compiler:
                     if facts["target"] is not None:
                         raise self.fail(
                             f" marks both '{facts['target']}' and '{name}' as Target(): a run is "
-                            "named by one channel."
+                            "named by one field."
                         )
                     facts["target"] = name
                 elif isinstance(marker, Because):
@@ -124,14 +124,14 @@ class _Compiler:
                     default = info.get_default(call_default_factory=True)
                 except Exception as error:  # the graph author's own factory
                     raise self.fail(
-                        f": the default_factory of channel '{name}' raised "
+                        f": the default_factory of field '{name}' raised "
                         f"{type(error).__name__}: {error}, so no run could start."
                     ) from None
                 try:
                     jsonable = to_jsonable(default)
                 except TypeError:
                     raise self.fail(
-                        f": the default of channel '{name}' is not JSON data, so a run cannot "
+                        f": the default of field '{name}' is not JSON data, so a run cannot "
                         "carry it. Give it a JSON default."
                     ) from None
                 # A default_factory's value is made per run (when the run's start is checked,
@@ -141,7 +141,7 @@ class _Compiler:
         for name, source in facts["appends"].items():
             if source not in cls.model_fields:
                 raise self.fail(
-                    f": channel '{name}' appends '{source}', which is not a channel of this graph."
+                    f": field '{name}' appends '{source}', which is not a field of this graph."
                 )
         return cls, facts
 
@@ -185,7 +185,7 @@ class _Compiler:
         for parameter in definition.parameters:
             if parameter not in fields:
                 raise self.fail(
-                    f": node '{state}' reads `{parameter}`, which is not a channel of this graph. "
+                    f": node '{state}' reads `{parameter}`, which is not a field of this graph. "
                     "Declare it as a field of the graph's model, or the node would receive "
                     "nothing and nobody would notice."
                 )
@@ -258,7 +258,7 @@ class _Compiler:
             if name not in self.model.model_fields:
                 raise self.fail(
                     f": node '{state}' returns {returns.__name__}, whose field '{name}' is not a "
-                    "channel of this graph. Declare it, or the value would be dropped and "
+                    "field of this graph. Declare it, or the value would be dropped and "
                     "nobody would notice."
                 )
             writes.append(name)
@@ -270,7 +270,7 @@ class _Compiler:
 
     def compile(self) -> CompiledGraph:
         spec = self.spec
-        self.model, facts = self.channels()
+        self.model, facts = self.fields()
         self._enums_of: dict[str, dict[type[enum.Enum], list[str]]] = {}
 
         for declared_ask in spec.asks:
@@ -402,7 +402,7 @@ class _Compiler:
             description=spec.description,
             version=spec.version,
             model=self.model,
-            channels=tuple(self.model.model_fields),
+            fields=tuple(self.model.model_fields),
             required=tuple(facts["required"]),
             defaults=facts["defaults"],
             descriptions=facts["descriptions"],

@@ -1,7 +1,7 @@
 """Compiling an agent step: a node where a model works with the node's tools.
 
 Everything doubtful is refused by name, as the rest of a graph is: a tool that is not one, a
-channel the graph does not declare, a budget that counts nothing or opens no declared gate, a
+field the graph does not declare, a budget that counts nothing or opens no declared gate, a
 model given as an object instead of by name.
 """
 
@@ -29,7 +29,7 @@ MAX_MODEL_TOOL_NAME = 64
 def compile_agent(
     where: str,
     declared: AgentStep,
-    channels: type[BaseModel],
+    model_of_fields: type[BaseModel],
     target: Callable[[object, str], str],
 ) -> CompiledNode:
     """The node running ``declared``.
@@ -37,7 +37,7 @@ def compile_agent(
     Args:
         where: ``Graph <class name>``, which every refusal starts with.
         declared: The agent step as declared.
-        channels: The graph's channel model.
+        model_of_fields: The graph's pydantic model, whose fields are the graph's.
         target: Resolves the budget's ``then_ask`` to its gate's state (refusing an enum that
             no Ask offers).
     """
@@ -57,17 +57,17 @@ def compile_agent(
             "model') and give the worker the model under that name: "
             "LockgatePlugin(models={'support-model': <a pydantic_ai Model>})."
         )
-    fields = channels.model_fields
+    fields = model_of_fields.model_fields
     prompt_from = declared.prompt_from
     if prompt_from is None or prompt_from not in fields:
         raise GraphDeclarationError(
-            f"{label} reads its prompt from {_named(prompt_from)}, which is not a channel of "
+            f"{label} reads its prompt from {_named(prompt_from)}, which is not a field of "
             "this graph: declare it, and name it in prompt_from=."
         )
     output_into = declared.output_into
     if output_into is None or output_into not in fields:
         raise GraphDeclarationError(
-            f"{label} writes its answer into {_named(output_into)}, which is not a channel of "
+            f"{label} writes its answer into {_named(output_into)}, which is not a field of "
             "this graph: declare it (a str), and name it in output_into=, or the answer would "
             "be dropped and nobody would notice."
         )
@@ -106,8 +106,8 @@ def compile_agent(
     )
 
 
-def _named(channel: object) -> str:
-    return "no channel" if channel is None else f"'{channel}'"
+def _named(field: object) -> str:
+    return "no field" if field is None else f"'{field}'"
 
 
 def _takes_text(annotation: Any) -> bool:

@@ -94,9 +94,9 @@ def ask_policy(graph: str, ask: Ask) -> CompiledApprovalPolicy:
 
 
 def ask_evidence(
-    graph: str, ask: Ask, channels: Mapping[str, object]
+    graph: str, ask: Ask, fields: Mapping[str, object]
 ) -> tuple[dict[str, type[BaseModel]], str | None]:
-    """The evidence model of each option that needs one, and the channel it is written to;
+    """The evidence model of each option that needs one, and the field it is written to;
     refused where an option does not exist, a model is not one, or nobody would receive it."""
     options, declared, into = ask.options, ask.evidence, ask.evidence_into
     where = f": Ask({options.__name__})"
@@ -124,13 +124,13 @@ def ask_evidence(
     if into is None:
         raise _fail(
             graph,
-            f"{where} asks for evidence and names no channel it goes to: declare "
-            "evidence_into='<channel>', or the node the answer leads to never sees it.",
+            f"{where} asks for evidence and names no field it goes to: declare "
+            "evidence_into='<field>', or the node the answer leads to never sees it.",
         )
-    if into not in channels:
+    if into not in fields:
         raise _fail(
             graph,
-            f"{where} writes evidence into '{into}', which is not a channel of this graph; "
+            f"{where} writes evidence into '{into}', which is not a field of this graph; "
             "declare it (a list).",
         )
     return per_option, into

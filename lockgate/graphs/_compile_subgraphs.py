@@ -1,8 +1,8 @@
 """Compiling a node that runs another declared graph as a child workflow.
 
 The child is compiled with its parent (a graph that includes itself, at any depth, is refused),
-and what passes between them is derived from their channels: the channels both declare go down
-at the start and come back at the end, and the child's ``outcome`` channel, typed by an enum,
+and what passes between them is derived from their fields: the fields both declare go down
+at the start and come back at the end, and the child's ``outcome`` field, typed by an enum,
 routes the parent.
 """
 
@@ -38,7 +38,7 @@ def compile_subgraph(
     Args:
         where: ``Graph <class name>``, which every refusal starts with.
         declared: The sub-graph node as declared.
-        parent: The parent graph's channel model.
+        parent: The parent graph's field model.
         compiling: The graph classes being compiled, outermost first.
         compile_graph: Compiles the child.
     """
@@ -60,13 +60,13 @@ def compile_subgraph(
             f"{where}: Subgraph({child_class.__name__}) nests {child.nesting + 2} graphs deep; "
             f"sub-graphs nest at most {MAX_NESTING} levels."
         )
-    shared = tuple(name for name in child.channels if name in parent.model_fields)
+    shared = tuple(name for name in child.fields if name in parent.model_fields)
     missing = [name for name in child.required if name not in parent.model_fields]
     if missing:
         raise GraphDeclarationError(
-            f"{where}: Subgraph({child_class.__name__}) needs the channel(s) "
+            f"{where}: Subgraph({child_class.__name__}) needs the field(s) "
             f"{', '.join(missing)} to start, which this graph does not declare: a child starts "
-            "with the channels both graphs declare. Declare them here."
+            "with the fields both graphs declare. Declare them here."
         )
     enums: dict[type[enum.Enum], list[str]] = {}
     if declared.outcome is not None:
@@ -74,13 +74,13 @@ def compile_subgraph(
         if field is None:
             raise GraphDeclarationError(
                 f"{where}: Subgraph({child_class.__name__}, outcome='{declared.outcome}') names a "
-                f"channel {child_class.__name__} does not declare."
+                f"field {child_class.__name__} does not declare."
             )
         found = _enum_types(field.annotation)
         if len(found) != 1:
             raise GraphDeclarationError(
                 f"{where}: Subgraph({child_class.__name__}, outcome='{declared.outcome}'): that "
-                "channel is not typed by one enum, so it cannot route this graph. Type it "
+                "field is not typed by one enum, so it cannot route this graph. Type it "
                 "`SomeOutcome | None`."
             )
         enums[found[0]] = [declared.outcome]

@@ -44,15 +44,15 @@ class Transition:
 
 @dataclass(frozen=True, slots=True)
 class CompiledAgent:
-    """An agent step: its model (by name), instructions, tools, channels and budget.
+    """An agent step: its model (by name), instructions, tools, fields and budget.
 
     Attributes:
         model: The name the worker's model is given under.
         instructions: The model's instructions.
         tools: The tools the model may ask for, by the name it is offered them under
             (``tickets__read``); they live on the worker only.
-        prompt_from: The channel read as the prompt.
-        output_into: The channel the final text lands in.
+        prompt_from: The field read as the prompt.
+        output_into: The field the final text lands in.
         requests: Model requests per budget (None: not counted).
         tokens: Tokens per budget (None: not counted).
         then_ask: The state of the gate that opens when the budget is spent.
@@ -72,14 +72,14 @@ class CompiledAgent:
 
 @dataclass(frozen=True, slots=True)
 class CompiledNode:
-    """A node: the tool it runs, the channels it reads and writes, and what it decides on.
+    """A node: the tool it runs, the fields it reads and writes, and what it decides on.
 
     Attributes:
         state: The node's state code (the tool's name after its last colon).
         tool: The tool's name, which is also its activity's name.
         definition: The tool (timeouts, retry, scopes); lives on the worker only.
-        reads: The channels passed as arguments, by parameter name.
-        writes: The fields of its result that land in channels of the same name.
+        reads: The fields passed as arguments, by parameter name.
+        writes: The fields of its result that land in fields of the same name.
         decides_on: The result field holding the routing enum; ``""`` when the result is the
             enum itself; ``None`` when the node does not decide.
         route_enum: The enum its routes are named by.
@@ -88,10 +88,10 @@ class CompiledNode:
         needs: Scopes it needs (alternatives); empty: anyone may run it.
         subgraph: For a node that runs another graph as a child workflow, that graph (then
             ``definition`` is None, ``tool`` is the child graph's name, ``reads`` and
-            ``writes`` the channels both graphs declare, ``decides_on`` its outcome channel).
+            ``writes`` the fields both graphs declare, ``decides_on`` its outcome field).
         agent: For an agent step, its model, tools and budget (then ``definition`` is None,
-            ``tool`` is the step's name, ``reads`` its prompt channel, ``writes`` its output
-            channel, and ``needs`` nothing: each tool its model asks for judges itself).
+            ``tool`` is the step's name, ``reads`` its prompt field, ``writes`` its output
+            field, and ``needs`` nothing: each tool its model asks for judges itself).
     """
 
     state: str
@@ -120,7 +120,7 @@ class CompiledAsk:
     evidence: Mapping[str, type[BaseModel]] = field(default_factory=dict)
     """The evidence model each option that needs one requires."""
     evidence_into: str | None = None
-    """The channel the evidence of the answers that decided the gate is written to."""
+    """The field the evidence of the answers that decided the gate is written to."""
     waivable_by: str | None = None
     """The role whose holder may waive the gate, with a reason; None: it is not waivable."""
     deadline: GateDeadline | None = None
@@ -129,16 +129,16 @@ class CompiledAsk:
 
 @dataclass(frozen=True, slots=True)
 class CompiledGraph:
-    """A graph ready to run: states, transitions, budgets, gates and channels."""
+    """A graph ready to run: states, transitions, budgets, gates and fields."""
 
     name: str
     description: str
     version: int
     model: type[BaseModel]
-    channels: tuple[str, ...]
+    fields: tuple[str, ...]
     required: tuple[str, ...]
     defaults: Mapping[str, Any]
-    """Channels' static defaults; one made by a ``default_factory`` is made per run."""
+    """Fields' static defaults; one made by a ``default_factory`` is made per run."""
     descriptions: Mapping[str, str]
     appends: Mapping[str, str]
     target: str | None
@@ -154,7 +154,7 @@ class CompiledGraph:
     """How many levels of sub-graphs run below this graph (0: it runs none)."""
 
     def inputs(self) -> list[dict[str, Any]]:
-        """Each channel a start may give (the engine's own, named ``_...``, left out): its name,
+        """Each field a start may give (the engine's own, named ``_...``, left out): its name,
         its type as JSON names it (``string``, ``list of string``, ``Verdict: PASSED | FAILED``),
         and its default (``default_made_per_run`` for one a factory makes) or ``required``."""
         try:
@@ -164,7 +164,7 @@ class CompiledGraph:
         properties = schema.get("properties") or {}
         definitions = schema.get("$defs") or {}
         rows: list[dict[str, Any]] = []
-        for name in self.channels:
+        for name in self.fields:
             if name.startswith("_"):
                 continue
             row: dict[str, Any] = {
@@ -244,7 +244,7 @@ class CompiledGraph:
         return state in self.terminals
 
     def catalogue(self) -> dict[str, Any]:
-        """What a person needs to start a run: name, description, channels, required ones, the
+        """What a person needs to start a run: name, description, fields, required ones, the
         inputs it takes (each with its JSON type, and its default or whether it is required),
         its nodes and gates (the role each asks, why, its options), and (``ends``) the cases of
         each state whose route ends the run."""
@@ -252,7 +252,7 @@ class CompiledGraph:
             "name": self.name,
             "description": self.description,
             "version": self.version,
-            "channels": list(self.channels),
+            "fields": list(self.fields),
             "required": list(self.required),
             "inputs": self.inputs(),
             "gates": [

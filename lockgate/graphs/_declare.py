@@ -1,4 +1,4 @@
-"""Declaring a graph: ``@graph`` on a pydantic model, with edges, routes, asks and channels."""
+"""Declaring a graph: ``@graph`` on a pydantic model, with edges, routes, asks and fields."""
 
 from __future__ import annotations
 
@@ -194,7 +194,7 @@ class Ask:
     ``evidence`` is a pydantic model every answer must carry, signed with it (or a mapping from
     the options that need one to their model); it is validated before the answer is accepted,
     recorded in the trail, and the evidence of the answers that decided the gate is written to
-    the channel ``evidence_into`` (a list of ``{by, answer, evidence}``), where the node the
+    the field ``evidence_into`` (a list of ``{by, answer, evidence}``), where the node the
     answer leads to reads it.
 
     ``waivable_by`` names a higher role whose holder may waive the gate: decide it alone,
@@ -218,10 +218,10 @@ class Ask:
 class Subgraph:
     """A node that runs another declared graph as a child workflow, and waits for it.
 
-    The child starts with the parent's channels it also declares, driven (and requested) by
+    The child starts with the parent's fields it also declares, driven (and requested) by
     whoever drives the parent there: authority passes down, never up. Its gates appear in
-    ``pending`` naming the parent. When it ends, its channels that the parent also declares
-    land in the parent, and the enum in its ``outcome`` channel picks the parent's
+    ``pending`` naming the parent. When it ends, its fields that the parent also declares
+    land in the parent, and the enum in its ``outcome`` field picks the parent's
     :class:`Route`. Cancelling the parent cancels the child. A graph may not include itself,
     and sub-graphs nest at most ten deep.
 
@@ -242,19 +242,19 @@ Node = Callable[..., Any] | Subgraph | AgentStep
 
 @dataclass(frozen=True, slots=True)
 class Appends:
-    """Marks a list channel that accumulates every value written to channel ``of``."""
+    """Marks a list field that accumulates every value written to field ``of``."""
 
     of: str
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """Marks the one channel a person names the run by (an essay's title)."""
+    """Marks the one field a person names the run by (an essay's title)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Because:
-    """Says what a channel is for; it becomes the field's description."""
+    """Says what a field is for; it becomes the field's description."""
 
     purpose: str
 
@@ -284,10 +284,10 @@ def graph(
     version: int = 1,
     allow_unsigned_start: bool = False,
 ) -> Callable[[_Class], _Class]:
-    """Declares a graph of tools on a pydantic model whose fields are the graph's channels.
+    """Declares a graph of tools on a pydantic model: its fields are the graph's fields.
 
-    Nodes are ``@tool`` functions: a node's parameters read channels of the same name, the fields
-    of its return model land in channels of the same name, and an enum field of its return value
+    Nodes are ``@tool`` functions: a node's parameters read fields of the same name, the fields
+    of its return model land in fields of the same name, and an enum field of its return value
     picks the outgoing :class:`Route`. A node with no outgoing edge ends the run after it runs, as
     does a route to :data:`END`.
 

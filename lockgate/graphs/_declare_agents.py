@@ -61,8 +61,8 @@ class ModelBudget:
 
 @dataclass(frozen=True, eq=False)
 class AgentStep:
-    """A node where a model works: it reads a channel as its prompt, may call the node's tools,
-    and its final text lands in a channel.
+    """A node where a model works: it reads a field as its prompt, may call the node's tools,
+    and its final text lands in a field.
 
     Every model request is a durable activity (``lockgate.model``), so a worker that dies after
     the model answered never asks it again. Every tool call the model asks for runs as the
@@ -96,9 +96,9 @@ class AgentStep:
         tools: The ``@tool`` functions the model may ask for, offered under
             :func:`lockgate.tools._tool_names.model_tool_name` (``tickets:read`` as
             ``tickets__read``).
-        prompt_from: The channel whose value is the model's prompt (text as it is, anything
+        prompt_from: The field whose value is the model's prompt (text as it is, anything
             else as JSON).
-        output_into: The channel the model's final text is written to.
+        output_into: The field the model's final text is written to.
         budget: How much the step may use its model before a person decides (required: an
             agent without one could call its model for ever).
         timeout: Seconds one model request may take.

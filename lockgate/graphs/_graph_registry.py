@@ -70,7 +70,7 @@ class GraphRegistry:
         return versions[version]
 
     def model(self, name: str, version: int) -> type[BaseModel] | None:
-        """The channel model of ``name`` at ``version``, or None if it is not served here."""
+        """The field model of ``name`` at ``version``, or None if it is not served here."""
         compiled = self._graphs.get(name, {}).get(version)
         return compiled.model if compiled is not None else None
 
@@ -85,7 +85,7 @@ class GraphRegistry:
             yield from (self._graphs[name][v] for v in sorted(self._graphs[name]))
 
     def catalogue(self) -> list[dict[str, Any]]:
-        """One row per graph (newest version): name, description, channels, required ones,
+        """One row per graph (newest version): name, description, fields, required ones,
         inputs, gates, and every version served (``versions``)."""
         return [
             {**self.get(name).catalogue(), "versions": sorted(self._graphs[name])}

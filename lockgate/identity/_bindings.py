@@ -53,10 +53,10 @@ def start_binding(
 
 
 def gate_subject(target: Mapping[str, Any] | None, choices: Sequence[Mapping[str, Any]]) -> str:
-    """The digest of what an approver is shown at a gate: its target channel and its options.
+    """The digest of what an approver is shown at a gate: its target field and its options.
 
     Args:
-        target: ``{channel: value}`` of the graph's target channel, or None if it has none.
+        target: ``{field: value}`` of the graph's target field, or None if it has none.
         choices: Each option as ``{option, leads_to, operation, needs}``.
     """
     shown = [

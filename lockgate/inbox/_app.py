@@ -495,7 +495,7 @@ class _Excerpts:
             shown = await self._runs.show(key[0], trail_limit=1)
             if len(self._known) >= self._KEPT:
                 self._known.pop(next(iter(self._known)))
-            self._known[key] = excerpt(shown.get("channels"), row.get("target"))
+            self._known[key] = excerpt(shown.get("fields"), row.get("target"))
         return self._known[key]
 
 

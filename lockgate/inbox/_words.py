@@ -40,12 +40,12 @@ def shown_value(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
-def excerpt(channels: Mapping[str, Any] | None, target: Mapping[str, Any] | None) -> str:
+def excerpt(fields: Mapping[str, Any] | None, target: Mapping[str, Any] | None) -> str:
     """A short excerpt of the work a gate judges: its longest text channel that is not the
     gate's subject, cut at a word near :data:`_EXCERPT_CHARS` characters."""
     texts = [
         value
-        for name, value in (channels or {}).items()
+        for name, value in (fields or {}).items()
         if isinstance(value, str) and name not in (target or {})
     ]
     if not texts:

@@ -96,7 +96,7 @@ class StartBody(_Body):
     graph: str = Field(min_length=1, description="The graph's name, as GET /api/graphs lists it.")
     inputs: JsonObject = Field(
         default_factory=dict,
-        description="The starting channels: a JSON object (or its text). Keys the graph does not "
+        description="The starting fields: a JSON object (or its text). Keys the graph does not "
         "declare are dropped and listed in the answer's `ignored_inputs`.",
     )
 
@@ -226,7 +226,7 @@ class GraphList(_Answer):
     ok: Literal[True]
     count: int
     graphs: list[dict[str, Any]] = Field(
-        description="Each graph: name, version, channels, nodes, gates."
+        description="Each graph: name, version, fields, nodes, gates."
     )
 
 
@@ -278,7 +278,7 @@ class Run(_Answer):
     requester: Actor | None = Field(None, description="Who started the run.")
     awaiting: dict[str, Any] | None = Field(None, description="The gate it waits at.")
     parked: dict[str, Any] | None = Field(None, description="The node it is parked at.")
-    channels: dict[str, Any] | None = None
+    fields: dict[str, Any] | None = None
     trail: list[dict[str, Any]] | None = Field(None, description="Who drove each step.")
     error: ErrorDetail | None = None
 
@@ -346,7 +346,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         Run,
         ResumeBody,
     ),
-    Endpoint("GET", "/runs/{run}", "show", "A run: status, channels, trail, its gate.", Run),
+    Endpoint("GET", "/runs/{run}", "show", "A run: status, fields, trail, its gate.", Run),
     Endpoint(
         "GET",
         "/pending",

@@ -84,16 +84,16 @@ def _schema(properties: dict[str, Any], *required: str) -> dict[str, Any]:
 
 
 GRAPH_OPERATIONS: dict[str, tuple[str, dict[str, Any]]] = {
-    "graph:list": ("The graphs the workers serve: channels, nodes, gates.", _schema({})),
+    "graph:list": ("The graphs the workers serve: fields, nodes, gates.", _schema({})),
     "graph:start": (
-        "Starts a run of a graph with its starting channels; returns the run once it settles "
+        "Starts a run of a graph with its starting fields; returns the run once it settles "
         "(at a gate, parked, or finished).",
         _schema(
             {
                 "graph": {"type": "string", "description": "The graph's name (graph__list)."},
                 "inputs": {
                     "type": "object",
-                    "description": "The starting channels, a JSON object.",
+                    "description": "The starting fields, a JSON object.",
                 },
             },
             "graph",
@@ -105,7 +105,7 @@ GRAPH_OPERATIONS: dict[str, tuple[str, dict[str, Any]]] = {
         _schema({"role": {"type": "string", "description": "Only gates asking this role."}}),
     ),
     "graph:show": (
-        "A run: status, channels, the trail (who drove each step), the gate it waits at.",
+        "A run: status, fields, the trail (who drove each step), the gate it waits at.",
         _schema({"run": _RUN}, "run"),
     ),
     "graph:decide": (

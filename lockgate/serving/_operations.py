@@ -143,7 +143,7 @@ class Operations:
             code, sentence = inputs
             return refusal_of(
                 code,
-                sentence.replace("a JSON object", "a JSON object of starting channels"),
+                sentence.replace("a JSON object", "a JSON object of starting fields"),
             )
         refused = self._refused_start_input(inputs or {})
         if refused is not None:
@@ -191,7 +191,7 @@ class Operations:
         return {"ok": True, "count": len(rows), "pending": [dict(row) for row in rows]}
 
     async def show(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """A run: status, channels, trail, the gate it waits at."""
+        """A run: status, fields, trail, the gate it waits at."""
         run = _text(arguments, "run", "show")
         if isinstance(run, dict):
             return run

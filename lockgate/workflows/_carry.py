@@ -1,6 +1,6 @@
 """A graph run's state, as one versioned type: what it is, and what it hands its next run.
 
-Everything a run is (channels, trail, budgets, an open gate, who asked and who drove, the proofs
+Everything a run is (fields, trail, budgets, an open gate, who asked and who drove, the proofs
 it spent, the makers of its work) crosses into the next run's start input. The input is anyone's
 to write, so the next run trusts it only once the worker secret's seal on it opens (see
 :mod:`._authority_context`); until then it is read, never believed. A carried state that cannot
@@ -9,6 +9,7 @@ be read back is refused like a forged one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -17,7 +18,7 @@ from lockgate.contracts import TrailRow
 from lockgate.gates._gates import OpenGate
 from lockgate.identity._actors import Actor
 
-__all__ = ["CARRIED_VERSION", "CarriedState", "CarriedStateError", "RunState"]
+__all__ = ["CARRIED_VERSION", "CarriedState", "CarriedStateError", "RunState", "written_fields"]
 
 CARRIED_VERSION = 2
 """The version of :class:`RunState` this lockgate writes and reads."""
@@ -25,6 +26,14 @@ CARRIED_VERSION = 2
 
 class CarriedStateError(LockgateError, ValueError):
     """A carried state this lockgate cannot read."""
+
+
+def written_fields(record: Mapping[str, Any]) -> Any:
+    """The field values a start's verdict, a child run's end or a carried state holds.
+
+    Runs recorded before 0.1.0 called them ``channels``; their histories still replay.
+    """
+    return record["fields"] if "fields" in record else record.get("channels")
 
 
 @dataclass
@@ -39,7 +48,7 @@ class RunState:
     """
 
     state: str
-    channels: dict[str, Any]
+    fields: dict[str, Any]
     trail: list[TrailRow]
     taken: dict[str, int]
     visits: dict[str, int]
@@ -90,7 +99,7 @@ class RunState:
         return {
             "version": CARRIED_VERSION,
             "state": self.state,
-            "channels": self.channels,
+            "fields": self.fields,
             "actors": actors,
             "trail": rows,
             "taken": self.taken,
@@ -127,7 +136,7 @@ class RunState:
             gate = value.get("gate")
             return cls(
                 state=str(value["state"]),
-                channels=dict(value["channels"]),
+                fields=dict(written_fields(value)),
                 trail=[cast(TrailRow, {**row, "by": actors[row["by"]]}) for row in value["trail"]],
                 taken={str(k): int(v) for k, v in value["taken"].items()},
                 visits={str(k): int(v) for k, v in value["visits"].items()},

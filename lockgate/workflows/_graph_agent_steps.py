@@ -86,7 +86,7 @@ _NAME_SHOWN = 64
 
 @dataclass
 class AgentEnd:
-    """How an agent step ended: its output (the channel it writes), or why it could not finish;
+    """How an agent step ended: its output (the field it writes), or why it could not finish;
     neither when its budget was spent and the run moved on to the gate that decides."""
 
     output: dict[str, Any] | None = None
@@ -240,7 +240,7 @@ class AgentStepRunner:
                 del self._run.conversations[step]
 
     def _new_conversation(self, agent: CompiledAgent) -> dict[str, Any]:
-        value = self._run.channels.get(agent.prompt_from)
+        value = self._run.fields.get(agent.prompt_from)
         prompt = (
             value
             if isinstance(value, str)

@@ -42,7 +42,7 @@ class GateKeeper:
     it, and closes it.
 
     Args:
-        run: The run's state (its open gate, trail, channels, driver, makers).
+        run: The run's state (its open gate, trail, fields, driver, makers).
         standing: Where the run stands (it waits while a gate is open).
         graph: The run's compiled graph (its asks and routes).
         run_id: The run's workflow id, as its gates name it.
@@ -84,7 +84,7 @@ class GateKeeper:
     async def hold(self, state: str) -> str:
         """Holds gate ``state`` open until it is decided, then closes it: the option decided.
 
-        The decision's evidence lands in its channel, and whoever decided (the deadline's
+        The decision's evidence lands in its field, and whoever decided (the deadline's
         :data:`DEADLINE_ACTOR`, if it did) drives the run on.
         """
         if self._run.gate is None or self._run.gate.ask != state:
@@ -113,7 +113,7 @@ class GateKeeper:
         self.stop_deadline_timer()
         assert self._run.gate is not None
         if ask.evidence_into is not None:
-            self._run.channels[ask.evidence_into] = evidence_of_decision(
+            self._run.fields[ask.evidence_into] = evidence_of_decision(
                 self._run.gate, given, decided
             )
         self._run.gate = None

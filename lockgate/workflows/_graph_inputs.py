@@ -47,7 +47,7 @@ class StartGraphInput:
     """The input a graph run starts with.
 
     Attributes:
-        inputs: Starting channel values; keys that are not channels of the graph are dropped.
+        inputs: Starting field values; keys that are not fields of the graph are dropped.
         signed: The starter signs this run: it runs nothing until the ``start`` update brings
             a proof naming this execution
             (:func:`~lockgate.identity._bindings.start_binding`), whose verified signer becomes
@@ -123,12 +123,12 @@ def parse_start(starts: Sequence[Any]) -> tuple[StartGraphInput, PayloadProblem 
         shown = ", ".join(name[:40] for name in unknown[:5])
         return StartGraphInput(), invalid(
             f"The start input has unknown keys ({shown}): a run starts with "
-            "{inputs, signed?, channel?, version?}. Put channel values under 'inputs'."
+            "{inputs, signed?, channel?, version?}. Put field values under 'inputs'."
         )
     inputs, proof, channel = raw.get("inputs", {}), raw.get("proof"), raw.get("channel")
     version, carried = raw.get("version"), raw.get("carried")
     if not isinstance(inputs, dict):
-        return StartGraphInput(), invalid("'inputs' must be an object of starting channel values.")
+        return StartGraphInput(), invalid("'inputs' must be an object of starting field values.")
     if channel is not None and not channel_ok(channel):
         return StartGraphInput(), invalid(
             "'channel' must be a short name like 'temporal' or 'cli'."

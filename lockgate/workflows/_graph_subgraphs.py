@@ -1,9 +1,9 @@
 """Sub-graph nodes of a graph run: a node that runs another declared graph as a child workflow.
 
-The child is started with the channels both graphs declare and with who drives the parent there,
+The child is started with the fields both graphs declare and with who drives the parent there,
 handed down under the worker secret's seal (see :mod:`._authority_context`): the child's worker
 believes that driver only once the seal opens for exactly this parent run and this child. The
-child's end comes back as its channels; its outcome routes the parent.
+child's end comes back as its fields; its outcome routes the parent.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 from lockgate.gates._limits import shorten
 from lockgate.graphs._compiled import CompiledNode
-from lockgate.workflows._carry import RunState
+from lockgate.workflows._carry import RunState, written_fields
 from lockgate.workflows._graph_inputs import StartGraphInput
 from lockgate.workflows._history_seals import opened_end
 
@@ -29,10 +29,10 @@ __all__ = ["SubgraphEnd", "SubgraphRunner"]
 
 @dataclass(frozen=True)
 class SubgraphEnd:
-    """How a sub-graph node ended: what its child hands back (the channels both graphs declare,
+    """How a sub-graph node ended: what its child hands back (the fields both graphs declare,
     and its outcome), or why it did not end well; and the child as the trail names it."""
 
-    channels: dict[str, Any] | None
+    fields: dict[str, Any] | None
     problem: str | None
     child: dict[str, Any]
 
@@ -41,7 +41,7 @@ class SubgraphRunner:
     """Runs a graph run's sub-graph nodes, each as a child workflow it waits for.
 
     Args:
-        run: The run's state (the channels a child is handed, who drives the run, how deep it
+        run: The run's state (the fields a child is handed, who drives the run, how deep it
             nests).
         graph: The graph's name, as a child names its parent.
         run_id: The run's workflow id; a child's id is made from it.
@@ -73,7 +73,7 @@ class SubgraphRunner:
         child_id = f"{self._run_id}/{node.state}:{visit}"
         named: dict[str, Any] = {"graph": child.name, "run_id": child_id}
         start = StartGraphInput(
-            inputs={name: self._run.channels.get(name) for name in node.reads},
+            inputs={name: self._run.fields.get(name) for name in node.reads},
             handed={
                 "actor": self._run.driver.to_dict(),
                 "depth": self._run.depth + 1,
@@ -117,10 +117,10 @@ class SubgraphRunner:
             return SubgraphEnd(
                 None, f"its sub-graph run {child_id} did not finish: {shorten(why)}", named
             )
-        channels = ended.get("channels") or {}
+        fields = written_fields(ended) or {}
         named |= {"status": ended.get("status")}
-        handed_back = {name: channels.get(name) for name in node.writes}
+        handed_back = {name: fields.get(name) for name in node.writes}
         if node.decides_on:
-            handed_back[node.decides_on] = channels.get(node.decides_on)
-            named["outcome"] = channels.get(node.decides_on)
+            handed_back[node.decides_on] = fields.get(node.decides_on)
+            named["outcome"] = fields.get(node.decides_on)
         return SubgraphEnd(handed_back, None, named)

@@ -71,7 +71,7 @@ class RunVisibility:
     """Writes what Temporal's visibility shows of a graph run, from its state and standing.
 
     Args:
-        run: The run's state (its open gate, where it is, who drives it, its channels).
+        run: The run's state (its open gate, where it is, who drives it, its fields).
         standing: Where the run stands (its status, park, refusal, canceller).
         graph: The run's compiled graph (its name, version and target).
         run_id: The run's workflow id, as the details' commands name it.
@@ -86,10 +86,10 @@ class RunVisibility:
         self._run_id = run_id
 
     def target(self) -> dict[str, Any] | None:
-        """The channel the graph declares as its target, with its value: the work a gate
+        """The field the graph declares as its target, with its value: the work a gate
         reviews (None for a graph that declares none)."""
         target = self._graph.target
-        return {target: self._run.channels.get(target)} if target else None
+        return {target: self._run.fields.get(target)} if target else None
 
     def show_gate_opened(self) -> None:
         """Writes the gate that opened to the memo."""

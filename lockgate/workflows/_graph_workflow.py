@@ -23,7 +23,7 @@ History is the run's log. Node runs are activities (each tool's own, through its
 whoever drives the run, under the worker secret's seal; local activities for tools declared
 ``local=True``); answers are updates, validated before anything is written, or signals, judged
 on the worker by the same rules and recorded either way.
-Channels, trail, budgets and the open gate are rebuilt by replay and stored nowhere else.
+Fields, trail, budgets and the open gate are rebuilt by replay and stored nowhere else.
 
 Everything a caller sends is measured and refused with a code before it is stored or echoed;
 nothing a stranger sends can fail the run's task, keep it from finishing or from continuing as
@@ -112,7 +112,7 @@ from lockgate.workflows._authority_context import (
     judging_authority,
     record_once,
 )
-from lockgate.workflows._carry import CarriedStateError, RunState
+from lockgate.workflows._carry import CarriedStateError, RunState, written_fields
 from lockgate.workflows._failures import (
     UnreadableStart,
     refusals_complete,
@@ -225,7 +225,7 @@ class GraphRun:
         self._use_state(
             RunState(
                 state=self._graph.start,
-                channels=dict(self._graph.defaults),
+                fields=dict(self._graph.defaults),
                 trail=[],
                 taken={},
                 visits={},
@@ -323,7 +323,7 @@ class GraphRun:
             "requester": self._run.requester.to_dict(),
             "awaiting": self._gate_view() if self._run.gate else None,
             "parked": self._standing.parked.to_dict() if self._standing.parked else None,
-            "channels": dict(self._run.channels),
+            "fields": dict(self._run.fields),
             "budgets": {
                 code: {"taken": self._run.taken.get(code, 0), "at_most": at_most}
                 for code, at_most in graph.budgets.items()
@@ -781,7 +781,7 @@ class GraphRun:
             view["moving_to_new_history"] = True
         return view
 
-    @workflow.query(name="show", description="The run: state, channels, trail, gate, budgets.")
+    @workflow.query(name="show", description="The run: state, fields, trail, gate, budgets.")
     def show(self, *args: Any) -> dict[str, Any]:
         """The run as it stands, with a page of its trail (``{trail_from?, trail_limit?}``)."""
         page = show_input(args)
@@ -814,7 +814,7 @@ class GraphRun:
         Callers of ``settle`` waiting on this history are answered first with the run as it
         stands, so no stranger can hold the run here. A caller whose answer was accepted is
         waiting for the run to settle: the run moves on until it does, and continues as new
-        then. Channels, trail, budgets, an open gate (so signed answers stay good) and signals
+        then. Fields, trail, budgets, an open gate (so signed answers stay good) and signals
         not judged yet are carried, under the worker secret's seal; a flood of signals cannot
         keep the run from moving on.
         """
@@ -1113,7 +1113,7 @@ class GraphRun:
         self._standing.refusal = PayloadProblem(code, str(verdict["reason"]))
 
     async def _open_start(self) -> None:
-        """Checks the starting channels and the start proof on the worker (a local activity, so
+        """Checks the starting fields and the start proof on the worker (a local activity, so
         the model's validators and default factories run once and replay reads their result)."""
         try:
             opened = await local(
@@ -1132,7 +1132,7 @@ class GraphRun:
             )
         except ActivityError as error:
             opened = {
-                "channels": None,
+                "fields": None,
                 "code": ErrorCode.INTERNAL_ERROR.value,
                 "reason": f"The start could not be checked: {_first_sentence_error(error)}",
             }
@@ -1141,10 +1141,11 @@ class GraphRun:
             self._start_acceptance.confirm(opened["accepted"])
         if "protocol" in opened:
             self._protocol = int(opened["protocol"])
-        if opened["channels"] is None:
+        fields = written_fields(opened)
+        if fields is None:
             self._standing.refusal = PayloadProblem(str(opened["code"]), str(opened["reason"]))
             return
-        self._run.channels = opened["channels"]
+        self._run.fields = fields
         self._local_tools = recorded_local_tools(opened)
         self._run.ignored_inputs = list(opened.get("ignored_inputs") or [])
         if opened.get("actor") is not None:
@@ -1179,7 +1180,7 @@ class GraphRun:
             if child.problem is not None:
                 await self._park(node, "failed", child.problem, ())
                 return
-            data = child.channels
+            data = child.fields
         elif node.agent is not None:
             ended = await self._agent_steps.run(node, visit)
             if ended.problem is not None:
@@ -1221,7 +1222,7 @@ class GraphRun:
         state = node.state
         step = f"{self._run_id}:{state}:{visit}"
         call = ToolActivityInput(
-            arguments={name: self._run.channels.get(name) for name in node.reads},
+            arguments={name: self._run.fields.get(name) for name in node.reads},
             actor=self._run.driver.to_dict(),
             request_id=step,
             # The execution keeps a new execution under this id from passing for this one; a
@@ -1253,21 +1254,21 @@ class GraphRun:
         if node.writes:
             written = {name: (data or {}).get(name) for name in node.writes}
         elif isinstance(data, dict) and node.route_enum is None:
-            strangers = sorted(key for key in data if key not in graph.channels)
+            strangers = sorted(key for key in data if key not in graph.fields)
             if strangers:
                 return (
-                    f"it returned {', '.join(strangers)}, which is not a channel of this graph; "
+                    f"it returned {', '.join(strangers)}, which is not a field of this graph; "
                     "nothing it returned was written"
                 )
             written = dict(data)
         else:
             written = {}
         for name, value in written.items():
-            self._run.channels[name] = value
-            for list_channel, source in graph.appends.items():
+            self._run.fields[name] = value
+            for list_field, source in graph.appends.items():
                 if source == name:
-                    self._run.channels[list_channel] = [
-                        *(self._run.channels.get(list_channel) or []),
+                    self._run.fields[list_field] = [
+                        *(self._run.fields.get(list_field) or []),
                         value,
                     ]
         return None

@@ -247,7 +247,7 @@ def as_any_run(value: Any, run: Mapping[str, Any]) -> Any:
     by placeholders: what two runs of one graph by the same people have in common."""
     text = json.dumps(value, sort_keys=True)
     text = text.replace(run["execution"], "EXECUTION").replace(run["run_id"], "RUN")
-    text = text.replace(run["channels"]["subject"], "SUBJECT")
+    text = text.replace(run["fields"]["subject"], "SUBJECT")
     return _any_proof(json.loads(text))
 
 
@@ -469,7 +469,7 @@ async def test_a_local_node_the_driver_may_not_run_parks_the_run_as_a_regular_no
         "The node 'note' (quick:note) did not run: it needs the scope quick:note, which ada does "
         "not hold. The run is parked there and nothing after it ran."
     )
-    assert local["channels"]["noted"] is False
+    assert local["fields"]["noted"] is False
     assert as_any_run(parked_of(local), local) == as_any_run(parked_of(regular), regular)
     assert as_any_run(local["trail"], local) == as_any_run(regular["trail"], regular)
     refusals = [

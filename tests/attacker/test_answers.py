@@ -226,13 +226,13 @@ async def test_an_editors_answer_replayed_on_a_new_execution_of_the_same_id_is_r
     # Nothing was published by the replay: the gate still waits, and publish never ran.
     assert untouched["status"] == "waiting"
     assert gate_of(untouched)["gate"] == "editor_call#1"
-    assert untouched["channels"]["url"] is None
+    assert untouched["fields"]["url"] is None
     assert "essay:publish" not in before_answer
     # The honest run is still answerable: ed's fresh answer publishes it.
     assert answered["status"] == "finished", answered
     assert answered["execution"] == second["execution"]
     assert trail_of(answered)[-2:] == [("editor_call", "answered", "ed"), ("publish", "ran", "ed")]
-    assert answered["channels"]["url"] == f"https://essays.example/{second_inputs['title'].lower()}"
+    assert answered["fields"]["url"] == f"https://essays.example/{second_inputs['title'].lower()}"
     assert failed == []
 
 
@@ -257,7 +257,7 @@ async def test_a_resume_replayed_on_a_new_execution_of_the_same_id_is_refused(
         failed = await failed_workflow_tasks(temporal_client.get_workflow_handle(run_id))
 
     assert first["status"] == "parked" and parked_of(first)["node"] == "post", first
-    assert posted["status"] == "finished" and posted["channels"]["posted"] is True, posted
+    assert posted["status"] == "finished" and posted["fields"]["posted"] is True, posted
     assert stolen["principal"] == "poppy"
     assert second["status"] == "parked" and parked_of(second)["node"] == "post", second
     assert second["execution"] != first["execution"]
@@ -268,7 +268,7 @@ async def test_a_resume_replayed_on_a_new_execution_of_the_same_id_is_refused(
     )
     # Nothing was posted by the replay: the run is still parked at post.
     assert untouched["status"] == "parked"
-    assert untouched["channels"]["posted"] is False
+    assert untouched["fields"]["posted"] is False
     # post was tried once, as ada, and refused (that parked the run); it never ran since.
     assert before_resume == ["ledger:draft", "ledger:post"]
     assert [row for row in trail_of(untouched) if row[:2] == ("post", "ran")] == []
@@ -279,7 +279,7 @@ async def test_a_resume_replayed_on_a_new_execution_of_the_same_id_is_refused(
         ("post", "ran", "poppy"),
         ("file", "ran", "poppy"),
     ]
-    assert resumed["channels"]["posted"] is True
+    assert resumed["fields"]["posted"] is True
     assert failed == []
 
 
@@ -324,7 +324,7 @@ async def test_a_look_alike_essay_review_on_another_queue_is_not_listed_as_pendi
     assert [row["run_id"] for row in rows] == [real["run_id"]]
     assert [row["run_id"] for row in on_its_queue] == []
     assert claimed["status"] == "waiting"
-    assert done["status"] == "finished" and done["channels"]["url"], done
+    assert done["status"] == "finished" and done["fields"]["url"], done
 
 
 async def memo_of(handle: Any) -> dict[str, Any]:
@@ -422,7 +422,7 @@ async def test_a_proof_signed_against_a_look_alike_answers_no_real_run_under_its
     assert as_update["error"]["message"].startswith(another_execution)
     assert as_signal["code"] == "GATE_NOT_PENDING"
     assert as_signal["why"].startswith(another_execution)
-    assert untouched["status"] == "waiting" and untouched["channels"]["url"] is None
+    assert untouched["status"] == "waiting" and untouched["fields"]["url"] is None
     assert publishes == 0
     assert done["status"] == "finished", done
     assert trail_of(done)[-2:] == [("editor_call", "answered", "ed"), ("publish", "ran", "ed")]
@@ -668,7 +668,7 @@ async def test_a_gate_reviews_the_work_since_the_last_answer_so_editors_can_take
     assert gate_of(third)["makers"] == ["eve"]
     assert refused_eve["error"]["code"] == "SELF_APPROVAL_FORBIDDEN"
     assert done["status"] == "finished", done
-    assert done["channels"]["rounds"] == 3
+    assert done["fields"]["rounds"] == 3
     assert trail_of(done)[-2:] == [("round", "answered", "ed"), ("close", "ran", "ed")]
 
 
@@ -748,7 +748,7 @@ async def test_an_open_graph_started_unsigned_is_answered_by_any_editor_who_drov
     assert gate_of(run)["makers"] == []
     assert done["status"] == "finished", done
     assert trail_of(done)[-2:] == [("editor_call", "answered", "ed"), ("publish", "ran", "ed")]
-    assert done["channels"]["url"] == "https://essays.example/tides"
+    assert done["fields"]["url"] == "https://essays.example/tides"
 
 
 # --- 11. Older versions -----------------------------------------------------------------------
@@ -939,10 +939,10 @@ def assert_published_once(run: RunView, first: Mapping[str, Any], again: Mapping
     assert again["status"] == "finished", again
     assert again["execution"] == run["execution"]
     assert trail_of(again)[-2:] == [("release", "answered", "ed"), ("publish", "ran", "ed")]
-    assert again["channels"]["url"] == first["channels"]["url"]
+    assert again["fields"]["url"] == first["fields"]["url"]
     assert [seen for seen in ATTEMPTS if seen.startswith(f"{run['run_id']}/")] == [key]
     assert ATTEMPTS[key] == 2
-    assert EFFECTS[key] == f"{run['channels']['title']}, drafted"
+    assert EFFECTS[key] == f"{run['fields']['title']}, drafted"
 
 
 async def test_a_reset_to_before_an_answer_given_as_an_update_reapplies_it_and_publishes_once(
@@ -1036,7 +1036,7 @@ async def test_a_reset_that_drops_the_answer_waits_again_and_the_same_proof_publ
     assert waiting["execution"] == run["execution"]
     assert waiting["awaiting"] == run["awaiting"]
     assert gate_of(waiting)["gate"] == "release#1"
-    assert waiting["channels"]["url"] is None
+    assert waiting["fields"]["url"] is None
     assert again["status"] == "finished", again
     assert result["status"] == "finished"
     assert_published_once(run, first, again)

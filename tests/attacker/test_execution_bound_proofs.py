@@ -359,7 +359,7 @@ async def test_a_start_proof_read_from_a_finished_run_is_refused_by_a_new_execut
     assert waiting["trail"] == []
     assert_ran_nothing(ended, run_id)
     assert ran == []
-    assert ended["channels"]["url"] is None
+    assert ended["fields"]["url"] is None
     # The honest path under the same id still works: ed's own start publishes, as ed.
     assert honest["status"] == "finished", honest
     assert honest["execution"] not in (first["execution"], execution_of(again))
@@ -600,7 +600,7 @@ async def test_a_start_proof_for_this_execution_naming_other_inputs_is_refused(
     )
     assert_ran_nothing(ended, run_id)
     assert ran == []
-    assert ended["channels"]["url"] is None
+    assert ended["fields"]["url"] is None
     assert failed == []
 
 
@@ -903,7 +903,7 @@ async def test_a_run_restarted_between_its_start_and_its_proof_runs_nothing_as_t
     assert sentence == another_execution(run_id)
     assert_ran_nothing(ended, run_id)
     assert ran == []
-    assert ended["channels"]["url"] is None
+    assert ended["fields"]["url"] is None
     assert honest["status"] == "finished", honest
     assert rows_by(honest, "ed")[-1] == ("publish", "ran", "ed")
     assert failed == []

@@ -108,7 +108,7 @@ def forged_carry() -> dict[str, Any]:
     ed = Actor.from_dict(named("ed"))
     return CarriedState(
         state="publish",
-        channels={
+        fields={
             "title": "Forged",
             "rubric": "forged",
             "draft": "Forged.",
@@ -271,7 +271,7 @@ def assert_nothing_believed(run: dict[str, Any]) -> None:
     assert run["trail"] == []
     assert run["requester"]["verified"] is False
     assert run["requester"]["principal"] is None
-    assert run["channels"]["url"] is None
+    assert run["fields"]["url"] is None
     assert run["awaiting"] is None
 
 
@@ -283,7 +283,7 @@ async def ed_publishes(client: Client, task_queue: str, identities: Identities) 
     ed = GraphClient(client, task_queue, signer=identities.signer("ed"))
     run = await ed.start(EssayReview, PASSES_FIRST_TIME)
     assert run["status"] == "finished", run
-    assert run["channels"]["url"] == "https://essays.example/tides-and-the-moon"
+    assert run["fields"]["url"] == "https://essays.example/tides-and-the-moon"
     assert ("publish", "ran", "ed") in trail_of(run)
     return run
 
@@ -292,7 +292,7 @@ async def rod_releases(client: Client, task_queue: str, identities: Identities) 
     rod = GraphClient(client, task_queue, signer=identities.signer("rod"))
     run = await rod.start(MemoClearance, CLEAN_MEMO)
     assert run["status"] == "finished", run
-    assert run["channels"]["released"] is True
+    assert run["fields"]["released"] is True
     assert ("release", "ran", "rod") in trail_of(run)
 
 
@@ -552,7 +552,7 @@ async def test_a_real_sealed_carry_copied_into_another_workflow_id_is_refused(
     assert still["status"] == "waiting"
     assert still["awaiting"] == real["awaiting"]
     assert answered["status"] == "finished", answered
-    assert answered["channels"]["url"] == "https://essays.example/tides"
+    assert answered["fields"]["url"] == "https://essays.example/tides"
     assert ("publish", "ran", "ed") in trail_of(answered)
 
 

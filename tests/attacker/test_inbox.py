@@ -144,7 +144,7 @@ async def test_an_anonymous_visitor_reads_no_run_and_is_asked_to_sign_in(place: 
     assert page.status_code == 401 and "Sign in" in page.text
     for body in (front.text, page.text):
         assert run["run_id"] not in body
-        assert "Tides" not in body  # the essay's title, a channel of the run
+        assert "Tides" not in body  # the essay's title, a field of the run
     assert polled.status_code == 401
 
 

@@ -182,4 +182,4 @@ async def test_judging_signals_for_a_run_that_did_not_ask_is_refused_and_audits_
     assert refusal.type == "UNAUTHORIZED"
     assert judged == []
     assert done["status"] == "finished"
-    assert done["channels"]["url"] == "https://essays.example/tides"
+    assert done["fields"]["url"] == "https://essays.example/tides"

@@ -155,7 +155,7 @@ class Deployment:
         """ed's real signed answer to the run's gate; returns the run once it settles."""
         answered = await self.as_("ed").decide(run_id, "publish_as_is")
         assert answered["status"] == "finished", answered
-        assert answered["channels"]["url"] == PUBLISHED, answered
+        assert answered["fields"]["url"] == PUBLISHED, answered
         return answered
 
 
@@ -355,7 +355,7 @@ async def test_a_decide_signal_nested_5000_deep_is_recorded_refused_and_the_run_
     assert row["outcome"] == "refused"
     assert row["code"] == "VALIDATION_ERROR"
     assert "nested more than 32 levels" in row["why"] or "could not be read" in row["why"]
-    assert answered["channels"]["url"] == PUBLISHED
+    assert answered["fields"]["url"] == PUBLISHED
     assert await failed_workflow_tasks(handle) == []
 
 
@@ -374,7 +374,7 @@ async def assert_small_and_answered(
     assert size(settled) < SMALL
     assert size(answered) < SMALL
     assert failed == []
-    assert answered["channels"]["url"] == PUBLISHED
+    assert answered["fields"]["url"] == PUBLISHED
     assert await failed_workflow_tasks(handle) == []
 
 
@@ -438,8 +438,8 @@ async def test_sixty_small_unsigned_signals_keep_twenty_rows_and_count_the_other
     assert result["refused_signals_not_kept"] == 40
     assert {row["code"] for row in rows} == {"UNVERIFIED_APPROVER"}
     assert result["status"] == "finished"
-    assert result["channels"]["url"] == PUBLISHED
-    assert answered["channels"]["url"] == PUBLISHED
+    assert result["fields"]["url"] == PUBLISHED
+    assert answered["fields"]["url"] == PUBLISHED
     assert size(result) < SMALL
     assert await failed_workflow_tasks(handle) == []
 
@@ -466,7 +466,7 @@ async def test_a_one_and_a_half_megabyte_start_input_ends_the_run_refused_and_sm
     assert result["error"]["message"]
     assert size(result) < SMALL
     assert failed == []
-    assert answered["channels"]["url"] == PUBLISHED
+    assert answered["fields"]["url"] == PUBLISHED
     assert await failed_workflow_tasks(honest_handle) == []
 
 
@@ -481,7 +481,7 @@ async def test_show_reads_the_trail_a_page_at_a_time(deployment: Deployment) -> 
     assert page["trail"] == whole["trail"][:2]
     assert page["trail_from"] == 0
     assert page["trail_total"] == whole["trail_total"] == len(whole["trail"])
-    assert answered["channels"]["url"] == PUBLISHED
+    assert answered["fields"]["url"] == PUBLISHED
 
 
 # --- Finding 7: settle ---------------------------------------------------------------------------
@@ -500,7 +500,7 @@ async def test_a_settle_waiting_for_a_settle_that_never_comes_is_rejected(
     assert refusal.type == "VALIDATION_ERROR"
     assert "'after'" in refusal.message
     assert after == before
-    assert answered["channels"]["url"] == PUBLISHED
+    assert answered["fields"]["url"] == PUBLISHED
     assert await failed_workflow_tasks(handle) == []
 
 
@@ -530,8 +530,8 @@ async def test_a_settle_sent_to_a_finished_run_returns_at_once_and_the_run_close
     answered = await answering
 
     assert settled["status"] == "finished"
-    assert settled["channels"]["url"] == PUBLISHED
-    assert answered["channels"]["url"] == PUBLISHED
+    assert settled["fields"]["url"] == PUBLISHED
+    assert answered["fields"]["url"] == PUBLISHED
     assert result["status"] == "finished"
     assert [row["code"] for row in signal_rows(result)] == ["UNVERIFIED_APPROVER"]
     assert await failed_workflow_tasks(handle) == []
@@ -559,7 +559,7 @@ async def test_a_fifth_waiting_settle_is_rate_limited_and_the_answer_still_gets_
 
     assert MAX_WAITING_SETTLES == 4
     assert refusal.type == "RATE_LIMITED"
-    assert answered["channels"]["url"] == PUBLISHED
+    assert answered["fields"]["url"] == PUBLISHED
     assert len(returned) == 4
     assert all(shown["settles"] > settles for shown in returned)
     assert result["status"] == "finished"
@@ -579,7 +579,7 @@ async def test_a_settle_with_no_payload_at_all_returns_the_run(deployment: Deplo
         assert shown["run_id"] == run["run_id"]
         assert shown["status"] == "waiting"
     assert failed == []
-    assert answered["channels"]["url"] == PUBLISHED
+    assert answered["fields"]["url"] == PUBLISHED
     assert await failed_workflow_tasks(handle) == []
 
 
@@ -633,7 +633,7 @@ async def test_an_update_with_the_wrong_number_of_payloads_is_refused_with_a_sen
     assert not any(internal in refusal.message for internal in INTERNALS), refusal.message
     assert refusal.failure is not None and refusal.failure.stack_trace == ""
     assert shown["status"] == "waiting"
-    assert answered["channels"]["url"] == PUBLISHED
+    assert answered["fields"]["url"] == PUBLISHED
     assert await failed_workflow_tasks(handle) == []
 
 
@@ -664,7 +664,7 @@ async def test_a_refused_node_writes_nothing_its_caller_holds_into_history(
     assert ADA_ONLY_SCOPE not in whole_history
     assert "context has" not in whole_history
     assert resumed["status"] == "finished", resumed
-    assert resumed["channels"]["posted"] is True and resumed["channels"]["filed"] is True
+    assert resumed["fields"]["posted"] is True and resumed["fields"]["filed"] is True
     assert await failed_workflow_tasks(handle) == []
 
 
@@ -685,7 +685,7 @@ async def test_a_refused_answer_is_rejected_without_a_stack_trace_or_anyones_hol
     for held in ("context has", CLERK_ONLY_SCOPE, ED_ONLY_SCOPE, ADA_ONLY_SCOPE):
         assert held not in said, said
     assert shown["status"] == "waiting"
-    assert answered["channels"]["url"] == PUBLISHED
+    assert answered["fields"]["url"] == PUBLISHED
     assert await failed_workflow_tasks(handle) == []
 
 

@@ -335,7 +335,7 @@ async def test_a_state_a_rogue_build_carried_on_at_continue_as_new_is_not_believ
     ada = Actor("ada", True, "cli", "ada", "forged-nonce")
     forged = RunState(
         state="released",
-        channels={"order": "A-1", "packed": True, "sent": False},
+        fields={"order": "A-1", "packed": True, "sent": False},
         trail=[],
         taken={},
         visits={"pack": 1},

@@ -61,7 +61,7 @@ async def test_an_encrypted_run_works_end_to_end_and_its_history_holds_no_clear_
     assert gate_of(run)["gate"].startswith("editor_call")
     assert run["run_id"] in [row["run_id"] for row in pending]
     assert answered["status"] == "finished"
-    assert marker in str(answered["channels"])
+    assert marker in str(answered["fields"])
     assert marker.encode() not in stored
     assert ENCRYPTED_ENCODING in stored and b"k1" in stored
     # Search attributes are not payloads: the server (and a pending inbox) still reads them.
@@ -101,7 +101,7 @@ async def test_a_payload_written_under_an_old_key_still_decodes_after_rotation(
     stored = await raw_history_bytes(temporal_client, run["run_id"])
 
     assert answered["status"] == "finished"
-    assert marker in str(answered["channels"])
+    assert marker in str(answered["fields"])
     assert b"old" in stored and b"new" in stored
     assert marker.encode() not in stored
 

@@ -52,8 +52,8 @@ async def test_a_payment_within_the_threshold_runs_its_transfer_at_once(
         )
 
     assert [row["node"] for row in done["trail"]] == ["assess", "execute", "record"]
-    assert done["channels"]["reference"] == "TX-DIRECT-900"
-    assert done["channels"]["recorded"] is True
+    assert done["fields"]["reference"] == "TX-DIRECT-900"
+    assert done["fields"]["recorded"] is True
 
 
 async def test_a_large_payment_needs_two_officers_each_naming_the_invoice(
@@ -80,7 +80,7 @@ async def test_a_large_payment_needs_two_officers_each_naming_the_invoice(
     }
     assert bare["error"]["code"] == "INVALID_EVIDENCE"
     assert first["status"] == "waiting"
-    assert done["channels"]["reference"] == "TX-INV-2207-25000"
+    assert done["fields"]["reference"] == "TX-INV-2207-25000"
     ran = next(row for row in done["trail"] if row["node"] == "execute")
     assert ran["by"]["actor"] == "otto"
     assert ran.get("child", {}).get("outcome") == "sent"
@@ -100,7 +100,7 @@ async def test_a_bounced_transfer_chases_the_payee(
         )
 
     assert done["trail"][-1]["node"] == "chase"
-    assert done["channels"]["recorded"] is False
+    assert done["fields"]["recorded"] is False
 
 
 async def test_unanswered_for_48_hours_a_large_payment_goes_to_the_finance_lead(
@@ -129,6 +129,6 @@ async def test_unanswered_for_48_hours_a_large_payment_goes_to_the_finance_lead(
 
     assert gate_of(escalated)["escalated_from"] == "officer"
     assert done["status"] == "finished"
-    assert done["channels"]["recorded"] is True
+    assert done["fields"]["recorded"] is True
     outcomes = [row["outcome"] for row in done["trail"]]
     assert outcomes == ["ran", "escalated", "answered", "ran", "ran"]

@@ -77,7 +77,7 @@ async def test_two_different_officers_release_a_dual_gate(
     assert answers_of(first) == [{"principal": "olga", "option": "release"}]
     assert gate_of(first)["policy"]["approvals"] == 2
     assert second["status"] == "finished"
-    assert second["channels"]["sent"] is True
+    assert second["fields"]["sent"] is True
     assert answer_rows(second) == [("olga", "release", "answered"), ("otto", "release", "answered")]
     last = [row for row in second["trail"] if row["node"] == "release"][-1]
     assert last["decided"] == "release"
@@ -213,7 +213,7 @@ async def test_a_disagreement_at_a_dual_gate_waits_for_a_third_who_agrees(
         {"principal": "otto", "option": "reject"},
     ]
     assert settled["status"] == "finished"
-    assert settled["channels"]["sent"] is False
+    assert settled["fields"]["sent"] is False
     assert settled["trail"][-1]["node"] == "cancel"
 
 
@@ -265,7 +265,7 @@ async def test_a_quorum_counts_three_distinct_officers(
         three = await desk.of["owen"].decide(run["run_id"], "release")
 
     assert (one["status"], two["status"], three["status"]) == ("waiting", "waiting", "finished")
-    assert three["channels"]["sent"] is True
+    assert three["fields"]["sent"] is True
 
 
 async def test_two_officers_answering_at_once_both_count(

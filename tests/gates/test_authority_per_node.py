@@ -60,7 +60,7 @@ async def test_a_starter_who_may_not_publish_parks_the_run_at_publish(
         "The node 'publish' (essay:publish) did not run: it needs the scope essay:publish, which "
         "ada does not hold. The run is parked there and nothing after it ran."
     )
-    assert run["channels"]["url"] is None
+    assert run["fields"]["url"] is None
 
 
 async def test_a_refused_node_parks_the_run_and_nothing_after_it_runs(
@@ -76,7 +76,7 @@ async def test_a_refused_node_parks_the_run_and_nothing_after_it_runs(
     assert run["trail"][-1]["by"] == run["requester"]
     assert run["trail"][-1]["needs"] == ["ledger:post"]
     assert parked_of(run)["node"] == "post"
-    assert run["channels"] == {"entry": "Rent, March", "posted": False, "filed": False}
+    assert run["fields"] == {"entry": "Rent, March", "posted": False, "filed": False}
 
 
 async def test_a_caller_who_may_run_the_parked_node_resumes_the_run(
@@ -97,7 +97,7 @@ async def test_a_caller_who_may_run_the_parked_node_resumes_the_run(
         ("post", "ran", "poppy"),
         ("file", "ran", "poppy"),
     ]
-    assert resumed["channels"]["posted"] is True and resumed["channels"]["filed"] is True
+    assert resumed["fields"]["posted"] is True and resumed["fields"]["filed"] is True
     assert keys_of(resumed["trail"]) <= TRAIL_ROW_KEYS
 
 
@@ -240,7 +240,7 @@ async def test_an_answer_is_recorded_when_its_first_node_may_run_and_a_later_nod
     ]
     assert parked["status"] == "parked"
     assert trail_of(done)[-2:] == [("fire", "resumed", "flo"), ("fire", "ran", "flo")]
-    assert done["channels"] == {"mission": "Kestrel", "staged": True, "fired": True, "log": [True]}
+    assert done["fields"] == {"mission": "Kestrel", "staged": True, "fired": True, "log": [True]}
 
 
 # --- The seed's pinned MemoClearance trail ------------------------------------------------------
@@ -283,7 +283,7 @@ async def test_a_dirty_memo_released_by_an_officer_leaves_the_seeds_trail(
         ("release", "ran", "rod"),
     ]
     assert done["trail"][4]["answer"] == "release"
-    assert done["channels"]["released"] is True
+    assert done["fields"]["released"] is True
     # The clerk's refusal wrote nothing to the run, but the audit log has it.
     audited = [
         audit_facts(record)

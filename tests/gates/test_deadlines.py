@@ -101,7 +101,7 @@ async def test_an_undecided_gate_escalates_to_the_finance_lead_at_its_deadline(
     )
     assert officer["error"]["code"] == "FORBIDDEN"
     assert done["status"] == "finished"
-    assert done["channels"]["sent"] is True
+    assert done["fields"]["sent"] is True
     assert done["trail"][-1]["by"]["actor"] == "fran"
 
 
@@ -130,7 +130,7 @@ async def test_an_undecided_gate_takes_its_declared_option_as_the_system(
     )
     assert done["trail"][-1]["node"] == "cancel"
     assert done["trail"][-1]["by"]["actor"] == "unverified:(deadline)"
-    assert done["channels"]["sent"] is False
+    assert done["fields"]["sent"] is False
 
 
 async def test_a_partial_approval_does_not_stop_the_deadline_and_its_proofs_go_stale(

@@ -104,11 +104,11 @@ async def test_accepted_evidence_is_in_the_trail_and_reaches_the_node_it_leads_t
     ]
     rows = [row for row in done["trail"] if row["node"] == "release"]
     assert [row.get("evidence") for row in rows] == [GOOD_EVIDENCE, second]
-    assert done["channels"]["approvals"] == [
+    assert done["fields"]["approvals"] == [
         {"by": "olga", "answer": "release", "evidence": GOOD_EVIDENCE},
         {"by": "otto", "answer": "release", "evidence": second},
     ]
-    assert done["channels"]["paid_invoices"] == "INV-1042, INV-1043"
+    assert done["fields"]["paid_invoices"] == "INV-1042, INV-1043"
 
 
 async def test_pending_shows_the_evidence_each_option_needs(

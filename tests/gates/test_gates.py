@@ -252,7 +252,7 @@ async def test_an_editor_is_accepted_and_publish_runs_as_the_editor(
     assert done["status"] == "finished"
     assert trail_of(done)[-2:] == [("editor_call", "answered", "ed"), ("publish", "ran", "ed")]
     assert done["trail"][-2]["answer"] == "publish_as_is"
-    assert done["channels"]["url"] == "https://essays.example/tides"
+    assert done["fields"]["url"] == "https://essays.example/tides"
 
 
 async def test_authority_does_not_cross_a_gate_the_answerer_drives_what_follows(

@@ -51,7 +51,7 @@ async def test_a_finance_lead_waives_a_dual_gate_alone_with_a_reason(
     assert gate_of(run)["waivable_by"] == "finance_lead"
     assert partial["status"] == "waiting"
     assert done["status"] == "finished"
-    assert done["channels"]["sent"] is True
+    assert done["fields"]["sent"] is True
     waived = [row for row in done["trail"] if row["outcome"] == "waived"]
     assert len(waived) == 1
     assert waived[0]["operation"] == "waive:finance_lead"

@@ -21,8 +21,8 @@ def test_essay_review_compiles_to_its_four_nodes_in_declaration_order(essay: Com
     assert list(essay.nodes) == ["write", "grade", "publish", "abandon"]
 
 
-def test_essay_review_channels_are_the_fields_of_its_model(essay: CompiledGraph) -> None:
-    assert list(essay.channels) == [
+def test_essay_review_fields_are_the_fields_of_its_model(essay: CompiledGraph) -> None:
+    assert list(essay.fields) == [
         "title",
         "rubric",
         "draft",
@@ -88,17 +88,17 @@ REFUSALS = [
     pytest.param(g.DuplicateStates, "DuplicateStates",
                  "two nodes compile to the same state 'write'",
                  id="row-04-two-nodes-one-state"),
-    pytest.param(g.StrangerChannel, "StrangerChannel",
-                 "reads `colour`, which is not a channel of this graph. Declare it",
+    pytest.param(g.StrangerField, "StrangerField",
+                 "reads `colour`, which is not a field of this graph. Declare it",
                  id="row-05-node-reads-a-stranger"),
     pytest.param(g.Stateless, "Stateless", "is not a pydantic model",
                  id="row-06-not-a-pydantic-model"),
-    pytest.param(g.Channelless, "Channelless", "declares no channels",
-                 id="row-07-no-channels"),
-    pytest.param(g.ReservedChannel, "ReservedChannel",
-                 "declares the channel '_taken', a name kept for what the engine writes: a "
+    pytest.param(g.Fieldless, "Fieldless", "declares no fields",
+                 id="row-07-no-fields"),
+    pytest.param(g.ReservedField, "ReservedField",
+                 "declares the field '_taken', a name kept for what the engine writes: a "
                  "leading underscore is the engine's",
-                 id="row-08-reserved-underscore-channel"),
+                 id="row-08-reserved-underscore-field"),
     pytest.param(g.Mute, "Mute", "start not_a_tool is not a usable tool: decorate it with @tool",
                  id="row-09-node-not-a-tool"),
     pytest.param(g.ZeroBudget, "ZeroBudget", "A budget of zero is not a loop",
@@ -158,14 +158,14 @@ def test_a_refused_declaration_names_the_class_at_the_start_of_its_sentence() ->
 
 def test_a_channel_with_a_leading_underscore_is_refused_as_the_engines() -> None:
     with pytest.raises(GraphDeclarationError, match="underscore"):
-        compile_graph(g.ReservedChannel)
+        compile_graph(g.ReservedField)
 
 
 def test_a_default_factory_that_raises_is_refused_naming_the_channel() -> None:
     with pytest.raises(GraphDeclarationError) as refused:
         compile_graph(g.UnstartableDesk)
 
-    assert "the default_factory of channel 'ticket' raised RuntimeError: the ticket clock is " in (
+    assert "the default_factory of field 'ticket' raised RuntimeError: the ticket clock is " in (
         str(refused.value)
     )
     assert "so no run could start" in str(refused.value)

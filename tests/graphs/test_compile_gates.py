@@ -136,8 +136,8 @@ def test_evidence_that_is_not_a_pydantic_model_is_refused() -> None:
 
 
 def test_evidence_nobody_receives_is_refused() -> None:
-    assert "names no channel it goes to" in evidence_refusal(evidence=ReleaseEvidence)
-    assert "writes evidence into 'nowhere', which is not a channel" in evidence_refusal(
+    assert "names no field it goes to" in evidence_refusal(evidence=ReleaseEvidence)
+    assert "writes evidence into 'nowhere', which is not a field" in evidence_refusal(
         evidence=ReleaseEvidence, evidence_into="nowhere"
     )
 

@@ -1,5 +1,5 @@
 """The compiler refuses each doubtful sub-graph: one that includes itself, nests more than ten
-deep, routes on an outcome that is not one enum channel, or is not a graph at all."""
+deep, routes on an outcome that is not one enum field, or is not a graph at all."""
 
 from __future__ import annotations
 
@@ -91,9 +91,7 @@ def test_an_outcome_that_is_not_a_channel_of_the_child_is_refused() -> None:
 
     with pytest.raises(GraphDeclarationError) as refused:
         compile_graph(NoOutcome)
-    assert "outcome='verdict') names a channel PaymentExecute does not declare" in str(
-        refused.value
-    )
+    assert "outcome='verdict') names a field PaymentExecute does not declare" in str(refused.value)
 
 
 def test_an_outcome_not_typed_by_one_enum_is_refused() -> None:
@@ -103,7 +101,7 @@ def test_an_outcome_not_typed_by_one_enum_is_refused() -> None:
 
     with pytest.raises(GraphDeclarationError) as refused:
         compile_graph(MemoOutcome)
-    assert "that channel is not typed by one enum" in str(refused.value)
+    assert "that field is not typed by one enum" in str(refused.value)
 
 
 def test_a_sub_graph_needing_a_channel_its_parent_lacks_is_refused() -> None:
@@ -116,7 +114,7 @@ def test_a_sub_graph_needing_a_channel_its_parent_lacks_is_refused() -> None:
 
     with pytest.raises(GraphDeclarationError) as refused:
         compile_graph(NamelessRelease)
-    assert "Subgraph(PaymentExecute) needs the channel(s) payee to start" in str(refused.value)
+    assert "Subgraph(PaymentExecute) needs the field(s) payee to start" in str(refused.value)
 
 
 def test_a_sub_graph_that_is_no_graph_is_refused() -> None:
@@ -172,8 +170,8 @@ def test_a_sealed_handover_is_believed_up_to_ten_levels_and_refused_deeper() -> 
     secret = WorkerSecret.generate("test")
     authority = Authority(Directory.empty(), secret=secret)
 
-    believed = open_handover(authority, sealed_start(secret, 10), {"channels": {}})
-    too_deep = open_handover(authority, sealed_start(secret, 11), {"channels": {}})
+    believed = open_handover(authority, sealed_start(secret, 10), {"fields": {}})
+    too_deep = open_handover(authority, sealed_start(secret, 11), {"fields": {}})
 
     assert believed["actor"]["actor"] == "olga"
     assert believed["depth"] == 10
@@ -191,6 +189,6 @@ def test_a_handover_changed_after_sealing_or_from_another_parent_is_refused() ->
     elsewhere = dataclasses.replace(start, parent_run="another-run")
 
     for forged in (promoted, elsewhere):
-        refused = open_handover(authority, forged, {"channels": {}})
+        refused = open_handover(authority, forged, {"fields": {}})
         assert refused["code"] == "UNAUTHORIZED"
         assert "no seal of this deployment's workers for this handover" in refused["reason"]

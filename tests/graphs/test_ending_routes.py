@@ -349,7 +349,7 @@ async def test_declining_at_a_gate_routed_to_end_finishes_the_run_with_the_answe
     ]
     answered = result["trail"][-1]
     assert (answered["answer"], answered["by"]["actor"]) == ("decline", "lou")
-    assert result["channels"]["outcome"] == ""
+    assert result["fields"]["outcome"] == ""
 
 
 async def test_the_requester_cannot_take_an_option_that_ends_the_run(
@@ -381,7 +381,7 @@ async def test_a_node_result_routed_to_end_finishes_the_run_after_that_node(
         result = await temporal_client.get_workflow_handle(asked["run_id"]).result()
 
     assert result["status"] == "finished"
-    assert result["channels"]["screening"] == "spam"
+    assert result["fields"]["screening"] == "spam"
     assert [(row["node"], row["outcome"]) for row in result["trail"]] == [("screen", "ran")]
 
 

@@ -66,7 +66,7 @@ class LookAlikeEssayReview:
         if isinstance(claim, dict) and claim.get("writes_memo"):
             workflow.upsert_memo({"lockgate_gate": self._gate()})
         await workflow.wait_condition(lambda: bool(self.answers))
-        return {"status": "finished", "channels": {"url": "https://essays.example/tides"}}
+        return {"status": "finished", "fields": {"url": "https://essays.example/tides"}}
 
     def _gate(self) -> dict[str, Any]:
         info = workflow.info()

@@ -122,7 +122,7 @@ async def abandon(title: str) -> None:
     return None
 
 
-@tool("test:stranger", "Reads a channel nobody declared.")
+@tool("test:stranger", "Reads a field nobody declared.")
 async def stranger(title: str, colour: str) -> None:
     return None
 
@@ -136,8 +136,8 @@ async def not_a_tool(title: str) -> None:
     """A plain coroutine function: no @tool, so not a usable node."""
 
 
-class Channels(BaseModel):
-    """The channels most malformed graphs share."""
+class Fields(BaseModel):
+    """The fields most malformed graphs share."""
 
     title: str
     draft: str = ""
@@ -155,17 +155,17 @@ class Writer(BaseModel):  # row 2: no @graph
 
 
 @graph("test:no-start", "No start.", edges=[Edge(write, second)])
-class NoStart(Channels):  # row 3
+class NoStart(Fields):  # row 3
     pass
 
 
 @graph("test:duplicate-states", "Two writes.", start=write, edges=[Edge(write, write_again)])
-class DuplicateStates(Channels):  # row 4
+class DuplicateStates(Fields):  # row 4
     pass
 
 
-@graph("test:stranger-channel", "Reads a stranger.", start=stranger)
-class StrangerChannel(Channels):  # row 5
+@graph("test:stranger-field", "Reads a stranger.", start=stranger)
+class StrangerField(Fields):  # row 5
     pass
 
 
@@ -174,18 +174,18 @@ class Stateless:  # row 6
     pass
 
 
-@graph("test:channelless", "No fields.", start=write)
-class Channelless(BaseModel):  # row 7
+@graph("test:fieldless", "No fields.", start=write)
+class Fieldless(BaseModel):  # row 7
     pass
 
 
 @graph("test:reserved", "Declares _taken.", start=write)
-class ReservedChannel(Channels):  # row 8
+class ReservedField(Fields):  # row 8
     _taken: dict[str, int] = {}
 
 
 @graph("test:mute", "A plain function as a node.", start=not_a_tool)
-class Mute(Channels):  # row 9
+class Mute(Fields):  # row 9
     pass
 
 
@@ -202,7 +202,7 @@ class Mute(Channels):  # row 9
     ],
     asks=[Ask(Choice, of="editor")],
 )
-class ZeroBudget(Channels):  # row 10
+class ZeroBudget(Fields):  # row 10
     pass
 
 
@@ -213,7 +213,7 @@ class ZeroBudget(Channels):  # row 10
     edges=[Edge(write, grade)],
     routes=[Route(Verdict.PASSED, to=publish), Route(Verdict.FAILED, to=write, at_most=3)],
 )
-class BudgetWithoutAsk(Channels):  # row 11
+class BudgetWithoutAsk(Fields):  # row 11
     pass
 
 
@@ -223,7 +223,7 @@ class BudgetWithoutAsk(Channels):  # row 11
     start=write,
     edges=[Edge(write, second), Edge(second, write)],
 )
-class Unbudgeted(Channels):  # row 12
+class Unbudgeted(Fields):  # row 12
     pass
 
 
@@ -234,7 +234,7 @@ class Unbudgeted(Channels):  # row 12
     edges=[Edge(write, grade)],
     routes=[Route(Verdict.PASSED, to=publish)],
 )
-class Partial(Channels):  # row 13
+class Partial(Fields):  # row 13
     pass
 
 
@@ -250,7 +250,7 @@ class Partial(Channels):  # row 13
         Route(Mood.CROSS, to=abandon),
     ],
 )
-class TwoEnums(Channels):  # row 14
+class TwoEnums(Fields):  # row 14
     mood: Mood | None = None
 
 
@@ -261,7 +261,7 @@ class TwoEnums(Channels):  # row 14
     edges=[Edge(write, publish)],
     asks=[Ask(str, of="editor")],  # type: ignore[arg-type]
 )
-class NotAnEnum(Channels):  # row 15
+class NotAnEnum(Fields):  # row 15
     pass
 
 
@@ -276,7 +276,7 @@ class NotAnEnum(Channels):  # row 15
         Route(Mood.CALM, to=publish),
     ],
 )
-class Orphan(Channels):  # row 16
+class Orphan(Fields):  # row 16
     pass
 
 
@@ -290,7 +290,7 @@ class Orphan(Channels):  # row 16
         Route(Verdict.FAILED, to=abandon, from_=not_a_tool),
     ],
 )
-class StrangerOrigin(Channels):  # row 17
+class StrangerOrigin(Fields):  # row 17
     pass
 
 
@@ -301,12 +301,12 @@ class StrangerOrigin(Channels):  # row 17
     edges=[Edge(write, grade), Edge(grade, regrade)],
     routes=[Route(Verdict.PASSED, to=publish), Route(Verdict.FAILED, to=abandon)],
 )
-class Ambiguous(Channels):  # row 18
+class Ambiguous(Fields):  # row 18
     pass
 
 
 @graph("test:risky-graph", "A confirm=True node.", start=write, edges=[Edge(write, risky)])
-class RiskyGraph(Channels):  # row 19
+class RiskyGraph(Fields):  # row 19
     pass
 
 
@@ -314,12 +314,12 @@ class RiskyGraph(Channels):  # row 19
 
 
 @graph("test:twin", "One of two graphs with one name.", start=write)
-class TwinOne(Channels):
+class TwinOne(Fields):
     pass
 
 
 @graph("test:twin", "The other of two graphs with one name.", start=write)
-class TwinTwo(Channels):
+class TwinTwo(Fields):
     pass
 
 
@@ -330,7 +330,7 @@ class TwinTwo(Channels):
     edges=[Edge(write, grade), Edge(grade, publish)],
     routes=[Route(Verdict.PASSED, to=publish), Route(Verdict.FAILED, to=abandon)],
 )
-class EdgeAndRoutes(Channels):
+class EdgeAndRoutes(Fields):
     pass
 
 
@@ -347,7 +347,7 @@ class EdgeAndRoutes(Channels):
     ],
     asks=[Ask(Spare, of="editor")],
 )
-class UnreachedAsk(Channels):
+class UnreachedAsk(Fields):
     pass
 
 
@@ -364,7 +364,7 @@ class UnreachedAsk(Channels):
     ],
     asks=[Ask(Choice, of="editor")],
 )
-class ThenAskWithoutBudget(Channels):
+class ThenAskWithoutBudget(Fields):
     pass
 
 
@@ -560,7 +560,7 @@ class EssayReviewReshaped(essay.EssayReview):
     pass
 
 
-# --- A channel whose default is made per run ------------------------------------------------------
+# --- A field whose default is made per run --------------------------------------------------------
 
 
 class Docket(str, Enum):

@@ -92,7 +92,7 @@ async def test_runs_finish_on_the_other_worker_when_the_one_running_their_node_i
     assert any(worker.pid == victim for worker in workers)
     for job, result in zip(jobs, results, strict=True):
         assert result["status"] == "finished"
-        assert result["channels"]["result"] == f"{job} done"
+        assert result["fields"]["result"] == f"{job} done"
         assert [(row["node"], row["outcome"]) for row in result["trail"]] == [("work", "ran")]
         keys = {key for (done, key) in effects if done == job}
         assert keys == {f"{result['run_id']}/{result['execution']}:work:1"}  # one step, one key
@@ -146,7 +146,7 @@ async def test_runs_parked_at_gates_and_mid_node_survive_a_server_restart(
         rows = [(row["node"], row["outcome"]) for row in result["trail"]]
         assert rows[-2:] == [("editor_call", "answered"), ("publish", "ran")]
         assert rows.count(("publish", "ran")) == 1
-        assert result["channels"]["url"] == "https://essays.example/tides"
+        assert result["fields"]["url"] == "https://essays.example/tides"
     for result in results[3:]:
         assert [(row["node"], row["outcome"]) for row in result["trail"]] == [("work", "ran")]
 

@@ -268,15 +268,13 @@ async def _checked(
         assert finished["status"] == "finished", finished
         assert finished["version"] == started["version"], (run, era)
         assert started["version"] == {OLD: 1, NEW: 2}.get(era, started["version"]), (run, era)
-        assert (
-            finished["channels"]["outcome"] == {1: "published", 2: "archived"}[finished["version"]]
-        )
+        assert finished["fields"]["outcome"] == {1: "published", 2: "archived"}[finished["version"]]
         answered = [row for row in finished["trail"] if row["outcome"] == "answered"]
         assert len(answered) == 1, finished["trail"]
         assert traffic.accepted[run] == 1, (run, traffic.accepted[run])
     for run, (_, started) in traffic.ungated.items():
         assert ungated[run]["status"] == "finished", (started, ungated[run])
-        assert ungated[run]["channels"]["finished"] is True
+        assert ungated[run]["fields"]["finished"] is True
     assert traffic.unanswered_errors == []
     assert drained == [0] * workers
     counts: dict[str, Any] = {

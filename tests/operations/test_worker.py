@@ -120,7 +120,7 @@ async def test_a_worker_told_to_stop_finishes_the_call_it_holds_and_takes_no_new
     assert status == 0
     assert [attempt[2] for attempt in _started(tmp_path / "held")] == [str(draining.pid)]
     assert [attempt[2] for attempt in _started(tmp_path / "new")] == [str(workers[1].pid)]
-    assert [result["channels"]["result"] for result in results] == ["held done", "new done"]
+    assert [result["fields"]["result"] for result in results] == ["held done", "new done"]
     assert _effects(tmp_path / "held") == [f"held {_started(tmp_path / 'held')[0][1]}"]
 
 
@@ -152,7 +152,7 @@ async def test_a_call_still_running_when_the_grace_runs_out_is_retried_on_anothe
     assert (first[2], second[2]) == (str(stopping.pid), str(workers[1].pid))
     assert first[1] == second[1]  # the same idempotency key on both attempts
     assert result["status"] == "finished"
-    assert result["channels"]["result"] == "held done"
+    assert result["fields"]["result"] == "held done"
     assert _effects(folder) == [f"held {first[1]}"]
 
 

@@ -258,7 +258,7 @@ async def test_the_gates_page_shows_the_work_and_says_things_in_words(
     browser: Browser, place: Desk
 ) -> None:
     run = await start_essay(place)
-    draft = (await place.runs.show(run["run_id"]))["channels"]["draft"]
+    draft = (await place.runs.show(run["run_id"]))["fields"]["draft"]
     ada = await new_page(browser, place.url)
     await import_key(ada, place, "ada")
     await ada.goto(place.url + "/")
@@ -269,7 +269,7 @@ async def test_the_gates_page_shows_the_work_and_says_things_in_words(
     refusals = await card.locator(".why").all_inner_texts()
     work = await card.locator("h2.work").inner_text()
     await ada.goto(f"{place.url}/runs/{run['run_id']}")
-    channels = await ada.locator("dl.channels").inner_text()
+    fields = await ada.locator("dl.fields").inner_text()
 
     assert work == "Tides"
     assert " ".join(draft.split())[:40] in text  # an excerpt of the work judged
@@ -279,8 +279,8 @@ async def test_the_gates_page_shows_the_work_and_says_things_in_words(
     assert labels == ["Publish as is", "One more round", "Abandon"]
     # ada opened the gate: one reason for every option, said once.
     assert len(refusals) == 1 and "You may not answer this gate: ada opened" in refusals[0]
-    assert '"Tides.' in channels or "Tides." in channels  # drafts: JSON, not a Python repr
-    assert "['" not in channels
+    assert '"Tides.' in fields or "Tides." in fields  # drafts: JSON, not a Python repr
+    assert "['" not in fields
 
 
 async def test_the_pages_fit_a_phone_and_ask_for_nothing_that_is_not_there(

@@ -416,7 +416,7 @@ async def test_start_refuses_what_it_cannot_start_by_name(
     assert refusal_of(unknown)["code"] == "NOT_FOUND"
     assert "essay:review" in refusal_of(unknown)["message"]
     assert refusal_of(not_object)["code"] == "VALIDATION_ERROR"
-    assert "JSON object of starting channels" in refusal_of(not_object)["message"]
+    assert "JSON object of starting fields" in refusal_of(not_object)["message"]
     assert refusal_of(no_run)["code"] == "NOT_FOUND"
 
 

@@ -40,7 +40,7 @@ async def test_a_run_started_on_v1_follows_v1_after_v2_is_deployed(
 
     assert started["version"] == 1 and started["status"] == "waiting"
     assert answered["version"] == 1
-    assert answered["channels"]["outcome"] == "published"
+    assert answered["fields"]["outcome"] == "published"
     assert [row["node"] for row in answered["trail"]][-1] == "publish"
 
 
@@ -56,7 +56,7 @@ async def test_a_run_started_after_v2_is_deployed_follows_v2(
         answered = await ed.decide(started["run_id"], "approve")
 
     assert started["version"] == 2
-    assert answered["channels"]["outcome"] == "archived"
+    assert answered["fields"]["outcome"] == "archived"
 
 
 async def test_only_a_run_past_version_1_records_its_version_in_a_patch_marker(
@@ -99,7 +99,7 @@ async def test_a_run_pinned_to_v2_keeps_v2_when_replayed_by_a_fresh_worker(
 
     assert started["version"] == 2
     assert answered["version"] == 2
-    assert answered["channels"]["outcome"] == "archived"
+    assert answered["fields"]["outcome"] == "archived"
 
 
 async def test_a_new_run_cannot_choose_an_older_version_the_worker_still_serves(
@@ -155,7 +155,7 @@ async def test_a_run_whose_version_is_no_longer_served_fails_its_task_until_it_i
     message = failures[0].workflow_task_failed_event_attributes.failure.message
     assert "started on a version this worker does not serve (it serves 2)" in message
     assert answered["version"] == 1
-    assert answered["channels"]["outcome"] == "published"
+    assert answered["fields"]["outcome"] == "published"
     assert memo["lockgate_version"] == 1
 
 

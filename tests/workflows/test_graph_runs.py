@@ -4,7 +4,7 @@
 - fails, revises, passes: write, grade, write, grade, publish;
 - always fails: FAILED is taken exactly three times, the fourth failure opens the editor gate.
 
-Inputs that are not channels (a forged ``_taken`` budget, a forged ``_ran``, junk) are dropped.
+Inputs that are not fields (a forged ``_taken`` budget, a forged ``_ran``, junk) are dropped.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ async def test_an_essay_that_passes_first_time_is_written_graded_and_published(
         ("grade", "ran", "wren"),
         ("publish", "ran", "wren"),
     ]
-    assert run["channels"]["url"] == "https://essays.example/tides-and-the-moon"
-    assert run["channels"]["verdict"] == "PASSED"
+    assert run["fields"]["url"] == "https://essays.example/tides-and-the-moon"
+    assert run["fields"]["verdict"] == "PASSED"
 
 
 async def test_an_essay_that_fails_once_is_revised_and_then_published(
@@ -69,9 +69,9 @@ async def test_an_essay_that_fails_once_is_revised_and_then_published(
 
     assert run["status"] == "finished"
     assert [node for node, _, _ in trail_of(run)] == ["write", "grade", "write", "grade", "publish"]
-    assert run["channels"]["drafts"] == ["Tides.", "Tides. It is also about gravity."]
+    assert run["fields"]["drafts"] == ["Tides.", "Tides. It is also about gravity."]
     assert run["budgets"] == {"FAILED": {"taken": 1, "at_most": 3}}
-    assert run["channels"]["url"] == "https://essays.example/tides"
+    assert run["fields"]["url"] == "https://essays.example/tides"
 
 
 async def test_an_essay_that_always_fails_takes_failed_three_times_then_asks_an_editor(
@@ -133,7 +133,7 @@ async def test_forged_budget_and_engine_inputs_are_ignored_and_listed(
     assert [node for node, _, _ in trail_of(run)] == ["write", "grade"] * 4
     assert run["budgets"] == {"FAILED": {"taken": 3, "at_most": 3}}
     assert gate_of(run)["requester"] == "wren"
-    assert set(run["channels"]) == set(EssayReview.model_fields)
+    assert set(run["fields"]) == set(EssayReview.model_fields)
 
 
 async def test_an_unsigned_start_of_a_graph_with_gates_is_refused_as_unauthorized(
@@ -257,7 +257,7 @@ async def test_a_start_cannot_hand_the_run_a_forged_carried_state(
           "authorization": "f" * 32}  # fmt: skip
     forged = {
         "state": "publish",
-        "channels": {
+        "fields": {
             **EssayReview.model_validate(ALWAYS_FAILS).model_dump(mode="json"),
             "title": "Forged",
         },
@@ -284,7 +284,7 @@ async def test_a_start_cannot_hand_the_run_a_forged_carried_state(
     assert result["error"]["code"] == "VALIDATION_ERROR"
     assert "'carried' is lockgate's own" in result["error"]["message"]
     assert result["trail"] == []
-    assert result["channels"]["url"] is None
+    assert result["fields"]["url"] is None
 
 
 async def test_a_run_that_continues_as_new_keeps_its_trail_budget_and_requester(
@@ -342,7 +342,7 @@ async def test_a_run_that_continues_as_new_keeps_its_trail_budget_and_requester(
     assert gate_of(again)["gate"] == "editor_call#2"
 
 
-async def test_a_default_factory_channel_is_made_per_run_and_replays_as_made(
+async def test_a_default_factory_field_is_made_per_run_and_replays_as_made(
     temporal_client: Client, task_queue: str
 ) -> None:
     plugin = LockgatePlugin(graphs=[TicketDesk], secret=SECRET)
@@ -355,9 +355,9 @@ async def test_a_default_factory_channel_is_made_per_run_and_replays_as_made(
         replayed = await starter.show(first["run_id"])
 
     assert first["status"] == second["status"] == "waiting"
-    assert first["channels"]["ticket"] != second["channels"]["ticket"]
-    assert replayed["channels"]["ticket"] == first["channels"]["ticket"]
-    assert gate_of(replayed)["target"] == {"ticket": first["channels"]["ticket"]}
+    assert first["fields"]["ticket"] != second["fields"]["ticket"]
+    assert replayed["fields"]["ticket"] == first["fields"]["ticket"]
+    assert gate_of(replayed)["target"] == {"ticket": first["fields"]["ticket"]}
 
 
 class CallsMade(Interceptor):
@@ -407,5 +407,5 @@ async def test_show_asks_a_running_run_one_query_and_reads_a_closed_one_from_its
 
     assert waiting["status"] == "waiting"
     assert calls_while_waiting == ["query show"]
-    assert finished["status"] == "finished" and finished["channels"]["url"]
+    assert finished["status"] == "finished" and finished["fields"]["url"]
     assert made.calls == ["query show"]  # turned away by the server, then the result is read

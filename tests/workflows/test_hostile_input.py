@@ -258,5 +258,5 @@ async def test_after_the_onslaught_no_workflow_task_failed_and_the_gate_still_an
     print(json.dumps({"hostile_inputs_refused": target.tried, "total": sum(target.tried.values())}))
     assert failed_tasks == []
     assert answered["status"] == "finished"
-    assert answered["channels"]["url"] == "https://essays.example/tides"
+    assert answered["fields"]["url"] == "https://essays.example/tides"
     assert sum(target.tried.values()) >= 100

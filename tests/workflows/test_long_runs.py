@@ -73,7 +73,7 @@ async def test_a_run_of_hundreds_of_steps_continues_as_new_and_keeps_its_whole_t
 
     counted = [row for row in result["trail"] if row["node"] == "count"]
     assert result["status"] == "finished"
-    assert result["channels"]["counter"] == 300
+    assert result["fields"]["counter"] == 300
     assert len(counted) == 300 and all(row["outcome"] == "ran" for row in counted)
     assert [row["node"] for row in result["trail"]][-1] == "finish"
     assert result["budgets"]["AGAIN"]["taken"] == 299
@@ -127,7 +127,7 @@ async def test_a_gate_left_waiting_continues_as_new_with_its_key_and_takes_the_a
     refused = [row for row in result["trail"] if row["outcome"] == "refused"]
     assert (await handle.describe()).run_id != first_run
     assert answered["status"] == "finished"
-    assert answered["channels"]["outcome"] == "published"
+    assert answered["fields"]["outcome"] == "published"
     # Each refused signal is recorded: the first ones as trail rows, the rest counted.
     assert len(refused) == MAX_REFUSED_SIGNALS_KEPT
     assert len(refused) + result["refused_signals_not_kept"] == sent
@@ -164,4 +164,4 @@ async def test_a_five_thousand_step_run_finishes_with_its_trail_intact(
     )
     assert result["status"] == "finished"
     assert len(counted) == 5000
-    assert result["channels"]["counter"] == 5000
+    assert result["fields"]["counter"] == 5000

@@ -269,7 +269,7 @@ GARBAGE_STARTS = [
     pytest.param([{"inputs": {}, "colour": "red"}], "unknown keys (colour)", id="unknown keys"),
     pytest.param([{"inputs": {}}, {"inputs": {}}], "it got 2", id="two args"),
     pytest.param([], "it got 0", id="none"),
-    pytest.param([{"inputs": {"title": 5}}], "starting channels", id="bad channel value"),
+    pytest.param([{"inputs": {"title": 5}}], "starting fields", id="bad field value"),
 ]
 
 

@@ -127,7 +127,7 @@ async def test_an_agent_steps_forbidden_and_undeclared_tool_calls_go_back_to_its
     assert (refund.outcome, _code(refund)) == ("denied", "FORBIDDEN")
     assert (shell.outcome, _code(shell)) == ("denied", "TOOL_NOT_FOUND")
     assert (read.outcome, read.content) == ("success", {"ticket": 7, "paid": 90})
-    assert done["channels"]["answer"] == (
+    assert done["fields"]["answer"] == (
         "I could only read the ticket (refunds__issue: denied, shell__run: denied, "
         "tickets__read: success)."
     )
@@ -171,7 +171,7 @@ async def test_an_agent_step_whose_budget_is_spent_waits_until_a_verified_lead_l
     assert (row["role"], row["options"]) == ("support_lead", ["more", "stop"])
     assert by_the_requester.get("error", {}).get("code") == "SELF_APPROVAL_FORBIDDEN"
     assert done["status"] == "finished", done
-    assert done["channels"]["answer"] == "The ticket shows 90 paid (read 2 times)."
+    assert done["fields"]["answer"] == "The ticket shows 90 paid (read 2 times)."
     # The step carried on with its conversation: the third request was sent all of it.
     assert [len(seen) for seen in model.seen] == [1, 3, 5]
     assert _rows(done["trail"]) == [
@@ -202,7 +202,7 @@ async def test_an_agent_step_stopped_at_its_budgets_gate_drops_its_conversation(
         | _usage_of(waiting)
     }
     assert done["status"] == "finished", done
-    assert done["channels"]["answer"] == "closed without an answer"
+    assert done["fields"]["answer"] == "closed without an answer"
     assert len(model.seen) == 2
     assert [row["node"] for row in done["trail"]][-2:] == ["budget_call", "close"]
     assert "conversations" not in done
@@ -326,7 +326,7 @@ async def test_an_agent_steps_conversation_survives_a_continue_as_new_in_the_mid
     # The run moved to a new history before its gate opened: in the middle of the step.
     assert waiting_on != waiting["execution"]
     assert done["status"] == "finished", done
-    assert done["channels"]["answer"] == "The ticket shows 90 paid (read 2 times)."
+    assert done["fields"]["answer"] == "The ticket shows 90 paid (read 2 times)."
     # Each request was sent the whole conversation, whichever history it was made from.
     assert [len(seen) for seen in model.seen] == [1, 3, 5]
     assert [row["operation"] for row in done["trail"]].count("model:desk-model") == 3
@@ -429,7 +429,7 @@ async def test_a_worker_killed_after_its_model_answered_replays_without_asking_t
             await worker.wait()
 
     assert result["status"] == "finished", result
-    assert result["channels"]["answer"] == "released"
+    assert result["fields"]["answer"] == "released"
     # Each request was made once: the first by the killed worker, the second (sent the first's
     # answer and the tool's return) by the new one, which replayed the first from history.
     assert _lines(tmp_path / "model-calls") == [["1", str(first.pid)], ["3", str(workers[1].pid)]]
@@ -583,8 +583,8 @@ def test_an_agent_step_compiles_to_a_node_offering_its_tools_under_model_names()
     [
         ({"tools": [not_a_tool]}, "not_a_tool, which is not a tool"),
         ({"tools": [needs_consent]}, "confirm=True"),
-        ({"prompt_from": "subject"}, "'subject', which is not a channel"),
-        ({"output_into": "reply"}, "'reply', which is not a channel"),
+        ({"prompt_from": "subject"}, "'subject', which is not a field"),
+        ({"output_into": "reply"}, "'reply', which is not a field"),
         ({"output_into": "count"}, "'count', which does not take text"),
         ({"budget": None}, "declares no budget"),
         ({"budget": ModelBudget(then_ask=BudgetCall)}, "counts nothing"),

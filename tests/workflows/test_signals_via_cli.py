@@ -65,7 +65,7 @@ async def test_an_editors_signed_answer_sent_as_a_signal_moves_the_run_on(
         )
 
     assert trail_of(done)[-2:] == [("editor_call", "answered", "ed"), ("publish", "ran", "ed")]
-    assert done["channels"]["url"] == "https://essays.example/tides"
+    assert done["fields"]["url"] == "https://essays.example/tides"
 
 
 async def test_the_requesters_own_answer_sent_as_a_signal_is_refused_into_the_trail(

@@ -75,7 +75,7 @@ async def test_a_release_runs_the_child_graph_whose_outcome_routes_the_parent(
         "run_id": parent["run_id"],
         "execution": parent["execution"],
     }
-    assert child["channels"]["memo"] == "staged: 25000 to Acme Ltd"
+    assert child["fields"]["memo"] == "staged: 25000 to Acme Ltd"
     assert sent["status"] == "finished"
     ran = next(row for row in done["trail"] if row["node"] == "execute")
     assert ran["operation"] == "payment:execute"
@@ -86,8 +86,8 @@ async def test_a_release_runs_the_child_graph_whose_outcome_routes_the_parent(
         "status": "finished",
         "outcome": "sent",
     }
-    assert done["channels"]["memo"] == "staged: 25000 to Acme Ltd"  # handed back
-    assert done["channels"]["notified"] is True
+    assert done["fields"]["memo"] == "staged: 25000 to Acme Ltd"  # handed back
+    assert done["fields"]["notified"] is True
     assert [row["node"] for row in done["trail"]][-1] == "notify"
 
 
@@ -136,7 +136,7 @@ async def test_a_held_transfer_routes_the_parent_to_chase(
         )
 
     assert done["trail"][-1]["node"] == "chase"
-    assert done["channels"]["notified"] is False
+    assert done["fields"]["notified"] is False
 
 
 async def test_cancelling_the_parent_cancels_the_child(
