@@ -23,7 +23,7 @@ import signal
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from temporalio.client import Client
 from temporalio.common import WorkerDeploymentVersion
@@ -55,6 +55,8 @@ from lockgate.graphs._compile_asks import check_staffing
 from lockgate.graphs._declare import GraphDeclarationError
 from lockgate.graphs._graph_registry import GraphRegistry
 from lockgate.identity._directory import Directory
+from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._names import check_channel_name
 from lockgate.identity._passkeys import RelyingParty
 from lockgate.identity._seals import (
     WORKER_SECRET_ENV,
@@ -64,6 +66,7 @@ from lockgate.identity._seals import (
 )
 from lockgate.namespace import SearchAttributesMissingError, check_search_attributes
 from lockgate.tools._audit import AuditLogger
+from lockgate.tools._authorization import ChannelPolicy
 from lockgate.tools._configuration import check_flag, check_setting, refused_setting
 from lockgate.tools._ratelimit import RateLimiter
 from lockgate.tools._registry import ToolRegistry
@@ -168,6 +171,10 @@ class LockgatePlugin(SimplePlugin):
             :class:`~lockgate.redis_ratelimit.RedisRateLimiter` once for the whole fleet. Given
             to the plugin's registry; a registry passed as ``tools`` with a limiter of its own
             takes none from here. Without either, nothing is limited.
+        channels: Policies of the channels your own surfaces sign with, by name
+            (``{"slack": ChannelPolicy(require_auth=True)}``), or a built-in channel's replaced
+            (``cli``, ``tui``, ``mcp``, ``http``, ``telegram``, ``web``, ``temporal``). A channel
+            nobody registered fails closed. Given to the plugin's registry's authorizer.
         graphs: ``@graph`` classes (several versions of one graph may be served side by side).
         directory: The Directory, or the path of its TOML file (re-read when it changes). Without
             one, nobody is verified: unsigned callers run only tools that need no scope.
@@ -232,6 +239,7 @@ class LockgatePlugin(SimplePlugin):
         telemetry: LockgateTelemetry | None = None,
         models: Mapping[str, Any] | None = None,
         rate_limiter: RateLimiter | None = None,
+        channels: Mapping[str, ChannelPolicy] | None = None,
         metrics: bool = False,
         unsealed_runs_before: datetime | None = None,
     ) -> None:
@@ -249,12 +257,15 @@ class LockgatePlugin(SimplePlugin):
             telemetry=telemetry,
             models=models,
             rate_limiter=rate_limiter,
+            channels=channels,
             metrics=metrics,
             unsealed_runs_before=unsealed_runs_before,
         )
         self.registry = _registry_of(tools)
         if rate_limiter is not None:
             self.registry.rate_limiter = rate_limiter
+        for channel, policy in (channels or {}).items():
+            self.registry.authorizer.set_channel_policy(channel, policy)
         if audit is not None and not isinstance(tools, ToolRegistry):
             # One audit log for the tool calls and the judgements of the plugin's own registry.
             self.registry.audit = audit
@@ -464,6 +475,7 @@ def _check_plugin_settings(
     telemetry: object,
     models: object,
     rate_limiter: object,
+    channels: object,
     metrics: object,
     unsealed_runs_before: object,
 ) -> None:
@@ -553,6 +565,7 @@ def _check_plugin_settings(
             f"tools has its own, {tools.rate_limiter!r}: give one of them (the registry's is "
             "used when only it has one)."
         )
+    _check_channels(where, channels)
     check_flag(where, "metrics", metrics)
     check_setting(
         where,
@@ -574,6 +587,31 @@ def _check_plugin_settings(
                 f"({unsealed_runs_before.isoformat()}): runs started until then would go "
                 "unsealed. Give the moment the last worker that did not seal stopped."
             )
+
+
+def _check_channels(where: str, channels: object) -> None:
+    """Refuses channel policies that are not a mapping of channel names to ChannelPolicy: a
+    name no caller can sign with (the deadline's own, say) would govern nobody, silently."""
+    check_setting(
+        where,
+        "channels",
+        channels,
+        Mapping,
+        "a mapping of channel names to ChannelPolicy ({'slack': ChannelPolicy(...)})",
+        optional=True,
+    )
+    for channel, policy in cast(Mapping[object, object], channels or {}).items():
+        try:
+            check_channel_name(channel)
+        except IdentityError as error:
+            raise ValueError(f"{where}: channels: {error}") from None
+        check_setting(
+            where,
+            f"the policy of channel {channel!r}",
+            policy,
+            ChannelPolicy,
+            "a ChannelPolicy (ChannelPolicy(require_auth=True, ...))",
+        )
 
 
 _NO_SECRET = (

@@ -175,6 +175,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="webhooks told when a gate of their role opens or closes",
     )
     worker.add_argument(
+        "--channel",
+        action="append",
+        metavar="NAME=FLAGS",
+        help="govern the channel NAME (one your own surface signs with, or a built-in one "
+        "replaced) by comma-separated policy flags: require_auth, block_mutating, "
+        "require_confirmation_for_mutating, confirmation_requires_signature, allow_all on; "
+        "no_signature_is_consent off; none for the defaults (slack=require_auth). Repeatable; "
+        "a channel nobody registered fails closed",
+    )
+    worker.add_argument(
         "--rate-limit",
         metavar="STORE",
         help="budgets per channel:principal:tool: redis://HOST:PORT/DB shares them with every "

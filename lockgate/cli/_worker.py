@@ -18,9 +18,11 @@ from lockgate.cli._output import CommandError
 from lockgate.cli._settings import connect, directory_path, payload_keys, worker_secret
 from lockgate.gates._notifications import Notifications
 from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._names import check_channel_name
 from lockgate.namespace import SearchAttributesMissingError
 from lockgate.tools._audit import AuditLogger
 from lockgate.tools._audit_sinks import AUDIT_FILE_ENV, AuditSink, JsonLinesAuditSink
+from lockgate.tools._authorization import ChannelPolicy
 from lockgate.tools._ratelimit import InMemoryRateLimiter, RateLimiter
 from lockgate.worker import (
     PROMETHEUS_BUCKETS,
@@ -124,6 +126,7 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
     telemetry = _telemetry(arguments)
     limiter = rate_limiter_of(arguments)
     unsealed = unsealed_runs_before(arguments)
+    channels = channel_policies_of(arguments)
     path = directory_path(arguments)
     if not path.exists():
         print(
@@ -131,23 +134,10 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
             "tools that need no scope",
             file=sys.stderr,
         )
-        return LockgatePlugin(
-            tools,
-            graphs,
-            secret=secret,
-            encryption=encryption,
-            audit=audit,
-            telemetry=telemetry,
-            relying_party=party,
-            notifications=notifications,
-            rate_limiter=limiter,
-            metrics=metrics,
-            unsealed_runs_before=unsealed,
-        )
     return LockgatePlugin(
         tools,
         graphs,
-        str(path),
+        str(path) if path.exists() else None,
         secret=secret,
         relying_party=party,
         notifications=notifications,
@@ -155,9 +145,34 @@ def plugin_for(arguments: argparse.Namespace, references: Sequence[str]) -> Lock
         audit=audit,
         telemetry=telemetry,
         rate_limiter=limiter,
+        channels=channels,
         metrics=metrics,
         unsealed_runs_before=unsealed,
     )
+
+
+def channel_policies_of(arguments: argparse.Namespace) -> dict[str, ChannelPolicy]:
+    """The channel policies ``--channel NAME=FLAGS`` gives, by channel.
+
+    Raises:
+        CommandError: one is not NAME=FLAGS, names a channel twice, or spells a flag wrong.
+    """
+    policies: dict[str, ChannelPolicy] = {}
+    for given in getattr(arguments, "channel", None) or ():
+        name, equals, flags = given.partition("=")
+        if not equals or not name:
+            raise CommandError(
+                f"--channel {given}: give NAME=FLAGS, e.g. slack=require_auth (or slack= for "
+                "the default policy)."
+            )
+        if name in policies:
+            raise CommandError(f"--channel names '{name}' twice; give each channel once.")
+        try:
+            check_channel_name(name)
+            policies[name] = ChannelPolicy.parse(flags)
+        except (IdentityError, ValueError) as error:
+            raise CommandError(f"--channel {given}: {error}") from None
+    return policies
 
 
 def rate_limiter_of(arguments: argparse.Namespace) -> RateLimiter | None:

@@ -77,6 +77,31 @@ class ChannelPolicy:
         for name in self.__slots__:
             check_flag("ChannelPolicy", name, getattr(self, name))
 
+    @classmethod
+    def parse(cls, flags: str) -> ChannelPolicy:
+        """The policy a comma-separated list of flags spells, as ``lockgate worker --channel``
+        takes it: ``require_auth,block_mutating`` turns those on, ``no_signature_is_consent``
+        turns that one off; a flag not named keeps its default, and ``""`` is all defaults.
+
+        Raises:
+            ValueError: A word is not a flag, or a flag is named twice; the sentence lists the
+                flags there are.
+        """
+        settings: dict[str, bool] = {}
+        for word in (part.strip() for part in flags.split(",")):
+            if not word:
+                continue
+            name = word.removeprefix("no_")
+            if name not in cls.__slots__:
+                raise ValueError(
+                    f"{word!r} is not a channel policy flag: name any of "
+                    f"{', '.join(cls.__slots__)}, each on, or off as no_<flag>."
+                )
+            if name in settings:
+                raise ValueError(f"The flag {name!r} is named twice.")
+            settings[name] = name == word
+        return cls(**settings)
+
 
 DEADLINE_CHANNEL = "(deadline)"
 """The channel of a gate's deadline when it takes an option: the system's, which nobody sends."""
@@ -257,7 +282,8 @@ class Authorizer:
         if policy is None:
             _log.warning(
                 "channel %r is not a registered channel: falling back to a FAIL-CLOSED policy "
-                "(require_auth, no allow_all). Register it with Authorizer.set_channel_policy.",
+                "(require_auth, no allow_all). Register it: LockgatePlugin(channels={...}) or "
+                "lockgate worker --channel NAME=FLAGS.",
                 channel,
             )
             return FAIL_CLOSED_POLICY

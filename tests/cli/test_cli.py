@@ -27,9 +27,10 @@ from lockgate import (
     ToolClient,
     WorkerSecret,
 )
+from lockgate.authorization import ChannelPolicy
 from lockgate.cli._loop import event_loop_name, run_on_the_fastest_loop
 from lockgate.cli._output import CommandError
-from lockgate.cli._worker import rate_limiter_of, unsealed_runs_before
+from lockgate.cli._worker import channel_policies_of, rate_limiter_of, unsealed_runs_before
 from lockgate.devserver import temporal_binary
 from lockgate.errors import WorkerSecretError
 from lockgate.examples.essay_review import EssayReview
@@ -519,6 +520,47 @@ def test_unsealed_runs_before_takes_an_iso_time_with_its_zone() -> None:
 def test_unsealed_runs_before_without_a_time_zone_or_a_time_is_refused(given: str) -> None:
     with pytest.raises(CommandError, match="takes an ISO 8601 time with a time zone"):
         unsealed_runs_before(_worker_arguments("--unsealed-runs-before", given))
+
+
+def test_channel_gives_a_channel_of_ones_own_its_policy_by_flags() -> None:
+    policies = channel_policies_of(
+        _worker_arguments(
+            "--channel", "slack=require_auth,block_mutating,no_signature_is_consent",
+            "--channel", "kiosk=",
+        )
+    )  # fmt: skip
+
+    assert policies == {
+        "slack": ChannelPolicy(require_auth=True, block_mutating=True, signature_is_consent=False),
+        "kiosk": ChannelPolicy(),
+    }
+    assert channel_policies_of(_worker_arguments()) == {}
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("slack", "--channel slack: give NAME=FLAGS, e.g. slack=require_auth"),
+        ("=require_auth", "give NAME=FLAGS"),
+        ("slack=require_auht", "'require_auht' is not a channel policy flag: name any of "
+         "allow_all, require_auth, block_mutating"),
+        ("slack=require_auth,require_auth", "The flag 'require_auth' is named twice."),
+        ("sl ack=require_auth", "'sl ack' is not a channel name"),
+        ("(deadline)=allow_all", "'(deadline)' is not a channel name"),
+    ],
+)  # fmt: skip
+def test_channel_refuses_what_would_govern_nobody_or_mean_something_else(
+    given: str, said: str
+) -> None:
+    with pytest.raises(CommandError, match=re.escape(said)):
+        channel_policies_of(_worker_arguments("--channel", given))
+
+
+def test_channel_naming_one_channel_twice_is_refused() -> None:
+    with pytest.raises(CommandError, match="--channel names 'slack' twice"):
+        channel_policies_of(
+            _worker_arguments("--channel", "slack=", "--channel", "slack=require_auth")
+        )
 
 
 def test_a_worker_without_rate_limit_limits_nothing() -> None:

@@ -21,7 +21,9 @@ import pytest
 import yaml
 from temporalio.envconfig import ClientConfig
 
+from lockgate.authorization import ChannelPolicy
 from lockgate.cli._arguments import build_parser
+from lockgate.cli._worker import channel_policies_of
 from tests.helpers.helm import HELM
 from tests.helpers.support import REPOSITORY
 
@@ -314,6 +316,24 @@ def test_an_api_key_in_the_environment_connects_with_tls() -> None:
 
     assert loaded.get("api_key") == "key"
     assert loaded.get("tls") is True
+
+
+def test_the_channels_a_scenario_declares_reach_the_worker_as_their_policies() -> None:
+    _, container = _worker("cloud-full-stack")
+    command = [*container["command"], *container["args"]]
+
+    assert channel_policies_of(build_parser().parse_args(command[1:])) == {
+        "slack": ChannelPolicy(require_auth=True, block_mutating=True)
+    }
+
+
+def test_a_channel_flag_the_policy_lacks_is_refused_by_the_schema() -> None:
+    refused = _helm(
+        "template", "lockgate", str(CHART), "--set", "worker.channels.slack={require_auht}"
+    )
+
+    assert refused.returncode != 0
+    assert "/worker/channels/slack/0" in refused.stderr, refused.stderr
 
 
 @pytest.mark.parametrize("scenario", RENDERED)

@@ -21,6 +21,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
 from lockgate import LockgatePlugin, ToolClient, tool
+from lockgate.authorization import ChannelPolicy
 from lockgate.examples.essay_review import EssayReview
 from lockgate.namespace import SearchAttributesMissingError, check_search_attributes
 from lockgate.testing import Identities, WorkerFactory
@@ -29,7 +30,7 @@ from lockgate.workflows._search_attributes import LOCKGATE_SEARCH_ATTRIBUTES
 with workflow.unsafe.imports_passed_through():
     # The sandbox re-imports this module for Greet; tests.helpers.support reads the file system.
     from tests.helpers.graphs import eventually
-    from tests.helpers.support import REPOSITORY, SECRET
+    from tests.helpers.support import REPOSITORY, SECRET, error_of
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -72,6 +73,39 @@ async def test_the_plugin_serves_lockgate_calls_beside_a_plain_user_workflow_and
     assert greeting == "HELLO, ADA!"
     assert result["success"] is True, result
     assert result["data"] == {"sum": 3}
+
+
+@tool("demo:post", "Posts a message where everyone reads it.", scopes=["math"], mutating=True)
+def post(text: str) -> dict[str, Any]:
+    return {"posted": text}
+
+
+async def test_a_channel_of_ones_own_is_governed_by_the_plugins_setting(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = Identities({"ed": {"scopes": ["math"]}})
+    plugin = LockgatePlugin(
+        tools=[add, post],
+        directory=people.directory,
+        secret=SECRET,
+        channels={"slack": ChannelPolicy(require_auth=True, block_mutating=True)},
+    )
+    async with lockgate_worker(plugin=plugin):
+        slack = ToolClient(temporal_client, task_queue, signer=people.signer("ed", "slack"))
+        posted = await slack.call("demo:post", {"text": "hello"})
+        added = await slack.call("demo:add", {"a": 1, "b": 2})
+        unsigned = await ToolClient(temporal_client, task_queue, channel="slack").call(
+            "demo:add", {"a": 1, "b": 2}
+        )
+
+    assert error_of(posted) == {
+        "code": "FORBIDDEN",
+        "message": "Mutating tool 'demo:post' is blocked on channel 'slack' (block_mutating "
+        "policy).",
+    }
+    assert added["data"] == {"sum": 3}, added
+    assert error_of(unsigned)["code"] == "FORBIDDEN"
+    assert "Channel 'slack' requires an authenticated principal" in error_of(unsigned)["message"]
 
 
 async def test_the_workers_catalogue_lists_the_plugins_tools_and_graphs(

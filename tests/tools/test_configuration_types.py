@@ -201,6 +201,16 @@ def test_a_gate_policy_that_is_not_one_is_refused_when_the_graph_compiles() -> N
             "store's URL as RedisRateLimiter(url).",
         ),
         (
+            {"channels": ["slack"]},
+            "LockgatePlugin: channels must be a mapping of channel names to ChannelPolicy "
+            "({'slack': ChannelPolicy(...)}) or None, and it got list ['slack'].",
+        ),
+        (
+            {"channels": {"slack": {"require_auth": True}}},
+            "LockgatePlugin: the policy of channel 'slack' must be a ChannelPolicy "
+            "(ChannelPolicy(require_auth=True, ...)), and it got dict {'require_auth': True}.",
+        ),
+        (
             {"unsealed_runs_before": "2026-12-04"},
             "LockgatePlugin: unsealed_runs_before must be a datetime with a time zone or None, "
             "and it got str '2026-12-04'.",
@@ -213,6 +223,15 @@ def test_a_plugin_setting_of_the_wrong_type_is_refused_when_the_plugin_is_built(
     settings.setdefault("secret", WorkerSecret.generate("test"))
 
     assert refusal(lambda: LockgatePlugin(**settings)).startswith(sentence)
+
+
+def test_a_channel_no_caller_can_sign_with_is_refused_as_a_plugin_setting() -> None:
+    # The deadline's channel is the system's: no caller names it, and no setting opens it.
+    with pytest.raises(ValueError, match=r"LockgatePlugin: channels: '\(deadline\)' is not a "):
+        LockgatePlugin(
+            channels={"(deadline)": ChannelPolicy(allow_all=True)},
+            secret=WorkerSecret.generate("test"),
+        )
 
 
 @pytest.mark.parametrize(
