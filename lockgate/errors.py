@@ -76,9 +76,9 @@ if TYPE_CHECKING:
     from lockgate.tools._verification import VerificationError as VerificationError
     from lockgate.workflows._carry import CarriedStateError as CarriedStateError
     from lockgate.workflows._catalogue import CatalogueError as CatalogueError
-    from lockgate.workflows._failures import UnreadableStart as UnreadableStart
     from lockgate.workflows._graph_workflow import UnservedVersionError as UnservedVersionError
     from lockgate.workflows._history_seals import UnsealedHistoryError as UnsealedHistoryError
     from lockgate.workflows._signed_starts import StartRefusedError as StartRefusedError
+    from lockgate.workflows._undecodable_starts import UnreadableStart as UnreadableStart
 
 __getattr__, __dir__, __all__ = lazy_exports(globals())

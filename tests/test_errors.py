@@ -108,7 +108,15 @@ def test_a_refused_proof_is_caught_by_one_except_clause_for_all_of_lockgate() ->
 
 
 def test_the_sdk_decode_failure_still_reads_as_an_unreadable_start() -> None:
-    from lockgate.workflows._failures import UnreadableStart
+    from lockgate.workflows._undecodable_starts import UnreadableStart
 
-    assert isinstance(RuntimeError("Failed decoding arguments"), UnreadableStart)
+    def decode_failure(message: str, cause: BaseException | None) -> RuntimeError:
+        error = RuntimeError(message)
+        error.__cause__ = cause
+        return error
+
+    assert isinstance(decode_failure("Failed decoding arguments", ValueError()), UnreadableStart)
+    assert not isinstance(decode_failure("Failed decoding arguments", None), UnreadableStart)
+    assert not isinstance(decode_failure("Failed decoding", ValueError()), UnreadableStart)
+    assert not isinstance(RecursionError("Failed decoding arguments"), UnreadableStart)
     assert not isinstance(RuntimeError("Failed decoding arguments"), LockgateError)

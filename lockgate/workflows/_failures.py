@@ -1,13 +1,7 @@
 """How lockgate's workflows refuse what they are sent and end when they did not do what they
-were asked: a validator's refusal is audited once and never stored, an unreadable start fails the
-run at once, and a refused run ends with its refusal, never as a run that did its work.
-
-Before any lockgate code runs, the SDK decodes a workflow's start payloads; a payload it cannot
-decode (an unknown encoding, broken JSON) raises ``RuntimeError("Failed decoding arguments")``.
-As a task failure it would be retried forever, wedging the run, so lockgate's workflows declare
-:class:`UnreadableStart` as their failure type. It matches exactly that error and nothing else:
-not every ``RuntimeError`` (a ``RecursionError`` is one), so no other exception inside lockgate's
-code can fail a run that way. Everything a caller sends after the start is refused in validators
+were asked: a validator's refusal is audited once and never stored, and a refused run ends with
+its refusal, never as a run that did its work. (A start that cannot even be decoded fails the run:
+:mod:`._undecodable_starts`.) Everything a caller sends after the start is refused in validators
 or judged and recorded, never raised.
 """
 
@@ -19,33 +13,13 @@ from temporalio import workflow
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from lockgate._errors import RefusedError
 from lockgate.activities._activity_inputs import SETTLING_PROTOCOL
 from lockgate.activities._refusal import Refusal
 from lockgate.gates._judgements import Judgement
 from lockgate.tools._audit import AuditLogger
 from lockgate.tools._tool_result import ErrorCode
 
-__all__ = ["UnreadableStart", "outcome_of", "refusals_complete", "refuse_update", "refused_run"]
-
-# The messages temporalio raises when it cannot decode a workflow's arguments (see
-# temporalio/worker/_workflow_instance.py `_convert_payloads`).
-_SDK_DECODE_FAILURE = "Failed decoding arguments"
-
-
-class _MatchesSdkDecodeFailure(type):
-    def __instancecheck__(cls, instance: Any) -> bool:
-        return type.__instancecheck__(cls, instance) or (
-            type(instance) is RuntimeError and instance.args == (_SDK_DECODE_FAILURE,)
-        )
-
-
-class UnreadableStart(RefusedError, metaclass=_MatchesSdkDecodeFailure):
-    """A workflow's start payload could not be decoded; the run fails at once, typed as this.
-
-    ``isinstance(error, UnreadableStart)`` is also true of the SDK's own decode failure, which is
-    how the SDK's ``failure_exception_types`` check recognises it.
-    """
+__all__ = ["outcome_of", "refusals_complete", "refuse_update", "refused_run"]
 
 
 def refuse_update(

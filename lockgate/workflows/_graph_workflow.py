@@ -114,7 +114,6 @@ from lockgate.workflows._authority_context import (
 )
 from lockgate.workflows._carry import CarriedStateError, RunState, written_fields
 from lockgate.workflows._failures import (
-    UnreadableStart,
     refusals_complete,
     refuse_update,
     refused_run,
@@ -136,6 +135,7 @@ from lockgate.workflows._graph_subgraphs import SubgraphRunner
 from lockgate.workflows._graph_visibility import VERSION_MEMO, RunStanding, RunVisibility
 from lockgate.workflows._history_seals import sealed_end
 from lockgate.workflows._signed_starts import await_signed_start
+from lockgate.workflows._undecodable_starts import UnreadableStart
 
 __all__ = [
     "CancelAccepted",

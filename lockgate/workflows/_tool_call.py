@@ -46,13 +46,13 @@ from lockgate.workflows._accepted_updates import Acceptance, acceptance, believe
 from lockgate.workflows._activity_options import execute_tool, local, refused_tool_call
 from lockgate.workflows._authority_context import current_authority, judging_authority
 from lockgate.workflows._failures import (
-    UnreadableStart,
     refusals_complete,
     refuse_update,
     refused_run,
 )
 from lockgate.workflows._graph_inputs import one_answer
 from lockgate.workflows._signed_starts import await_signed_start
+from lockgate.workflows._undecodable_starts import UnreadableStart
 
 __all__ = [
     "CallToolInput",
