@@ -66,7 +66,7 @@ from lockgate.identity._seals import (
 )
 from lockgate.namespace import SearchAttributesMissingError, check_search_attributes
 from lockgate.tools._audit import AuditLogger
-from lockgate.tools._authorization import ChannelPolicy
+from lockgate.tools._authorization import ChannelPolicy, check_channel_policy
 from lockgate.tools._configuration import check_flag, check_setting, refused_setting
 from lockgate.tools._ratelimit import RateLimiter
 from lockgate.tools._registry import ToolRegistry
@@ -605,13 +605,7 @@ def _check_channels(where: str, channels: object) -> None:
             check_channel_name(channel)
         except IdentityError as error:
             raise ValueError(f"{where}: channels: {error}") from None
-        check_setting(
-            where,
-            f"the policy of channel {channel!r}",
-            policy,
-            ChannelPolicy,
-            "a ChannelPolicy (ChannelPolicy(require_auth=True, ...))",
-        )
+        check_channel_policy(where, channel, policy)
 
 
 _NO_SECRET = (

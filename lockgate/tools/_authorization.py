@@ -27,6 +27,7 @@ __all__ = [
     "PolicyDecision",
     "PolicyRule",
     "PolicyRuleProvider",
+    "check_channel_policy",
     "format_scopes",
 ]
 
@@ -266,14 +267,7 @@ class Authorizer:
 
     def _register(self, where: str, channel: str, policy: ChannelPolicy) -> None:
         # Checked here, once: a dict taken as a policy would fail every later call on the channel.
-        check_setting(where, "channel", channel, str, "a channel name")
-        check_setting(
-            where,
-            f"the policy of channel {channel!r}",
-            policy,
-            ChannelPolicy,
-            "a ChannelPolicy (ChannelPolicy(require_auth=True, ...))",
-        )
+        check_channel_policy(where, channel, policy)
         self._policies[channel] = policy
 
     def policy_for(self, channel: str) -> ChannelPolicy:
@@ -356,6 +350,19 @@ class Authorizer:
         else:
             who = f"{ctx.principal} is not one: a caller that sent no proof is never authenticated"
         return f"Channel '{ctx.channel}' requires an authenticated principal ({which}), and {who}."
+
+
+def check_channel_policy(where: str, channel: object, policy: object) -> None:
+    """Raises a :class:`TypeError` naming ``where`` unless ``channel`` is a string and
+    ``policy`` a :class:`ChannelPolicy`."""
+    check_setting(where, "channel", channel, str, "a channel name")
+    check_setting(
+        where,
+        f"the policy of channel {channel!r}",
+        policy,
+        ChannelPolicy,
+        "a ChannelPolicy (ChannelPolicy(require_auth=True, ...))",
+    )
 
 
 def _authenticated(principal: str | None) -> bool:
