@@ -18,7 +18,7 @@ from lockgate.contracts import TrailRow
 from lockgate.gates._gates import OpenGate
 from lockgate.identity._actors import Actor
 
-__all__ = ["CARRIED_VERSION", "CarriedState", "CarriedStateError", "RunState", "written_fields"]
+__all__ = ["CARRIED_VERSION", "CarriedStateError", "RunState", "written_fields"]
 
 CARRIED_VERSION = 2
 """The version of :class:`RunState` this lockgate writes and reads."""
@@ -170,7 +170,3 @@ def _signal_entry(value: Any) -> dict[str, Any]:
         "value": value.get("value"),
         "problem": value.get("problem"),
     }
-
-
-CarriedState = RunState
-"""The name :class:`RunState` had while it was only what a run carried."""

@@ -57,7 +57,7 @@ from lockgate.examples.memo_clearance import MemoClearance
 from lockgate.identity._actors import Actor
 from lockgate.namespace import LOCKGATE_SEARCH_ATTRIBUTES
 from lockgate.testing import Identities
-from lockgate.workflows._carry import CarriedState
+from lockgate.workflows._carry import RunState
 from lockgate.workflows._tool_call import call_workflow_id
 from tests.helpers.attacker import ScheduleTools, forged_calls, named
 from tests.helpers.graphs import (
@@ -106,7 +106,7 @@ def deployment(identities: Identities) -> LockgatePlugin:
 def forged_carry() -> dict[str, Any]:
     """A carried state that says ed asked for the essay, drove it, and it is due to publish."""
     ed = Actor.from_dict(named("ed"))
-    return CarriedState(
+    return RunState(
         state="publish",
         fields={
             "title": "Forged",
