@@ -182,8 +182,6 @@ class LockgatePlugin(SimplePlugin):
             new`` makes one). Without it, ``LOCKGATE_WORKER_SECRET`` or the file
             ``LOCKGATE_WORKER_SECRET_FILE`` names; with none of them the plugin refuses to be
             built: a worker that cannot seal cannot keep anyone from acting as someone else.
-        authority: A ready :class:`Authority` instead of ``directory`` and ``secret`` (to set a
-            proof window).
         audit: Where judgements are recorded (and the tool calls, unless ``tools`` is a
             registry with its own): an :class:`AuditLogger`, with sinks such as a JSON-lines
             file (:class:`~lockgate.JsonLinesAuditSink`).
@@ -230,7 +228,6 @@ class LockgatePlugin(SimplePlugin):
         directory: Directory | str | os.PathLike[str] | None = None,
         *,
         secret: WorkerSecret | None = None,
-        authority: Authority | None = None,
         audit: AuditLogger | None = None,
         check_search_attributes: bool = True,
         relying_party: RelyingParty | None = None,
@@ -248,7 +245,6 @@ class LockgatePlugin(SimplePlugin):
             graphs=graphs,
             directory=directory,
             secret=secret,
-            authority=authority,
             audit=audit,
             check_search_attributes=check_search_attributes,
             relying_party=relying_party,
@@ -285,22 +281,17 @@ class LockgatePlugin(SimplePlugin):
                 if definition.name not in self.registry:
                     self.registry.register(definition)
         # A Directory loaded here from a path is the plugin's to stop watching.
-        self._owns_directory = authority is None and not isinstance(directory, Directory)
-        if authority is None:
-            secret = _secret_of(secret)
-            authority = Authority(
-                _directory_of(directory),
-                secret=secret,
-                audit=audit or self.registry.audit,
-                relying_party=relying_party,
-            )
-        elif authority.secret is None:
-            raise WorkerSecretError(_NO_SECRET)
-        self.authority = authority
+        self._owns_directory = not isinstance(directory, Directory)
+        self.authority = Authority(
+            _directory_of(directory),
+            secret=_secret_of(secret),
+            audit=audit or self.registry.audit,
+            relying_party=relying_party,
+        )
         for compiled in self.graphs:
-            check_staffing(compiled, authority.directory)
+            check_staffing(compiled, self.authority.directory)
         self.telemetry = telemetry
-        audit_logs = {id(log): log for log in (authority.audit, self.registry.audit)}.values()
+        audit_logs = {id(log): log for log in (self.authority.audit, self.registry.audit)}.values()
         if telemetry is not None:
             for audit_log in audit_logs:
                 audit_log.sinks.append(telemetry)
@@ -466,7 +457,6 @@ def _check_plugin_settings(
     graphs: object,
     directory: object,
     secret: object,
-    authority: object,
     audit: object,
     check_search_attributes: object,
     relying_party: object,
@@ -504,7 +494,6 @@ def _check_plugin_settings(
         "a WorkerSecret (WorkerSecret.load(...))",
         optional=True,
     )
-    check_setting(where, "authority", authority, Authority, "an Authority", optional=True)
     check_setting(where, "audit", audit, AuditLogger, "an AuditLogger", optional=True)
     check_flag(where, "check_search_attributes", check_search_attributes)
     check_setting(
