@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from lockgate.clients._graph_client import GraphClient as GraphClient
     from lockgate.clients._tool_client import ToolClient as ToolClient
     from lockgate.gates._notifications import Notifications as Notifications
+    from lockgate.gates._notifications import Webhook as Webhook
     from lockgate.graphs._declare import DUAL as DUAL
     from lockgate.graphs._declare import END as END
     from lockgate.graphs._declare import Appends as Appends
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from lockgate.graphs._declare_agents import AgentStep as AgentStep
     from lockgate.graphs._declare_agents import ModelBudget as ModelBudget
     from lockgate.identity._directory import Directory as Directory
+    from lockgate.identity._directory import DirectoryEntry as DirectoryEntry
     from lockgate.identity._passkeys import RelyingParty as RelyingParty
     from lockgate.identity._proofs import Signer as Signer
     from lockgate.identity._seals import WorkerSecret as WorkerSecret

@@ -3,7 +3,8 @@
 A :class:`~lockgate.ToolRegistry` authorizes every call with its :class:`Authorizer`: the
 channel's :class:`ChannelPolicy` (authentication, consent, mutating tools, confirmation), the
 scopes the tool declares, and any :class:`PolicyRule` of yours; a mutating tool may ask for a
-confirmation token first, minted and redeemed by the registry's :class:`ConfirmationStore`.
+confirmation token first, minted (a :class:`Confirmation`) and redeemed (a :class:`TokenCheck`)
+by the registry's :class:`ConfirmationStore`.
 
 Example::
 
@@ -25,14 +26,16 @@ from lockgate.tools._authorization import (
     PolicyRule,
     PolicyRuleProvider,
 )
-from lockgate.tools._confirm import ConfirmationStore
+from lockgate.tools._confirm import Confirmation, ConfirmationStore, TokenCheck
 
 __all__ = [
     "Authorizer",
     "ChannelPolicy",
+    "Confirmation",
     "ConfirmationStore",
     "ConsentGrant",
     "PolicyDecision",
     "PolicyRule",
     "PolicyRuleProvider",
+    "TokenCheck",
 ]

@@ -22,6 +22,7 @@ PUBLIC_NAMES = [
     "Deadline",
     "Decision",
     "Directory",
+    "DirectoryEntry",
     "Dual",
     "Edge",
     "ErrorCode",
@@ -44,6 +45,7 @@ PUBLIC_NAMES = [
     "ToolContext",
     "ToolRegistry",
     "ToolResult",
+    "Webhook",
     "WorkerSecret",
     "call_tool",
     "gate",
@@ -166,11 +168,13 @@ PUBLIC_SUBPACKAGES = {
     "lockgate.authorization": [
         "Authorizer",
         "ChannelPolicy",
+        "Confirmation",
         "ConfirmationStore",
         "ConsentGrant",
         "PolicyDecision",
         "PolicyRule",
         "PolicyRuleProvider",
+        "TokenCheck",
     ],
     "lockgate.tool_runtime": [
         "AuditSink",
@@ -183,6 +187,8 @@ PUBLIC_SUBPACKAGES = {
         "RateDecision",
         "RateLimiter",
         "RendererRegistry",
+        "ToolDefinition",
+        "ToolError",
         "register_verification",
     ],
     "lockgate.contracts": [
