@@ -1,6 +1,6 @@
 """The version is written once, in ``lockgate/_version.py``: the installed distribution carries
-it, and the copies that cannot read it (the chart's ``appVersion``, the README's image tags) are
-held to it, so a release that moves it is told of each."""
+it, and the copies that cannot read it (the chart's ``appVersion``, the README's image tags, the
+CHANGELOG's first section) are held to it, so a release that moves it is told of each."""
 
 from __future__ import annotations
 
@@ -29,3 +29,9 @@ def test_the_readmes_image_tags_name_the_packages_version() -> None:
 
     assert tags
     assert set(tags) == {lockgate.__version__}
+
+
+def test_the_changelogs_first_section_is_the_packages_version() -> None:
+    sections = re.findall(r"^## \[([^\]]+)\]", (REPOSITORY / "CHANGELOG.md").read_text(), re.M)
+
+    assert sections[0] == lockgate.__version__
