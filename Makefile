@@ -125,4 +125,4 @@ package-check: $(STAMP)
 	$(BIN)/python tests/package_check.py $(OTHER_PYTHONS)
 
 clean:
-	rm -rf $(VENV) .venv-* .tools .lockgate .pytest_cache .mypy_cache .ruff_cache .hypothesis dist build
+	rm -rf $(VENV) .venv-* .tools .lockgate .pytest_cache .mypy_cache .ruff_cache .hypothesis dist build lockgate.egg-info
