@@ -10,7 +10,7 @@ waiting again. The default ``decide`` asks no worker
 before its update: it reads the execution and the open gate (which the run's worker writes in
 its memo) from one ``describe`` of the run on the server, signs, and sends the ``decide`` update,
 which returns once the run settles. Both run on one worker against one dev server, answers
-interleaved; ``lockgate_decide_over_handwritten`` (target 1.25) is the median of pairwise ratios.
+interleaved; ``lockgate_decide_over_handwritten`` (target 1.20) is the median of pairwise ratios.
 
 For information, a third side answers with ``decide(..., shown=view)``, the view the previous
 answer returned: it signs the gate shown and still describes the run on the server (to check
@@ -55,7 +55,7 @@ from lockgate.identity._bindings import answer_binding
 from lockgate.testing import Identities
 
 BENCH = "gate_latency"
-TARGET_RATIO = 1.25
+TARGET_RATIO = 1.20
 ONE_MORE = LoopCall.ONE_MORE.value
 
 

@@ -19,25 +19,32 @@ The floor (``temporal_local_tools``): the same shape as a hand-written Temporal 
 the same functions, write and grade as local activities, started eagerly (as ``GraphClient``
 starts an unsigned run; a signed one is held back for its proof instead), with no checks at all:
 the leanest Temporal workflow of this shape.
-``lockgate_over_temporal_local_tools_runs_per_second`` (target 0.90) is lockgate's runs/s over
-the floor's: what lockgate's verified start, seals and records cost in throughput.
-``floor_cpu_over_lockgate_cpu`` (target 0.85) is the floor's CPU seconds per run over lockgate's,
+``lockgate_over_temporal_local_tools_runs_per_second`` (target 0.85) is lockgate's runs/s over
+the floor's: what lockgate's verified start, seals and records cost in throughput, against a
+floor that has eager start, which a signed run cannot have.
+``lockgate_over_floor_not_eager`` (target 0.95) is lockgate's runs/s over the same floor started
+without eager start (``temporal_local_tools_not_eager``): as every client that does not also run
+a worker of the task queue starts it (the CLI, the HTTP API, a service), and as a signed lockgate
+run must start (its first task waits for its proof). Both floors do the same work; this one
+differs from lockgate only in lockgate's checks, so it is the fair floor for them, and the eager
+one says what lockgate's start gives up besides.
+``floor_cpu_over_lockgate_cpu`` (target 0.90) is the floor's CPU seconds per run over lockgate's,
 each the CPU of this process (worker and client) plus the dev server's (``/proc``), read around
 the very phases that give the runs/s, paired by round; the median. Above 1 would be lockgate
-cheaper than the floor; 0.85 is lockgate spending at most ~18% more CPU per run.
+cheaper than the floor; 0.90 is lockgate spending at most ~11% more CPU per run.
 
 For information (target None): ``temporal_handwritten`` runs the workflow with every tool as a
-regular activity (what Temporal itself costs); ``temporal_local_tools_not_eager`` runs the floor
-started without eager start, as a signed lockgate run must start (its first task waits for its
-proof), so ``temporal_local_tools_not_eager_over_eager_runs_per_second`` says what that alone
-costs; and LangGraph's side is a ``StateGraph`` of the
+regular activity (what Temporal itself costs);
+``temporal_local_tools_not_eager_over_eager_runs_per_second`` says what eager start alone is
+worth to the floor; and LangGraph's side is a ``StateGraph`` of the
 same shape (write -> grade -> publish, or back to write at most three times, then an editor
 interrupt) calling the SAME ``@tool`` functions directly, compiled with ``AsyncSqliteSaver`` on a
 temp file; 200 threads run concurrently with ``asyncio.gather``, each with its own
 ``thread_id``. LangGraph has no server and no durable history of its own, so the LangGraph
 ratios say where Temporal-based runners stand, not what lockgate adds. Every side runs once in
-each of ``--rounds`` rounds; lockgate and the floor run back to back, in turns first, and the
-ratios to the floor are the medians of the rounds' ratios; other figures are medians.
+each of ``--rounds`` rounds; lockgate runs between its two floors, each floor before it in one
+round and after it in the next (not eager, lockgate, eager; then eager, lockgate, not eager), and
+the ratios to a floor are the medians of the rounds' ratios; other figures are medians.
 
 Then one more lockgate phase (100 runs by default) runs under pyinstrument, on a worker in
 ``debug_mode`` (its workflow activations run on the event-loop thread instead of a thread pool,
@@ -94,10 +101,13 @@ PASSES_FIRST_TIME = {"title": "Tides and the moon", "rubric": "tides, moon"}  # 
 PASSES_SECOND_TIME = {"title": "Tides", "rubric": "tides, gravity"}  # 5 node steps
 FAILURE_BUDGET = 3
 CORES = os.cpu_count() or 1
-LOCKGATE_OVER_FLOOR_RUNS_PER_SECOND = 0.90
-"""Target: lockgate's runs/s at least 90% of the leanest Temporal workflow of the same shape."""
-FLOOR_CPU_OVER_LOCKGATE_CPU = 0.85
-"""Target: lockgate's CPU per run (worker, client and server) at most ~1/0.85 of that floor's."""
+LOCKGATE_OVER_FLOOR_RUNS_PER_SECOND = 0.85
+"""Target: lockgate's runs/s at least 85% of the leanest Temporal workflow of the same shape,
+started eagerly."""
+LOCKGATE_OVER_FLOOR_NOT_EAGER = 0.95
+"""Target: lockgate's runs/s at least 95% of that floor started as a separate client starts it."""
+FLOOR_CPU_OVER_LOCKGATE_CPU = 0.90
+"""Target: lockgate's CPU per run (worker, client and server) at most ~1/0.90 of that floor's."""
 SIDES: dict[str, dict[str, str]] = {
     "lockgate": {"worker": "LockgatePlugin (its workflows run unsandboxed)"},
     "langgraph": {"checkpointer": "AsyncSqliteSaver on a temp file"},
@@ -504,12 +514,13 @@ async def main(runs: int, rounds: int, profile_runs: int, what_if: bool, html: s
         await langgraph_phase(4, Path(scratch))  # warm-up
         async with dev_server() as environment:
             client = environment.client
-            # lockgate and its floor run back to back in every round, in turns first: each round
-            # gives one ratio of the two measured under the same conditions.
-            pair = ["lockgate", "temporal_local_tools"]
-            others = [side for side in sides if side not in pair]
+            # lockgate runs between its two floors in every round, each floor before it in one
+            # round and after it in the next: each round gives one ratio to each floor, the two
+            # measured back to back under the same conditions.
+            paired = ["temporal_local_tools_not_eager", "lockgate", "temporal_local_tools"]
+            others = [side for side in sides if side not in paired]
             for round_ in range(rounds):
-                for side in [*others, *(pair if round_ % 2 == 0 else pair[::-1])]:
+                for side in [*others, *(paired if round_ % 2 == 0 else paired[::-1])]:
                     phases[side].append(await run_phase(side, client, people, runs, Path(scratch)))
             costs, profiled_seconds, profiled_cpu = await profiled_phase(
                 client, people, profile_runs, html
@@ -574,11 +585,28 @@ async def main(runs: int, rounds: int, profile_runs: int, what_if: bool, html: s
         rounds=rounds,
         note="median of the rounds' ratios, the two sides run back to back in each",
     )
+    # The fair floor for lockgate's checks: the same floor started as any client that is not
+    # also a worker of the queue starts it, as a signed lockgate run starts.
+    emit(
+        BENCH,
+        "lockgate_over_floor_not_eager",
+        median_ratio(
+            [runs / phase.seconds for phase in phases["lockgate"]],
+            [runs / phase.seconds for phase in phases["temporal_local_tools_not_eager"]],
+        ),
+        "ratio",
+        target=LOCKGATE_OVER_FLOOR_NOT_EAGER,
+        rounds=rounds,
+        note="median of the rounds' ratios, the two sides run back to back in each",
+    )
     # What eager start is worth to the floor itself: a signed lockgate run cannot have it.
     emit(
         BENCH,
         "temporal_local_tools_not_eager_over_eager_runs_per_second",
-        rate["temporal_local_tools_not_eager"] / rate["temporal_local_tools"],
+        median_ratio(
+            [runs / phase.seconds for phase in phases["temporal_local_tools_not_eager"]],
+            [runs / phase.seconds for phase in phases["temporal_local_tools"]],
+        ),
         "ratio",
         target=None,
     )
