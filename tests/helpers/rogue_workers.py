@@ -14,7 +14,6 @@ code (which they can always run, on their own worker).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from enum import Enum
@@ -22,19 +21,17 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel
 from temporalio import activity, workflow
-from temporalio.api.enums.v1 import RoutingConfigUpdateState
-from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentRequest
 from temporalio.client import Client
 from temporalio.common import WorkerDeploymentVersion
 from temporalio.worker import Worker, WorkerDeploymentConfig
 
 from lockgate import END, Ask, Edge, LockgatePlugin, Route, Target, ToolContext, graph, tool
-from lockgate.devserver import temporal_binary
 from lockgate.testing import Identities
 from lockgate.tools._audit import AuditLogger
 from lockgate.workflows._authority_context import AuthorityInterceptor
 from lockgate.workflows._graph_inputs import StartGraphInput
 from lockgate.workflows._history_seals import HistorySeals
+from tests.helpers.worker_versioning import set_current_version
 
 SHIPPED: list[str] = []
 """The orders the deployment's own ``ship:send`` shipped, as ``order by principal``."""
@@ -207,48 +204,3 @@ async def current_build(
     ) as worker:
         await set_current_version(client, deployment, build)
         yield worker
-
-
-async def set_current_version(client: Client, deployment: str, build: str) -> None:
-    """``temporal worker deployment set-current-version``, tried until the build has polled (the
-    server refuses a build none of whose workers has), then waits until the routing reached the
-    task queues."""
-    command = [
-        str(temporal_binary()),
-        "worker",
-        "deployment",
-        "set-current-version",
-        "--deployment-name",
-        deployment,
-        "--build-id",
-        build,
-        "--yes",
-        "--address",
-        client.service_client.config.target_host,
-        "--namespace",
-        client.namespace,
-    ]
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 60
-    while True:
-        process = await asyncio.create_subprocess_exec(
-            *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-        )
-        _, err = await asyncio.wait_for(process.communicate(), 60)
-        if process.returncode == 0:
-            break
-        assert loop.time() < deadline, err.decode()
-        await asyncio.sleep(0.2)
-    request = DescribeWorkerDeploymentRequest(
-        namespace=client.namespace, deployment_name=deployment
-    )
-    completed = RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED
-    while True:
-        info = (
-            await client.workflow_service.describe_worker_deployment(request)
-        ).worker_deployment_info
-        current = info.routing_config.current_deployment_version.build_id
-        if current == build and info.routing_config_update_state == completed:
-            return
-        assert loop.time() < deadline, f"{build} never became current"
-        await asyncio.sleep(0.1)

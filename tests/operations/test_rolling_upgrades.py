@@ -25,16 +25,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.api.enums.v1 import RoutingConfigUpdateState
-from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from lockgate import GraphClient
 from lockgate.contracts import RunView
-from lockgate.devserver import temporal_binary
 from lockgate.testing import Identities
 from tests.helpers.reliability_graphs import DocReviewV1
 from tests.helpers.support import failed_workflow_tasks, outcome, worker_process
+from tests.helpers.worker_versioning import set_current_version
 
 PEOPLE = {"ada": {}, "ed": {"roles": ["editor"]}, "eve": {"roles": ["editor"]}}
 
@@ -108,45 +106,6 @@ async def _answer_gates(traffic: Traffic, editor: GraphClient, done: asyncio.Eve
         await asyncio.sleep(0.1)
 
 
-async def _set_current_version(client: Client, deployment: str, build: str) -> None:
-    """What an operator runs: ``temporal worker deployment set-current-version``; then waits
-    until the server says the new routing has reached the task queues."""
-    command = [
-        str(temporal_binary()),
-        "worker",
-        "deployment",
-        "set-current-version",
-        "--deployment-name",
-        deployment,
-        "--build-id",
-        build,
-        "--yes",
-        "--address",
-        client.service_client.config.target_host,
-        "--namespace",
-        client.namespace,
-    ]
-    process = await asyncio.create_subprocess_exec(
-        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    _, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, err.decode()
-    request = DescribeWorkerDeploymentRequest(
-        namespace=client.namespace, deployment_name=deployment
-    )
-    completed = RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED
-    deadline = asyncio.get_running_loop().time() + 60
-    while True:
-        info = (
-            await client.workflow_service.describe_worker_deployment(request)
-        ).worker_deployment_info
-        current = info.routing_config.current_deployment_version.build_id
-        if current == build and info.routing_config_update_state == completed:
-            return
-        assert asyncio.get_running_loop().time() < deadline, f"{build} never became current"
-        await asyncio.sleep(0.1)
-
-
 async def _retire(worker: asyncio.subprocess.Process) -> int:
     """SIGTERM, as an orchestrator stops a worker: it stops polling and drains; its exit code."""
     worker.send_signal(signal.SIGTERM)
@@ -201,7 +160,7 @@ async def roll(
     tasks: list[asyncio.Task[None]] = []
     try:
         if versioned:
-            await _set_current_version(temporal_client, deployment, "old")
+            await set_current_version(temporal_client, deployment, "old")
         starting = [
             asyncio.create_task(_start_runs(traffic, ada, anyone, stop)) for _ in range(loops)
         ]
@@ -222,7 +181,7 @@ async def roll(
                 # The new build polls, but it is not current: runs still start on the old one.
                 await moves_on()
                 traffic.era = MIXED
-                await _set_current_version(temporal_client, deployment, "new")
+                await set_current_version(temporal_client, deployment, "new")
             drained.append(await _retire(fleet.pop(0)))
             await moves_on()
         traffic.era = NEW
