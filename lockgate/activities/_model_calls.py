@@ -96,12 +96,10 @@ class ModelCalls:
         """
         info = activity.info()
         if not sealed_by_own_run(self.authority.secret, call):
-            self.authority.audit.event(
+            self.authority.audit.refused(
                 "model.call",
-                accepted=False,
-                actor=None,
-                reason="no valid seal",
-                code=ErrorCode.UNAUTHORIZED.value,
+                ErrorCode.UNAUTHORIZED,
+                "no valid seal",
                 run=info.workflow_id,
                 node=call.node,
                 model=call.model,

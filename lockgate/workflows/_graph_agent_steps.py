@@ -413,12 +413,11 @@ class AgentStepRunner:
         audit = current_audit()
         if audit is None or workflow.unsafe.is_replaying():
             return
-        audit.event(
+        audit.refused(
             "agent.tool_call",
-            accepted=False,
+            code,
+            message,
             actor=self._run.driver.to_dict(),
-            reason=message,
-            code=code,
             graph=self._graph,
             run=self._run_id,
             node=node.state,
