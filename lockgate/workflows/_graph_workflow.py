@@ -107,7 +107,6 @@ from lockgate.workflows._activity_options import (
 from lockgate.workflows._authority_context import (
     LOCKGATE_WORKFLOW,
     carry_seal,
-    current_authority,
     handover_seal,
     judging_authority,
     record_once,
@@ -153,15 +152,6 @@ def _refused_payload(problem: PayloadProblem | None) -> Judgement | None:
     if problem is None:
         return None
     return Judgement.refuse(ErrorCode(problem.code), problem.sentence)
-
-
-def _audit(event: str, accepted: bool, actor: Actor, **facts: Any) -> None:
-    # Update handlers run again on replay; the audit record is written only the first time.
-    if workflow.unsafe.is_replaying():
-        return
-    authority = current_authority()
-    if authority is not None:
-        authority.audit.event(event, accepted=accepted, actor=actor.to_dict(), **facts)
 
 
 def _first_sentence_error(error: BaseException) -> str:
@@ -431,7 +421,7 @@ class GraphRun:
                 ErrorCode.GATE_NOT_PENDING.value,
                 f"Run '{self._run_id}' already knows who started it.",
             )
-        _audit("run.start", True, actor, graph=self._graph.name, run=self._run_id)
+        record_once("run.start", actor, self._graph.name, self._run_id)
         self._start_acceptance = accepted
         self._start_actor = self._run.requester = self._run.driver = actor
         if not settle:
@@ -509,12 +499,11 @@ class GraphRun:
             # Another answer got in first, or the same approver answered twice, in one task.
             raise Refusal(refused[0].value, refused[1])
         assert gate is not None
-        _audit(
+        record_once(
             "gate.decide",
-            True,
             actor,
-            graph=self._graph.name,
-            run=self._run_id,
+            self._graph.name,
+            self._run_id,
             gate=gate.gate,
             answer=choice,
             role=gate.role,
@@ -574,9 +563,7 @@ class GraphRun:
             )
         actor = Actor.of_proof(proof)
         self._run.spend(actor)
-        _audit(
-            "run.resume", True, actor, graph=self._graph.name, run=self._run_id, node=parked.node
-        )
+        record_once("run.resume", actor, self._graph.name, self._run_id, node=parked.node)
         self._resumer = actor
         return await self._after_settling(self._run.settles)
 
@@ -628,14 +615,7 @@ class GraphRun:
         self._run.spend(actor)
         reason = proof.authorizes.get("reason")
         self._cancel_reason = reason if isinstance(reason, str) and reason else None
-        _audit(
-            "run.cancel",
-            True,
-            actor,
-            graph=self._graph.name,
-            run=self._run_id,
-            reason=self._cancel_reason,
-        )
+        record_once("run.cancel", actor, self._graph.name, self._run_id, reason=self._cancel_reason)
         self._standing.canceller = actor
         return await self._after_settling(self._run.settles)
 

@@ -81,7 +81,6 @@ from lockgate.workflows._activity_options import (
 )
 from lockgate.workflows._authority_context import (
     OWN_RUN_FINISHED,
-    current_authority,
     current_own_start,
     current_tools,
     judging_authority,
@@ -564,19 +563,15 @@ class _OwnRun:
             raise Refusal(refused[0].value, refused[1])
         assert gate is not None
         choice = str(proof.authorizes["choice"])
-        if not workflow.unsafe.is_replaying():
-            authority = current_authority()
-            if authority is not None:
-                authority.audit.event(
-                    "gate.decide",
-                    accepted=True,
-                    actor=actor.to_dict(),
-                    graph=self.workflow_type,
-                    run=self.run_id,
-                    gate=gate.gate,
-                    answer=choice,
-                    role=gate.role,
-                )
+        record_once(
+            "gate.decide",
+            actor,
+            self.workflow_type,
+            self.run_id,
+            gate=gate.gate,
+            answer=choice,
+            role=gate.role,
+        )
         self.answer = GivenAnswer(
             choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
         )
