@@ -95,7 +95,6 @@ from lockgate.identity._proofs import Proof
 from lockgate.identity._seals import WorkerSecretError
 from lockgate.tools._tool import ToolDefinition
 from lockgate.tools._tool_result import ErrorCode
-from lockgate.workflows import _generated
 from lockgate.workflows._accepted_updates import Acceptance, acceptance, believe_update
 from lockgate.workflows._activity_options import (
     execute_defined,
@@ -117,6 +116,7 @@ from lockgate.workflows._failures import (
     refuse_update,
     refused_run,
 )
+from lockgate.workflows._generated import GeneratedClass
 from lockgate.workflows._graph_agent_steps import AgentStepRunner
 from lockgate.workflows._graph_gates import GateKeeper
 from lockgate.workflows._graph_inputs import (
@@ -1398,33 +1398,31 @@ def graph_workflow(name: str, versions: dict[int, CompiledGraph]) -> type[GraphR
     if key in _made:
         return _made[key]
     _sequence += 1
-    class_name = "Graph_" + re.sub(r"\W", "_", name) + f"_{_sequence}"
-    module = _generated.__name__
+    made = GeneratedClass("Graph_" + re.sub(r"\W", "_", name) + f"_{_sequence}")
 
+    @workflow.init
+    @made.method
     def __init__(self: GraphRun, *starts: Any) -> None:
         self._setup(starts)
 
+    @workflow.run
+    @made.method
     async def run(self: GraphRun, *starts: Any) -> Any:
         # A sub-graph run's end, sealed for its parent (a payload); any other run's view.
         return sealed_end(await self._interpret())
 
-    for function in (__init__, run):
-        function.__module__ = module
-        function.__qualname__ = f"{class_name}.{function.__name__}"
     namespace = {
-        "__module__": module,
-        "__qualname__": class_name,
         "__doc__": f"The workflow of graph '{name}'.",
         LOCKGATE_WORKFLOW: True,
         "graphs": dict(versions),
-        "__init__": workflow.init(__init__),
-        "run": workflow.run(run),
+        "__init__": __init__,
+        "run": run,
     }
     # Unsandboxed: the interpreter is lockgate's own deterministic code (the saved-history
     # replay tests guard it), and the sandbox's per-payload context lookups were the largest
     # single cost of a graph run in bench/throughput.py's profile.
     defined = workflow.defn(name=name, failure_exception_types=[UnreadableStart], sandboxed=False)(
-        type(class_name, (GraphRun,), namespace)
+        made.make((GraphRun,), namespace)
     )
     _made[key] = defined
     return defined
