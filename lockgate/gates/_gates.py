@@ -168,7 +168,7 @@ class OpenGate:
         """Reads :meth:`to_dict` output (also a memo written before the key was ``run_id``)."""
         return cls(
             graph=str(value["graph"]),
-            run=str(value["run_id"] if "run_id" in value else value["run"]),
+            run=_run_id(value),
             gate=str(value["gate"]),
             ask=str(value["ask"]),
             role=str(value["role"]),
@@ -218,12 +218,18 @@ class ParkedNode:
         """Reads :meth:`to_dict` output (also one written before the key was ``run_id``)."""
         return cls(
             graph=str(value["graph"]),
-            run=str(value["run_id"] if "run_id" in value else value["run"]),
+            run=_run_id(value),
             node=str(value["node"]),
             operation=str(value["operation"]),
             needs=tuple(str(need) for need in value.get("needs") or ()),
             parking=int(value.get("parking") or 1),
         )
+
+
+def _run_id(value: Mapping[str, Any]) -> str:
+    """The run a gate or park record names: ``run_id``, or ``run`` in a record written before
+    the key was renamed (memos and histories keep those)."""
+    return str(value["run_id"] if "run_id" in value else value["run"])
 
 
 def _text(value: object) -> str | None:
