@@ -42,7 +42,7 @@ from lockgate.activities._activity_inputs import (
 from lockgate.activities._handover import open_handover, seal_problem
 from lockgate.activities._handover import start_refused as _start_refused
 from lockgate.activities._refusal import Refusal
-from lockgate.activities._sealed_calls import sealed_by_own_run
+from lockgate.activities._sealed_calls import own_run_sealed, sealed_by_own_run
 from lockgate.gates._authority import Authority, why_node_refuses
 from lockgate.gates._gates import OpenGate, ParkedNode
 from lockgate.gates._judgements import Judgement, judge_answer, judge_resume
@@ -231,15 +231,7 @@ class ToolActivities:
 
     def _sealed_caller(self, name: str, call: ToolActivityInput) -> Actor:
         """The actor lockgate's workflow vouched for, if the seal on this call opens."""
-        info = activity.info()
-        if not sealed_by_own_run(self.authority.secret, call):
-            self.authority.audit.refused(
-                "tool.sealed_call",
-                ErrorCode.UNAUTHORIZED,
-                "no valid seal",
-                tool=name,
-                run=info.workflow_id,
-            )
+        if not own_run_sealed(self.authority, call, "tool.sealed_call", tool=name):
             raise _refusal(
                 ErrorCode.UNAUTHORIZED.value,
                 f"'{name}' was scheduled with an actor or a confirmation that lockgate's workers "
