@@ -483,9 +483,7 @@ class GraphRun:
     )
     async def decide(self, *args: Any) -> dict[str, Any]:
         """Records an answer the validator accepted, then returns once the run settles."""
-        await believe_update(args)
-        await workflow.wait_condition(lambda: self._carry != "pending")
-        proof = Proof.parse(args[0])
+        proof = await self._accepted_proof(args)
         choice = str(proof.authorizes["choice"])
         actor = Actor.of_proof(proof)
         while waits_to_be_counted(self._run.gate, self._gates.answer):
@@ -513,6 +511,14 @@ class GraphRun:
             choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
         )
         return await self._after_settling(self._run.settles)
+
+    async def _accepted_proof(self, args: Sequence[Any]) -> Proof:
+        """The proof of an update its validator accepted, once the run believes the update (its
+        history records the accepting worker's seal) and the state the run carried: an update
+        handler takes nothing before."""
+        await believe_update(args)
+        await workflow.wait_condition(lambda: self._carry != "pending")
+        return Proof.parse(args[0])
 
     @decide.validator
     def validate_decide(self, *args: Any) -> None:
@@ -548,9 +554,7 @@ class GraphRun:
     )
     async def resume(self, *args: Any) -> dict[str, Any]:
         """Records a resume the validator accepted, then returns once the run settles."""
-        await believe_update(args)
-        await workflow.wait_condition(lambda: self._carry != "pending")
-        proof = Proof.parse(args[0])
+        proof = await self._accepted_proof(args)
         parked = self._standing.parked
         if (
             parked is None
@@ -602,9 +606,7 @@ class GraphRun:
     async def cancel(self, *args: Any) -> dict[str, Any]:
         """Records a cancel the validator accepted, then returns once the run has ended (at the
         gate or park it waits at, or once the node it runs now returns)."""
-        await believe_update(args)
-        await workflow.wait_condition(lambda: self._carry != "pending")
-        proof = Proof.parse(args[0])
+        proof = await self._accepted_proof(args)
         if self._standing.canceller is not None or self._standing.ended:
             # Another cancel got in first, or the run ended, after this one was validated.
             raise Refusal(
