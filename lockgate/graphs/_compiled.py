@@ -24,12 +24,19 @@ __all__ = [
     "CompiledGraph",
     "CompiledNode",
     "Transition",
+    "case_code",
 ]
 
 
 END_STATE = "__end__"
 """The state of a run that has ended, and where a route declared ``to=END`` leads (no node or
 gate compiles to it)."""
+
+
+def case_code(case: enum.Enum) -> str:
+    """What a compiled graph calls a case of an enum (a route, a gate's option): its value, as
+    text."""
+    return str(case.value)
 
 
 @dataclass(frozen=True, slots=True)
