@@ -16,7 +16,6 @@ from datetime import datetime
 from pydantic import BaseModel
 from temporalio import workflow
 
-from lockgate.gates._evidence import evidence_shown
 from lockgate.gates._gate_engine import (
     DEADLINE_ACTOR,
     GivenAnswer,
@@ -28,7 +27,6 @@ from lockgate.gates._gate_engine import (
 )
 from lockgate.gates._gates import ENDS_RUN, GateChoice, OpenGate
 from lockgate.graphs._compiled import END_STATE, CompiledGraph
-from lockgate.identity._bindings import gate_subject
 from lockgate.workflows._authority_context import record_once
 from lockgate.workflows._carry import RunState
 from lockgate.workflows._graph_visibility import RunStanding, RunVisibility
@@ -206,23 +204,15 @@ class GateKeeper:
                     node.needs if node is not None else (),
                 )
             )
-        target = self._visibility.target()
-        declared = OpenGate(
+        declared = ask.opening(
+            self._run.gate_openings,
             graph=graph.name,
             run=self._run_id,
-            gate=f"{state}#{self._run.gate_openings}",
-            ask=state,
-            role=ask.role,
-            because=ask.because,
-            requester=self._run.requester.actor,
-            choices=tuple(choices),
             execution=self._execution,
-            subject=gate_subject(target, [choice.to_dict() for choice in choices]),
-            makers=tuple(self._run.makers),
-            policy=ask.policy,
-            evidence={option: evidence_shown(model) for option, model in ask.evidence.items()},
-            waivable_by=ask.waivable_by,
-            deadline=ask.deadline,
+            requester=self._run.requester.actor,
+            choices=choices,
+            target=self._visibility.target(),
+            makers=self._run.makers,
             parent=self._run.parent,
         )
         self._run.gate = opened(declared, workflow.now(), escalated_from)

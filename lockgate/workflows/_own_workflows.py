@@ -43,7 +43,6 @@ from lockgate.activities._refusal import Refusal
 from lockgate.activities._temporal import CALLER_MISTAKES
 from lockgate.contracts import TrailRow
 from lockgate.gates._authority import Authority
-from lockgate.gates._evidence import evidence_shown
 from lockgate.gates._gate_engine import (
     DEADLINE_ACTOR,
     GivenAnswer,
@@ -64,7 +63,6 @@ from lockgate.graphs._compile_asks import compile_ask
 from lockgate.graphs._compiled import CompiledAsk
 from lockgate.graphs._declare import Ask, GraphDeclarationError
 from lockgate.identity._actors import Actor
-from lockgate.identity._bindings import gate_subject
 from lockgate.identity._proofs import Proof
 from lockgate.tools._authorization import DEADLINE_CHANNEL
 from lockgate.tools._tool import definition_of
@@ -475,22 +473,15 @@ class _OwnRun:
     ) -> None:
         assert self.requester is not None
         self.openings += 1
-        declared = OpenGate(
+        declared = ask.opening(
+            self.openings,
             graph=self.workflow_type,
             run=self.run_id,
-            gate=f"{ask.state}#{self.openings}",
-            ask=ask.state,
-            role=ask.role,
-            because=ask.because,
+            execution=self.execution,
             requester=self.requester.actor,
             choices=choices,
-            execution=self.execution,
-            subject=gate_subject(subject, [choice.to_dict() for choice in choices]),
-            makers=tuple(self.makers),
-            policy=ask.policy,
-            evidence={option: evidence_shown(model) for option, model in ask.evidence.items()},
-            waivable_by=ask.waivable_by,
-            deadline=ask.deadline,
+            target=subject,
+            makers=self.makers,
         )
         self.gate = opened(declared, workflow.now(), escalated_from)
         self.subject = subject
