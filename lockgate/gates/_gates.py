@@ -22,6 +22,7 @@ __all__ = [
     "GateChoice",
     "OpenGate",
     "ParkedNode",
+    "awaiting_view",
 ]
 
 
@@ -224,6 +225,27 @@ class ParkedNode:
             needs=tuple(str(need) for need in value.get("needs") or ()),
             parking=int(value.get("parking") or 1),
         )
+
+
+def awaiting_view(
+    *,
+    graph: str,
+    run_id: str,
+    execution: str,
+    status: str,
+    gate: dict[str, Any] | None,
+    parked: ParkedNode | None = None,
+) -> dict[str, Any]:
+    """What a run answers its ``awaiting`` query with: the gate (as its approver is shown it)
+    or the park a signer binds an answer or a resume to, with the execution a proof names."""
+    return {
+        "graph": graph,
+        "run_id": run_id,
+        "execution": execution,
+        "status": status,
+        "gate": gate,
+        "parked": parked.to_dict() if parked is not None else None,
+    }
 
 
 def _run_id(value: Mapping[str, Any]) -> str:

@@ -74,7 +74,7 @@ from lockgate.gates._gate_engine import (
     uncountable_answer,
     waits_to_be_counted,
 )
-from lockgate.gates._gates import ParkedNode
+from lockgate.gates._gates import ParkedNode, awaiting_view
 from lockgate.gates._judgements import (
     Judgement,
     judge_answer,
@@ -776,17 +776,15 @@ class GraphRun:
     )
     def awaiting(self) -> dict[str, Any]:
         """The gate or park a signer binds an answer or resume to, as this worker reports it."""
-        return {
-            "graph": self._graph.name,
-            "run_id": self._run_id,
-            "execution": self._execution,
-            "status": self._standing.status,
-            # Nothing of a carried state is reported before its seal has been opened.
-            "gate": self._gate_view() if self._answerable() else None,
-            "parked": self._standing.parked.to_dict()
-            if self._standing.parked and self._carry != "pending"
-            else None,
-        }
+        # Nothing of a carried state is reported before its seal has been opened.
+        return awaiting_view(
+            graph=self._graph.name,
+            run_id=self._run_id,
+            execution=self._execution,
+            status=self._standing.status,
+            gate=self._gate_view() if self._answerable() else None,
+            parked=self._standing.parked if self._carry != "pending" else None,
+        )
 
     # Waiting for an answer or a resume, and continuing as new when it is due.
 

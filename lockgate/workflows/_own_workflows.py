@@ -55,7 +55,7 @@ from lockgate.gates._gate_engine import (
     uncountable_answer,
     waits_to_be_counted,
 )
-from lockgate.gates._gates import GateChoice, OpenGate
+from lockgate.gates._gates import GateChoice, OpenGate, awaiting_view
 from lockgate.gates._judgements import Judgement, judge_answer
 from lockgate.gates._limits import TRAIL_PAGE, shorten
 from lockgate.gates._trail import trail_row
@@ -319,14 +319,13 @@ class _OwnRun:
 
     def awaiting(self) -> dict[str, Any]:
         """The gate a signer binds an answer to, as this worker reports it."""
-        return {
-            "graph": self.workflow_type,
-            "run_id": self.run_id,
-            "execution": self.execution,
-            "status": self.status,
-            "gate": self._gate_view() if self.gate is not None and self.answer is None else None,
-            "parked": None,
-        }
+        return awaiting_view(
+            graph=self.workflow_type,
+            run_id=self.run_id,
+            execution=self.execution,
+            status=self.status,
+            gate=self._gate_view() if self.gate is not None and self.answer is None else None,
+        )
 
     def show(self, *args: Any) -> dict[str, Any]:
         """The run as lockgate sees it: status, requester, open gate, the newest trail rows."""
