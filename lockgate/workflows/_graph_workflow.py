@@ -110,7 +110,7 @@ from lockgate.workflows._authority_context import (
     judging_authority,
     record_once,
 )
-from lockgate.workflows._carry import CarriedStateError, RunState, written_fields
+from lockgate.workflows._carry import CarriedStateError, RunState, ThisRun, written_fields
 from lockgate.workflows._failures import (
     refusals_complete,
     refuse_update,
@@ -238,41 +238,24 @@ class GraphRun:
         refused, by a fresh one; its parts are made again with it.
         """
         self._run = run
-        self._signals = SignalInbox(
-            run,
-            graph=self._graph,
-            run_id=self._run_id,
-            execution=self._execution,
-            waiting=signals,
-        )
-        self._visibility = RunVisibility(
-            run, self._standing, graph=self._graph, run_id=self._run_id
-        )
+        this = ThisRun(self._graph, self._run_id, self._execution)
+        self._signals = SignalInbox(run, this, waiting=signals)
+        self._visibility = RunVisibility(run, self._standing, this)
         self._gates = GateKeeper(
             run,
             self._standing,
-            graph=self._graph,
-            run_id=self._run_id,
-            execution=self._execution,
+            this,
             visibility=self._visibility,
             settled=self._settled,
             wait=self._while_waiting,
         )
         self._agent_steps = AgentStepRunner(
             run,
-            graph=self._graph.name,
-            run_id=self._run_id,
-            execution=self._execution,
+            this,
             runs_local=self._runs_local,
             continue_as_new_if_due=self._continue_as_new_if_due,
         )
-        self._subgraphs = SubgraphRunner(
-            run,
-            graph=self._graph.name,
-            run_id=self._run_id,
-            execution=self._execution,
-            settled=self._settled,
-        )
+        self._subgraphs = SubgraphRunner(run, this, settled=self._settled)
 
     def _runs_local(self, definition: ToolDefinition) -> bool:
         """Whether this run runs the tool as a local activity (see :func:`runs_local`)."""
