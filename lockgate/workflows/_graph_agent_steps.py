@@ -38,6 +38,7 @@ from lockgate.workflows._activity_options import (
     execute_defined,
     execute_lockgate,
     failure_cause,
+    failure_message,
     refused_tool_call,
 )
 from lockgate.workflows._authority_context import current_audit, record_once
@@ -132,8 +133,7 @@ def _model_failure(error: ActivityError) -> str:
     cause = failure_cause(error)
     if isinstance(cause, ApplicationError) and cause.type in CALLER_MISTAKES:
         return f"its model request was refused: {cause.message.rstrip('.')} ({cause.type})"
-    message = getattr(cause, "message", None) or str(cause or error)
-    return f"its model request failed after its retries: {message}"
+    return f"its model request failed after its retries: {failure_message(cause)}"
 
 
 class AgentStepRunner:

@@ -98,6 +98,7 @@ from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._accepted_updates import Acceptance, acceptance, believe_update
 from lockgate.workflows._activity_options import (
     execute_defined,
+    failure_message,
     local,
     local_tool_names,
     recorded_local_tools,
@@ -152,13 +153,6 @@ def _refused_payload(problem: PayloadProblem | None) -> Judgement | None:
     if problem is None:
         return None
     return Judgement.refuse(ErrorCode(problem.code), problem.sentence)
-
-
-def _first_sentence_error(error: BaseException) -> str:
-    cause: BaseException | None = error
-    while isinstance(cause, ActivityError) and cause.cause is not None:
-        cause = cause.cause
-    return str(getattr(cause, "message", None) or cause or error)
 
 
 _PARKED = object()
@@ -1049,7 +1043,7 @@ class GraphRun:
         except ActivityError as error:
             verdict = {
                 "ok": False,
-                "reason": f"It could not be checked: {_first_sentence_error(error)}",
+                "reason": f"It could not be checked: {failure_message(error)}",
             }
         if "protocol" in verdict:
             self._protocol = int(verdict["protocol"])
@@ -1097,7 +1091,7 @@ class GraphRun:
             opened = {
                 "fields": None,
                 "code": ErrorCode.INTERNAL_ERROR.value,
-                "reason": f"The start could not be checked: {_first_sentence_error(error)}",
+                "reason": f"The start could not be checked: {failure_message(error)}",
             }
         if self._start_acceptance is not None and "accepted" in opened:
             # The `start` update is believed only now, before anything runs as its signer.
@@ -1244,7 +1238,7 @@ class GraphRun:
             await self._park(node, "refused", why or cause.message, node.needs)
             return
         code = cause.type if isinstance(cause, ApplicationError) else None
-        message = _first_sentence_error(error)
+        message = failure_message(error)
         if code in CALLER_MISTAKES:
             await self._park(node, "failed", f"{message.rstrip('.')} ({code})", ())
         else:
