@@ -30,8 +30,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 import pytest
@@ -207,8 +206,9 @@ class Identities:
         return self._keys[principal]
 
 
-class WorkerFactory(Protocol):
-    """What the `lockgate_worker` fixture returns; annotate the fixture's parameter with it.
+class WorkerFactory:
+    """What the `lockgate_worker` fixture returns: call it for a worker with lockgate's plugin on
+    the test's fresh task queue; annotate the fixture's parameter with it.
 
     Example::
 
@@ -217,7 +217,13 @@ class WorkerFactory(Protocol):
                 ...
     """
 
-    def __call__(
+    def __init__(self, client: Client, task_queue: str) -> None:
+        self._client = client
+        self._task_queue = task_queue
+        self._secret = WorkerSecret.generate("test")
+
+    @contextlib.asynccontextmanager
+    async def __call__(
         self,
         *,
         tools: Iterable[Callable[..., Any]] | ToolRegistry | None = None,
@@ -227,50 +233,38 @@ class WorkerFactory(Protocol):
         models: Mapping[str, Any] | None = None,
         plugin: LockgatePlugin | None = None,
         **worker_options: Any,
-    ) -> AbstractAsyncContextManager[Worker]:
-        """A worker with lockgate's plugin on the test's task queue, to run in ``async with``."""
+    ) -> AsyncIterator[Worker]:
+        """A worker with lockgate's plugin on the test's task queue, to run in ``async with``.
+
+        Keyword arguments: ``tools``, ``graphs``, ``directory``, ``secret``, ``models`` (as for
+        :class:`LockgatePlugin`; without a secret, the one every worker this test starts shares,
+        as a deployment's workers do), or a ready ``plugin``; plus ``workflows``, ``activities``
+        and any other ``Worker`` option.
+        """
+        plugin = plugin or LockgatePlugin(
+            tools,
+            graphs,
+            directory,
+            secret=secret or self._secret,
+            models=models,
+        )
+        worker_options.setdefault("task_queue", self._task_queue)
+        async with Worker(self._client, plugins=[plugin], **worker_options) as worker:
+            yield worker
 
 
 @pytest.fixture
 def lockgate_worker(temporal_client: Client, task_queue: str) -> WorkerFactory:
-    """Starts a worker with lockgate's plugin on this test's fresh task queue.
+    """Starts workers with lockgate's plugin on this test's fresh task queue (see
+    :class:`WorkerFactory` for what it takes).
 
     Example::
 
         async def test_my_tool_runs_as_an_activity(lockgate_worker, temporal_client, task_queue):
             async with lockgate_worker(tools=[my_tool]):
                 result = await ToolClient(temporal_client, task_queue).call("my:tool", {...})
-
-    Keyword arguments: ``tools``, ``graphs``, ``directory``, ``secret``, ``models`` (as for
-    :class:`LockgatePlugin`; without a secret, the one every worker this test starts shares, as
-    a deployment's workers do), or a ready ``plugin``; plus ``workflows``, ``activities`` and
-    any other ``Worker`` option.
     """
-    shared = WorkerSecret.generate("test")
-
-    @contextlib.asynccontextmanager
-    async def start(
-        *,
-        tools: Iterable[Callable[..., Any]] | ToolRegistry | None = None,
-        graphs: Iterable[type] = (),
-        directory: Directory | None = None,
-        secret: WorkerSecret | None = None,
-        models: Mapping[str, Any] | None = None,
-        plugin: LockgatePlugin | None = None,
-        **worker_options: Any,
-    ) -> AsyncIterator[Worker]:
-        plugin = plugin or LockgatePlugin(
-            tools,
-            graphs,
-            directory,
-            secret=secret or shared,
-            models=models,
-        )
-        worker_options.setdefault("task_queue", task_queue)
-        async with Worker(temporal_client, plugins=[plugin], **worker_options) as worker:
-            yield worker
-
-    return start
+    return WorkerFactory(temporal_client, task_queue)
 
 
 # Tool checks -----------------------------------------------------------------------------------

@@ -87,12 +87,5 @@ def open_handover(
         "'handed' is lockgate's own, handed by a parent run to the sub-graph it starts, and "
         f"this one was refused: {problem}."
     )
-    authority.audit.event(
-        "run.handed",
-        accepted=False,
-        actor=None,
-        reason=reason,
-        code=ErrorCode.UNAUTHORIZED.value,
-        run=start.run,
-    )
+    authority.audit.refused("run.handed", ErrorCode.UNAUTHORIZED, reason, run=start.run)
     return start_refused(ErrorCode.UNAUTHORIZED, reason)

@@ -23,7 +23,7 @@ from temporalio import activity
 
 from lockgate.activities._activity_inputs import MODEL_CALL, ModelCallInput
 from lockgate.activities._refusal import Refusal
-from lockgate.activities._sealed_calls import sealed_by_own_run
+from lockgate.activities._sealed_calls import own_run_sealed
 from lockgate.gates._authority import Authority
 from lockgate.graphs._declare_agents import require_pydantic_ai
 from lockgate.tools._tool_result import ErrorCode
@@ -94,18 +94,7 @@ class ModelCalls:
                 ``NOT_FOUND`` for a model this worker was not given; ``VALIDATION_ERROR`` for a
                 history that is not Pydantic AI's messages. Never retried.
         """
-        info = activity.info()
-        if not sealed_by_own_run(self.authority.secret, call):
-            self.authority.audit.event(
-                "model.call",
-                accepted=False,
-                actor=None,
-                reason="no valid seal",
-                code=ErrorCode.UNAUTHORIZED.value,
-                run=info.workflow_id,
-                node=call.node,
-                model=call.model,
-            )
+        if not own_run_sealed(self.authority, call, "model.call", node=call.node, model=call.model):
             raise Refusal(
                 ErrorCode.UNAUTHORIZED.value,
                 "lockgate.model makes the model requests of lockgate's own runs only: this one "

@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from lockgate.gates._authority import Authority
 from lockgate.gates._notifications import GateEvent, Notifications, webhook_request
+from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
     "DELIVER_NOTIFICATION",
@@ -71,12 +72,10 @@ class NotificationActivities:
         if hook is None or not self.authority.sealer.token_matches(
             delivery.seal, "notify", binding
         ):
-            self.authority.audit.event(
+            self.authority.audit.refused(
                 "notify.delivery",
-                accepted=False,
-                actor=None,
-                reason="not sealed by a lockgate worker",
-                code="UNAUTHORIZED",
+                ErrorCode.UNAUTHORIZED,
+                "not sealed by a lockgate worker",
                 hook=delivery.hook,
             )
             raise ApplicationError(
@@ -94,15 +93,15 @@ class NotificationActivities:
             status, problem = 0, str(error)
         else:
             problem = f"it answered {status}"
-        facts = {"hook": hook.name, "run": event.run_id, "gate": event.gate, "what": event.event}
+        facts: dict[str, Any] = {
+            "hook": hook.name,
+            "run": event.run_id,
+            "gate": event.gate,
+            "what": event.event,
+        }
         if not 200 <= status < 300:
-            self.authority.audit.event(
-                "notify.delivery",
-                accepted=False,
-                actor=None,
-                reason=f"attempt {info.attempt}: {problem}",
-                code="UNAVAILABLE",
-                **facts,
+            self.authority.audit.refused(
+                "notify.delivery", "UNAVAILABLE", f"attempt {info.attempt}: {problem}", **facts
             )
             raise ApplicationError(f"Webhook '{hook.name}' was not reached: {problem}.")
         self.authority.audit.event("notify.delivery", accepted=True, actor=None, **facts)

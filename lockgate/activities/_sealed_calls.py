@@ -20,8 +20,10 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadConverter
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
 
+from lockgate.gates._authority import Authority
 from lockgate.identity._canonical import fingerprint
 from lockgate.identity._seals import WorkerSecret
+from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
     "SEAL_HEADER",
@@ -29,6 +31,7 @@ __all__ = [
     "as_data",
     "current_seal",
     "header_text",
+    "own_run_sealed",
     "sealed_by_own_run",
     "tool_activity_binding",
 ]
@@ -86,6 +89,18 @@ def sealed_by_own_run(secret: WorkerSecret | None, call: Any) -> bool:
     verdict = secret is not None and secret.opens(current_seal(), "tool-activity", binding)
     _OPENED.set((call, verdict))
     return verdict
+
+
+def own_run_sealed(authority: Authority, call: Any, event: str, **facts: Any) -> bool:
+    """Whether the activity running now carries its own run's seal on ``call`` (see
+    :func:`sealed_by_own_run`); when it does not, the refusal is audited as ``event``, with the
+    run that scheduled it and ``facts``, before the caller refuses the call in its own words."""
+    if sealed_by_own_run(authority.secret, call):
+        return True
+    authority.audit.refused(
+        event, ErrorCode.UNAUTHORIZED, "no valid seal", run=activity.info().workflow_id, **facts
+    )
+    return False
 
 
 def current_seal() -> str | None:

@@ -42,7 +42,7 @@ from lockgate.activities._activity_inputs import (
 from lockgate.activities._handover import open_handover, seal_problem
 from lockgate.activities._handover import start_refused as _start_refused
 from lockgate.activities._refusal import Refusal
-from lockgate.activities._sealed_calls import sealed_by_own_run
+from lockgate.activities._sealed_calls import own_run_sealed, sealed_by_own_run
 from lockgate.gates._authority import Authority, why_node_refuses
 from lockgate.gates._gates import OpenGate, ParkedNode
 from lockgate.gates._judgements import Judgement, judge_answer, judge_resume
@@ -203,12 +203,11 @@ class ToolActivities:
         if not result.success and result.code in CALLER_MISTAKES:
             if call.node is not None:
                 # The tool call's own record has the arguments; this one says which run parks.
-                self.authority.audit.event(
+                self.authority.audit.refused(
                     "node.run",
-                    accepted=False,
+                    result.code,
+                    result.error.message if result.error else None,
                     actor=actor.to_dict(),
-                    reason=result.error.message if result.error else None,
-                    code=result.code,
                     run=info.workflow_id,
                     node=call.node,
                     tool=name,
@@ -226,30 +225,13 @@ class ToolActivities:
                 "durable call (ToolClient, `lockgate tools call --as YOU`), whose proof names "
                 "its execution."
             )
-            self.authority.audit.event(
-                "tool.proof",
-                accepted=False,
-                actor=None,
-                reason=sentence,
-                code=ErrorCode.UNAUTHORIZED.value,
-                tool=name,
-            )
+            self.authority.audit.refused("tool.proof", ErrorCode.UNAUTHORIZED, sentence, tool=name)
             raise _refusal(ErrorCode.UNAUTHORIZED.value, sentence)
         return Actor.unverified(call.channel)
 
     def _sealed_caller(self, name: str, call: ToolActivityInput) -> Actor:
         """The actor lockgate's workflow vouched for, if the seal on this call opens."""
-        info = activity.info()
-        if not sealed_by_own_run(self.authority.secret, call):
-            self.authority.audit.event(
-                "tool.sealed_call",
-                accepted=False,
-                actor=None,
-                reason="no valid seal",
-                code=ErrorCode.UNAUTHORIZED.value,
-                tool=name,
-                run=info.workflow_id,
-            )
+        if not own_run_sealed(self.authority, call, "tool.sealed_call", tool=name):
             raise _refusal(
                 ErrorCode.UNAUTHORIZED.value,
                 f"'{name}' was scheduled with an actor or a confirmation that lockgate's workers "
@@ -349,14 +331,8 @@ class ToolActivities:
             "reaches the run after the start (its `start` update). Start it again with a "
             "current lockgate client."
         )
-        self.authority.audit.event(
-            "run.start",
-            accepted=False,
-            actor=None,
-            reason=sentence,
-            code=ErrorCode.UNAUTHORIZED.value,
-            graph=start.graph,
-            run=start.run,
+        self.authority.audit.refused(
+            "run.start", ErrorCode.UNAUTHORIZED, sentence, graph=start.graph, run=start.run
         )
         return _start_refused(ErrorCode.UNAUTHORIZED, sentence)
 
@@ -399,13 +375,8 @@ class ToolActivities:
             "'carried' is lockgate's own state, handed from one run to the next by lockgate's "
             f"workers, and this one was refused: {problem}."
         )
-        self.authority.audit.event(
-            "run.carried",
-            accepted=False,
-            actor=None,
-            reason=reason,
-            code=ErrorCode.UNAUTHORIZED.value,
-            run=handed.workflow_id,
+        self.authority.audit.refused(
+            "run.carried", ErrorCode.UNAUTHORIZED, reason, run=handed.workflow_id
         )
         return {"ok": False, "reason": reason}
 

@@ -45,12 +45,10 @@ class WorkflowStartActivities:
                 "there: GraphClient.start_workflow sends it after the start, naming the "
                 "execution (the `lockgate.start` update)."
             )
-            self.authority.audit.event(
+            self.authority.audit.refused(
                 "run.start",
-                accepted=False,
-                actor=None,
-                reason=reason,
-                code=ErrorCode.UNAUTHORIZED.value,
+                ErrorCode.UNAUTHORIZED,
+                reason,
                 graph=start.workflow_type,
                 run=start.run,
             )

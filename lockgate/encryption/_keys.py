@@ -12,8 +12,6 @@ workers, the codec server and the people's clients only; never in the repository
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from lockgate._defaults import PAYLOAD_KEYS_FILE_ENV
 from lockgate._errors import ConfigurationError
 from lockgate.identity._keyrings import Keyring
@@ -58,19 +56,14 @@ class PayloadKeys(Keyring):
         "# encrypted a history you still keep.\n"
     )
 
-    @classmethod
-    def _missing(cls, file: Path) -> str:
-        return (
-            f"No payload keys at {file}: `lockgate payload-keys new --payload-keys {file}` "
-            "makes them; every worker and client of the deployment needs the same file."
-        )
-
-    def _exists(self, file: Path) -> str:
-        return (
-            f"Payload keys already exist at {file}; refusing to overwrite them (histories "
-            "they encrypted could no longer be read). Rotate instead: "
-            "`lockgate payload-keys rotate`."
-        )
+    _missing = (
+        "No payload keys at {file}: `lockgate payload-keys new --payload-keys {file}` makes "
+        "them; every worker and client of the deployment needs the same file."
+    )
+    _exists = (
+        "Payload keys already exist at {file}; refusing to overwrite them (histories they "
+        "encrypted could no longer be read). Rotate instead: `lockgate payload-keys rotate`."
+    )
 
     def key(self, key_id: str) -> bytes | None:
         """The key ``key_id`` names, or None when it is not listed."""

@@ -22,6 +22,7 @@ __all__ = [
     "GateChoice",
     "OpenGate",
     "ParkedNode",
+    "awaiting_view",
 ]
 
 
@@ -168,7 +169,7 @@ class OpenGate:
         """Reads :meth:`to_dict` output (also a memo written before the key was ``run_id``)."""
         return cls(
             graph=str(value["graph"]),
-            run=str(value["run_id"] if "run_id" in value else value["run"]),
+            run=_run_id(value),
             gate=str(value["gate"]),
             ask=str(value["ask"]),
             role=str(value["role"]),
@@ -218,12 +219,39 @@ class ParkedNode:
         """Reads :meth:`to_dict` output (also one written before the key was ``run_id``)."""
         return cls(
             graph=str(value["graph"]),
-            run=str(value["run_id"] if "run_id" in value else value["run"]),
+            run=_run_id(value),
             node=str(value["node"]),
             operation=str(value["operation"]),
             needs=tuple(str(need) for need in value.get("needs") or ()),
             parking=int(value.get("parking") or 1),
         )
+
+
+def awaiting_view(
+    *,
+    graph: str,
+    run_id: str,
+    execution: str,
+    status: str,
+    gate: dict[str, Any] | None,
+    parked: ParkedNode | None = None,
+) -> dict[str, Any]:
+    """What a run answers its ``awaiting`` query with: the gate (as its approver is shown it)
+    or the park a signer binds an answer or a resume to, with the execution a proof names."""
+    return {
+        "graph": graph,
+        "run_id": run_id,
+        "execution": execution,
+        "status": status,
+        "gate": gate,
+        "parked": parked.to_dict() if parked is not None else None,
+    }
+
+
+def _run_id(value: Mapping[str, Any]) -> str:
+    """The run a gate or park record names: ``run_id``, or ``run`` in a record written before
+    the key was renamed (memos and histories keep those)."""
+    return str(value["run_id"] if "run_id" in value else value["run"])
 
 
 def _text(value: object) -> str | None:

@@ -212,16 +212,15 @@ def judge_start_inputs(
         what: How a refusal calls them (``inputs``, ``arguments``).
     """
     actor = Actor.of_proof(proof)
-    unnamed = _unnameable(inputs, f"The {what} of run '{run}'")
-    if unnamed is not None:
-        return dataclasses.replace(unnamed, actor=actor)
-    if not _names_digest(proof.authorizes.get("inputs"), inputs):
-        return _unauthorized(
-            f"The proof starts run '{run}' with other {what} than the ones it was started with: "
-            "a start proof names exactly what it starts.",
-            actor,
-        )
-    return Judgement(True, actor=actor)
+    refused = _not_named(
+        proof.authorizes.get("inputs"),
+        inputs,
+        actor,
+        whose=f"The {what} of run '{run}'",
+        differs=f"The proof starts run '{run}' with other {what} than the ones it was started "
+        "with: a start proof names exactly what it starts.",
+    )
+    return refused or Judgement(True, actor=actor)
 
 
 def judge_call(
@@ -256,16 +255,15 @@ def judge_call(
             f"The proof calls '{act.get('tool')}', and call '{request}' is a call of '{tool}'.",
             actor,
         )
-    unnamed = _unnameable(arguments, f"The arguments of '{tool}'")
-    if unnamed is not None:
-        return dataclasses.replace(unnamed, actor=actor)
-    if not _names_digest(act.get("arguments"), arguments):
-        return _unauthorized(
-            f"The proof calls '{tool}' with other arguments than call '{request}' was made with: "
-            "a request id names one call, with the arguments it was first made with.",
-            actor,
-        )
-    return Judgement(True, actor=actor)
+    refused = _not_named(
+        act.get("arguments"),
+        arguments,
+        actor,
+        whose=f"The arguments of '{tool}'",
+        differs=f"The proof calls '{tool}' with other arguments than call '{request}' was made "
+        "with: a request id names one call, with the arguments it was first made with.",
+    )
+    return refused or Judgement(True, actor=actor)
 
 
 def _proof_for(
@@ -282,27 +280,25 @@ def _unauthorized(sentence: str, actor: Actor) -> Judgement:
     return Judgement.refuse(ErrorCode.UNAUTHORIZED, sentence, actor=actor)
 
 
-def _names_digest(signed: object, values: Mapping[str, Any]) -> bool:
-    """Whether ``signed`` is the digest of ``values`` (never, for values no proof can name)."""
+def _not_named(
+    signed: object, values: Mapping[str, Any], actor: Actor, *, whose: str, differs: str
+) -> Judgement | None:
+    """Why a proof signed by ``actor`` does not name exactly ``values`` by the digest it signed
+    (``signed``): a ``VALIDATION_ERROR`` for values canonical JSON refuses (NaN, infinity, an
+    unpaired surrogate), which no proof can name (``whose`` says whose they are), else
+    ``UNAUTHORIZED`` saying ``differs`` for a digest of other values; None when it names them."""
     try:
-        return isinstance(signed, str) and signed == digest(dict(values))
+        named = digest(dict(values))
     except (TypeError, ValueError):
-        return False
-
-
-def _unnameable(values: Mapping[str, Any], what: str) -> Judgement | None:
-    """A ``VALIDATION_ERROR`` for values canonical JSON refuses (NaN, infinity, an unpaired
-    surrogate), which no proof can name; None for any others."""
-    try:
-        digest(dict(values))
-        return None
-    except (TypeError, ValueError):
-        pass
-    return Judgement.refuse(
-        ErrorCode.VALIDATION_ERROR,
-        f"{what} are not JSON data a proof can name (NaN, infinity or an unpaired surrogate); "
-        "send plain JSON.",
-    )
+        return Judgement.refuse(
+            ErrorCode.VALIDATION_ERROR,
+            f"{whose} are not JSON data a proof can name (NaN, infinity or an unpaired "
+            "surrogate); send plain JSON.",
+            actor=actor,
+        )
+    if signed != named:
+        return _unauthorized(differs, actor)
+    return None
 
 
 def judge_answer(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import enum
 import importlib
-import re
 import typing
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -17,13 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from lockgate.graphs._compile_agents import compile_agent
-from lockgate.graphs._compile_asks import (
-    ask_deadline,
-    ask_evidence,
-    ask_policy,
-    ask_waiver,
-    check_deadline_takes,
-)
+from lockgate.graphs._compile_asks import check_deadline_takes, compile_ask
 from lockgate.graphs._compile_shape import check_every_case_routed, check_no_ungated_cycle
 from lockgate.graphs._compile_subgraphs import check_outcomes_routed, compile_subgraph
 from lockgate.graphs._compiled import (
@@ -32,6 +25,7 @@ from lockgate.graphs._compiled import (
     CompiledGraph,
     CompiledNode,
     Transition,
+    case_code,
 )
 from lockgate.graphs._declare import (
     Appends,
@@ -52,18 +46,10 @@ from lockgate.tools._tool import ToolDefinition, definition_of, is_tool
 __all__ = ["compile_graph"]
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
 def _label(item: object) -> str:
     if isinstance(item, type):
         return item.__name__
     return str(getattr(item, "__qualname__", item))
-
-
-def _case_code(case: enum.Enum) -> str:
-    return str(case.value)
 
 
 class _Compiler:
@@ -339,7 +325,7 @@ class _Compiler:
                     "one enum."
                 )
             route_enums[origin] = enum_type
-            code = _case_code(case)
+            code = case_code(case)
             if isinstance(route.to, EndOfRun):
                 if route.at_most is not None or route.then_ask is not None:
                     raise self.fail(
@@ -432,21 +418,9 @@ class _Compiler:
             raise self.fail(
                 f": Ask({options.__name__}) names no role (of=...): say who answers it."
             )
-        state = _snake(options.__name__)
-        self._not_the_end(state, f"Ask({options.__name__})")
-        evidence, evidence_into = ask_evidence(self.where, ask, self.model.model_fields)
-        self.asks[options] = CompiledAsk(
-            state=state,
-            options_enum=options,
-            role=ask.of,
-            because=ask.because,
-            options=tuple(_case_code(case) for case in options),
-            policy=ask_policy(self.where, ask),
-            evidence=evidence,
-            evidence_into=evidence_into,
-            waivable_by=ask_waiver(self.where, ask),
-            deadline=ask_deadline(self.where, ask),
-        )
+        compiled = compile_ask(self.where, ask, self.model.model_fields)
+        self._not_the_end(compiled.state, f"Ask({options.__name__})")
+        self.asks[options] = compiled
 
     def target(self, candidate: object, role: str) -> str:
         if isinstance(candidate, type) and issubclass(candidate, enum.Enum):

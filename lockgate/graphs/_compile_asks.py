@@ -1,5 +1,6 @@
-"""Compiling what a gate declares beyond its options: its approval policy; and checking, at a
-worker's start, that its Directory can staff the gates.
+"""Compiling what a gate declares (its options, role, approval policy, evidence, waiver and
+deadline), for a graph and for a workflow of your own alike; and checking, at a worker's start,
+that its Directory can staff the gates.
 
 Each refusal is a :class:`GraphDeclarationError` naming the graph, the gate and what to declare.
 """
@@ -7,6 +8,7 @@ Each refusal is a :class:`GraphDeclarationError` naming the graph, the gate and 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 from datetime import timedelta
 
@@ -14,18 +16,21 @@ from pydantic import BaseModel
 
 from lockgate.gates._approval_policies import CompiledApprovalPolicy, GateDeadline
 from lockgate.gates._authority import needed_phrase
-from lockgate.graphs._compiled import CompiledAsk, CompiledGraph, CompiledNode, Transition
+from lockgate.graphs._compiled import (
+    CompiledAsk,
+    CompiledGraph,
+    CompiledNode,
+    Transition,
+    case_code,
+)
 from lockgate.graphs._declare import ApprovalPolicy, Ask, Deadline, GraphDeclarationError
 from lockgate.identity._directory import Directory
 from lockgate.tools._configuration import check_flag
 
 __all__ = [
-    "ask_deadline",
-    "ask_evidence",
-    "ask_policy",
-    "ask_waiver",
     "check_deadline_takes",
     "check_staffing",
+    "compile_ask",
 ]
 
 
@@ -33,7 +38,33 @@ def _fail(graph: str, sentence: str) -> GraphDeclarationError:
     return GraphDeclarationError(f"{graph}{sentence}")
 
 
-def ask_policy(graph: str, ask: Ask) -> CompiledApprovalPolicy:
+def compile_ask(graph: str, ask: Ask, fields: Mapping[str, object]) -> CompiledAsk:
+    """The gate ``ask`` declares, compiled: its state (its options enum's name in snake case),
+    role, reason and options, and its approval policy, evidence, waiver and deadline, each
+    refused as declared wrong.
+
+    Args:
+        graph: ``Graph <class name>`` (or ``Workflow <type>``), which every refusal starts with.
+        ask: The declared gate, whose options are an enum.
+        fields: The fields evidence may be written to (a workflow of your own has none).
+    """
+    options = ask.options
+    evidence, evidence_into = _ask_evidence(graph, ask, fields)
+    return CompiledAsk(
+        state=re.sub(r"(?<!^)(?=[A-Z])", "_", options.__name__).lower(),
+        options_enum=options,
+        role=ask.of,
+        because=ask.because,
+        options=tuple(case_code(case) for case in options),
+        policy=_ask_policy(graph, ask),
+        evidence=evidence,
+        evidence_into=evidence_into,
+        waivable_by=_ask_waiver(graph, ask),
+        deadline=_ask_deadline(graph, ask),
+    )
+
+
+def _ask_policy(graph: str, ask: Ask) -> CompiledApprovalPolicy:
     """The gate's approval policy, refused where it could never decide or says nothing.
 
     Args:
@@ -93,7 +124,7 @@ def ask_policy(graph: str, ask: Ask) -> CompiledApprovalPolicy:
     )
 
 
-def ask_evidence(
+def _ask_evidence(
     graph: str, ask: Ask, fields: Mapping[str, object]
 ) -> tuple[dict[str, type[BaseModel]], str | None]:
     """The evidence model of each option that needs one, and the field it is written to;
@@ -146,7 +177,7 @@ def _evidence_model(graph: str, where: str, model: object) -> type[BaseModel]:
     return model
 
 
-def ask_waiver(graph: str, ask: Ask) -> str | None:
+def _ask_waiver(graph: str, ask: Ask) -> str | None:
     """The role that may waive the gate, refused where it names nobody or the approvers' own."""
     role = ask.waivable_by
     if role is None:
@@ -165,7 +196,7 @@ def ask_waiver(graph: str, ask: Ask) -> str | None:
     return role
 
 
-def ask_deadline(graph: str, ask: Ask) -> GateDeadline | None:
+def _ask_deadline(graph: str, ask: Ask) -> GateDeadline | None:
     """How long the gate waits and what then happens; refused where it is not a wait, says
     both or neither of what happens, takes an option that does not exist, or escalates to the
     role that already answers."""

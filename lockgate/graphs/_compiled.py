@@ -7,13 +7,16 @@ and the registry only read them.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
 from lockgate.gates._approval_policies import SINGLE_POLICY, CompiledApprovalPolicy, GateDeadline
+from lockgate.gates._evidence import evidence_shown
+from lockgate.gates._gates import GateChoice, OpenGate
+from lockgate.identity._bindings import gate_subject
 from lockgate.identity._canonical import to_jsonable
 from lockgate.tools._tool import ToolDefinition
 
@@ -24,12 +27,19 @@ __all__ = [
     "CompiledGraph",
     "CompiledNode",
     "Transition",
+    "case_code",
 ]
 
 
 END_STATE = "__end__"
 """The state of a run that has ended, and where a route declared ``to=END`` leads (no node or
 gate compiles to it)."""
+
+
+def case_code(case: enum.Enum) -> str:
+    """What a compiled graph calls a case of an enum (a route, a gate's option): its value, as
+    text."""
+    return str(case.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +135,45 @@ class CompiledAsk:
     """The role whose holder may waive the gate, with a reason; None: it is not waivable."""
     deadline: GateDeadline | None = None
     """How long the gate waits, and what then happens."""
+
+    def opening(
+        self,
+        number: int,
+        *,
+        graph: str,
+        run: str,
+        execution: str,
+        requester: str,
+        choices: Sequence[GateChoice],
+        target: Mapping[str, Any] | None,
+        makers: Iterable[str],
+        parent: Mapping[str, Any] | None = None,
+    ) -> OpenGate:
+        """This gate at its ``number``-th opening in run ``run``, as declared (the gate engine's
+        ``opened`` then opens it).
+
+        Its key is ``state#number``: a proof answers one opening only. Its subject is the digest
+        of what it shows (its ``target`` field and its ``choices``) that a proof names; each
+        option's evidence model is shown by its fields.
+        """
+        return OpenGate(
+            graph=graph,
+            run=run,
+            gate=f"{self.state}#{number}",
+            ask=self.state,
+            role=self.role,
+            because=self.because,
+            requester=requester,
+            choices=tuple(choices),
+            execution=execution,
+            subject=gate_subject(target, [choice.to_dict() for choice in choices]),
+            makers=tuple(makers),
+            policy=self.policy,
+            evidence={option: evidence_shown(model) for option, model in self.evidence.items()},
+            waivable_by=self.waivable_by,
+            deadline=self.deadline,
+            parent=parent,
+        )
 
 
 @dataclass(frozen=True, slots=True)

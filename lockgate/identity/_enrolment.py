@@ -25,7 +25,6 @@ import datetime
 import hashlib
 import hmac
 import re
-from pathlib import Path
 
 from lockgate._defaults import ENROLMENT_SECRET_FILE_ENV
 from lockgate._errors import ConfigurationError
@@ -69,12 +68,10 @@ class EnrolmentSecret(Keyring):
         "# Never commit it. The first key makes codes; every key listed still checks them.\n"
     )
 
-    @classmethod
-    def _missing(cls, file: Path) -> str:
-        return (
-            f"No enrolment secret at {file}: `lockgate keys enrol NAME` makes one the first "
-            "time it issues a code; the inbox needs the same file."
-        )
+    _missing = (
+        "No enrolment secret at {file}: `lockgate keys enrol NAME` makes one the first time it "
+        "issues a code; the inbox needs the same file."
+    )
 
     def code(self, principal: str, expires_at: int) -> str:
         """The code that lets ``principal`` register a passkey until ``expires_at`` (unix)."""

@@ -66,6 +66,10 @@ class Keyring:
     """What the whole file is called."""
     _header: ClassVar[str] = ""
     """The comment written above the keys."""
+    _missing: ClassVar[str] = "No {name} at {file}: {maker} makes it."
+    """The refusal for a file that is not there: how to make it (``{file}`` is its path)."""
+    _exists: ClassVar[str] = "{Name} already exist at {file}; refusing to overwrite them."
+    """The refusal for writing over a file that is there: why not, and what instead."""
 
     def __init__(self, keys: Iterable[tuple[str, bytes]]) -> None:
         """Makes a keyring.
@@ -131,9 +135,11 @@ class Keyring:
             raise cls._error(f"{source}: {error}") from None
 
     @classmethod
-    def _missing(cls, file: Path) -> str:
-        """The refusal for a file that is not there: how to make it."""
-        return f"No {cls._name} at {file}: {cls._maker} makes it."
+    def _words(cls, refusal: str, file: Path) -> str:
+        """One of this keyring's refusals about ``file``, in its own words."""
+        return refusal.format(
+            file=file, name=cls._name, Name=cls._name.capitalize(), maker=cls._maker
+        )
 
     @classmethod
     def load(cls: type[_K], path: str | os.PathLike[str]) -> _K:
@@ -146,7 +152,7 @@ class Keyring:
         try:
             text = file.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise cls._error(cls._missing(file)) from None
+            raise cls._error(cls._words(cls._missing, file)) from None
         except (OSError, UnicodeDecodeError) as error:
             raise cls._error(f"Cannot read the {cls._name} {file}: {error}.") from None
         return cls.parse(text, str(file))
@@ -175,10 +181,6 @@ class Keyring:
             for key_id, key in self._keys.items()
         )
 
-    def _exists(self, file: Path) -> str:
-        """The refusal for writing over a file that is there: why not, and what instead."""
-        return f"{self._name.capitalize()} already exist at {file}; refusing to overwrite them."
-
     def write(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Writes :meth:`to_text` to ``path``, readable by its owner only (mode 0o600).
 
@@ -195,7 +197,7 @@ class Keyring:
                 handle.write(self._header + self.to_text())
             os.chmod(file, 0o600)
         except FileExistsError:
-            raise self._error(self._exists(file)) from None
+            raise self._error(self._words(self._exists, file)) from None
         except OSError as error:
             raise self._error(f"Cannot write the {self._name} to {file}: {error}.") from None
         return file

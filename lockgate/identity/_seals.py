@@ -29,7 +29,6 @@ import hashlib
 import hmac
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from lockgate._defaults import WORKER_SECRET_FILE_ENV
@@ -72,18 +71,14 @@ class WorkerSecret(Keyring):
         "# Never commit it. The first key seals; every key listed still opens.\n"
     )
 
-    @classmethod
-    def _missing(cls, file: Path) -> str:
-        return (
-            f"No worker secret at {file}: `lockgate secret new --secret-file {file}` makes "
-            "one; every worker of the deployment needs the same file."
-        )
-
-    def _exists(self, file: Path) -> str:
-        return (
-            f"A worker secret already exists at {file}; refusing to overwrite it (runs "
-            "sealed with it would be refused). Rotate it instead: `lockgate secret rotate`."
-        )
+    _missing = (
+        "No worker secret at {file}: `lockgate secret new --secret-file {file}` makes one; "
+        "every worker of the deployment needs the same file."
+    )
+    _exists = (
+        "A worker secret already exists at {file}; refusing to overwrite it (runs sealed with "
+        "it would be refused). Rotate it instead: `lockgate secret rotate`."
+    )
 
     def retired(self, key_id: str) -> WorkerSecret:
         """This secret without ``key_id`` (which must not be the current key)."""

@@ -10,7 +10,7 @@ from typing import Any
 from lockgate.identity._canonical import to_jsonable
 from lockgate.tools._audit_sinks import AuditSink
 from lockgate.tools._context import ToolContext
-from lockgate.tools._tool_result import ToolResult
+from lockgate.tools._tool_result import ErrorCode, ToolResult
 
 __all__ = ["AUDIT_LOGGER_NAME", "DEFAULT_SENSITIVE_NAMES", "REDACTED", "AuditLogger", "redact"]
 
@@ -213,6 +213,32 @@ class AuditLogger:
             where,
             f" | {code}: {reason}" if reason else "",
             extra={"lockgate_audit": record},
+        )
+
+    def refused(
+        self,
+        event: str,
+        code: ErrorCode | str | None,
+        reason: str | None,
+        *,
+        actor: Mapping[str, Any] | None = None,
+        **facts: Any,
+    ) -> None:
+        """Records a refusal that is not a tool call (an :meth:`event` not let through): its
+        code and sentence, who asked (by default nobody, for what no verified actor sent), and
+        where it happened.
+
+        Example::
+
+            audit.refused("run.carried", ErrorCode.UNAUTHORIZED, sentence, run=workflow_id)
+        """
+        self.event(
+            event,
+            accepted=False,
+            actor=actor,
+            reason=reason,
+            code=code.value if isinstance(code, ErrorCode) else code,
+            **facts,
         )
 
     def _to_sinks(self, record: Mapping[str, Any], accepted: bool) -> None:

@@ -30,7 +30,7 @@ from lockgate.tools._confirm import ConfirmationStore, action_summary
 from lockgate.tools._context import ToolContext, local_shell_context
 from lockgate.tools._events import ExecutedEvent, ExecutingEvent, FailedEvent, ToolFailure
 from lockgate.tools._ratelimit import MUTATING_COST, RateDecision, RateLimiter, rate_key
-from lockgate.tools._schema_tool import schema_definition
+from lockgate.tools._schema_tool import arguments_schema, schema_validator
 from lockgate.tools._tool import (
     ArgumentsInvalid,
     ToolDeclarationError,
@@ -169,18 +169,23 @@ class ToolRegistry:
         ``handler(arguments, ctx)`` receives the validated arguments as one dict. The options are
         :func:`tool`'s (``local=True`` included).
         """
-        definition = schema_definition(
-            name,
-            description,
-            schema,
-            handler,
-            scopes=scopes,
+        input_schema = arguments_schema(name, schema)
+        definition = ToolDefinition(
+            name=name,
+            description=description,
+            handler=handler,
+            input_schema=input_schema,
+            scopes=frozenset(scopes),
             mutating=mutating,
             confirm=confirm,
-            timeout=timeout,
-            sensitive=sensitive,
+            timeout=float(timeout),
+            sensitive=frozenset(sensitive),
             open_world=open_world,
             local=local,
+            parameters=tuple(input_schema["properties"]),
+            is_async=inspect.iscoroutinefunction(handler),
+            raw_schema=True,
+            _validator=schema_validator(name, input_schema),
         )
         self.register(definition)
         return definition

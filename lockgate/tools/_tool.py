@@ -27,8 +27,10 @@ __all__ = [
     "ToolDeclarationError",
     "ToolDefinition",
     "definition_of",
+    "invalid_arguments_sentence",
     "is_tool",
     "local_refusal",
+    "schema_problems",
     "tool",
     "tool_methods",
 ]
@@ -587,16 +589,9 @@ def _object_validator(
     def validate(validated: dict[str, Any]) -> dict[str, Any]:
         for name, object_validator in object_validators.items():
             if name in validated:
-                problems = [
-                    f"'{name}.{'.'.join(str(p) for p in problem.absolute_path)}': {problem.message}"
-                    if problem.absolute_path
-                    else f"'{name}': {problem.message}"
-                    for problem in object_validator.iter_errors(validated[name])
-                ]
+                problems = schema_problems(object_validator, validated[name], within=name)
                 if problems:
-                    raise ArgumentsInvalid(
-                        f"Invalid arguments for '{tool_name}': {'; '.join(problems)}."
-                    )
+                    raise ArgumentsInvalid(invalid_arguments_sentence(tool_name, problems))
         return validated
 
     return validate
@@ -620,4 +615,22 @@ def validation_error_sentence(
             if len(shown) > 60:
                 shown = shown[:57] + "..."
             problems.append(f"'{location}': {detail['msg'].rstrip('.')} (got {shown})")
+    return invalid_arguments_sentence(tool_name, problems)
+
+
+def schema_problems(
+    validator: jsonschema.Draft202012Validator, value: object, *, within: str | None = None
+) -> list[str]:
+    """Each way ``value`` breaks ``validator``'s JSON Schema, as ``'where': what`` (``where``
+    starting at argument ``within``; a problem of the whole of a tool's arguments is only
+    ``what``)."""
+    problems: list[str] = []
+    for problem in validator.iter_errors(value):
+        where = [*([within] if within is not None else []), *map(str, problem.absolute_path)]
+        problems.append(f"'{'.'.join(where)}': {problem.message}" if where else problem.message)
+    return problems
+
+
+def invalid_arguments_sentence(tool_name: str, problems: Sequence[str]) -> str:
+    """The sentence refusing a call of ``tool_name`` whose arguments have these ``problems``."""
     return f"Invalid arguments for '{tool_name}': {'; '.join(problems)}."

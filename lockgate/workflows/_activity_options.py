@@ -25,6 +25,8 @@ __all__ = [
     "execute_defined",
     "execute_lockgate",
     "execute_tool",
+    "failure_cause",
+    "failure_message",
     "local",
     "local_tool_names",
     "local_tool_patch",
@@ -259,12 +261,18 @@ async def execute_lockgate(
     return opened_result(activity, activity_id, recorded, result_type)
 
 
-def failure_cause(error: ActivityError) -> BaseException | None:
+def failure_cause(error: BaseException) -> BaseException:
     """What made an activity fail, under the activity errors that wrap it."""
-    cause: BaseException | None = error
+    cause = error
     while isinstance(cause, ActivityError) and cause.cause is not None:
         cause = cause.cause
     return cause
+
+
+def failure_message(error: BaseException) -> str:
+    """What made an activity fail (:func:`failure_cause`), in its own words."""
+    cause = failure_cause(error)
+    return str(getattr(cause, "message", None) or cause)
 
 
 def refused_tool_call(error: ActivityError, *, tool: str | None = None) -> ToolResult:
@@ -280,5 +288,5 @@ def refused_tool_call(error: ActivityError, *, tool: str | None = None) -> ToolR
     failed = f"'{tool}'" if tool else "The tool"
     return ToolResult.failed(
         ErrorCode.INTERNAL_ERROR,
-        f"{failed} failed after its retries: {getattr(cause, 'message', None) or cause}",
+        f"{failed} failed after its retries: {failure_message(cause)}",
     )

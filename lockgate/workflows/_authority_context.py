@@ -153,14 +153,16 @@ def current_own_start() -> OwnStart | None:
 
 def current_audit() -> AuditLogger | None:
     """The audit log of the worker running this workflow, for what the run itself records (a
-    gate opened, a node parked); None outside a workflow run. Never consulted for a decision:
-    it is where records go, not something a run reads."""
+    gate opened, a node parked) and what its update handlers take (an answer, a resume); None
+    outside a workflow run. Never consulted for a decision: it is where records go, not
+    something a run reads."""
     return _AUDIT.get()
 
 
 def record_once(event: str, actor: Actor, graph: str, run: str, **facts: Any) -> None:
-    """An audit record of what a run itself did (a gate opened, a node parked), by ``actor``,
-    written the first time only, never again when the run is replayed."""
+    """An audit record of what a run itself did (a gate opened, a node parked) or took (an
+    answer, a resume, a cancel), by ``actor``, written the first time only, never again when the
+    run is replayed (its update handlers run again then too)."""
     if workflow.unsafe.is_replaying():
         return
     audit = current_audit()
@@ -246,10 +248,13 @@ class _AuthorityInbound(WorkflowInboundInterceptor):
         accepted_here = input.id in self._validated
         self._validated.discard(input.id)
         token = _CURRENT.set(self.authority)
+        # A handler's task is not the run's: it records what it takes in the same audit log.
+        audit_token = _AUDIT.set(self.authority.audit)
         using_history_seals(self.seals, accepted_here=accepted_here)
         try:
             return await self.next.handle_update_handler(input)
         finally:
+            _AUDIT.reset(audit_token)
             _CURRENT.reset(token)
 
     async def handle_query(self, input: HandleQueryInput) -> Any:

@@ -1,4 +1,5 @@
-"""A graph run's state, as one versioned type: what it is, and what it hands its next run.
+"""A graph run's state, as one versioned type: what it is, and what it hands its next run; and
+which run it is (:class:`ThisRun`), which it never hands on.
 
 Everything a run is (fields, trail, budgets, an open gate, who asked and who drove, the proofs
 it spent, the makers of its work) crosses into the next run's start input. The input is anyone's
@@ -14,11 +15,18 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from lockgate._errors import LockgateError
-from lockgate.contracts import TrailRow
+from lockgate.contracts import RunRef, TrailRow
 from lockgate.gates._gates import OpenGate
+from lockgate.graphs._compiled import CompiledGraph
 from lockgate.identity._actors import Actor
 
-__all__ = ["CARRIED_VERSION", "CarriedStateError", "RunState", "written_fields"]
+__all__ = [
+    "CARRIED_VERSION",
+    "CarriedStateError",
+    "RunState",
+    "ThisRun",
+    "written_fields",
+]
 
 CARRIED_VERSION = 2
 """The version of :class:`RunState` this lockgate writes and reads."""
@@ -34,6 +42,22 @@ def written_fields(record: Mapping[str, Any]) -> Any:
     Runs recorded before 0.1.0 called them ``channels``; their histories still replay.
     """
     return record["fields"] if "fields" in record else record.get("channels")
+
+
+@dataclass(frozen=True, slots=True)
+class ThisRun:
+    """Which graph run the parts of a run work for: the compiled graph it follows, its workflow
+    id, and its execution (its first run id, which a proof names). Never carried: each history
+    of the run knows it from its start.
+    """
+
+    graph: CompiledGraph
+    run_id: str
+    execution: str
+
+    def ref(self) -> RunRef:
+        """The run as another run names it (a sub-graph, its ``parent``)."""
+        return {"graph": self.graph.name, "run_id": self.run_id, "execution": self.execution}
 
 
 @dataclass

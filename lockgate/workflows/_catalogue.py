@@ -27,6 +27,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from lockgate._errors import SetupError
+from lockgate.workflows._generated import GeneratedClass
 
 __all__ = [
     "CATALOGUE_QUERY",
@@ -61,26 +62,22 @@ def catalogue_workflow(tools_and_graphs: Callable[[], dict[str, Any]]) -> type:
     history, so what it answers may change as the worker does. The query is named
     :data:`CATALOGUE_QUERY` on the server, as it always was: clients of every release send it.
     """
-    class_name = "Catalogue"
+    made = GeneratedClass("Catalogue", module=__name__)
 
+    @workflow.run
+    @made.method
     async def run(self: Any) -> None:
         return None
 
+    @workflow.query(name=CATALOGUE_QUERY)
+    @made.method
     def served(self: Any) -> dict[str, Any]:
         return tools_and_graphs()
 
-    for function in (run, served):
-        function.__module__ = __name__
-        function.__qualname__ = f"{class_name}.{function.__name__}"
-    namespace = {
-        "__module__": __name__,
-        "__qualname__": class_name,
-        "__doc__": "What the workers of this task queue serve, answered by a query.",
-        "run": workflow.run(run),
-        "served": workflow.query(name=CATALOGUE_QUERY)(served),
-    }
+    doc = "What the workers of this task queue serve, answered by a query."
+    namespace = {"__doc__": doc, "run": run, "served": served}
     defined: type = workflow.defn(name=CATALOGUE_WORKFLOW, sandboxed=False)(
-        type(class_name, (), namespace)
+        made.make((), namespace)
     )
     return defined
 

@@ -28,12 +28,11 @@ def refuse_update(
     """Refuses an update in its validator: audits the refusal as ``event`` with ``facts``
     (validators never replay, so exactly once), then raises it, never written to history."""
     if audit is not None:
-        audit.event(
+        audit.refused(
             event,
-            accepted=False,
+            judgement.code,
+            judgement.reason,
             actor=judgement.actor.to_dict() if judgement.actor else None,
-            reason=judgement.reason,
-            code=judgement.code,
             **facts,
         )
     raise Refusal(

@@ -38,10 +38,11 @@ from lockgate.workflows._activity_options import (
     execute_defined,
     execute_lockgate,
     failure_cause,
+    failure_message,
     refused_tool_call,
 )
 from lockgate.workflows._authority_context import current_audit, record_once
-from lockgate.workflows._carry import RunState
+from lockgate.workflows._carry import RunState, ThisRun
 
 __all__ = [
     "MAX_CONVERSATION_BYTES",
@@ -132,8 +133,7 @@ def _model_failure(error: ActivityError) -> str:
     cause = failure_cause(error)
     if isinstance(cause, ApplicationError) and cause.type in CALLER_MISTAKES:
         return f"its model request was refused: {cause.message.rstrip('.')} ({cause.type})"
-    message = getattr(cause, "message", None) or str(cause or error)
-    return f"its model request failed after its retries: {message}"
+    return f"its model request failed after its retries: {failure_message(cause)}"
 
 
 class AgentStepRunner:
@@ -145,9 +145,8 @@ class AgentStepRunner:
 
     Args:
         run: The run's state.
-        graph: The graph's name, as audit records name it.
-        run_id: The run's workflow id.
-        execution: The run's execution (its first run id), in each tool call's idempotency key.
+        this: Which run it is (its graph's name, as audit records name it; its workflow id and
+            execution, in each tool call's idempotency key).
         runs_local: Whether this run runs a tool as a local activity.
         continue_as_new_if_due: Moves the run to a new history when the server suggests it
             (a step goes on there from where it was).
@@ -156,17 +155,13 @@ class AgentStepRunner:
     def __init__(
         self,
         run: RunState,
+        this: ThisRun,
         *,
-        graph: str,
-        run_id: str,
-        execution: str,
         runs_local: Callable[[ToolDefinition], bool],
         continue_as_new_if_due: Callable[[], Awaitable[None]],
     ) -> None:
         self._run = run
-        self._graph = graph
-        self._run_id = run_id
-        self._execution = execution
+        self._this = this
         self._runs_local = runs_local
         self._continue_as_new_if_due = continue_as_new_if_due
 
@@ -324,8 +319,8 @@ class AgentStepRunner:
             call = ToolActivityInput(
                 arguments=arguments,
                 actor=self._run.driver.to_dict(),
-                request_id=f"{self._run_id}:{step}",
-                idempotency_key=f"{self._run_id}/{self._execution}:{step}",
+                request_id=f"{self._this.run_id}:{step}",
+                idempotency_key=f"{self._this.run_id}/{self._this.execution}:{step}",
                 # The model asked, and a model cannot consent: a tool that needs confirmation
                 # on the driver's channel is refused back to it.
                 confirmed=False,
@@ -413,14 +408,13 @@ class AgentStepRunner:
         audit = current_audit()
         if audit is None or workflow.unsafe.is_replaying():
             return
-        audit.event(
+        audit.refused(
             "agent.tool_call",
-            accepted=False,
+            code,
+            message,
             actor=self._run.driver.to_dict(),
-            reason=message,
-            code=code,
-            graph=self._graph,
-            run=self._run_id,
+            graph=self._this.graph.name,
+            run=self._this.run_id,
             node=node.state,
             tool=shorten(operation, _NAME_SHOWN),
         )
@@ -445,8 +439,8 @@ class AgentStepRunner:
         record_once(
             "node.budget_spent",
             self._run.driver,
-            self._graph,
-            self._run_id,
+            self._this.graph.name,
+            self._this.run_id,
             node=node.state,
             operation=node.tool,
             gate=agent.then_ask,

@@ -16,7 +16,6 @@ from datetime import datetime
 from pydantic import BaseModel
 from temporalio import workflow
 
-from lockgate.gates._evidence import evidence_shown
 from lockgate.gates._gate_engine import (
     DEADLINE_ACTOR,
     GivenAnswer,
@@ -27,10 +26,9 @@ from lockgate.gates._gate_engine import (
     opened,
 )
 from lockgate.gates._gates import ENDS_RUN, GateChoice, OpenGate
-from lockgate.graphs._compiled import END_STATE, CompiledGraph
-from lockgate.identity._bindings import gate_subject
+from lockgate.graphs._compiled import END_STATE
 from lockgate.workflows._authority_context import record_once
-from lockgate.workflows._carry import RunState
+from lockgate.workflows._carry import RunState, ThisRun
 from lockgate.workflows._graph_visibility import RunStanding, RunVisibility
 
 __all__ = ["GateKeeper"]
@@ -44,9 +42,8 @@ class GateKeeper:
     Args:
         run: The run's state (its open gate, trail, fields, driver, makers).
         standing: Where the run stands (it waits while a gate is open).
-        graph: The run's compiled graph (its asks and routes).
-        run_id: The run's workflow id, as its gates name it.
-        execution: The run's execution (its first run id), as its gates name it.
+        this: Which run it is (its graph's asks and routes; its workflow id and execution, as
+            its gates name them).
         visibility: What the run shows of its gates.
         settled: Counts one settling of the run (a gate opened, an answer counted).
         wait: One turn of the run's waiting, until an answer is given, the deadline passes,
@@ -57,19 +54,15 @@ class GateKeeper:
         self,
         run: RunState,
         standing: RunStanding,
+        this: ThisRun,
         *,
-        graph: CompiledGraph,
-        run_id: str,
-        execution: str,
         visibility: RunVisibility,
         settled: Callable[[], None],
         wait: Callable[[], Awaitable[None]],
     ) -> None:
         self._run = run
         self._standing = standing
-        self._graph = graph
-        self._run_id = run_id
-        self._execution = execution
+        self._this = this
         self._visibility = visibility
         self._settled = settled
         self._wait = wait
@@ -89,7 +82,7 @@ class GateKeeper:
         """
         if self._run.gate is None or self._run.gate.ask != state:
             await self._open(state)
-        ask = self._graph.asks[state]
+        ask = self._this.graph.asks[state]
         self._start_deadline_timer()
         while True:
             given = await self._next_answer()
@@ -130,9 +123,9 @@ class GateKeeper:
 
     def evidence_models(self) -> Mapping[str, type[BaseModel]]:
         """The evidence models of the gate open now (none when no gate is)."""
-        if self._run.gate is None or self._run.gate.ask not in self._graph.asks:
+        if self._run.gate is None or self._run.gate.ask not in self._this.graph.asks:
             return {}
-        return self._graph.asks[self._run.gate.ask].evidence
+        return self._this.graph.asks[self._run.gate.ask].evidence
 
     def waited_seconds(self) -> float | None:
         """How long the open gate has waited, in seconds (None for one a carried state
@@ -187,7 +180,7 @@ class GateKeeper:
     async def _open(self, state: str, escalated_from: OpenGate | None = None) -> None:
         """Opens gate ``state``: as declared, or, escalated from an opening whose deadline
         passed, asking the escalation role alone, with no deadline of its own."""
-        graph = self._graph
+        graph = self._this.graph
         ask = graph.asks[state]
         self._run.gate_openings += 1
         choices = []
@@ -206,23 +199,15 @@ class GateKeeper:
                     node.needs if node is not None else (),
                 )
             )
-        target = self._visibility.target()
-        declared = OpenGate(
+        declared = ask.opening(
+            self._run.gate_openings,
             graph=graph.name,
-            run=self._run_id,
-            gate=f"{state}#{self._run.gate_openings}",
-            ask=state,
-            role=ask.role,
-            because=ask.because,
+            run=self._this.run_id,
+            execution=self._this.execution,
             requester=self._run.requester.actor,
-            choices=tuple(choices),
-            execution=self._execution,
-            subject=gate_subject(target, [choice.to_dict() for choice in choices]),
-            makers=tuple(self._run.makers),
-            policy=ask.policy,
-            evidence={option: evidence_shown(model) for option, model in ask.evidence.items()},
-            waivable_by=ask.waivable_by,
-            deadline=ask.deadline,
+            choices=choices,
+            target=self._visibility.target(),
+            makers=self._run.makers,
             parent=self._run.parent,
         )
         self._run.gate = opened(declared, workflow.now(), escalated_from)
@@ -232,7 +217,7 @@ class GateKeeper:
             "gate.open",
             self._run.driver,
             graph.name,
-            self._run_id,
+            self._this.run_id,
             gate=self._run.gate.gate,
             role=self._run.gate.role,
         )

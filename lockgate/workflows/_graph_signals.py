@@ -30,11 +30,10 @@ from lockgate.gates._limits import (
     shorten,
 )
 from lockgate.gates._trail import trail_row
-from lockgate.graphs._compiled import CompiledGraph
 from lockgate.identity._actors import Actor
 from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._activity_options import LOCAL_RETRY, LOCAL_TIMEOUT, execute_lockgate
-from lockgate.workflows._carry import RunState
+from lockgate.workflows._carry import RunState, ThisRun
 from lockgate.workflows._graph_inputs import invalid
 
 __all__ = ["Accepted", "SignalInbox"]
@@ -70,25 +69,20 @@ class SignalInbox:
 
     Args:
         run: The run's state (its trail, where it is, its open gate, the proofs it spent).
-        graph: The run's compiled graph (its name and version, as the judge is told them).
-        run_id: The run's workflow id.
-        execution: The run's execution (its first run id), which a signed answer names.
+        this: Which run it is (its graph's name and version, as the judge is told them, and the
+            execution a signed answer names).
         waiting: Signals received and not judged yet (those a carried state brought).
     """
 
     def __init__(
         self,
         run: RunState,
+        this: ThisRun,
         *,
-        graph: CompiledGraph,
-        run_id: str,
-        execution: str,
         waiting: Sequence[SignalEntry] = (),
     ) -> None:
         self._run = run
-        self._graph = graph
-        self._run_id = run_id
-        self._execution = execution
+        self._this = this
         self.waiting: list[SignalEntry] = list(waiting)
         """The signals received and not judged yet, in arrival order."""
         # The refused signals the trail keeps rows of (a carried trail has its own already).
@@ -150,14 +144,14 @@ class SignalInbox:
         entries, self.waiting = self.waiting[:at_once], self.waiting[at_once:]
         batch = JudgeSignalsInput(
             entries=entries,
-            graph=self._graph.name,
-            run=self._run_id,
-            execution=self._execution,
+            graph=self._this.graph.name,
+            run=self._this.run_id,
+            execution=self._this.execution,
             status=status,
             gate=gate.to_dict() if gate else None,
             parked=parked.to_dict() if parked else None,
             spent_nonces=list(self._run.spent),
-            version=self._graph.version,
+            version=self._this.graph.version,
         )
         try:
             # A regular activity, not a local one: replay hands a local activity its recorded

@@ -20,7 +20,7 @@ from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 from lockgate.gates._limits import shorten
 from lockgate.graphs._compiled import CompiledNode
-from lockgate.workflows._carry import RunState, written_fields
+from lockgate.workflows._carry import RunState, ThisRun, written_fields
 from lockgate.workflows._graph_inputs import StartGraphInput
 from lockgate.workflows._history_seals import opened_end
 
@@ -43,25 +43,20 @@ class SubgraphRunner:
     Args:
         run: The run's state (the fields a child is handed, who drives the run, how deep it
             nests).
-        graph: The graph's name, as a child names its parent.
-        run_id: The run's workflow id; a child's id is made from it.
-        execution: The run's execution (its first run id), as a child names its parent.
+        this: Which run it is, as a child names its parent; a child's id is made from its
+            workflow id.
         settled: Counts one settling of the run (it rests while its child runs).
     """
 
     def __init__(
         self,
         run: RunState,
+        this: ThisRun,
         *,
-        graph: str,
-        run_id: str,
-        execution: str,
         settled: Callable[[], None],
     ) -> None:
         self._run = run
-        self._graph = graph
-        self._run_id = run_id
-        self._execution = execution
+        self._this = this
         self._settled = settled
         self.waiting_for: dict[str, Any] | None = None
         """The child run the run waits for now (its graph and run id), if any."""
@@ -70,18 +65,14 @@ class SubgraphRunner:
         """Runs ``node``'s graph as a child (its ``visit``-th run) and waits for it to end."""
         child = node.subgraph
         assert child is not None
-        child_id = f"{self._run_id}/{node.state}:{visit}"
+        child_id = f"{self._this.run_id}/{node.state}:{visit}"
         named: dict[str, Any] = {"graph": child.name, "run_id": child_id}
         start = StartGraphInput(
             inputs={name: self._run.fields.get(name) for name in node.reads},
             handed={
                 "actor": self._run.driver.to_dict(),
                 "depth": self._run.depth + 1,
-                "parent": {
-                    "graph": self._graph,
-                    "run_id": self._run_id,
-                    "execution": self._execution,
-                },
+                "parent": self._this.ref(),
             },
         )
         self.waiting_for = named
@@ -95,7 +86,7 @@ class SubgraphRunner:
                 # for that to finish (a child cancelled on its own parks the parent instead).
                 parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
                 cancellation_type=ChildWorkflowCancellationType.TRY_CANCEL,
-                static_summary=f"{child.name}, sub-graph of {self._run_id}",
+                static_summary=f"{child.name}, sub-graph of {self._this.run_id}",
             )
             # The run rests while its child runs: callers waiting for it to settle see the child.
             self._settled()

@@ -20,10 +20,9 @@ from lockgate.activities._activity_inputs import SETTLING_PROTOCOL
 from lockgate.gates._gate_engine import gate_memo
 from lockgate.gates._gates import ParkedNode
 from lockgate.gates._limits import PayloadProblem
-from lockgate.graphs._compiled import CompiledGraph
 from lockgate.identity._actors import Actor
 from lockgate.identity._quoting import a_role
-from lockgate.workflows._carry import RunState
+from lockgate.workflows._carry import RunState, ThisRun
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,
     LOCKGATE_GRAPH,
@@ -73,22 +72,19 @@ class RunVisibility:
     Args:
         run: The run's state (its open gate, where it is, who drives it, its fields).
         standing: Where the run stands (its status, park, refusal, canceller).
-        graph: The run's compiled graph (its name, version and target).
-        run_id: The run's workflow id, as the details' commands name it.
+        this: Which run it is (its graph's name, version and target; its workflow id, as the
+            details' commands name it).
     """
 
-    def __init__(
-        self, run: RunState, standing: RunStanding, *, graph: CompiledGraph, run_id: str
-    ) -> None:
+    def __init__(self, run: RunState, standing: RunStanding, this: ThisRun) -> None:
         self._run = run
         self._standing = standing
-        self._graph = graph
-        self._run_id = run_id
+        self._this = this
 
     def target(self) -> dict[str, Any] | None:
         """The field the graph declares as its target, with its value: the work a gate
         reviews (None for a graph that declares none)."""
-        target = self._graph.target
+        target = self._this.graph.target
         return {target: self._run.fields.get(target)} if target else None
 
     def show_gate_opened(self) -> None:
@@ -130,7 +126,7 @@ class RunVisibility:
         wanted: dict[str, Any] = {
             _GATE_MEMO: self._gate_memo() if self._run.gate is not None else None,
             _PARKED_MEMO: parked.to_dict() if parked is not None else None,
-            VERSION_MEMO: self._graph.version,
+            VERSION_MEMO: self._this.graph.version,
         }
         stale: dict[str, Any] = {}
         for key, value in wanted.items():
@@ -151,7 +147,7 @@ class RunVisibility:
         self._show_details()
         current = workflow.info().typed_search_attributes
         wanted = {
-            LOCKGATE_GRAPH: self._graph.name,
+            LOCKGATE_GRAPH: self._this.graph.name,
             LOCKGATE_STATE: self._standing.status,
             LOCKGATE_AWAITING: self._run.gate.role if self._run.gate is not None else None,
         }
@@ -170,7 +166,7 @@ class RunVisibility:
         gate is open, which ``pending`` reads; ExecutionStatus says when it has ended), one
         billed upsert fewer. ``protocol`` is the one the run's start check recorded (see
         :func:`quiet_attributes`)."""
-        if not quiet_attributes(protocol) or self._graph.may_open_a_gate_from(state):
+        if not quiet_attributes(protocol) or self._this.graph.may_open_a_gate_from(state):
             self.upsert_search_attributes()
         else:
             self._show_details()
@@ -189,7 +185,7 @@ class RunVisibility:
         """The open gate as its memo shows it (see :func:`gate_memo`)."""
         assert self._run.gate is not None
         written = workflow.memo_value(_GATE_MEMO, default=None) if keep_opened_at else None
-        shows = {"target": self.target(), "version": self._graph.version}
+        shows = {"target": self.target(), "version": self._this.graph.version}
         return gate_memo(self._run.gate, shows, written, workflow.now())
 
     def _show_details(self) -> None:
@@ -198,7 +194,8 @@ class RunVisibility:
 
     def _details(self) -> str:
         """What the run is doing, in the Temporal UI's words (Markdown)."""
-        graph = f"**{self._graph.name}** v{self._graph.version}"
+        graph = f"**{self._this.graph.name}** v{self._this.graph.version}"
+        run_id = self._this.run_id
         gate = self._run.gate
         standing = self._standing
         if standing.status == "waiting" and gate is not None:
@@ -217,12 +214,12 @@ class RunVisibility:
             return (
                 f"{graph} waits for **{a_role(gate.role)}** at gate `{gate.gate}`: "
                 f"{gate.because} Options: {options}. Answer with `lockgate decide "
-                f"{self._run_id} OPTION --as YOU`."
+                f"{run_id} OPTION --as YOU`."
             )
         if standing.status == "parked" and standing.parked is not None:
             return (
                 f"{graph} is parked at node `{standing.parked.node}` "
-                f"({standing.parked.operation}): `lockgate resume {self._run_id} --as SOMEONE` "
+                f"({standing.parked.operation}): `lockgate resume {run_id} --as SOMEONE` "
                 "carries it on."
             )
         if standing.status == "refused" and standing.refusal is not None:
@@ -232,9 +229,7 @@ class RunVisibility:
         if standing.status == "cancelled" and standing.canceller is not None:
             return f"{graph} was cancelled by {standing.canceller.actor}."
         if standing.status == "starting":
-            return (
-                f"{graph} waits for its signed start proof (`lockgate sign start {self._run_id}`)."
-            )
+            return f"{graph} waits for its signed start proof (`lockgate sign start {run_id}`)."
         return f"{graph} is running (at `{self._run.state}`, driven by {self._run.driver.actor})."
 
 

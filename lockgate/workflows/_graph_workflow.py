@@ -74,7 +74,7 @@ from lockgate.gates._gate_engine import (
     uncountable_answer,
     waits_to_be_counted,
 )
-from lockgate.gates._gates import ParkedNode
+from lockgate.gates._gates import ParkedNode, awaiting_view
 from lockgate.gates._judgements import (
     Judgement,
     judge_answer,
@@ -95,10 +95,10 @@ from lockgate.identity._proofs import Proof
 from lockgate.identity._seals import WorkerSecretError
 from lockgate.tools._tool import ToolDefinition
 from lockgate.tools._tool_result import ErrorCode
-from lockgate.workflows import _generated
 from lockgate.workflows._accepted_updates import Acceptance, acceptance, believe_update
 from lockgate.workflows._activity_options import (
     execute_defined,
+    failure_message,
     local,
     local_tool_names,
     recorded_local_tools,
@@ -107,17 +107,17 @@ from lockgate.workflows._activity_options import (
 from lockgate.workflows._authority_context import (
     LOCKGATE_WORKFLOW,
     carry_seal,
-    current_authority,
     handover_seal,
     judging_authority,
     record_once,
 )
-from lockgate.workflows._carry import CarriedStateError, RunState, written_fields
+from lockgate.workflows._carry import CarriedStateError, RunState, ThisRun, written_fields
 from lockgate.workflows._failures import (
     refusals_complete,
     refuse_update,
     refused_run,
 )
+from lockgate.workflows._generated import GeneratedClass
 from lockgate.workflows._graph_agent_steps import AgentStepRunner
 from lockgate.workflows._graph_gates import GateKeeper
 from lockgate.workflows._graph_inputs import (
@@ -153,22 +153,6 @@ def _refused_payload(problem: PayloadProblem | None) -> Judgement | None:
     if problem is None:
         return None
     return Judgement.refuse(ErrorCode(problem.code), problem.sentence)
-
-
-def _audit(event: str, accepted: bool, actor: Actor, **facts: Any) -> None:
-    # Update handlers run again on replay; the audit record is written only the first time.
-    if workflow.unsafe.is_replaying():
-        return
-    authority = current_authority()
-    if authority is not None:
-        authority.audit.event(event, accepted=accepted, actor=actor.to_dict(), **facts)
-
-
-def _first_sentence_error(error: BaseException) -> str:
-    cause: BaseException | None = error
-    while isinstance(cause, ActivityError) and cause.cause is not None:
-        cause = cause.cause
-    return str(getattr(cause, "message", None) or cause or error)
 
 
 _PARKED = object()
@@ -248,41 +232,24 @@ class GraphRun:
         refused, by a fresh one; its parts are made again with it.
         """
         self._run = run
-        self._signals = SignalInbox(
-            run,
-            graph=self._graph,
-            run_id=self._run_id,
-            execution=self._execution,
-            waiting=signals,
-        )
-        self._visibility = RunVisibility(
-            run, self._standing, graph=self._graph, run_id=self._run_id
-        )
+        this = ThisRun(self._graph, self._run_id, self._execution)
+        self._signals = SignalInbox(run, this, waiting=signals)
+        self._visibility = RunVisibility(run, self._standing, this)
         self._gates = GateKeeper(
             run,
             self._standing,
-            graph=self._graph,
-            run_id=self._run_id,
-            execution=self._execution,
+            this,
             visibility=self._visibility,
             settled=self._settled,
             wait=self._while_waiting,
         )
         self._agent_steps = AgentStepRunner(
             run,
-            graph=self._graph.name,
-            run_id=self._run_id,
-            execution=self._execution,
+            this,
             runs_local=self._runs_local,
             continue_as_new_if_due=self._continue_as_new_if_due,
         )
-        self._subgraphs = SubgraphRunner(
-            run,
-            graph=self._graph.name,
-            run_id=self._run_id,
-            execution=self._execution,
-            settled=self._settled,
-        )
+        self._subgraphs = SubgraphRunner(run, this, settled=self._settled)
 
     def _runs_local(self, definition: ToolDefinition) -> bool:
         """Whether this run runs the tool as a local activity (see :func:`runs_local`)."""
@@ -431,7 +398,7 @@ class GraphRun:
                 ErrorCode.GATE_NOT_PENDING.value,
                 f"Run '{self._run_id}' already knows who started it.",
             )
-        _audit("run.start", True, actor, graph=self._graph.name, run=self._run_id)
+        record_once("run.start", actor, self._graph.name, self._run_id)
         self._start_acceptance = accepted
         self._start_actor = self._run.requester = self._run.driver = actor
         if not settle:
@@ -493,9 +460,7 @@ class GraphRun:
     )
     async def decide(self, *args: Any) -> dict[str, Any]:
         """Records an answer the validator accepted, then returns once the run settles."""
-        await believe_update(args)
-        await workflow.wait_condition(lambda: self._carry != "pending")
-        proof = Proof.parse(args[0])
+        proof = await self._accepted_proof(args)
         choice = str(proof.authorizes["choice"])
         actor = Actor.of_proof(proof)
         while waits_to_be_counted(self._run.gate, self._gates.answer):
@@ -509,12 +474,11 @@ class GraphRun:
             # Another answer got in first, or the same approver answered twice, in one task.
             raise Refusal(refused[0].value, refused[1])
         assert gate is not None
-        _audit(
+        record_once(
             "gate.decide",
-            True,
             actor,
-            graph=self._graph.name,
-            run=self._run_id,
+            self._graph.name,
+            self._run_id,
             gate=gate.gate,
             answer=choice,
             role=gate.role,
@@ -524,6 +488,14 @@ class GraphRun:
             choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
         )
         return await self._after_settling(self._run.settles)
+
+    async def _accepted_proof(self, args: Sequence[Any]) -> Proof:
+        """The proof of an update its validator accepted, once the run believes the update (its
+        history records the accepting worker's seal) and the state the run carried: an update
+        handler takes nothing before."""
+        await believe_update(args)
+        await workflow.wait_condition(lambda: self._carry != "pending")
+        return Proof.parse(args[0])
 
     @decide.validator
     def validate_decide(self, *args: Any) -> None:
@@ -559,9 +531,7 @@ class GraphRun:
     )
     async def resume(self, *args: Any) -> dict[str, Any]:
         """Records a resume the validator accepted, then returns once the run settles."""
-        await believe_update(args)
-        await workflow.wait_condition(lambda: self._carry != "pending")
-        proof = Proof.parse(args[0])
+        proof = await self._accepted_proof(args)
         parked = self._standing.parked
         if (
             parked is None
@@ -574,9 +544,7 @@ class GraphRun:
             )
         actor = Actor.of_proof(proof)
         self._run.spend(actor)
-        _audit(
-            "run.resume", True, actor, graph=self._graph.name, run=self._run_id, node=parked.node
-        )
+        record_once("run.resume", actor, self._graph.name, self._run_id, node=parked.node)
         self._resumer = actor
         return await self._after_settling(self._run.settles)
 
@@ -615,9 +583,7 @@ class GraphRun:
     async def cancel(self, *args: Any) -> dict[str, Any]:
         """Records a cancel the validator accepted, then returns once the run has ended (at the
         gate or park it waits at, or once the node it runs now returns)."""
-        await believe_update(args)
-        await workflow.wait_condition(lambda: self._carry != "pending")
-        proof = Proof.parse(args[0])
+        proof = await self._accepted_proof(args)
         if self._standing.canceller is not None or self._standing.ended:
             # Another cancel got in first, or the run ended, after this one was validated.
             raise Refusal(
@@ -628,14 +594,7 @@ class GraphRun:
         self._run.spend(actor)
         reason = proof.authorizes.get("reason")
         self._cancel_reason = reason if isinstance(reason, str) and reason else None
-        _audit(
-            "run.cancel",
-            True,
-            actor,
-            graph=self._graph.name,
-            run=self._run_id,
-            reason=self._cancel_reason,
-        )
+        record_once("run.cancel", actor, self._graph.name, self._run_id, reason=self._cancel_reason)
         self._standing.canceller = actor
         return await self._after_settling(self._run.settles)
 
@@ -794,17 +753,15 @@ class GraphRun:
     )
     def awaiting(self) -> dict[str, Any]:
         """The gate or park a signer binds an answer or resume to, as this worker reports it."""
-        return {
-            "graph": self._graph.name,
-            "run_id": self._run_id,
-            "execution": self._execution,
-            "status": self._standing.status,
-            # Nothing of a carried state is reported before its seal has been opened.
-            "gate": self._gate_view() if self._answerable() else None,
-            "parked": self._standing.parked.to_dict()
-            if self._standing.parked and self._carry != "pending"
-            else None,
-        }
+        # Nothing of a carried state is reported before its seal has been opened.
+        return awaiting_view(
+            graph=self._graph.name,
+            run_id=self._run_id,
+            execution=self._execution,
+            status=self._standing.status,
+            gate=self._gate_view() if self._answerable() else None,
+            parked=self._standing.parked if self._carry != "pending" else None,
+        )
 
     # Waiting for an answer or a resume, and continuing as new when it is due.
 
@@ -1086,7 +1043,7 @@ class GraphRun:
         except ActivityError as error:
             verdict = {
                 "ok": False,
-                "reason": f"It could not be checked: {_first_sentence_error(error)}",
+                "reason": f"It could not be checked: {failure_message(error)}",
             }
         if "protocol" in verdict:
             self._protocol = int(verdict["protocol"])
@@ -1134,7 +1091,7 @@ class GraphRun:
             opened = {
                 "fields": None,
                 "code": ErrorCode.INTERNAL_ERROR.value,
-                "reason": f"The start could not be checked: {_first_sentence_error(error)}",
+                "reason": f"The start could not be checked: {failure_message(error)}",
             }
         if self._start_acceptance is not None and "accepted" in opened:
             # The `start` update is believed only now, before anything runs as its signer.
@@ -1281,7 +1238,7 @@ class GraphRun:
             await self._park(node, "refused", why or cause.message, node.needs)
             return
         code = cause.type if isinstance(cause, ApplicationError) else None
-        message = _first_sentence_error(error)
+        message = failure_message(error)
         if code in CALLER_MISTAKES:
             await self._park(node, "failed", f"{message.rstrip('.')} ({code})", ())
         else:
@@ -1418,33 +1375,31 @@ def graph_workflow(name: str, versions: dict[int, CompiledGraph]) -> type[GraphR
     if key in _made:
         return _made[key]
     _sequence += 1
-    class_name = "Graph_" + re.sub(r"\W", "_", name) + f"_{_sequence}"
-    module = _generated.__name__
+    made = GeneratedClass("Graph_" + re.sub(r"\W", "_", name) + f"_{_sequence}")
 
+    @workflow.init
+    @made.method
     def __init__(self: GraphRun, *starts: Any) -> None:
         self._setup(starts)
 
+    @workflow.run
+    @made.method
     async def run(self: GraphRun, *starts: Any) -> Any:
         # A sub-graph run's end, sealed for its parent (a payload); any other run's view.
         return sealed_end(await self._interpret())
 
-    for function in (__init__, run):
-        function.__module__ = module
-        function.__qualname__ = f"{class_name}.{function.__name__}"
     namespace = {
-        "__module__": module,
-        "__qualname__": class_name,
         "__doc__": f"The workflow of graph '{name}'.",
         LOCKGATE_WORKFLOW: True,
         "graphs": dict(versions),
-        "__init__": workflow.init(__init__),
-        "run": workflow.run(run),
+        "__init__": __init__,
+        "run": run,
     }
     # Unsandboxed: the interpreter is lockgate's own deterministic code (the saved-history
     # replay tests guard it), and the sandbox's per-payload context lookups were the largest
     # single cost of a graph run in bench/throughput.py's profile.
     defined = workflow.defn(name=name, failure_exception_types=[UnreadableStart], sandboxed=False)(
-        type(class_name, (GraphRun,), namespace)
+        made.make((GraphRun,), namespace)
     )
     _made[key] = defined
     return defined

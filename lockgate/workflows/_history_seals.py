@@ -130,12 +130,10 @@ class HistorySeals:
             "any worker on this task queue that is not this deployment's, then reset the run "
             "to the workflow task before it (`temporal workflow reset`)."
         )
-        self.audit.event(
+        self.audit.refused(
             "history.refused",
-            accepted=False,
-            actor=None,
-            reason=sentence,
-            code=ErrorCode.UNAUTHORIZED.value,
+            ErrorCode.UNAUTHORIZED,
+            sentence,
             graph=info.workflow_type,
             run=info.workflow_id,
             claim=claim,

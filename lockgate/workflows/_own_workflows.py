@@ -42,9 +42,7 @@ from lockgate.activities._activity_inputs import (
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._temporal import CALLER_MISTAKES
 from lockgate.contracts import TrailRow
-from lockgate.gates._approval_policies import GateDeadline
 from lockgate.gates._authority import Authority
-from lockgate.gates._evidence import evidence_shown
 from lockgate.gates._gate_engine import (
     DEADLINE_ACTOR,
     GivenAnswer,
@@ -57,15 +55,14 @@ from lockgate.gates._gate_engine import (
     uncountable_answer,
     waits_to_be_counted,
 )
-from lockgate.gates._gates import GateChoice, OpenGate
+from lockgate.gates._gates import GateChoice, OpenGate, awaiting_view
 from lockgate.gates._judgements import Judgement, judge_answer
 from lockgate.gates._limits import TRAIL_PAGE, shorten
 from lockgate.gates._trail import trail_row
-from lockgate.graphs._compile import _snake
-from lockgate.graphs._compile_asks import ask_deadline, ask_evidence, ask_policy, ask_waiver
+from lockgate.graphs._compile_asks import compile_ask
+from lockgate.graphs._compiled import CompiledAsk
 from lockgate.graphs._declare import Ask, GraphDeclarationError
 from lockgate.identity._actors import Actor
-from lockgate.identity._bindings import gate_subject
 from lockgate.identity._proofs import Proof
 from lockgate.tools._authorization import DEADLINE_CHANNEL
 from lockgate.tools._tool import definition_of
@@ -81,7 +78,6 @@ from lockgate.workflows._activity_options import (
 )
 from lockgate.workflows._authority_context import (
     OWN_RUN_FINISHED,
-    current_authority,
     current_own_start,
     current_tools,
     judging_authority,
@@ -323,14 +319,13 @@ class _OwnRun:
 
     def awaiting(self) -> dict[str, Any]:
         """The gate a signer binds an answer to, as this worker reports it."""
-        return {
-            "graph": self.workflow_type,
-            "run_id": self.run_id,
-            "execution": self.execution,
-            "status": self.status,
-            "gate": self._gate_view() if self.gate is not None and self.answer is None else None,
-            "parked": None,
-        }
+        return awaiting_view(
+            graph=self.workflow_type,
+            run_id=self.run_id,
+            execution=self.execution,
+            status=self.status,
+            gate=self._gate_view() if self.gate is not None and self.answer is None else None,
+        )
 
     def show(self, *args: Any) -> dict[str, Any]:
         """The run as lockgate sees it: status, requester, open gate, the newest trail rows."""
@@ -398,18 +393,15 @@ class _OwnRun:
         where = f"Workflow {self.workflow_type}"
         if not (isinstance(ask.options, type) and issubclass(ask.options, enum.Enum)):
             raise GraphDeclarationError(f"{where}: Ask names {ask.options!r}, not an enum.")
-        policy = ask_policy(where, ask)
-        deadline = ask_deadline(where, ask)
-        evidence, _ = ask_evidence(where, ask, {})
-        waivable_by = ask_waiver(where, ask)
+        compiled = compile_ask(where, ask, {})
         choices = self._choices(where, ask.options, leads_to or {})
-        self.evidence_models = evidence
-        self._open_gate(ask, choices, subject, policy, deadline, waivable_by)
+        self.evidence_models = compiled.evidence
+        self._open_gate(compiled, choices, subject)
         given: GivenAnswer | None
         while True:
             given = await self._answered()
             if given is None:
-                decided = self._deadline_passes(ask, choices, subject, waivable_by)
+                decided = self._deadline_passes(compiled, choices, subject)
                 if decided is None:
                     continue
                 actor = DEADLINE_ACTOR
@@ -473,35 +465,22 @@ class _OwnRun:
 
     def _open_gate(
         self,
-        ask: Ask,
+        ask: CompiledAsk,
         choices: tuple[GateChoice, ...],
         subject: dict[str, Any] | None,
-        policy: Any,
-        deadline: GateDeadline | None,
-        waivable_by: str | None,
         escalated_from: OpenGate | None = None,
     ) -> None:
         assert self.requester is not None
         self.openings += 1
-        name = _snake(ask.options.__name__)
-        declared = OpenGate(
+        declared = ask.opening(
+            self.openings,
             graph=self.workflow_type,
             run=self.run_id,
-            gate=f"{name}#{self.openings}",
-            ask=name,
-            role=ask.of,
-            because=ask.because,
+            execution=self.execution,
             requester=self.requester.actor,
             choices=choices,
-            execution=self.execution,
-            subject=gate_subject(subject, [choice.to_dict() for choice in choices]),
-            makers=tuple(self.makers),
-            policy=policy,
-            evidence={
-                option: evidence_shown(model) for option, model in self.evidence_models.items()
-            },
-            waivable_by=waivable_by,
-            deadline=deadline,
+            target=subject,
+            makers=self.makers,
         )
         self.gate = opened(declared, workflow.now(), escalated_from)
         self.subject = subject
@@ -532,10 +511,9 @@ class _OwnRun:
 
     def _deadline_passes(
         self,
-        ask: Ask,
+        ask: CompiledAsk,
         choices: tuple[GateChoice, ...],
         subject: dict[str, Any] | None,
-        waivable_by: str | None,
     ) -> str | None:
         """The open gate's deadline passed undecided: the option it takes, or None once it has
         escalated (a new opening asks the escalation role alone). A trail row says which."""
@@ -543,9 +521,7 @@ class _OwnRun:
         row, taken = deadline_passed(gate, None)
         self.trail.append(row)
         if taken is None:
-            self._open_gate(
-                ask, choices, subject, gate.policy, gate.deadline, waivable_by, escalated_from=gate
-            )
+            self._open_gate(ask, choices, subject, escalated_from=gate)
             self.deadline_passed = False
         return taken
 
@@ -564,19 +540,15 @@ class _OwnRun:
             raise Refusal(refused[0].value, refused[1])
         assert gate is not None
         choice = str(proof.authorizes["choice"])
-        if not workflow.unsafe.is_replaying():
-            authority = current_authority()
-            if authority is not None:
-                authority.audit.event(
-                    "gate.decide",
-                    accepted=True,
-                    actor=actor.to_dict(),
-                    graph=self.workflow_type,
-                    run=self.run_id,
-                    gate=gate.gate,
-                    answer=choice,
-                    role=gate.role,
-                )
+        record_once(
+            "gate.decide",
+            actor,
+            self.workflow_type,
+            self.run_id,
+            gate=gate.gate,
+            answer=choice,
+            role=gate.role,
+        )
         self.answer = GivenAnswer(
             choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
         )

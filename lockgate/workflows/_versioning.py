@@ -20,6 +20,8 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import VersioningBehavior
 
+from lockgate.workflows._generated import GeneratedClass
+
 __all__ = ["LOCKGATE_VERSIONING_BEHAVIOR", "with_versioning_behavior"]
 
 LOCKGATE_VERSIONING_BEHAVIOR = VersioningBehavior.AUTO_UPGRADE
@@ -40,22 +42,16 @@ def with_versioning_behavior(cls: type) -> type:
     # The SDK keeps a class's workflow name and options only on its private definition.
     definition = workflow._Definition.must_from_class(cls)
     inner: Callable[..., Awaitable[Any]] = definition.run_fn
-    class_name = f"{cls.__name__}_AutoUpgrade"
+    made = GeneratedClass(f"{cls.__name__}_AutoUpgrade", module=cls.__module__)
 
+    @made.method
     async def run(self: Any, *arguments: Any) -> Any:
         return await inner(self, *arguments)
 
-    # The SDK reads a run method's parameters and types through `__wrapped__`, and wants it
-    # defined on the class it registers (same module, qualified by the class's name).
+    # The SDK reads a run method's parameters and types through `__wrapped__`.
     run.__wrapped__ = inner  # type: ignore[attr-defined]
     run.__doc__ = inner.__doc__
-    run.__module__ = cls.__module__
-    run.__qualname__ = f"{class_name}.run"
-    variant = type(
-        class_name,
-        (cls,),
-        {"__module__": cls.__module__, "__qualname__": class_name, "run": workflow.run(run)},
-    )
+    variant = made.make((cls,), {"run": workflow.run(run)})
     defined: type = workflow.defn(
         name=definition.name,
         sandboxed=definition.sandboxed,
