@@ -202,6 +202,7 @@ PUBLIC_SUBPACKAGES = {
         "ToolCallResult",
         "TrailRow",
         "ViewerView",
+        "refusal",
     ],
     "lockgate.errors": [
         "ArgumentsInvalid",
@@ -278,7 +279,6 @@ PUBLIC_SUBPACKAGES = {
         "ToolNameError",
         "build_mcp_server",
         "http_app",
-        "refusal_of",
     ],
     "lockgate.devserver": [
         "DevServer",

@@ -58,16 +58,14 @@ from lockgate.clients._client_support import (
     describe_run,
     execution_closed,
     graph_name,
-    plain_refusal,
     quote_literal,
-    refusal,
     refused_by_update,
     status_name,
     summary_of,
     update_refusal,
     updated,
 )
-from lockgate.contracts import PendingGate, RunView
+from lockgate.contracts import PendingGate, RunView, refusal
 from lockgate.gates._authority import Authority
 from lockgate.gates._gates import OpenGate
 from lockgate.gates._judgements import judge_viewer
@@ -551,10 +549,12 @@ class GraphClient:
         description = await self._ours(run_id, self.client.get_workflow_handle(run_id))
         if isinstance(description, dict):
             if description.get("closed"):
-                return plain_refusal(
-                    ErrorCode.NOTHING_TO_CANCEL,
-                    f"Run '{run_id}' has {description['closed']}: there is nothing to cancel.",
-                    run_id=run_id,
+                return dict(
+                    refusal(
+                        ErrorCode.NOTHING_TO_CANCEL,
+                        f"Run '{run_id}' has {description['closed']}: there is nothing to cancel.",
+                        run_id=run_id,
+                    )
                 )
             return description
         execution = description.raw_description.workflow_execution_info.first_run_id
@@ -648,31 +648,39 @@ class GraphClient:
         if "error" in found:
             return found
         if found["closed"]:
-            return plain_refusal(
-                ErrorCode.GATE_NOT_PENDING,
-                f"Run '{run_id}' is not waiting for a decision: it has {found['closed']}.",
-                run_id=run_id,
+            return dict(
+                refusal(
+                    ErrorCode.GATE_NOT_PENDING,
+                    f"Run '{run_id}' is not waiting for a decision: it has {found['closed']}.",
+                    run_id=run_id,
+                )
             )
         gate = found["gate"]
         if gate is None:
-            return plain_refusal(
-                ErrorCode.GATE_NOT_PENDING,
-                f"Run '{run_id}' is not waiting for a decision.",
-                run_id=run_id,
+            return dict(
+                refusal(
+                    ErrorCode.GATE_NOT_PENDING,
+                    f"Run '{run_id}' is not waiting for a decision.",
+                    run_id=run_id,
+                )
             )
         if gate_shown is not None and gate.get("gate") != gate_shown:
-            return plain_refusal(
-                ErrorCode.GATE_NOT_PENDING,
-                f"Run '{run_id}' now waits at gate '{gate.get('gate')}', not at '{gate_shown}' "
-                "as it was shown: look at it again before answering.",
-                run_id=run_id,
+            return dict(
+                refusal(
+                    ErrorCode.GATE_NOT_PENDING,
+                    f"Run '{run_id}' now waits at gate '{gate.get('gate')}', not at '{gate_shown}' "
+                    "as it was shown: look at it again before answering.",
+                    run_id=run_id,
+                )
             )
         if choice not in gate.get("options", []):
-            return plain_refusal(
-                ErrorCode.INVALID_DECISION,
-                f"{choice!r} is not an option of gate '{gate.get('gate')}' (expected one of: "
-                f"{', '.join(map(str, gate.get('options', [])))}).",
-                run_id=run_id,
+            return dict(
+                refusal(
+                    ErrorCode.INVALID_DECISION,
+                    f"{choice!r} is not an option of gate '{gate.get('gate')}' (expected one of: "
+                    f"{', '.join(map(str, gate.get('options', [])))}).",
+                    run_id=run_id,
+                )
             )
         return answer_binding(
             gate, choice, execution=found["execution"], evidence=evidence, waiver=waiver
@@ -699,11 +707,13 @@ class GraphClient:
         description = await self._ours(run_id, handle)
         if isinstance(description, dict):
             if description.get("closed"):
-                return plain_refusal(
-                    ErrorCode.GATE_NOT_PENDING,
-                    f"Run '{run_id}' is not waiting for its start proof: it has "
-                    f"{description['closed']}.",
-                    run_id=run_id,
+                return dict(
+                    refusal(
+                        ErrorCode.GATE_NOT_PENDING,
+                        f"Run '{run_id}' is not waiting for its start proof: it has "
+                        f"{description['closed']}.",
+                        run_id=run_id,
+                    )
                 )
             return description
         execution = description.raw_description.workflow_execution_info.first_run_id
@@ -713,8 +723,8 @@ class GraphClient:
             started = event.workflow_execution_started_event_attributes
             break
         if started is None:
-            return plain_refusal(
-                ErrorCode.NOT_FOUND, f"Run '{run_id}' has no start event.", run_id=run_id
+            return dict(
+                refusal(ErrorCode.NOT_FOUND, f"Run '{run_id}' has no start event.", run_id=run_id)
             )
         payloads = list(started.input.payloads)
         codec = self.client.data_converter.payload_codec
@@ -758,7 +768,7 @@ class GraphClient:
                     f"Run '{run_id}' is not parked by a refused node: resume carries on only a "
                     "run whose next node its caller was not allowed to run."
                 )
-            return plain_refusal(ErrorCode.NOTHING_TO_RESUME, reason, run_id=run_id)
+            return dict(refusal(ErrorCode.NOTHING_TO_RESUME, reason, run_id=run_id))
         return self._signer().sign(
             resume_binding(found["graph"], run_id, found["execution"], parked["node"])
         )
@@ -820,12 +830,14 @@ class GraphClient:
         if description.status != WorkflowExecutionStatus.RUNNING:
             return _closed(description.status)
         if description.task_queue != self.task_queue:
-            return plain_refusal(
-                ErrorCode.NOT_FOUND,
-                f"Run '{run_id}' runs on task queue '{description.task_queue}', not on "
-                f"'{self.task_queue}' where this client's lockgate workers are: it is not a run "
-                "of theirs, whatever it calls itself, and nothing was signed for it.",
-                run_id=run_id,
+            return dict(
+                refusal(
+                    ErrorCode.NOT_FOUND,
+                    f"Run '{run_id}' runs on task queue '{description.task_queue}', not on "
+                    f"'{self.task_queue}' where this client's lockgate workers are: it is not a "
+                    "run of theirs, whatever it calls itself, and nothing was signed for it.",
+                    run_id=run_id,
+                )
             )
         return description
 
@@ -834,10 +846,13 @@ class GraphClient:
         only while the server says the run is ours and still the execution that showed it."""
         gate = shown.get("awaiting")
         if not isinstance(gate, Mapping):
-            return plain_refusal(
-                ErrorCode.GATE_NOT_PENDING,
-                f"Run '{run_id}' was not waiting for a decision when it was shown: show it again.",
-                run_id=run_id,
+            return dict(
+                refusal(
+                    ErrorCode.GATE_NOT_PENDING,
+                    f"Run '{run_id}' was not waiting for a decision when it was shown: show it "
+                    "again.",
+                    run_id=run_id,
+                )
             )
         description = await self._ours(run_id, self.client.get_workflow_handle(run_id))
         if isinstance(description, dict):
@@ -848,11 +863,13 @@ class GraphClient:
             or gate.get("run_id") != run_id
             or shown.get("execution", gate.get("execution")) != execution
         ):
-            return plain_refusal(
-                ErrorCode.GATE_NOT_PENDING,
-                f"Run '{run_id}' is not the run that was shown (another graph or execution runs "
-                "under its id now): show it again; nothing was signed.",
-                run_id=run_id,
+            return dict(
+                refusal(
+                    ErrorCode.GATE_NOT_PENDING,
+                    f"Run '{run_id}' is not the run that was shown (another graph or execution "
+                    "runs under its id now): show it again; nothing was signed.",
+                    run_id=run_id,
+                )
             )
         return {
             "graph": description.workflow_type,

@@ -40,6 +40,7 @@ from temporalio.client import Client, WorkflowExecutionDescription
 from lockgate._bodies import read_bounded
 from lockgate.clients._client_support import describe_run
 from lockgate.clients._graph_client import GraphClient
+from lockgate.contracts import refusal
 from lockgate.identity._bindings import sign_in_binding
 from lockgate.identity._directory import Directory
 from lockgate.identity._enrolment import EnrolmentRefused, EnrolmentSecret
@@ -73,9 +74,7 @@ _T = TypeVar("_T")
 
 
 def _refusal(code: str | ErrorCode, message: str, status: int = 400) -> JSONResponse:
-    return JSONResponse(
-        {"ok": False, "error": {"code": str(code), "message": message}}, status_code=status
-    )
+    return JSONResponse(refusal(code, message), status_code=status)
 
 
 class _Expiring(Generic[_T]):

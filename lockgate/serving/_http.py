@@ -44,6 +44,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from lockgate._bodies import read_bounded
+from lockgate.contracts import refusal
 from lockgate.gates._limits import MAX_DEPTH, MAX_START_BYTES
 from lockgate.serving._api_contract import (
     ENDPOINTS,
@@ -60,7 +61,7 @@ from lockgate.serving._api_contract import (
     plain_json,
 )
 from lockgate.serving._mcp import LockgateMCPServer
-from lockgate.serving._operations import Operations, refusal_of
+from lockgate.serving._operations import Operations
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "STATUS_OF_CODE", "BearerToken", "http_app"]
 
@@ -124,7 +125,7 @@ def _answer(result: Mapping[str, Any]) -> JSONResponse:
 async def _body(request: Request, endpoint: Endpoint, max_bytes: int) -> Any:
     """The request's JSON, read up to ``max_bytes``; else the refusal to answer."""
     too_large = JSONResponse(
-        refusal_of(
+        refusal(
             "PAYLOAD_TOO_LARGE",
             f"The request body is over {max_bytes} bytes, the most this API reads; it was "
             "not read.",
@@ -161,7 +162,7 @@ def _guarded(token: BearerToken, handler: Handler) -> Handler:
         scheme, _, presented = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token.matches(presented.strip()):
             return JSONResponse(
-                refusal_of(
+                refusal(
                     "UNAUTHORIZED",
                     "This API needs `Authorization: Bearer <token>`, with the token its "
                     "operator configured.",
@@ -174,7 +175,7 @@ def _guarded(token: BearerToken, handler: Handler) -> Handler:
         except Exception:
             logger.exception("lockgate api: %s %s failed", request.method, request.url.path)
             return JSONResponse(
-                refusal_of(
+                refusal(
                     "INTERNAL_ERROR",
                     "lockgate could not complete this request (is Temporal reachable, and a "
                     "lockgate worker serving this task queue?); the server's log says more.",

@@ -208,7 +208,7 @@ class _Handlers:
         self.schemas: dict[str, Mapping[str, Any]] = {}
         self.names = ToolNames(GRAPH_OPERATIONS)
         self._seal_key = secrets.token_bytes(32)
-        self._operations: dict[str, Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]] = {
+        self._operations: dict[str, Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any]]]] = {
             "graph:list": operations.list_graphs,
             "graph:start": operations.start,
             "graph:pending": operations.pending,

@@ -24,7 +24,7 @@ from temporalio.client import Client
 
 from lockgate.clients._graph_client import GraphClient
 from lockgate.clients._tool_client import ToolClient
-from lockgate.contracts import ToolCallResult
+from lockgate.contracts import RunView, ToolCallResult, refusal
 from lockgate.gates._limits import MAX_START_BYTES, measure
 from lockgate.identity._canonical import digest
 from lockgate.identity._directory import Directory
@@ -33,15 +33,10 @@ from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._catalogue import CatalogueError
 from lockgate.workflows._graph_inputs import StartGraphInput
 
-__all__ = ["Operations", "refusal_of"]
+__all__ = ["Operations"]
 
 _MAX_TEXT = 200
 """How much of a caller's value a refusal quotes back."""
-
-
-def refusal_of(code: str | ErrorCode, message: str, **facts: Any) -> dict[str, Any]:
-    """``{"ok": False, "error": {"code", "message"}}`` plus facts."""
-    return {"ok": False, "error": {"code": str(code), "message": message}, **facts}
 
 
 def _quoted(value: Any) -> str:
@@ -49,10 +44,10 @@ def _quoted(value: Any) -> str:
     return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT] + "…"
 
 
-def _text(arguments: Mapping[str, Any], name: str, operation: str) -> str | dict[str, Any]:
+def _text(arguments: Mapping[str, Any], name: str, operation: str) -> str | RunView:
     value = arguments.get(name)
     if not isinstance(value, str) or not value.strip():
-        return refusal_of(
+        return refusal(
             ErrorCode.VALIDATION_ERROR,
             f"{operation}: `{name}` is required, as a non-empty string"
             + ("." if value is None else f", and this is not one: {_quoted(value)}."),
@@ -123,7 +118,7 @@ class Operations:
         try:
             return await self.runs.catalogue()
         except CatalogueError as error:
-            return refusal_of(ErrorCode.NOT_FOUND, str(error))
+            return dict(refusal(ErrorCode.NOT_FOUND, str(error)))
 
     async def list_graphs(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """``{count, graphs}``: the graphs the workers serve, with their nodes and gates."""
@@ -133,7 +128,7 @@ class Operations:
         graphs = catalogue.get("graphs") or []
         return {"ok": True, "count": len(graphs), "graphs": graphs}
 
-    async def start(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    async def start(self, arguments: Mapping[str, Any]) -> RunView:
         """Starts ``graph`` with ``inputs`` and returns the run once it settles."""
         graph = _text(arguments, "graph", "start")
         if isinstance(graph, dict):
@@ -141,7 +136,7 @@ class Operations:
         inputs = _json_object(arguments, "inputs", "start", default={})
         if isinstance(inputs, tuple):
             code, sentence = inputs
-            return refusal_of(
+            return refusal(
                 code,
                 sentence.replace("a JSON object", "a JSON object of starting fields"),
             )
@@ -149,9 +144,9 @@ class Operations:
         if refused is not None:
             return refused
         # The client refuses a graph its workers do not serve, before starting anything.
-        return dict(await self.runs.start(graph, inputs or {}))
+        return await self.runs.start(graph, inputs or {})
 
-    def _refused_start_input(self, inputs: dict[str, Any]) -> dict[str, Any] | None:
+    def _refused_start_input(self, inputs: dict[str, Any]) -> RunView | None:
         """The refusal of inputs a run refuses as it starts (too large, too deep, or not plain
         JSON a proof can name), answered before any run exists.
 
@@ -167,11 +162,11 @@ class Operations:
             dataclasses.asdict(start), what="The start input", max_bytes=MAX_START_BYTES
         )
         if problem is not None:
-            return refusal_of(problem.code, problem.sentence)
+            return refusal(problem.code, problem.sentence)
         try:
             digest(inputs)
         except (TypeError, ValueError):
-            return refusal_of(
+            return refusal(
                 ErrorCode.VALIDATION_ERROR,
                 "start: `inputs` hold a value that is not plain JSON (NaN, infinity or an "
                 "unpaired surrogate), which no proof can name; nothing was started.",
@@ -183,21 +178,23 @@ class Operations:
         leads and, for a server with a principal, whether that principal may take it."""
         role = arguments.get("role")
         if role is not None and not isinstance(role, str):
-            return refusal_of(
-                ErrorCode.VALIDATION_ERROR,
-                f"pending: `role` is a role's name, and this is not one: {_quoted(role)}.",
+            return dict(
+                refusal(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"pending: `role` is a role's name, and this is not one: {_quoted(role)}.",
+                )
             )
         rows = await self.runs.pending(of=role or None)
         return {"ok": True, "count": len(rows), "pending": [dict(row) for row in rows]}
 
-    async def show(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    async def show(self, arguments: Mapping[str, Any]) -> RunView:
         """A run: status, fields, trail, the gate it waits at."""
         run = _text(arguments, "run", "show")
         if isinstance(run, dict):
             return run
-        return dict(await self.runs.show(run))
+        return await self.runs.show(run)
 
-    async def decide(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    async def decide(self, arguments: Mapping[str, Any]) -> RunView:
         """Relays a signed answer (``proof``: what ``lockgate sign decide`` prints)."""
         run = _text(arguments, "run", "decide")
         if isinstance(run, dict):
@@ -206,7 +203,7 @@ class Operations:
         if proof is None:
             choice = arguments.get("choice")
             hint = choice if isinstance(choice, str) and choice else "<choice>"
-            return refusal_of(
+            return refusal(
                 ErrorCode.UNVERIFIED_APPROVER,
                 "A gate is answered by a verified actor — a signed call — and this call carries "
                 "no proof: the approver is read from a signature, never from who holds this "
@@ -216,19 +213,19 @@ class Operations:
                 run_id=run,
             )
         if isinstance(proof, tuple):
-            return refusal_of(*proof, run_id=run)
+            return refusal(*proof, run_id=run)
         choice = arguments.get("choice")
         signed_choice = (proof.get("authorizes") or {}).get("choice")
         if isinstance(choice, str) and choice and signed_choice not in (None, choice):
-            return refusal_of(
+            return refusal(
                 ErrorCode.INVALID_DECISION,
                 f"decide: `choice` is {_quoted(choice)}, and the proof answers "
                 f"{_quoted(signed_choice)}; nothing was sent.",
                 run_id=run,
             )
-        return dict(await self.runs.decide_signed(run, proof))
+        return await self.runs.decide_signed(run, proof)
 
-    async def resume(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    async def resume(self, arguments: Mapping[str, Any]) -> RunView:
         """Carries on a parked run: as a relayed ``proof`` (``lockgate sign resume``), or as the
         server's principal."""
         run = _text(arguments, "run", "resume")
@@ -236,18 +233,18 @@ class Operations:
             return run
         proof = _json_object(arguments, "proof", "resume")
         if isinstance(proof, tuple):
-            return refusal_of(*proof, run_id=run)
+            return refusal(*proof, run_id=run)
         if proof is not None:
-            return dict(await self.runs.resume_signed(run, proof))
+            return await self.runs.resume_signed(run, proof)
         if self.runs.signer is None:
-            return refusal_of(
+            return refusal(
                 ErrorCode.UNAUTHORIZED,
                 f"A run is resumed by someone allowed to run its parked node, and "
                 f"{self.principal} is nobody's verified caller. Pass what `lockgate sign resume "
                 f"{_quoted(run)} --as <principal>` prints as `proof`.",
                 run_id=run,
             )
-        return dict(await self.runs.resume(run))
+        return await self.runs.resume(run)
 
     # Tools -------------------------------------------------------------------------------------
 
@@ -280,7 +277,7 @@ class Operations:
             tool, arguments or {}, request_id=request_id or uuid.uuid4().hex, plan=plan
         )
 
-    async def confirm_tool(self, arguments: Mapping[str, Any]) -> ToolCallResult | dict[str, Any]:
+    async def confirm_tool(self, arguments: Mapping[str, Any]) -> ToolCallResult | RunView:
         """Confirms a call that asked for it, with its ``request_id`` and ``token``."""
         request_id = _text(arguments, "request_id", "confirm")
         if isinstance(request_id, dict):
