@@ -49,6 +49,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         ["lockgate.clients", "lockgate.encryption", "lockgate.namespace", "lockgate.devserver"],
     ),
     ("worker", ["lockgate.worker"]),
+    ("operations", ["lockgate.operations"]),
     ("surfaces", ["lockgate.serving", "lockgate.inbox", "lockgate.adapters"]),
     ("commands", ["lockgate.cli", "lockgate.testing", "lockgate.pytest_plugin"]),
     ("faces", ["lockgate", "lockgate.errors", "lockgate.examples"]),

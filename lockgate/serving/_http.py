@@ -46,6 +46,7 @@ from starlette.routing import Mount, Route
 from lockgate._bodies import read_bounded
 from lockgate.contracts import refusal
 from lockgate.gates._limits import MAX_DEPTH, MAX_START_BYTES
+from lockgate.operations._operations import Operations
 from lockgate.serving._api_contract import (
     ENDPOINTS,
     OPENAPI_PATH,
@@ -61,7 +62,6 @@ from lockgate.serving._api_contract import (
     plain_json,
 )
 from lockgate.serving._mcp import LockgateMCPServer
-from lockgate.serving._operations import Operations
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "STATUS_OF_CODE", "BearerToken", "http_app"]
 

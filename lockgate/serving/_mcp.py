@@ -2,7 +2,7 @@
 
 The server is a client of lockgate's workers: each tool call is a durable call on Temporal (one
 request id per call, so asking again returns the first answer), each graph operation one of
-:class:`~lockgate.serving.Operations`. A refusal is a tool result with ``isError`` and
+:class:`~lockgate.operations.Operations`. A refusal is a tool result with ``isError`` and
 ``{code, message}``, never a protocol error and never a stack trace.
 
 A tool that asks for confirmation asks the person at the host through MCP elicitation where the
@@ -32,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from lockgate.identity._quoting import a_role
+from lockgate.operations._operations import Operations
 from lockgate.serving._gate_watch import (
     GATE_URI_TEMPLATE,
     GATES_URI,
@@ -40,7 +41,6 @@ from lockgate.serving._gate_watch import (
     run_of_uri,
 )
 from lockgate.serving._names import ToolNames
-from lockgate.serving._operations import Operations
 from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
