@@ -190,30 +190,26 @@ def _api_routes(
     operations: Operations, token: BearerToken, max_body_bytes: int, version: str
 ) -> list[Route]:
     async def list_graphs(request: Request, body: None) -> Response:
-        return _answer(await operations.list_graphs({}))
+        return _answer(await operations.list_graphs())
 
     async def start(request: Request, body: StartBody) -> Response:
-        return _answer(await operations.start(body.model_dump()))
+        return _answer(await operations.start(body.graph, body.inputs))
 
     async def show(request: Request, body: None) -> Response:
-        return _answer(await operations.show({"run": request.path_params["run"]}))
+        return _answer(await operations.show(request.path_params["run"]))
 
     async def pending(request: Request, body: None) -> Response:
-        return _answer(await operations.pending({"role": request.query_params.get("role")}))
+        return _answer(await operations.pending(request.query_params.get("role")))
 
     async def decide(request: Request, body: DecideBody) -> Response:
-        sent = body.model_dump(exclude_none=True)
-        return _answer(await operations.decide({**sent, "run": request.path_params["run"]}))
+        run = request.path_params["run"]
+        return _answer(await operations.decide_signed(run, body.proof, choice=body.choice))
 
     async def resume(request: Request, body: ResumeBody) -> Response:
-        sent = body.model_dump(exclude_none=True)
-        return _answer(await operations.resume({**sent, "run": request.path_params["run"]}))
+        return _answer(await operations.resume(request.path_params["run"], proof=body.proof))
 
     async def list_tools(request: Request, body: None) -> Response:
-        tools = await operations.list_tools()
-        if isinstance(tools, dict):
-            return _answer(tools)
-        return _answer({"ok": True, "count": len(tools), "tools": tools})
+        return _answer(await operations.list_tools())
 
     async def call_tool(request: Request, body: ToolCallBody) -> Response:
         result = await operations.call_tool(
@@ -225,7 +221,7 @@ def _api_routes(
         return _answer({"ok": bool(result.get("success")), **result})
 
     async def confirm_tool(request: Request, body: ConfirmBody) -> Response:
-        result = dict(await operations.confirm_tool(body.model_dump()))
+        result = dict(await operations.confirm_tool(body.request_id, body.token))
         # A tool's result says `success`; a refusal before the call, `ok`.
         return _answer({"ok": result.get("success", result.get("ok")) is True, **result})
 

@@ -208,13 +208,18 @@ class _Handlers:
         self.schemas: dict[str, Mapping[str, Any]] = {}
         self.names = ToolNames(GRAPH_OPERATIONS)
         self._seal_key = secrets.token_bytes(32)
+        # What each graph operation's arguments are, as the door takes them.
         self._operations: dict[str, Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any]]]] = {
-            "graph:list": operations.list_graphs,
-            "graph:start": operations.start,
-            "graph:pending": operations.pending,
-            "graph:show": operations.show,
-            "graph:decide": operations.decide,
-            "graph:resume": operations.resume,
+            "graph:list": lambda sent: operations.list_graphs(),
+            "graph:start": lambda sent: operations.start(sent.get("graph"), sent.get("inputs")),
+            "graph:pending": lambda sent: operations.pending(sent.get("role")),
+            "graph:show": lambda sent: operations.show(sent.get("run")),
+            "graph:decide": lambda sent: operations.decide_signed(
+                sent.get("run"), sent.get("proof"), choice=sent.get("choice")
+            ),
+            "graph:resume": lambda sent: operations.resume(
+                sent.get("run"), proof=sent.get("proof")
+            ),
         }
 
     # Tools -------------------------------------------------------------------------------------
@@ -226,8 +231,8 @@ class _Handlers:
             ToolNameError: two names meet once mapped (checked when the server starts).
         """
         served = await self.operations.list_tools()
-        definitions = served if isinstance(served, list) else []
-        if isinstance(served, dict):
+        definitions = served.get("tools") or []
+        if served.get("ok") is False:
             logger.warning("lockgate mcp: %s", served["error"]["message"])
         usable = []
         for definition in definitions:
@@ -283,7 +288,10 @@ class _Handlers:
             name = self.names.lockgate_name(params.name)
         arguments = params.arguments or {}
         if name == "tools:confirm":
-            return self._of_call(await self.operations.confirm_tool(arguments))
+            confirmed = await self.operations.confirm_tool(
+                arguments.get("request_id"), arguments.get("token")
+            )
+            return self._of_call(confirmed)
         operation = self._operations.get(name or "")
         if operation is not None:
             return _of_operation(await operation(arguments))
@@ -387,7 +395,7 @@ class _Handlers:
         content = getattr(answer, "content", None) or {}
         if getattr(answer, "action", None) == "accept" and content.get("approve") is True:
             return self._of_call(
-                await self.operations.tools.confirm(
+                await self.operations.confirm_tool(
                     str(request["request_id"]), str(request["confirm_token"])
                 )
             )
@@ -409,7 +417,7 @@ class _Handlers:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         self._remember(ctx)
-        rows = await self.operations.runs.pending()
+        rows = await _open_gates(self.operations)
         resources = [
             types.Resource(
                 uri=GATES_URI,
@@ -449,7 +457,7 @@ class _Handlers:
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
-        rows = [dict(row) for row in await self.operations.runs.pending()]
+        rows = await _open_gates(self.operations)
         if uri == GATES_URI:
             body: Any = {"count": len(rows), "pending": rows}
         else:
@@ -484,7 +492,7 @@ def build_mcp_server(operations: Operations, *, poll_seconds: float = 1.0) -> Lo
         operations: The graph operations and tool calls, as the server's caller.
         poll_seconds: How often the open gates are asked for, to notify subscribers.
     """
-    watch = GateWatch(lambda: _pending_rows(operations), poll_seconds)
+    watch = GateWatch(lambda: _open_gates(operations), poll_seconds)
     handlers = _Handlers(operations, watch)
 
     @contextlib.asynccontextmanager
@@ -517,5 +525,6 @@ def build_mcp_server(operations: Operations, *, poll_seconds: float = 1.0) -> Lo
     return server
 
 
-async def _pending_rows(operations: Operations) -> list[dict[str, Any]]:
-    return [dict(row) for row in await operations.runs.pending()]
+async def _open_gates(operations: Operations) -> list[dict[str, Any]]:
+    """Every open gate on the task queue, as ``graph__pending`` lists them."""
+    return list((await operations.pending())["pending"])
