@@ -50,6 +50,7 @@ from lockgate.identity._names import check_principal_name, toml_key
 from lockgate.identity._passkeys import RelyingParty
 from lockgate.identity._verifier import Verifier
 from lockgate.inbox._words import FILTERS, excerpt
+from lockgate.operations._surface_answers import body_too_large, could_not_complete
 from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._search_attributes import LOCKGATE_GRAPH
 
@@ -570,11 +571,7 @@ async def _json_body(request: Request, relying_party: RelyingParty) -> Mapping[s
         )
     raw = await read_bounded(request, _MAX_BODY_BYTES)
     if raw is None:
-        return _refusal(
-            ErrorCode.VALIDATION_ERROR,
-            f"The request body is over {_MAX_BODY_BYTES // 1024} KiB, the most the inbox reads.",
-            413,
-        )
+        return JSONResponse(body_too_large(_MAX_BODY_BYTES), status_code=413)
     try:
         body = json.loads(raw or b"{}")
     except RecursionError:
@@ -588,9 +585,4 @@ async def _json_body(request: Request, relying_party: RelyingParty) -> Mapping[s
 
 async def _no_trace(request: Request, error: Exception) -> Response:
     logger.exception("lockgate inbox: %s %s failed", request.method, request.url.path)
-    return _refusal(
-        ErrorCode.INTERNAL_ERROR,
-        "The inbox could not do this (is Temporal reachable, and a lockgate worker serving "
-        "this task queue?); its log says more.",
-        500,
-    )
+    return JSONResponse(could_not_complete("this request"), status_code=500)

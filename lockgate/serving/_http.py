@@ -47,6 +47,7 @@ from lockgate._bodies import read_bounded
 from lockgate.contracts import refusal
 from lockgate.gates._limits import MAX_DEPTH, MAX_START_BYTES
 from lockgate.operations._operations import Operations
+from lockgate.operations._surface_answers import body_too_large, could_not_complete, http_status
 from lockgate.serving._api_contract import (
     ENDPOINTS,
     OPENAPI_PATH,
@@ -62,28 +63,11 @@ from lockgate.serving._api_contract import (
     plain_json,
 )
 from lockgate.serving._mcp import LockgateMCPServer
+from lockgate.tools._tool_result import ErrorCode
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "STATUS_OF_CODE", "BearerToken", "http_app"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "BearerToken", "http_app"]
 
 logger = logging.getLogger("lockgate.mcp")
-
-STATUS_OF_CODE: dict[str, int] = {
-    "VALIDATION_ERROR": 422,
-    "INVALID_DECISION": 422,
-    "PAYLOAD_TOO_LARGE": 413,
-    "NOT_FOUND": 404,
-    "TOOL_NOT_FOUND": 404,
-    "UNAUTHORIZED": 403,
-    "UNVERIFIED_APPROVER": 403,
-    "FORBIDDEN": 403,
-    "SELF_APPROVAL_FORBIDDEN": 403,
-    "GATE_NOT_PENDING": 409,
-    "NOTHING_TO_RESUME": 409,
-    "CONFIRMATION_REQUIRED": 409,
-    "RATE_LIMITED": 429,
-    "TIMEOUT": 504,
-}
-"""The HTTP status of each refusal code; any other code is a 400."""
 
 DEFAULT_MAX_BODY_BYTES = 2 * MAX_START_BYTES
 """The largest request body the JSON API reads: twice the largest start input a run takes
@@ -108,33 +92,15 @@ class BearerToken:
         return None
 
 
-def _status(result: Mapping[str, Any]) -> int:
-    error = result.get("error")
-    if result.get("ok") is False or result.get("success") is False:
-        code = error.get("code") if isinstance(error, dict) else None
-        if code == "INTERNAL_ERROR":
-            return 500
-        return STATUS_OF_CODE.get(str(code), 400)
-    return 200
-
-
 def _answer(result: Mapping[str, Any]) -> JSONResponse:
-    return JSONResponse(dict(result), status_code=_status(result))
+    return JSONResponse(dict(result), status_code=http_status(result))
 
 
 async def _body(request: Request, endpoint: Endpoint, max_bytes: int) -> Any:
     """The request's JSON, read up to ``max_bytes``; else the refusal to answer."""
-    too_large = JSONResponse(
-        refusal(
-            "PAYLOAD_TOO_LARGE",
-            f"The request body is over {max_bytes} bytes, the most this API reads; it was "
-            "not read.",
-        ),
-        status_code=413,
-    )
     raw = await read_bounded(request, max_bytes)
     if raw is None:
-        return too_large
+        return JSONResponse(body_too_large(max_bytes), status_code=413)
     if not raw.strip():
         return {}
     try:
@@ -163,7 +129,7 @@ def _guarded(token: BearerToken, handler: Handler) -> Handler:
         if scheme.lower() != "bearer" or not token.matches(presented.strip()):
             return JSONResponse(
                 refusal(
-                    "UNAUTHORIZED",
+                    ErrorCode.UNAUTHORIZED,
                     "This API needs `Authorization: Bearer <token>`, with the token its "
                     "operator configured.",
                 ),
@@ -174,14 +140,7 @@ def _guarded(token: BearerToken, handler: Handler) -> Handler:
             return await handler(request)
         except Exception:
             logger.exception("lockgate api: %s %s failed", request.method, request.url.path)
-            return JSONResponse(
-                refusal(
-                    "INTERNAL_ERROR",
-                    "lockgate could not complete this request (is Temporal reachable, and a "
-                    "lockgate worker serving this task queue?); the server's log says more.",
-                ),
-                status_code=500,
-            )
+            return JSONResponse(could_not_complete("this request"), status_code=500)
 
     return guarded
 

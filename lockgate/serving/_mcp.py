@@ -31,8 +31,10 @@ from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from lockgate.contracts import refusal
 from lockgate.identity._quoting import a_role
 from lockgate.operations._operations import Operations
+from lockgate.operations._surface_answers import could_not_complete
 from lockgate.serving._gate_watch import (
     GATE_URI_TEMPLATE,
     GATES_URI,
@@ -151,8 +153,10 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _refused(code: str, message: str, **meta: Any) -> types.CallToolResult:
-    payload = {"code": code, "message": message}
+def _refused(refused: Mapping[str, Any], **meta: Any) -> types.CallToolResult:
+    """A refusal (:func:`~lockgate.contracts.refusal`) as MCP says it: a tool result with
+    ``isError`` and its ``{code, message}``."""
+    payload = dict(refused["error"])
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=_dumps(payload))],
         structured_content=payload,
@@ -173,7 +177,7 @@ def _answered(data: Any, **meta: Any) -> types.CallToolResult:
 def _of_operation(result: Mapping[str, Any]) -> types.CallToolResult:
     error = result.get("error")
     if result.get("ok") is False and isinstance(error, dict):
-        return _refused(str(error.get("code")), str(error.get("message")))
+        return _refused(result)
     return _answered(dict(result))
 
 
@@ -273,11 +277,7 @@ class _Handlers:
         except Exception:
             # Never a protocol error: the handshake era would send str(exc) to the client.
             logger.exception("lockgate mcp: %s failed", params.name)
-            return _refused(
-                "INTERNAL_ERROR",
-                f"lockgate could not complete '{params.name}' (is Temporal reachable, and a "
-                "lockgate worker serving this task queue?); the server's log says more.",
-            )
+            return _refused(could_not_complete(f"'{params.name}'"))
 
     async def _call(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -297,8 +297,10 @@ class _Handlers:
             return _of_operation(await operation(arguments))
         if name is None:
             return _refused(
-                "TOOL_NOT_FOUND",
-                f"No tool '{params.name}' is served here; tools/list names those that are.",
+                refusal(
+                    ErrorCode.TOOL_NOT_FOUND,
+                    f"No tool '{params.name}' is served here; tools/list names those that are.",
+                )
             )
         request_id = self._request_id(ctx, params, name)
         plan = (params.meta or {}).get(PLAN_META_KEY) is True
@@ -316,11 +318,11 @@ class _Handlers:
             return _answered(result.get("data"), **extra)
         error = result.get("error")
         error = error if isinstance(error, dict) else {}
-        return _refused(
-            str(error.get("code") or "INTERNAL_ERROR"),
+        refused = refusal(
+            str(error.get("code") or ErrorCode.INTERNAL_ERROR),
             str(error.get("message") or "The call did not succeed."),
-            **extra,
         )
+        return _refused(refused, **extra)
 
     # Confirmations -----------------------------------------------------------------------------
 
@@ -399,12 +401,12 @@ class _Handlers:
                     str(request["request_id"]), str(request["confirm_token"])
                 )
             )
-        return _refused(
-            ErrorCode.CONFIRMATION_DECLINED.value,
+        declined = refusal(
+            ErrorCode.CONFIRMATION_DECLINED,
             f"{request.get('action_summary') or 'The call'} was not confirmed, so it did not "
             f"run; its request expires at {request.get('expires_at')}.",
-            **{REQUEST_ID_META_KEY: request["request_id"]},
         )
+        return _refused(declined, **{REQUEST_ID_META_KEY: request["request_id"]})
 
     # Resources ---------------------------------------------------------------------------------
 
