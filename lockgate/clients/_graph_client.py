@@ -19,6 +19,7 @@ query where a description does.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -99,6 +100,8 @@ from lockgate.workflows._search_attributes import (
 from lockgate.workflows._signed_starts import SIGNED_START_WITHIN, StartRefusedError, withdraw
 
 __all__ = ["QUERY_TIMEOUT", "SERVED_GRAPHS_FOR", "GraphClient"]
+
+_log = logging.getLogger("lockgate.clients")
 
 
 _FIRST_PAUSE = 0.005
@@ -1085,6 +1088,37 @@ class GraphClient:
         names = {entry.get("name") for entry in catalogue.get("graphs") or []}
         self._served_graphs = (time.monotonic(), frozenset(str(name) for name in names))
         return catalogue
+
+    async def serves(self, run_id: str) -> bool:
+        """Whether ``run_id`` is a run this client's workers serve: on its task queue, and of a
+        graph they serve or a workflow of your own that lockgate marks with its type.
+
+        Only these workers run what is on their queue, and whatever else a stranger starts
+        there never runs: a surface shows it as no run at all. The graphs served are those the
+        catalogue listed within :data:`SERVED_GRAPHS_FOR` (asking is a query, a billed action);
+        while no worker answers, those it listed last.
+        """
+        description = await describe_run(self.client.get_workflow_handle(run_id))
+        if isinstance(description, dict) or description.task_queue != self.task_queue:
+            return False
+        kind = description.workflow_type
+        if description.typed_search_attributes.get(LOCKGATE_GRAPH) == kind:
+            return True
+        return kind in await self._graphs_served()
+
+    async def _graphs_served(self) -> frozenset[str]:
+        cached = self._served_graphs
+        if cached is not None and time.monotonic() - cached[0] < SERVED_GRAPHS_FOR:
+            return cached[1]
+        try:
+            await self.catalogue()
+        except Exception:  # no worker answered: the graphs listed last still stand
+            _log.warning(
+                "lockgate: the catalogue of task queue '%s' did not answer", self.task_queue
+            )
+            return cached[1] if cached is not None else frozenset()
+        assert self._served_graphs is not None
+        return self._served_graphs[1]
 
     async def unserved(self, graph: str) -> RunView | None:
         """A refusal when no worker of this task queue serves ``graph`` (nothing is started for

@@ -220,6 +220,11 @@ class Operations:
         rows = await self._runs.pending(of=role or None, viewer=viewer)
         return {"ok": True, "count": len(rows), "pending": [dict(row) for row in rows]}
 
+    async def serves(self, run: str) -> bool:
+        """Whether ``run`` is a run these workers serve (see :meth:`GraphClient.serves`): a
+        surface shows any other as no run at all."""
+        return await self._runs.serves(run)
+
     # Gates, parks and cancels ------------------------------------------------------------------
 
     async def decide(
