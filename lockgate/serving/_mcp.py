@@ -1,9 +1,9 @@
 """``lockgate mcp``: governed tools and graph operations for agents, on the official MCP SDK.
 
-The server is a client of lockgate's workers: each tool call is a durable call on Temporal (one
-request id per call, so asking again returns the first answer), each graph operation one of
-:class:`~lockgate.operations.Operations`. A refusal is a tool result with ``isError`` and
-``{code, message}``, never a protocol error and never a stack trace.
+The server reaches lockgate's workers through the door, :class:`~lockgate.operations.Operations`:
+each tool call is a durable call on Temporal (one request id per call, so asking again returns
+the first answer), each graph operation one of the door's. A refusal is a tool result with
+``isError`` and ``{code, message}``, never a protocol error and never a stack trace.
 
 A tool that asks for confirmation asks the person at the host through MCP elicitation where the
 client offers it, and otherwise answers with the step to call (``tools__confirm``). A call whose
