@@ -57,29 +57,20 @@ def _text(value: object, name: str, operation: str) -> str | RunView:
     return value.strip()
 
 
-class _NotAnObject(ValueError):
-    """A value that should be a JSON object is not one; its message is the refusal's sentence."""
-
-
 def _json_object(
     value: object, name: str, operation: str, *, what: str = "a JSON object"
-) -> dict[str, Any] | None:
-    """``value`` as a JSON object, given as one or as its text; None when it is None.
-
-    Raises:
-        _NotAnObject: it is neither, with the sentence naming ``name``.
-    """
+) -> tuple[dict[str, Any] | None, str | None]:
+    """``(value as a JSON object, None)``, given as one or as its text (``(None, None)`` when
+    it is None); else ``(None, the sentence that refuses it, naming name)``."""
     if value is None:
-        return None
+        return None, None
     read = value
     if isinstance(read, str):
         with contextlib.suppress(ValueError):  # not JSON: refused below, quoting it
             read = json.loads(read)
     if not isinstance(read, dict):
-        raise _NotAnObject(
-            f"{operation}: `{name}` must be {what}, and this is not one: {_quoted(value)}."
-        )
-    return read
+        return None, f"{operation}: `{name}` must be {what}, and this is not one: {_quoted(value)}."
+    return read, None
 
 
 class Operations:
@@ -147,18 +138,16 @@ class Operations:
         name = _text(graph, "graph", "start")
         if not isinstance(name, str):
             return name
-        try:
-            fields = _json_object(
-                inputs, "inputs", "start", what="a JSON object of starting fields"
-            )
-        except _NotAnObject as wrong:
-            return refusal(ErrorCode.VALIDATION_ERROR, str(wrong))
-        fields = fields or {}
-        refused = self._refused_start_input(fields)
+        fields, wrong = _json_object(
+            inputs, "inputs", "start", what="a JSON object of starting fields"
+        )
+        if wrong is not None:
+            return refusal(ErrorCode.VALIDATION_ERROR, wrong)
+        refused = self._refused_start_input(fields or {})
         if refused is not None:
             return refused
         # The client refuses a graph its workers do not serve, before starting anything.
-        return await self._runs.start(name, fields, wait=wait)
+        return await self._runs.start(name, fields or {}, wait=wait)
 
     def _refused_start_input(self, inputs: dict[str, Any]) -> RunView | None:
         """The refusal of inputs a run refuses as it starts (too large, too deep, or not plain
@@ -196,10 +185,14 @@ class Operations:
     async def list_runs(self, graph: object = None) -> dict[str, Any]:
         """``{ok, count, runs}``: every lockgate run on the task queue (of ``graph``, if given),
         each with how it stands."""
-        name = None if graph is None else _text(graph, "graph", "list")
-        if name is not None and not isinstance(name, str):
-            return dict(name)
-        rows = await self._runs.list(name)
+        if graph is not None and (not isinstance(graph, str) or not graph.strip()):
+            return dict(
+                refusal(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"list: `graph` is a graph's name, and this is not one: {_quoted(graph)}.",
+                )
+            )
+        rows = await self._runs.list(graph.strip() if graph is not None else None)
         return {"ok": True, "count": len(rows), "runs": rows}
 
     async def pending(self, role: object = None, *, viewer: str | None = None) -> dict[str, Any]:
@@ -259,10 +252,9 @@ class Operations:
         option = _text(choice, "choice", "decide")
         if not isinstance(option, str):
             return option
-        try:
-            given = _json_object(evidence, "evidence", "decide")
-        except _NotAnObject as wrong:
-            return refusal(ErrorCode.VALIDATION_ERROR, str(wrong))
+        given, wrong = _json_object(evidence, "evidence", "decide")
+        if wrong is not None:
+            return refusal(ErrorCode.VALIDATION_ERROR, wrong)
         return run_id, option, given or None
 
     async def decide_signed(self, run: object, proof: object, *, choice: object = None) -> RunView:
@@ -272,10 +264,9 @@ class Operations:
         run_id = _text(run, "run", "decide")
         if not isinstance(run_id, str):
             return run_id
-        try:
-            signed = _json_object(proof, "proof", "decide")
-        except _NotAnObject as wrong:
-            return refusal(ErrorCode.VALIDATION_ERROR, str(wrong), run_id=run_id)
+        signed, wrong = _json_object(proof, "proof", "decide")
+        if wrong is not None:
+            return refusal(ErrorCode.VALIDATION_ERROR, wrong, run_id=run_id)
         if signed is None:
             hint = choice if isinstance(choice, str) and choice else "<choice>"
             return refusal(
@@ -303,10 +294,9 @@ class Operations:
         run_id = _text(run, "run", "resume")
         if not isinstance(run_id, str):
             return run_id
-        try:
-            signed = _json_object(proof, "proof", "resume")
-        except _NotAnObject as wrong:
-            return refusal(ErrorCode.VALIDATION_ERROR, str(wrong), run_id=run_id)
+        signed, wrong = _json_object(proof, "proof", "resume")
+        if wrong is not None:
+            return refusal(ErrorCode.VALIDATION_ERROR, wrong, run_id=run_id)
         if signed is not None:
             return await self._runs.resume_signed(run_id, signed)
         if self.signer is None:
@@ -363,7 +353,7 @@ class Operations:
             return dict(checked)
         run_id, option, given = checked
         if self.signer is None:
-            return self._no_signer("an answer", run_id)
+            return self._no_signer("An answer", run_id)
         return await self._runs.sign_decide(run_id, option, evidence=given, waiver=waiver)
 
     async def sign_resume(self, run: object) -> dict[str, Any]:
@@ -373,7 +363,7 @@ class Operations:
         if not isinstance(run_id, str):
             return dict(run_id)
         if self.signer is None:
-            return self._no_signer("a resume", run_id)
+            return self._no_signer("A resume", run_id)
         return await self._runs.sign_resume(run_id)
 
     async def start_to_sign(self, run: object) -> dict[str, Any]:
@@ -389,8 +379,8 @@ class Operations:
         return dict(
             refusal(
                 ErrorCode.UNAUTHORIZED,
-                f"Only its principal signs {what}, with their own key, and {self.principal} "
-                "holds none here: sign as the principal who acts (`--as`).",
+                f"{what} is signed with its principal's own key, and {self.principal} holds "
+                "none here: nothing was signed.",
                 run_id=run_id,
             )
         )
