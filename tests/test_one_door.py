@@ -14,9 +14,11 @@ from lockgate.contracts import refusal
 from lockgate.tools._tool_result import ErrorCode
 from tests.helpers.modules import imports, modules, within
 from tests.helpers.support import REPOSITORY
+from tests.test_layers import LAYERS
 
-SURFACES = ["lockgate.cli", "lockgate.serving", "lockgate.inbox"]
-"""What people and agents meet: each reaches lockgate's runs only through the door."""
+SURFACES = [*dict(LAYERS)["surfaces"], "lockgate.cli"]
+"""What people and agents meet (the surfaces layer, and the ``lockgate`` command): each reaches
+lockgate's runs only through the door. A surface added to the layer is held to it too."""
 
 CLIENTS = ["lockgate.clients"]
 """What stands behind the door: ``GraphClient``, ``ToolClient`` and what they share."""
