@@ -12,6 +12,8 @@ refusal and failure says what went wrong the same way: ``error: {code, message}`
 - ``pending`` returns :class:`PendingGate` rows: the open gate as a run shows it
   (:class:`GateView`) with when it opened and, for whoever is looking, which options they may
   take.
+- A refusal, whoever says it (a client, the CLI, MCP, the HTTP API, the inbox), is made by
+  :func:`refusal`, the one function that writes ``{ok: False, error: {code, message}}``.
 
 A run and a gate are named by ``run_id`` (the workflow id) and ``execution`` (its first run id)
 everywhere; the role a gate asks for is its ``role``.
@@ -19,7 +21,7 @@ everywhere; the role a gate asks for is its ``role``.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 __all__ = [
     "ActorView",
@@ -38,6 +40,7 @@ __all__ = [
     "ToolCallResult",
     "TrailRow",
     "ViewerView",
+    "refusal",
 ]
 
 
@@ -296,3 +299,24 @@ class ToolCallResult(TypedDict):
     message: str | None
     error: ErrorDetail | None
     meta: dict[str, Any]
+
+
+def refusal(code: str, message: str, **facts: Any) -> RunView:
+    """A refusal: ``{"ok": False, "error": {"code": code, "message": message}}`` plus ``facts``.
+
+    The one place this shape is written: every client and surface refuses with it, so a program
+    reads every refusal the same way. ``code`` is an :class:`~lockgate.ErrorCode` (or its value);
+    ``message`` is the sentence that names what is wrong.
+
+    Typed as a :class:`RunView`, which a refusal of something asked of a run is (its facts are
+    a run's keys, such as ``run_id``). Where it stands for an answer of another shape, the
+    caller takes it as a plain ``dict``.
+
+    Example::
+
+        refusal(ErrorCode.NOT_FOUND, "No run 'essay-1'.", run_id="essay-1")
+        # {"ok": False, "error": {"code": "NOT_FOUND", "message": "No run 'essay-1'."},
+        #  "run_id": "essay-1"}
+    """
+    refused: dict[str, Any] = {"ok": False, "error": {"code": str(code), "message": message}}
+    return cast(RunView, refused | facts)

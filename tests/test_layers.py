@@ -4,17 +4,14 @@ layers never reach temporalio."""
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from tests.helpers.modules import imports, modules
 from tests.helpers.support import REPOSITORY
-
-PACKAGE = REPOSITORY / "lockgate"
 
 LAYERS: list[tuple[str, list[str]]] = [
     (
@@ -49,6 +46,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         ["lockgate.clients", "lockgate.encryption", "lockgate.namespace", "lockgate.devserver"],
     ),
     ("worker", ["lockgate.worker"]),
+    ("operations", ["lockgate.operations"]),
     ("surfaces", ["lockgate.serving", "lockgate.inbox", "lockgate.adapters"]),
     ("commands", ["lockgate.cli", "lockgate.testing", "lockgate.pytest_plugin"]),
     ("faces", ["lockgate", "lockgate.errors", "lockgate.examples"]),
@@ -60,15 +58,6 @@ lockgate imports them (the examples are written as a user writes them, through t
 
 PURE = ["lockgate.identity", "lockgate.tools", "lockgate.gates", "lockgate.graphs"]
 """The layers that run in process, inside activities and inside the workflow sandbox alike."""
-
-
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(REPOSITORY).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _modules() -> dict[str, Path]:
-    return {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
 def _owner(module: str) -> str:
@@ -85,46 +74,17 @@ def _rank(module: str) -> int:
     return next(index for index, (_, entries) in enumerate(LAYERS) if owner in entries)
 
 
-def _imports(path: Path, modules: dict[str, Path]) -> Iterator[tuple[int, str]]:
-    """Each module of lockgate that ``path`` imports (anywhere: at the top, in a function, under
-    ``TYPE_CHECKING``), or, in a face that serves names lazily, names as a name's home; with its
-    line."""
-    text = path.read_text()
-    lazy = "lazy_names(" in text
-    for node in ast.walk(ast.parse(text, str(path))):
-        named: list[str] = []
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            named = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
-        elif isinstance(node, ast.Import):
-            named = [alias.name for alias in node.names]
-        elif lazy and isinstance(node, ast.Constant) and isinstance(node.value, str):
-            named = [node.value] if node.value in modules else []
-        for name in named:
-            found = _known(name, modules)
-            if found is not None:
-                yield getattr(node, "lineno", 0), found
-                break
-
-
-def _known(name: str, modules: dict[str, Path]) -> str | None:
-    while name:
-        if name in modules:
-            return name
-        name = name.rpartition(".")[0]
-    return None
-
-
 def _graph() -> dict[str, set[str]]:
-    modules = _modules()
+    known = modules()
     return {
-        module: {found for _, found in _imports(path, modules) if found != module}
-        for module, path in modules.items()
+        module: {found for _, found in imports(path, known) if found != module}
+        for module, path in known.items()
     }
 
 
 def test_every_module_of_lockgate_is_in_a_layer() -> None:
     unplaced = []
-    for module in _modules():
+    for module in modules():
         try:
             _owner(module)
         except AssertionError as missing:
@@ -134,13 +94,13 @@ def test_every_module_of_lockgate_is_in_a_layer() -> None:
 
 
 def test_no_module_imports_a_module_of_a_layer_above_its_own() -> None:
-    modules = _modules()
+    known = modules()
 
     upward = [
         f"{path.relative_to(REPOSITORY)}:{line} imports {found} "
         f"({LAYERS[_rank(module)][0]} -> {LAYERS[_rank(found)][0]})"
-        for module, path in modules.items()
-        for line, found in _imports(path, modules)
+        for module, path in known.items()
+        for line, found in imports(path, known)
         if _rank(found) > _rank(module)
     ]
 
@@ -149,13 +109,13 @@ def test_no_module_imports_a_module_of_a_layer_above_its_own() -> None:
 
 def test_no_module_of_lockgate_imports_a_face_but_the_examples() -> None:
     faces = {"lockgate", "lockgate.errors"}
-    modules = _modules()
+    known = modules()
 
     through = [
         f"{path.relative_to(REPOSITORY)}:{line} imports {found}"
-        for module, path in modules.items()
+        for module, path in known.items()
         if module not in faces and not module.startswith("lockgate.examples")
-        for line, found in _imports(path, modules)
+        for line, found in imports(path, known)
         if found in faces
     ]
 
@@ -222,10 +182,10 @@ def test_the_circle_finder_finds_a_circle() -> None:
 
 @pytest.mark.parametrize("layer", PURE)
 def test_a_pure_layer_imports_no_temporalio(layer: str) -> None:
-    modules = [module for module in _modules() if module.startswith(layer + ".")]
+    names = [module for module in modules() if module.startswith(layer + ".")]
     script = (
         "import importlib, sys\n"
-        f"for name in {modules!r}:\n"
+        f"for name in {names!r}:\n"
         "    importlib.import_module(name)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'temporalio'))\n"
     )
@@ -239,5 +199,5 @@ def test_a_pure_layer_imports_no_temporalio(layer: str) -> None:
         timeout=60,
     )
 
-    assert modules
+    assert names
     assert shown.stdout.splitlines()[-1] == "[]"

@@ -113,6 +113,7 @@ def _private_modules() -> list[str]:
         "lockgate.graphs",
         "lockgate.identity",
         "lockgate.inbox",
+        "lockgate.operations",
         "lockgate.serving",
         "lockgate.telemetry",
         "lockgate.tools",
@@ -145,6 +146,7 @@ def test_every_private_module_declares_its_own_all_of_names_it_defines(module_na
         "lockgate.graphs",
         "lockgate.identity",
         "lockgate.inbox",
+        "lockgate.operations",
         "lockgate.serving",
         "lockgate.telemetry",
         "lockgate.tools",
@@ -208,6 +210,7 @@ PUBLIC_SUBPACKAGES = {
         "ToolCallResult",
         "TrailRow",
         "ViewerView",
+        "refusal",
     ],
     "lockgate.errors": [
         "ArgumentsInvalid",
@@ -278,13 +281,12 @@ PUBLIC_SUBPACKAGES = {
         "run_worker",
         "serve_health",
     ],
+    "lockgate.operations": ["Operations"],
     "lockgate.serving": [
         "BearerToken",
-        "Operations",
         "ToolNameError",
         "build_mcp_server",
         "http_app",
-        "refusal_of",
     ],
     "lockgate.devserver": [
         "DevServer",

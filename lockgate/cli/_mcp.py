@@ -20,6 +20,7 @@ from lockgate.cli._output import CommandError
 from lockgate.cli._settings import connect, keys_dir, local_directory
 from lockgate.identity._identity_errors import IdentityError
 from lockgate.identity._proofs import Signer
+from lockgate.operations._operations import Operations
 
 __all__ = ["TOKEN_ENV", "serve_mcp"]
 
@@ -46,13 +47,7 @@ def _token(arguments: argparse.Namespace) -> str:
 async def serve_mcp(arguments: argparse.Namespace) -> int:
     """Serves MCP (and, over HTTP, the JSON API) until stopped."""
     try:
-        from lockgate.serving import (
-            BearerToken,
-            Operations,
-            ToolNameError,
-            build_mcp_server,
-            http_app,
-        )
+        from lockgate.serving import BearerToken, ToolNameError, build_mcp_server, http_app
     except ImportError as error:
         raise CommandError(str(error)) from None
     # stdout is the protocol over stdio: everything else goes to stderr.

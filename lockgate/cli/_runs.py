@@ -9,12 +9,11 @@ from typing import Any
 
 from lockgate.cli._arguments import json_argument
 from lockgate.cli._output import CommandError, fail, is_refused, print_json, report_result
-from lockgate.cli._settings import connect, local_directory, signer
-from lockgate.clients._graph_client import GraphClient
-from lockgate.contracts import ChoiceView, GateView, RunView
+from lockgate.cli._settings import local_directory, operations, signer
+from lockgate.contracts import ChoiceView, GateView, PendingGate, RunView
 from lockgate.gates._gates import ENDS_RUN
 from lockgate.identity._quoting import a_role
-from lockgate.workflows._catalogue import CatalogueError
+from lockgate.operations._operations import Operations
 
 __all__ = [
     "cancel_run",
@@ -142,10 +141,8 @@ async def start_run(arguments: argparse.Namespace) -> int:
     inputs = json_argument(arguments.inputs, "--inputs")
     if not isinstance(inputs, dict):
         raise CommandError("--inputs must be a JSON object of starting field values.")
-    client = GraphClient(
-        await connect(arguments), arguments.task_queue, signer(arguments), channel="cli"
-    )
-    result = await client.start(arguments.graph, inputs, wait=not arguments.no_wait)
+    door = await operations(arguments, signer(arguments))
+    result = await door.start(arguments.graph, inputs, wait=not arguments.no_wait)
     if not arguments.json and not is_refused(result):
         print(_run_as_text(result))
         gate = result.get("awaiting")
@@ -159,9 +156,9 @@ async def start_run(arguments: argparse.Namespace) -> int:
 
 async def decide_gate(arguments: argparse.Namespace) -> int:
     """``lockgate decide RUN CHOICE --as PRINCIPAL``: answers the gate a run waits at."""
-    client = await _signing_client(arguments, "decide", "a gate is answered")
+    door = await _signing_door(arguments, "decide", "a gate is answered")
     evidence = evidence_argument(arguments.evidence)
-    result = await client.decide(
+    result = await door.decide(
         arguments.run, arguments.choice, evidence=evidence, waiver=arguments.waive
     )
     if not arguments.json and not is_refused(result):
@@ -171,20 +168,20 @@ async def decide_gate(arguments: argparse.Namespace) -> int:
 
 async def resume_run(arguments: argparse.Namespace) -> int:
     """``lockgate resume RUN --as PRINCIPAL``: resumes a parked run."""
-    client = await _signing_client(arguments, "resume", "a run is resumed")
-    return _report_run(await client.resume(arguments.run), arguments)
+    door = await _signing_door(arguments, "resume", "a run is resumed")
+    return _report_run(await door.resume(arguments.run), arguments)
 
 
 async def cancel_run(arguments: argparse.Namespace) -> int:
     """``lockgate cancel RUN --as PRINCIPAL``: ends a run its requester started."""
-    client = await _signing_client(arguments, "cancel", "a run is cancelled", " of its requester")
-    return _report_run(await client.cancel(arguments.run, reason=arguments.reason), arguments)
+    door = await _signing_door(arguments, "cancel", "a run is cancelled", " of its requester")
+    return _report_run(await door.cancel(arguments.run, reason=arguments.reason), arguments)
 
 
-async def _signing_client(
+async def _signing_door(
     arguments: argparse.Namespace, command: str, act: str, whose: str = ""
-) -> GraphClient:
-    """A client signing as ``--as``; without it, the refusal that says ``act`` takes a proof.
+) -> Operations:
+    """The door, signing as ``--as``; without it, the refusal that says ``act`` takes a proof.
 
     Raises:
         CommandError: no ``--as``.
@@ -195,7 +192,7 @@ async def _signing_client(
             f"{command} needs --as PRINCIPAL: {act} only by a signed proof{whose}, made with "
             "that principal's key in --keys-dir."
         )
-    return GraphClient(await connect(arguments), arguments.task_queue, signing)
+    return await operations(arguments, signing)
 
 
 def _report_run(result: RunView, arguments: argparse.Namespace) -> int:
@@ -254,12 +251,11 @@ def graphs_as_text(graphs: list[dict[str, Any]]) -> str:
 
 async def list_graphs(arguments: argparse.Namespace) -> int:
     """``lockgate graphs``: what the workers on the task queue serve, and what each takes."""
-    client = GraphClient(await connect(arguments), arguments.task_queue)
-    try:
-        catalogue = await client.catalogue()
-    except CatalogueError as error:
-        fail(str(error), 1)
-    graphs = list(catalogue.get("graphs") or [])
+    door = await operations(arguments)
+    listed = await door.list_graphs()
+    if is_refused(listed):
+        fail(listed["error"]["message"], 1)
+    graphs: list[dict[str, Any]] = listed["graphs"]
     if arguments.json:
         print_json(graphs)
     else:
@@ -269,8 +265,8 @@ async def list_graphs(arguments: argparse.Namespace) -> int:
 
 async def show_run(arguments: argparse.Namespace) -> int:
     """``lockgate show RUN``: a run, the gate it waits at, and its trail."""
-    client = GraphClient(await connect(arguments), arguments.task_queue)
-    result = await client.show(arguments.run)
+    door = await operations(arguments)
+    result = await door.show(arguments.run)
     if not arguments.json and not is_refused(result):
         print(_run_as_text(result))
     return report_result(result, arguments)
@@ -278,14 +274,11 @@ async def show_run(arguments: argparse.Namespace) -> int:
 
 async def list_pending_gates(arguments: argparse.Namespace) -> int:
     """``lockgate pending``: open gates, and with ``--as`` whether that principal may answer."""
-    viewer = signer(arguments)
-    client = GraphClient(
-        await connect(arguments),
-        arguments.task_queue,
-        viewer,
-        directory=local_directory(arguments),
-    )
-    rows = await client.pending(of=arguments.of)
+    door = await operations(arguments, signer(arguments), directory=local_directory(arguments))
+    listed = await door.pending(arguments.of)
+    if is_refused(listed):
+        return report_result(listed, arguments)
+    rows: list[PendingGate] = listed["pending"]
     if arguments.json:
         print_json(rows)
         return 0
@@ -310,8 +303,11 @@ async def list_pending_gates(arguments: argparse.Namespace) -> int:
 
 async def list_runs(arguments: argparse.Namespace) -> int:
     """``lockgate list``: runs, of one graph with ``--graph``."""
-    client = GraphClient(await connect(arguments), arguments.task_queue)
-    rows = await client.list(arguments.graph)
+    door = await operations(arguments)
+    listed = await door.list_runs(arguments.graph)
+    if is_refused(listed):
+        return report_result(listed, arguments)
+    rows: list[dict[str, Any]] = listed["runs"]
     if arguments.json:
         print_json(rows)
         return 0

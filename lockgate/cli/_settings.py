@@ -1,5 +1,6 @@
 """What a command takes from its flags and the environment: where state lives, who signs, which
-Temporal.
+Temporal, and the door (:class:`~lockgate.operations.Operations`) every command that acts on runs,
+gates and tools goes through.
 
 Connection settings follow Temporal's conventions: ``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``,
 TLS and API-key variables, and env-config profiles (``--profile``); the flags win over them.
@@ -42,6 +43,7 @@ from lockgate.identity._seals import (
     WorkerSecret,
     WorkerSecretError,
 )
+from lockgate.operations._operations import Operations
 
 __all__ = [
     "STATE_DIRECTORY",
@@ -50,6 +52,7 @@ __all__ = [
     "enrolment_secret_path",
     "keys_dir",
     "local_directory",
+    "operations",
     "payload_keys",
     "payload_keys_path",
     "secret_path",
@@ -59,6 +62,10 @@ __all__ = [
 
 STATE_DIRECTORY = Path(".lockgate")
 """Where keys, the Directory, the worker secret and ``lockgate dev``'s database live by default."""
+
+_COMMAND_WAIT_SECONDS = 60.0
+"""How long a command waits for a run to settle: a person at a terminal is given as long as a
+``GraphClient`` waits by default, where a server answering agents waits 30 seconds."""
 
 
 def keys_dir(arguments: argparse.Namespace) -> Path:
@@ -198,6 +205,37 @@ async def connect(arguments: argparse.Namespace, *, runtime: Runtime | None = No
             f"Cannot reach Temporal at {target}: {error}. Start one with `lockgate dev` (or "
             "`make dev`), or point TEMPORAL_ADDRESS / --address at your cluster."
         ) from None
+
+
+async def operations(
+    arguments: argparse.Namespace,
+    signing: Signer | None = None,
+    *,
+    channel: str = "cli",
+    directory: Directory | None = None,
+) -> Operations:
+    """The door a command reaches runs, gates and tools through, on the Temporal and task queue
+    the flags name.
+
+    Args:
+        arguments: The command's flags.
+        signing: Who signs what the command does: the signer of ``--as`` (:func:`signer`), or
+            None for a command that signs nothing.
+        channel: The channel of an unsigned start or call (``cli``; ``temporal`` for a tool
+            call, as the ``temporal`` CLI makes one).
+        directory: The Directory that judges which options a viewer may take (``pending``).
+
+    Raises:
+        CommandError: the settings cannot be read, or nothing answers at the address.
+    """
+    return Operations(
+        await connect(arguments),
+        arguments.task_queue,
+        signing,
+        channel=channel,
+        directory=directory,
+        wait_seconds=_COMMAND_WAIT_SECONDS,
+    )
 
 
 class _NoPayloadKeys(PayloadCodec):

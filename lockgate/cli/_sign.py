@@ -9,8 +9,7 @@ import textwrap
 
 from lockgate.cli._output import CommandError, report_result
 from lockgate.cli._runs import evidence_argument
-from lockgate.cli._settings import connect, signer
-from lockgate.clients._graph_client import GraphClient
+from lockgate.cli._settings import operations, signer
 
 __all__ = ["print_signed_answer"]
 
@@ -29,10 +28,10 @@ async def print_signed_answer(arguments: argparse.Namespace) -> int:
     answerer = signer(arguments)
     if answerer is None:
         raise CommandError("sign needs --as PRINCIPAL (whose key in --keys-dir signs).")
-    runs = GraphClient(await connect(arguments), arguments.task_queue, answerer)
+    door = await operations(arguments, answerer)
     name = arguments.what
     if name == "start":
-        found = await runs.start_to_sign(arguments.run)
+        found = await door.start_to_sign(arguments.run)
         if found.get("ok") is False:
             return report_result(found, arguments)
         proof = answerer.sign(found["binding"])
@@ -41,14 +40,14 @@ async def print_signed_answer(arguments: argparse.Namespace) -> int:
             shown = json.dumps(found["shown"], separators=(",", ":"))
             print(f"Signs the start of {arguments.run} with {shown}", file=sys.stderr)
     elif name == "decide":
-        proof = await runs.sign_decide(
+        proof = await door.sign_decide(
             arguments.run,
             arguments.choice,
             evidence=evidence_argument(arguments.evidence),
             waiver=arguments.waive,
         )
     else:
-        proof = await runs.sign_resume(arguments.run)
+        proof = await door.sign_resume(arguments.run)
     if proof.get("ok") is False:
         return report_result(proof, arguments)
     text = json.dumps(proof, separators=(",", ":"))

@@ -3,37 +3,39 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from typing import Any
 
 from lockgate.cli._arguments import json_argument
 from lockgate.cli._output import CommandError, is_refused, print_json, report_result
-from lockgate.cli._settings import connect, signer
-from lockgate.clients._tool_client import ToolClient
-from lockgate.workflows._catalogue import CatalogueError
+from lockgate.cli._settings import operations, signer
 
 __all__ = ["use_tools"]
 
 
 async def use_tools(arguments: argparse.Namespace) -> int:
     """Lists the served tools, calls one, or confirms a call that asked for confirmation."""
-    client = await connect(arguments)
-    tools = ToolClient(client, arguments.task_queue, signer(arguments), channel="temporal")
+    # Unsigned, a call is the `temporal` CLI's: `unverified:temporal`, as the workers judge it.
+    door = await operations(arguments, signer(arguments), channel="temporal")
     if arguments.tools_command == "list":
-        try:
-            listed = await tools.list()
-        except CatalogueError as error:
-            raise CommandError(str(error)) from None
+        listed = await door.list_tools()
+        if is_refused(listed):
+            raise CommandError(listed["error"]["message"])
         if arguments.json:
-            print_json(listed)
+            print_json(listed["tools"])
         else:
-            for definition in listed:
+            for definition in listed["tools"]:
                 schema = definition["inputSchema"].get("properties", {})
                 print(f"{definition['name']}({', '.join(schema)})  {definition['description']}")
         return 0
+    result: Mapping[str, Any]
     if arguments.tools_command == "confirm":
-        result = await tools.confirm(arguments.request_id, arguments.token)
+        result = await door.confirm_tool(arguments.request_id, arguments.token)
     else:
         call_arguments = json_argument(arguments.args, "--args")
-        result = await tools.call(arguments.name, call_arguments, request_id=arguments.request_id)
+        result = await door.call_tool(
+            arguments.name, call_arguments, request_id=arguments.request_id
+        )
     if arguments.json:
         print_json(result)
         return 1 if is_refused(result) else 0

@@ -5,8 +5,9 @@ the views it reads them through; ``ToolClient`` makes durable tool calls; and th
 worker runs to announce gates. They run outside any workflow.
 
 The top layer below the worker: it imports the workflows' names and inputs, and nothing imports
-it but the worker and the surfaces (CLI, MCP and HTTP, the inbox). Its modules are private;
-lockgate imports each name from the module that defines it.
+it but the worker and the door (:mod:`lockgate.operations`), through which every surface (CLI,
+MCP and HTTP, the inbox) reaches runs. Its modules are private; lockgate imports each name from
+the module that defines it.
 """
 
 __all__: list[str] = []

@@ -1,4 +1,5 @@
-"""What lockgate's clients share: the refusal shapes, the default task queue, small helpers."""
+"""What lockgate's clients share: refusals of updates and tool calls, the default task queue, small
+helpers."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from lockgate._defaults import DEFAULT_TASK_QUEUE
-from lockgate.contracts import RunView, ToolCallResult
+from lockgate.contracts import RunView, ToolCallResult, refusal
 from lockgate.graphs._declare import graph_spec
 from lockgate.tools._tool_result import ErrorCode, ToolResult
 
@@ -31,9 +32,8 @@ __all__ = [
     "describe_run",
     "execution_closed",
     "graph_name",
-    "plain_refusal",
     "quote_literal",
-    "refusal",
+    "refused_by_update",
     "settle_operation",
     "status_name",
     "summary_of",
@@ -44,12 +44,6 @@ __all__ = [
 
 DEFAULT_POLL_SECONDS = 20.0
 """How long one update call waits for its result before the client asks again by its id."""
-
-
-def refusal(code: str | ErrorCode, message: str, **facts: Any) -> RunView:
-    """A graph client's refusal: ``{ok: False, error: {code, message}}`` plus facts."""
-    refused: dict[str, Any] = {"ok": False, "error": {"code": str(code), "message": message}}
-    return cast(RunView, refused | facts)
 
 
 def tool_refusal(code: str | ErrorCode, message: str, request_id: str) -> ToolCallResult:
@@ -67,7 +61,7 @@ def refused_by_update(error: WorkflowUpdateFailedError) -> tuple[str, str]:
 
 
 def update_refusal(error: WorkflowUpdateFailedError, **facts: Any) -> RunView:
-    """The refusal an update's validator (or handler) raised, in the shape of :func:`refusal`."""
+    """The refusal an update's validator (or handler) raised, as a refusal with ``facts``."""
     return refusal(*refused_by_update(error), **facts)
 
 
@@ -102,11 +96,6 @@ def execution_closed(error: RPCError) -> bool:
     """Whether an update failed because the execution it names has closed (or is gone): the
     caller then reads how it ended instead."""
     return error.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION)
-
-
-def plain_refusal(code: str | ErrorCode, message: str, **facts: Any) -> dict[str, Any]:
-    """:func:`refusal` where a refusal stands in for data of another shape (a proof to sign)."""
-    return cast(dict[str, Any], refusal(code, message, **facts))
 
 
 def status_name(status: WorkflowExecutionStatus | None) -> str:

@@ -19,6 +19,7 @@ query where a description does.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -58,16 +59,14 @@ from lockgate.clients._client_support import (
     describe_run,
     execution_closed,
     graph_name,
-    plain_refusal,
     quote_literal,
-    refusal,
     refused_by_update,
     status_name,
     summary_of,
     update_refusal,
     updated,
 )
-from lockgate.contracts import PendingGate, RunView
+from lockgate.contracts import PendingGate, RunView, refusal
 from lockgate.gates._authority import Authority
 from lockgate.gates._gates import OpenGate
 from lockgate.gates._judgements import judge_viewer
@@ -101,6 +100,8 @@ from lockgate.workflows._search_attributes import (
 from lockgate.workflows._signed_starts import SIGNED_START_WITHIN, StartRefusedError, withdraw
 
 __all__ = ["QUERY_TIMEOUT", "SERVED_GRAPHS_FOR", "GraphClient"]
+
+_log = logging.getLogger("lockgate.clients")
 
 
 _FIRST_PAUSE = 0.005
@@ -551,10 +552,12 @@ class GraphClient:
         description = await self._ours(run_id, self.client.get_workflow_handle(run_id))
         if isinstance(description, dict):
             if description.get("closed"):
-                return plain_refusal(
-                    ErrorCode.NOTHING_TO_CANCEL,
-                    f"Run '{run_id}' has {description['closed']}: there is nothing to cancel.",
-                    run_id=run_id,
+                return dict(
+                    refusal(
+                        ErrorCode.NOTHING_TO_CANCEL,
+                        f"Run '{run_id}' has {description['closed']}: there is nothing to cancel.",
+                        run_id=run_id,
+                    )
                 )
             return description
         execution = description.raw_description.workflow_execution_info.first_run_id
@@ -648,31 +651,39 @@ class GraphClient:
         if "error" in found:
             return found
         if found["closed"]:
-            return plain_refusal(
-                ErrorCode.GATE_NOT_PENDING,
-                f"Run '{run_id}' is not waiting for a decision: it has {found['closed']}.",
-                run_id=run_id,
+            return dict(
+                refusal(
+                    ErrorCode.GATE_NOT_PENDING,
+                    f"Run '{run_id}' is not waiting for a decision: it has {found['closed']}.",
+                    run_id=run_id,
+                )
             )
         gate = found["gate"]
         if gate is None:
-            return plain_refusal(
-                ErrorCode.GATE_NOT_PENDING,
-                f"Run '{run_id}' is not waiting for a decision.",
-                run_id=run_id,
+            return dict(
+                refusal(
+                    ErrorCode.GATE_NOT_PENDING,
+                    f"Run '{run_id}' is not waiting for a decision.",
+                    run_id=run_id,
+                )
             )
         if gate_shown is not None and gate.get("gate") != gate_shown:
-            return plain_refusal(
-                ErrorCode.GATE_NOT_PENDING,
-                f"Run '{run_id}' now waits at gate '{gate.get('gate')}', not at '{gate_shown}' "
-                "as it was shown: look at it again before answering.",
-                run_id=run_id,
+            return dict(
+                refusal(
+                    ErrorCode.GATE_NOT_PENDING,
+                    f"Run '{run_id}' now waits at gate '{gate.get('gate')}', not at '{gate_shown}' "
+                    "as it was shown: look at it again before answering.",
+                    run_id=run_id,
+                )
             )
         if choice not in gate.get("options", []):
-            return plain_refusal(
-                ErrorCode.INVALID_DECISION,
-                f"{choice!r} is not an option of gate '{gate.get('gate')}' (expected one of: "
-                f"{', '.join(map(str, gate.get('options', [])))}).",
-                run_id=run_id,
+            return dict(
+                refusal(
+                    ErrorCode.INVALID_DECISION,
+                    f"{choice!r} is not an option of gate '{gate.get('gate')}' (expected one of: "
+                    f"{', '.join(map(str, gate.get('options', [])))}).",
+                    run_id=run_id,
+                )
             )
         return answer_binding(
             gate, choice, execution=found["execution"], evidence=evidence, waiver=waiver
@@ -699,11 +710,13 @@ class GraphClient:
         description = await self._ours(run_id, handle)
         if isinstance(description, dict):
             if description.get("closed"):
-                return plain_refusal(
-                    ErrorCode.GATE_NOT_PENDING,
-                    f"Run '{run_id}' is not waiting for its start proof: it has "
-                    f"{description['closed']}.",
-                    run_id=run_id,
+                return dict(
+                    refusal(
+                        ErrorCode.GATE_NOT_PENDING,
+                        f"Run '{run_id}' is not waiting for its start proof: it has "
+                        f"{description['closed']}.",
+                        run_id=run_id,
+                    )
                 )
             return description
         execution = description.raw_description.workflow_execution_info.first_run_id
@@ -713,8 +726,8 @@ class GraphClient:
             started = event.workflow_execution_started_event_attributes
             break
         if started is None:
-            return plain_refusal(
-                ErrorCode.NOT_FOUND, f"Run '{run_id}' has no start event.", run_id=run_id
+            return dict(
+                refusal(ErrorCode.NOT_FOUND, f"Run '{run_id}' has no start event.", run_id=run_id)
             )
         payloads = list(started.input.payloads)
         codec = self.client.data_converter.payload_codec
@@ -758,7 +771,7 @@ class GraphClient:
                     f"Run '{run_id}' is not parked by a refused node: resume carries on only a "
                     "run whose next node its caller was not allowed to run."
                 )
-            return plain_refusal(ErrorCode.NOTHING_TO_RESUME, reason, run_id=run_id)
+            return dict(refusal(ErrorCode.NOTHING_TO_RESUME, reason, run_id=run_id))
         return self._signer().sign(
             resume_binding(found["graph"], run_id, found["execution"], parked["node"])
         )
@@ -820,12 +833,14 @@ class GraphClient:
         if description.status != WorkflowExecutionStatus.RUNNING:
             return _closed(description.status)
         if description.task_queue != self.task_queue:
-            return plain_refusal(
-                ErrorCode.NOT_FOUND,
-                f"Run '{run_id}' runs on task queue '{description.task_queue}', not on "
-                f"'{self.task_queue}' where this client's lockgate workers are: it is not a run "
-                "of theirs, whatever it calls itself, and nothing was signed for it.",
-                run_id=run_id,
+            return dict(
+                refusal(
+                    ErrorCode.NOT_FOUND,
+                    f"Run '{run_id}' runs on task queue '{description.task_queue}', not on "
+                    f"'{self.task_queue}' where this client's lockgate workers are: it is not a "
+                    "run of theirs, whatever it calls itself, and nothing was signed for it.",
+                    run_id=run_id,
+                )
             )
         return description
 
@@ -834,10 +849,13 @@ class GraphClient:
         only while the server says the run is ours and still the execution that showed it."""
         gate = shown.get("awaiting")
         if not isinstance(gate, Mapping):
-            return plain_refusal(
-                ErrorCode.GATE_NOT_PENDING,
-                f"Run '{run_id}' was not waiting for a decision when it was shown: show it again.",
-                run_id=run_id,
+            return dict(
+                refusal(
+                    ErrorCode.GATE_NOT_PENDING,
+                    f"Run '{run_id}' was not waiting for a decision when it was shown: show it "
+                    "again.",
+                    run_id=run_id,
+                )
             )
         description = await self._ours(run_id, self.client.get_workflow_handle(run_id))
         if isinstance(description, dict):
@@ -848,11 +866,13 @@ class GraphClient:
             or gate.get("run_id") != run_id
             or shown.get("execution", gate.get("execution")) != execution
         ):
-            return plain_refusal(
-                ErrorCode.GATE_NOT_PENDING,
-                f"Run '{run_id}' is not the run that was shown (another graph or execution runs "
-                "under its id now): show it again; nothing was signed.",
-                run_id=run_id,
+            return dict(
+                refusal(
+                    ErrorCode.GATE_NOT_PENDING,
+                    f"Run '{run_id}' is not the run that was shown (another graph or execution "
+                    "runs under its id now): show it again; nothing was signed.",
+                    run_id=run_id,
+                )
             )
         return {
             "graph": description.workflow_type,
@@ -1068,6 +1088,37 @@ class GraphClient:
         names = {entry.get("name") for entry in catalogue.get("graphs") or []}
         self._served_graphs = (time.monotonic(), frozenset(str(name) for name in names))
         return catalogue
+
+    async def serves(self, run_id: str) -> bool:
+        """Whether ``run_id`` is a run this client's workers serve: on its task queue, and of a
+        graph they serve or a workflow of your own that lockgate marks with its type.
+
+        Only these workers run what is on their queue, and whatever else a stranger starts
+        there never runs: a surface shows it as no run at all. The graphs served are those the
+        catalogue listed within :data:`SERVED_GRAPHS_FOR` (asking is a query, a billed action);
+        while no worker answers, those it listed last.
+        """
+        description = await describe_run(self.client.get_workflow_handle(run_id))
+        if isinstance(description, dict) or description.task_queue != self.task_queue:
+            return False
+        kind = description.workflow_type
+        if description.typed_search_attributes.get(LOCKGATE_GRAPH) == kind:
+            return True
+        return kind in await self._graphs_served()
+
+    async def _graphs_served(self) -> frozenset[str]:
+        cached = self._served_graphs
+        if cached is not None and time.monotonic() - cached[0] < SERVED_GRAPHS_FOR:
+            return cached[1]
+        try:
+            await self.catalogue()
+        except Exception:  # no worker answered: the graphs listed last still stand
+            _log.warning(
+                "lockgate: the catalogue of task queue '%s' did not answer", self.task_queue
+            )
+            return cached[1] if cached is not None else frozenset()
+        assert self._served_graphs is not None
+        return self._served_graphs[1]
 
     async def unserved(self, graph: str) -> RunView | None:
         """A refusal when no worker of this task queue serves ``graph`` (nothing is started for

@@ -35,11 +35,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from temporalio.client import Client, WorkflowExecutionDescription
+from temporalio.client import Client
 
 from lockgate._bodies import read_bounded
-from lockgate.clients._client_support import describe_run
-from lockgate.clients._graph_client import GraphClient
+from lockgate.contracts import refusal
 from lockgate.identity._bindings import sign_in_binding
 from lockgate.identity._directory import Directory
 from lockgate.identity._enrolment import EnrolmentRefused, EnrolmentSecret
@@ -49,8 +48,13 @@ from lockgate.identity._names import check_principal_name, toml_key
 from lockgate.identity._passkeys import RelyingParty
 from lockgate.identity._verifier import Verifier
 from lockgate.inbox._words import FILTERS, excerpt
+from lockgate.operations._operations import Operations
+from lockgate.operations._surface_answers import (
+    body_too_large,
+    could_not_complete,
+    http_status,
+)
 from lockgate.tools._tool_result import ErrorCode
-from lockgate.workflows._search_attributes import LOCKGATE_GRAPH
 
 __all__ = ["inbox_app"]
 
@@ -64,18 +68,13 @@ _SESSION_COOKIE = "lockgate_session"
 _MAX_BODY_BYTES = 64 * 1024
 """The largest request body the inbox reads: a proof with its evidence fits many times over."""
 
-_CATALOGUE_SECONDS = 30.0
-"""How long the graphs the workers serve are remembered (asking is a query, a billed action)."""
-
 _HERE = Path(__file__).parent
 
 _T = TypeVar("_T")
 
 
 def _refusal(code: str | ErrorCode, message: str, status: int = 400) -> JSONResponse:
-    return JSONResponse(
-        {"ok": False, "error": {"code": str(code), "message": message}}, status_code=status
-    )
+    return JSONResponse(refusal(code, message), status_code=status)
 
 
 class _Expiring(Generic[_T]):
@@ -142,12 +141,11 @@ def inbox_app(
             "inbox_app(directory=...) takes the workers' Directory (people sign in against it), "
             f"not {type(directory).__name__}."
         )
-    runs = GraphClient(client, task_queue, directory=directory, channel="web")
+    door = Operations(client, task_queue, directory=directory, channel="web")
     verifier = Verifier(directory, relying_party=relying_party)
     challenges: _Expiring[bool] = _Expiring(_CHALLENGE_SECONDS)
     registrations: _Expiring[tuple[bytes, str]] = _Expiring(_CHALLENGE_SECONDS)
     sessions: _Expiring[str] = _Expiring(session_seconds)
-    served = _ServedRuns(runs, task_queue)
     secure = all(origin.startswith("https://") for origin in relying_party.origins)
     pages = Environment(
         loader=PackageLoader("lockgate.inbox", "templates"),
@@ -155,7 +153,7 @@ def inbox_app(
     )
     pages.filters["url_id"] = url_id
     pages.filters.update(FILTERS)
-    excerpts = _Excerpts(runs)
+    excerpts = _Excerpts(door)
 
     def viewer_of(request: Request) -> str | None:
         return sessions.get(request.cookies.get(_SESSION_COOKIE))
@@ -195,7 +193,7 @@ def inbox_app(
         viewer = viewer_of(request)
         role = request.query_params.get("role") or None
         graph = request.query_params.get("graph") or None
-        rows = [dict(row) for row in await runs.pending(of=role, viewer=viewer)]
+        rows: list[dict[str, Any]] = (await door.pending(role, viewer=viewer))["pending"]
         return [
             row for row in rows if may_see(viewer, row) and (graph is None or row["graph"] == graph)
         ]
@@ -226,9 +224,9 @@ def inbox_app(
     async def shown_run(request: Request, run_id: str) -> dict[str, Any] | None:
         """The run as the viewer may see it; None where it is not a run of ours they may see
         (which is said as "not found": whether a run exists is not told to whoever asks)."""
-        if not await served.holds(client, run_id):
+        if not await door.serves(run_id):
             return None
-        shown = dict(await runs.show(run_id))
+        shown = dict(await door.show(run_id))
         if shown.get("ok") is False or not may_see(viewer_of(request), shown):
             return None
         return shown
@@ -243,7 +241,7 @@ def inbox_app(
         gate = shown.get("awaiting")
         if shown.get("status") == "waiting" and isinstance(gate, dict):
             verdicts: dict[str, Any] = {}
-            for row in await runs.pending(viewer=viewer_of(request)):
+            for row in (await door.pending(viewer=viewer_of(request)))["pending"]:
                 if row["run_id"] == run_id:
                     verdicts = {choice["option"]: choice for choice in row["choices"]}
             gate["choices"] = [
@@ -257,23 +255,14 @@ def inbox_app(
             return body
         if viewer_of(request) is None:
             return _refusal(ErrorCode.UNAUTHORIZED, "Sign in first: your session ended.", 401)
-        choice = body.get("choice")
-        if not isinstance(choice, str) or not choice:
-            return _refusal(ErrorCode.VALIDATION_ERROR, "Say which option: `choice`.", 422)
-        evidence = body.get("evidence")
-        if evidence is not None and not isinstance(evidence, dict):
-            return _refusal(ErrorCode.VALIDATION_ERROR, "Evidence is a JSON object.", 422)
-        gate = body.get("gate")
-        if gate is not None and not isinstance(gate, str):
-            return _refusal(ErrorCode.VALIDATION_ERROR, "`gate` is the key of the gate shown.", 422)
         run_id = request.path_params["run"]
         if await shown_run(request, run_id) is None:
             return _refusal(ErrorCode.NOT_FOUND, f"No run {run_id!r} you may see here.", 404)
-        found = await runs.decide_binding(
-            run_id, choice, evidence=evidence or None, gate_shown=gate
+        found = await door.decide_binding(
+            run_id, body.get("choice"), evidence=body.get("evidence"), gate=body.get("gate")
         )
-        if "error" in found:
-            return JSONResponse(found, status_code=409)
+        if found.get("ok") is False:
+            return JSONResponse(found, status_code=http_status(found))
         return JSONResponse({"ok": True, "authorizes": found})
 
     async def decide(request: Request) -> Response:
@@ -283,15 +272,10 @@ def inbox_app(
         viewer = viewer_of(request)
         if viewer is None:
             return _refusal(ErrorCode.UNAUTHORIZED, "Sign in first: your session ended.", 401)
+        # The page sends a proof as a JSON object; anything else is no proof (the door says so).
         proof = body.get("proof")
-        if not isinstance(proof, dict):
-            return _refusal(
-                ErrorCode.UNVERIFIED_APPROVER,
-                "A gate is answered by a verified actor: sign the answer with your passkey or "
-                "key in this page.",
-                403,
-            )
-        if proof.get("principal") != viewer:
+        proof = proof if isinstance(proof, dict) else None
+        if proof is not None and proof.get("principal") != viewer:
             return _refusal(
                 ErrorCode.UNVERIFIED_APPROVER,
                 f"You are signed in as {viewer}, but the answer is signed as "
@@ -301,8 +285,8 @@ def inbox_app(
         run_id = request.path_params["run"]
         if await shown_run(request, run_id) is None:
             return _refusal(ErrorCode.NOT_FOUND, f"No run {run_id!r} you may see here.", 404)
-        result = dict(await runs.decide_signed(run_id, proof))
-        return JSONResponse(result, status_code=200 if result.get("ok", True) else 409)
+        result = dict(await door.decide_signed(run_id, proof))
+        return JSONResponse(result, status_code=http_status(result))
 
     async def sign_in_challenge(request: Request) -> Response:
         body = await _json_body(request, relying_party)
@@ -485,52 +469,18 @@ class _Excerpts:
 
     _KEPT = 500
 
-    def __init__(self, runs: GraphClient) -> None:
-        self._runs = runs
+    def __init__(self, door: Operations) -> None:
+        self._door = door
         self._known: dict[tuple[str, str], str] = {}
 
     async def of(self, row: Mapping[str, Any]) -> str:
         key = (str(row["run_id"]), str(row["gate"]))
         if key not in self._known:
-            shown = await self._runs.show(key[0], trail_limit=1)
+            shown = await self._door.show(key[0], trail_limit=1)
             if len(self._known) >= self._KEPT:
                 self._known.pop(next(iter(self._known)))
             self._known[key] = excerpt(shown.get("fields"), row.get("target"))
         return self._known[key]
-
-
-class _ServedRuns:
-    """Whether a run is one the inbox's workers serve: on their task queue, of a graph they
-    serve (or a workflow of your own that lockgate marks)."""
-
-    def __init__(self, runs: GraphClient, task_queue: str) -> None:
-        self._runs = runs
-        self._task_queue = task_queue
-        self._names: frozenset[str] = frozenset()
-        self._read_at = float("-inf")
-
-    async def holds(self, client: Client, run_id: str) -> bool:
-        description = await describe_run(client.get_workflow_handle(run_id))
-        if not isinstance(description, WorkflowExecutionDescription):
-            return False
-        if description.task_queue != self._task_queue:
-            return False
-        # Only these workers run what is on their queue: a graph, or a workflow of your own
-        # that lockgate marks with its type. Whatever else a stranger starts there never runs.
-        kind = description.workflow_type
-        marked = description.typed_search_attributes.get(LOCKGATE_GRAPH) == kind
-        return marked or kind in await self._graphs()
-
-    async def _graphs(self) -> frozenset[str]:
-        if time.monotonic() - self._read_at > _CATALOGUE_SECONDS:
-            try:
-                catalogue = await self._runs.catalogue()
-            except Exception:  # no worker answered: the graphs known last still stand
-                logger.warning("lockgate inbox: the workers' catalogue did not answer")
-            else:
-                self._names = frozenset(str(graph["name"]) for graph in catalogue["graphs"])
-                self._read_at = time.monotonic()
-        return self._names
 
 
 def _sign_in_refusal(refused: ProofRefused, proof: object) -> str:
@@ -571,11 +521,7 @@ async def _json_body(request: Request, relying_party: RelyingParty) -> Mapping[s
         )
     raw = await read_bounded(request, _MAX_BODY_BYTES)
     if raw is None:
-        return _refusal(
-            ErrorCode.VALIDATION_ERROR,
-            f"The request body is over {_MAX_BODY_BYTES // 1024} KiB, the most the inbox reads.",
-            413,
-        )
+        return JSONResponse(body_too_large(_MAX_BODY_BYTES), status_code=413)
     try:
         body = json.loads(raw or b"{}")
     except RecursionError:
@@ -589,9 +535,4 @@ async def _json_body(request: Request, relying_party: RelyingParty) -> Mapping[s
 
 async def _no_trace(request: Request, error: Exception) -> Response:
     logger.exception("lockgate inbox: %s %s failed", request.method, request.url.path)
-    return _refusal(
-        ErrorCode.INTERNAL_ERROR,
-        "The inbox could not do this (is Temporal reachable, and a lockgate worker serving "
-        "this task queue?); its log says more.",
-        500,
-    )
+    return JSONResponse(could_not_complete("this request"), status_code=500)

@@ -13,13 +13,10 @@ except ImportError as error:  # pragma: no cover - depends on the installation
 from lockgate.serving._http import BearerToken, http_app
 from lockgate.serving._mcp import build_mcp_server
 from lockgate.serving._names import ToolNameError
-from lockgate.serving._operations import Operations, refusal_of
 
 __all__ = [
     "BearerToken",
-    "Operations",
     "ToolNameError",
     "build_mcp_server",
     "http_app",
-    "refusal_of",
 ]

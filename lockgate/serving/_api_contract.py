@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.json_schema import models_json_schema
 
-from lockgate.serving._operations import refusal_of
+from lockgate.contracts import refusal
 from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
@@ -432,13 +432,14 @@ def body_refusal(endpoint: Endpoint, problems: list[tuple[str, str]]) -> dict[st
     that is wrong and shows the body expected."""
     assert endpoint.body is not None
     named = "; ".join(f"`{name}` {problem}" for name, problem in problems)
-    return refusal_of(
+    refused = refusal(
         ErrorCode.VALIDATION_ERROR,
         f"{endpoint.method} /api{endpoint.path}: {named}. It takes {expected_body(endpoint.body)} "
         f"(`expected` shows one; GET /api{OPENAPI_PATH} describes every body).",
         fields=[{"field": name, "problem": problem} for name, problem in problems],
         expected=_example(endpoint.body),
     )
+    return dict(refused)
 
 
 def checked_body(endpoint: Endpoint, body: Mapping[str, Any]) -> BaseModel | dict[str, Any]:

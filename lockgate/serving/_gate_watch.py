@@ -63,7 +63,7 @@ class GateWatch:
     """Watches the open gates of one task queue and tells subscribed clients of each change.
 
     Args:
-        open_gates: Returns the open gates now (``GraphClient.pending``'s rows).
+        open_gates: Returns the open gates now (``Operations.pending``'s rows).
         poll_seconds: How often to ask.
     """
 

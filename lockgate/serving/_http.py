@@ -44,7 +44,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from lockgate._bodies import read_bounded
+from lockgate.contracts import refusal
 from lockgate.gates._limits import MAX_DEPTH, MAX_START_BYTES
+from lockgate.operations._operations import Operations
+from lockgate.operations._surface_answers import body_too_large, could_not_complete, http_status
 from lockgate.serving._api_contract import (
     ENDPOINTS,
     OPENAPI_PATH,
@@ -60,29 +63,11 @@ from lockgate.serving._api_contract import (
     plain_json,
 )
 from lockgate.serving._mcp import LockgateMCPServer
-from lockgate.serving._operations import Operations, refusal_of
+from lockgate.tools._tool_result import ErrorCode
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "STATUS_OF_CODE", "BearerToken", "http_app"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "BearerToken", "http_app"]
 
 logger = logging.getLogger("lockgate.mcp")
-
-STATUS_OF_CODE: dict[str, int] = {
-    "VALIDATION_ERROR": 422,
-    "INVALID_DECISION": 422,
-    "PAYLOAD_TOO_LARGE": 413,
-    "NOT_FOUND": 404,
-    "TOOL_NOT_FOUND": 404,
-    "UNAUTHORIZED": 403,
-    "UNVERIFIED_APPROVER": 403,
-    "FORBIDDEN": 403,
-    "SELF_APPROVAL_FORBIDDEN": 403,
-    "GATE_NOT_PENDING": 409,
-    "NOTHING_TO_RESUME": 409,
-    "CONFIRMATION_REQUIRED": 409,
-    "RATE_LIMITED": 429,
-    "TIMEOUT": 504,
-}
-"""The HTTP status of each refusal code; any other code is a 400."""
 
 DEFAULT_MAX_BODY_BYTES = 2 * MAX_START_BYTES
 """The largest request body the JSON API reads: twice the largest start input a run takes
@@ -107,33 +92,15 @@ class BearerToken:
         return None
 
 
-def _status(result: Mapping[str, Any]) -> int:
-    error = result.get("error")
-    if result.get("ok") is False or result.get("success") is False:
-        code = error.get("code") if isinstance(error, dict) else None
-        if code == "INTERNAL_ERROR":
-            return 500
-        return STATUS_OF_CODE.get(str(code), 400)
-    return 200
-
-
 def _answer(result: Mapping[str, Any]) -> JSONResponse:
-    return JSONResponse(dict(result), status_code=_status(result))
+    return JSONResponse(dict(result), status_code=http_status(result))
 
 
 async def _body(request: Request, endpoint: Endpoint, max_bytes: int) -> Any:
     """The request's JSON, read up to ``max_bytes``; else the refusal to answer."""
-    too_large = JSONResponse(
-        refusal_of(
-            "PAYLOAD_TOO_LARGE",
-            f"The request body is over {max_bytes} bytes, the most this API reads; it was "
-            "not read.",
-        ),
-        status_code=413,
-    )
     raw = await read_bounded(request, max_bytes)
     if raw is None:
-        return too_large
+        return JSONResponse(body_too_large(max_bytes), status_code=413)
     if not raw.strip():
         return {}
     try:
@@ -161,8 +128,8 @@ def _guarded(token: BearerToken, handler: Handler) -> Handler:
         scheme, _, presented = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token.matches(presented.strip()):
             return JSONResponse(
-                refusal_of(
-                    "UNAUTHORIZED",
+                refusal(
+                    ErrorCode.UNAUTHORIZED,
                     "This API needs `Authorization: Bearer <token>`, with the token its "
                     "operator configured.",
                 ),
@@ -173,14 +140,7 @@ def _guarded(token: BearerToken, handler: Handler) -> Handler:
             return await handler(request)
         except Exception:
             logger.exception("lockgate api: %s %s failed", request.method, request.url.path)
-            return JSONResponse(
-                refusal_of(
-                    "INTERNAL_ERROR",
-                    "lockgate could not complete this request (is Temporal reachable, and a "
-                    "lockgate worker serving this task queue?); the server's log says more.",
-                ),
-                status_code=500,
-            )
+            return JSONResponse(could_not_complete("this request"), status_code=500)
 
     return guarded
 
@@ -189,30 +149,26 @@ def _api_routes(
     operations: Operations, token: BearerToken, max_body_bytes: int, version: str
 ) -> list[Route]:
     async def list_graphs(request: Request, body: None) -> Response:
-        return _answer(await operations.list_graphs({}))
+        return _answer(await operations.list_graphs())
 
     async def start(request: Request, body: StartBody) -> Response:
-        return _answer(await operations.start(body.model_dump()))
+        return _answer(await operations.start(body.graph, body.inputs))
 
     async def show(request: Request, body: None) -> Response:
-        return _answer(await operations.show({"run": request.path_params["run"]}))
+        return _answer(await operations.show(request.path_params["run"]))
 
     async def pending(request: Request, body: None) -> Response:
-        return _answer(await operations.pending({"role": request.query_params.get("role")}))
+        return _answer(await operations.pending(request.query_params.get("role")))
 
     async def decide(request: Request, body: DecideBody) -> Response:
-        sent = body.model_dump(exclude_none=True)
-        return _answer(await operations.decide({**sent, "run": request.path_params["run"]}))
+        run = request.path_params["run"]
+        return _answer(await operations.decide_signed(run, body.proof, choice=body.choice))
 
     async def resume(request: Request, body: ResumeBody) -> Response:
-        sent = body.model_dump(exclude_none=True)
-        return _answer(await operations.resume({**sent, "run": request.path_params["run"]}))
+        return _answer(await operations.resume(request.path_params["run"], proof=body.proof))
 
     async def list_tools(request: Request, body: None) -> Response:
-        tools = await operations.list_tools()
-        if isinstance(tools, dict):
-            return _answer(tools)
-        return _answer({"ok": True, "count": len(tools), "tools": tools})
+        return _answer(await operations.list_tools())
 
     async def call_tool(request: Request, body: ToolCallBody) -> Response:
         result = await operations.call_tool(
@@ -224,7 +180,7 @@ def _api_routes(
         return _answer({"ok": bool(result.get("success")), **result})
 
     async def confirm_tool(request: Request, body: ConfirmBody) -> Response:
-        result = dict(await operations.confirm_tool(body.model_dump()))
+        result = dict(await operations.confirm_tool(body.request_id, body.token))
         # A tool's result says `success`; a refusal before the call, `ok`.
         return _answer({"ok": result.get("success", result.get("ok")) is True, **result})
 

@@ -1,9 +1,9 @@
 """``lockgate mcp``: governed tools and graph operations for agents, on the official MCP SDK.
 
-The server is a client of lockgate's workers: each tool call is a durable call on Temporal (one
-request id per call, so asking again returns the first answer), each graph operation one of
-:class:`~lockgate.serving.Operations`. A refusal is a tool result with ``isError`` and
-``{code, message}``, never a protocol error and never a stack trace.
+The server reaches lockgate's workers through the door, :class:`~lockgate.operations.Operations`:
+each tool call is a durable call on Temporal (one request id per call, so asking again returns
+the first answer), each graph operation one of the door's. A refusal is a tool result with
+``isError`` and ``{code, message}``, never a protocol error and never a stack trace.
 
 A tool that asks for confirmation asks the person at the host through MCP elicitation where the
 client offers it, and otherwise answers with the step to call (``tools__confirm``). A call whose
@@ -31,7 +31,10 @@ from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from lockgate.contracts import refusal
 from lockgate.identity._quoting import a_role
+from lockgate.operations._operations import Operations
+from lockgate.operations._surface_answers import could_not_complete
 from lockgate.serving._gate_watch import (
     GATE_URI_TEMPLATE,
     GATES_URI,
@@ -40,7 +43,6 @@ from lockgate.serving._gate_watch import (
     run_of_uri,
 )
 from lockgate.serving._names import ToolNames
-from lockgate.serving._operations import Operations
 from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
@@ -151,8 +153,10 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _refused(code: str, message: str, **meta: Any) -> types.CallToolResult:
-    payload = {"code": code, "message": message}
+def _refused(refused: Mapping[str, Any], **meta: Any) -> types.CallToolResult:
+    """A refusal (:func:`~lockgate.contracts.refusal`) as MCP says it: a tool result with
+    ``isError`` and its ``{code, message}``."""
+    payload = dict(refused["error"])
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=_dumps(payload))],
         structured_content=payload,
@@ -173,7 +177,7 @@ def _answered(data: Any, **meta: Any) -> types.CallToolResult:
 def _of_operation(result: Mapping[str, Any]) -> types.CallToolResult:
     error = result.get("error")
     if result.get("ok") is False and isinstance(error, dict):
-        return _refused(str(error.get("code")), str(error.get("message")))
+        return _refused(result)
     return _answered(dict(result))
 
 
@@ -208,13 +212,18 @@ class _Handlers:
         self.schemas: dict[str, Mapping[str, Any]] = {}
         self.names = ToolNames(GRAPH_OPERATIONS)
         self._seal_key = secrets.token_bytes(32)
-        self._operations: dict[str, Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]] = {
-            "graph:list": operations.list_graphs,
-            "graph:start": operations.start,
-            "graph:pending": operations.pending,
-            "graph:show": operations.show,
-            "graph:decide": operations.decide,
-            "graph:resume": operations.resume,
+        # What each graph operation's arguments are, as the door takes them.
+        self._operations: dict[str, Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any]]]] = {
+            "graph:list": lambda sent: operations.list_graphs(),
+            "graph:start": lambda sent: operations.start(sent.get("graph"), sent.get("inputs")),
+            "graph:pending": lambda sent: operations.pending(sent.get("role")),
+            "graph:show": lambda sent: operations.show(sent.get("run")),
+            "graph:decide": lambda sent: operations.decide_signed(
+                sent.get("run"), sent.get("proof"), choice=sent.get("choice")
+            ),
+            "graph:resume": lambda sent: operations.resume(
+                sent.get("run"), proof=sent.get("proof")
+            ),
         }
 
     # Tools -------------------------------------------------------------------------------------
@@ -226,8 +235,8 @@ class _Handlers:
             ToolNameError: two names meet once mapped (checked when the server starts).
         """
         served = await self.operations.list_tools()
-        definitions = served if isinstance(served, list) else []
-        if isinstance(served, dict):
+        definitions = served.get("tools") or []
+        if served.get("ok") is False:
             logger.warning("lockgate mcp: %s", served["error"]["message"])
         usable = []
         for definition in definitions:
@@ -268,11 +277,7 @@ class _Handlers:
         except Exception:
             # Never a protocol error: the handshake era would send str(exc) to the client.
             logger.exception("lockgate mcp: %s failed", params.name)
-            return _refused(
-                "INTERNAL_ERROR",
-                f"lockgate could not complete '{params.name}' (is Temporal reachable, and a "
-                "lockgate worker serving this task queue?); the server's log says more.",
-            )
+            return _refused(could_not_complete(f"'{params.name}'"))
 
     async def _call(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -283,14 +288,19 @@ class _Handlers:
             name = self.names.lockgate_name(params.name)
         arguments = params.arguments or {}
         if name == "tools:confirm":
-            return self._of_call(await self.operations.confirm_tool(arguments))
+            confirmed = await self.operations.confirm_tool(
+                arguments.get("request_id"), arguments.get("token")
+            )
+            return self._of_call(confirmed)
         operation = self._operations.get(name or "")
         if operation is not None:
             return _of_operation(await operation(arguments))
         if name is None:
             return _refused(
-                "TOOL_NOT_FOUND",
-                f"No tool '{params.name}' is served here; tools/list names those that are.",
+                refusal(
+                    ErrorCode.TOOL_NOT_FOUND,
+                    f"No tool '{params.name}' is served here; tools/list names those that are.",
+                )
             )
         request_id = self._request_id(ctx, params, name)
         plan = (params.meta or {}).get(PLAN_META_KEY) is True
@@ -308,11 +318,11 @@ class _Handlers:
             return _answered(result.get("data"), **extra)
         error = result.get("error")
         error = error if isinstance(error, dict) else {}
-        return _refused(
-            str(error.get("code") or "INTERNAL_ERROR"),
+        refused = refusal(
+            str(error.get("code") or ErrorCode.INTERNAL_ERROR),
             str(error.get("message") or "The call did not succeed."),
-            **extra,
         )
+        return _refused(refused, **extra)
 
     # Confirmations -----------------------------------------------------------------------------
 
@@ -387,16 +397,16 @@ class _Handlers:
         content = getattr(answer, "content", None) or {}
         if getattr(answer, "action", None) == "accept" and content.get("approve") is True:
             return self._of_call(
-                await self.operations.tools.confirm(
+                await self.operations.confirm_tool(
                     str(request["request_id"]), str(request["confirm_token"])
                 )
             )
-        return _refused(
-            ErrorCode.CONFIRMATION_DECLINED.value,
+        declined = refusal(
+            ErrorCode.CONFIRMATION_DECLINED,
             f"{request.get('action_summary') or 'The call'} was not confirmed, so it did not "
             f"run; its request expires at {request.get('expires_at')}.",
-            **{REQUEST_ID_META_KEY: request["request_id"]},
         )
+        return _refused(declined, **{REQUEST_ID_META_KEY: request["request_id"]})
 
     # Resources ---------------------------------------------------------------------------------
 
@@ -409,7 +419,7 @@ class _Handlers:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         self._remember(ctx)
-        rows = await self.operations.runs.pending()
+        rows = await _open_gates(self.operations)
         resources = [
             types.Resource(
                 uri=GATES_URI,
@@ -449,7 +459,7 @@ class _Handlers:
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
-        rows = [dict(row) for row in await self.operations.runs.pending()]
+        rows = await _open_gates(self.operations)
         if uri == GATES_URI:
             body: Any = {"count": len(rows), "pending": rows}
         else:
@@ -484,7 +494,7 @@ def build_mcp_server(operations: Operations, *, poll_seconds: float = 1.0) -> Lo
         operations: The graph operations and tool calls, as the server's caller.
         poll_seconds: How often the open gates are asked for, to notify subscribers.
     """
-    watch = GateWatch(lambda: _pending_rows(operations), poll_seconds)
+    watch = GateWatch(lambda: _open_gates(operations), poll_seconds)
     handlers = _Handlers(operations, watch)
 
     @contextlib.asynccontextmanager
@@ -517,5 +527,6 @@ def build_mcp_server(operations: Operations, *, poll_seconds: float = 1.0) -> Lo
     return server
 
 
-async def _pending_rows(operations: Operations) -> list[dict[str, Any]]:
-    return [dict(row) for row in await operations.runs.pending()]
+async def _open_gates(operations: Operations) -> list[dict[str, Any]]:
+    """Every open gate on the task queue, as ``graph__pending`` lists them."""
+    return list((await operations.pending())["pending"])

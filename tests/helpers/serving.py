@@ -22,7 +22,8 @@ from lockgate import InMemoryRateLimiter, ToolRegistry, tool
 from lockgate.devserver import free_port
 from lockgate.examples.essay_review import TOOLS as ESSAY_TOOLS
 from lockgate.examples.memo_clearance import TOOLS as MEMO_TOOLS
-from lockgate.serving import BearerToken, Operations, build_mcp_server, http_app
+from lockgate.operations import Operations
+from lockgate.serving import BearerToken, build_mcp_server, http_app
 from lockgate.testing import Identities
 from tests.helpers.graphs import eventually
 

@@ -23,7 +23,8 @@ from temporalio.client import Client as TemporalClient
 from lockgate import GraphClient
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.memo_clearance import MemoClearance
-from lockgate.serving import Operations, build_mcp_server
+from lockgate.operations import Operations
+from lockgate.serving import build_mcp_server
 from lockgate.serving._gate_watch import GATE_URI_TEMPLATE, GATES_URI, gate_uri
 from lockgate.serving._mcp import PLAN_META_KEY, REQUEST_ID_META_KEY
 from lockgate.testing import Identities, WorkerFactory
