@@ -507,16 +507,9 @@ class GraphClient:
         signed = (
             await self.sign_decide(run_id, choice, evidence=evidence, waiver=waiver, shown=shown)
             if self.signer is not None
-            else None
+            else {"choice": choice}
         )
-        if signed is not None and "error" in signed:
-            return cast(RunView, signed)  # a refusal: nothing was signed
-        answer = signed if signed is not None else {"choice": choice}
-        handle = self.client.get_workflow_handle(run_id)
-        return await self._settled(
-            self._answered(handle, "decide", answer, run_id),
-            run_id,
-        )
+        return await self._send_signed(run_id, "decide", signed)
 
     async def resume(self, run_id: str) -> RunView:
         """Carries on a run parked at a node, as the signer (who must be allowed to run it)."""
