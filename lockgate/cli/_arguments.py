@@ -403,15 +403,16 @@ def build_parser() -> argparse.ArgumentParser:
     pending = commands.add_parser("pending", parents=[common, signed], help="open gates")
     pending.add_argument("--of", metavar="ROLE", help="only the gates that ask this role")
 
-    decide = commands.add_parser("decide", parents=[common, signed], help="answer a gate")
-    decide.add_argument("run", help="the run whose gate to answer")
-    decide.add_argument("choice", help="one of the options the gate offers")
-    decide.add_argument(
+    answer = argparse.ArgumentParser(add_help=False)  # what `decide` and `sign decide` take
+    answer.add_argument("run", help="the run whose gate to answer")
+    answer.add_argument("choice", help="one of the options the gate offers")
+    answer.add_argument(
         "--evidence", help="the evidence the gate asks for with this choice, as a JSON object"
     )
-    decide.add_argument(
+    answer.add_argument(
         "--waive", metavar="REASON", help="waive the gate (as the role it may be waived by)"
     )
+    commands.add_parser("decide", parents=[common, signed, answer], help="answer a gate")
 
     resume = commands.add_parser("resume", parents=[common, signed], help="resume a parked run")
     resume.add_argument("run", help="the parked run")
@@ -436,16 +437,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sign = commands.add_parser("sign", parents=[common], help="print a signed answer to paste")
     sign_commands = sign.add_subparsers(dest="what", required=True, action=_Commands)
-    sign_decide = sign_commands.add_parser(
-        "decide", parents=[common, signed], help="a signed answer to a gate"
-    )
-    sign_decide.add_argument("run", help="the run whose gate to answer")
-    sign_decide.add_argument("choice", help="one of the options the gate offers")
-    sign_decide.add_argument(
-        "--evidence", help="the evidence the gate asks for with this choice, as a JSON object"
-    )
-    sign_decide.add_argument(
-        "--waive", metavar="REASON", help="waive the gate (as the role it may be waived by)"
+    sign_commands.add_parser(
+        "decide", parents=[common, signed, answer], help="a signed answer to a gate"
     )
     sign_resume = sign_commands.add_parser(
         "resume", parents=[common, signed], help="a signed resume of a parked run"
