@@ -8,7 +8,7 @@ import asyncio
 import os
 
 from lockgate._defaults import PAYLOAD_KEYS_FILE_ENV
-from lockgate.cli._output import CommandError
+from lockgate.cli._output import CommandError, print_new_secret
 from lockgate.cli._settings import payload_keys, payload_keys_path
 from lockgate.encryption import (
     CodecAccessError,
@@ -27,16 +27,12 @@ def manage_payload_keys(arguments: argparse.Namespace) -> int:
     target = payload_keys_path(arguments)
     try:
         if arguments.payload_keys_command == "new":
-            keys = PayloadKeys.generate()
-            if target is None:
-                print(keys.to_text(), end="")
-                return 0
-            written = keys.write(target)
-            print(
-                f"# payload keys written to {written} (mode 0600); copy them to every worker, "
-                "client and codec server"
+            return print_new_secret(
+                PayloadKeys.generate(),
+                target,
+                what="payload keys",
+                to="them to every worker, client and codec server",
             )
-            return 0
         if target is None:
             raise CommandError(
                 f"rotate needs the keys file: --payload-keys FILE or {PAYLOAD_KEYS_FILE_ENV}."

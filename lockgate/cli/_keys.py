@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from lockgate.cli._output import CommandError
+from lockgate.cli._output import CommandError, print_new_secret
 from lockgate.cli._settings import enrolment_secret_path, keys_dir, secret_path
 from lockgate.identity._enrolment import EnrolmentSecret, EnrolmentSecretError
 from lockgate.identity._identity_errors import IdentityError
@@ -23,13 +23,9 @@ def manage_worker_secret(arguments: argparse.Namespace) -> int:
     target = getattr(arguments, "secret_file", None)
     try:
         if arguments.secret_command == "new":
-            secret = WorkerSecret.generate()
-            if target is None:
-                print(secret.to_text(), end="")
-                return 0
-            written = secret.write(target)
-            print(f"# worker secret written to {written} (mode 0600); copy it to every worker")
-            return 0
+            return print_new_secret(
+                WorkerSecret.generate(), target, what="worker secret", to="it to every worker"
+            )
         path = secret_path(arguments)
         current = WorkerSecret.load(path)
         if arguments.secret_command == "rotate":

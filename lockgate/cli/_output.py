@@ -10,11 +10,20 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, NoReturn
 
 from lockgate._errors import LockgateError
+from lockgate.identity._keyrings import Keyring
 
-__all__ = ["CommandError", "fail", "is_refused", "print_json", "report_result"]
+__all__ = [
+    "CommandError",
+    "fail",
+    "is_refused",
+    "print_json",
+    "print_new_secret",
+    "report_result",
+]
 
 
 class CommandError(LockgateError):
@@ -25,6 +34,17 @@ def fail(message: str, status: int) -> NoReturn:
     """Prints ``lockgate: message`` to stderr and leaves with ``status``."""
     print(f"lockgate: {message}", file=sys.stderr)
     raise SystemExit(status)
+
+
+def print_new_secret(made: Keyring, target: str | Path | None, *, what: str, to: str) -> int:
+    """Prints the keys a ``new`` command made where there is no ``target``; else writes them
+    there (mode 0600) and says whom to copy them ``to``."""
+    if target is None:
+        print(made.to_text(), end="")
+        return 0
+    written = made.write(target)
+    print(f"# {what} written to {written} (mode 0600); copy {to}")
+    return 0
 
 
 def print_json(value: Any) -> None:
