@@ -47,23 +47,26 @@ class ExecutingEvent:
 
 
 @dataclass(frozen=True, slots=True)
-class ExecutedEvent:
-    """Handed to ``executed`` hooks after a call ran, or was answered by a hook."""
+class _CallEnded:
+    """What every hook told of a call's end knows: the tool, the caller and the arguments."""
 
     name: str
     ctx: ToolContext
     arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutedEvent(_CallEnded):
+    """Handed to ``executed`` hooks after a call ran, or was answered by a hook."""
+
     result: ToolResult
     cache_served: bool
 
 
 @dataclass(frozen=True, slots=True)
-class FailedEvent:
+class FailedEvent(_CallEnded):
     """Handed to ``failed`` hooks when the tool's own code raised."""
 
-    name: str
-    ctx: ToolContext
-    arguments: Mapping[str, Any]
     exception: BaseException
     took_ms: float
 
