@@ -140,12 +140,15 @@ PRIVATE_HOLDINGS = "holdings_private"
 """A context mark: refusals must not list what the caller holds (they are written to history)."""
 
 
-def _what_it_holds(ctx: ToolContext) -> str:
-    """`` — context has: a, b``, or, where refusals are written down for others to read, who
-    lacks it without listing what they hold."""
+def _lacks_scope(ctx: ToolContext, scopes: Iterable[str], needs: str, check: str) -> PolicyDecision:
+    """The refusal of a caller that holds none of ``scopes``: ``needs`` says who needs one of
+    them, and what the caller holds follows — or, where refusals are written down for others to
+    read, who lacks it without listing what they hold."""
     if ctx.extra.get(PRIVATE_HOLDINGS):
-        return f", which {ctx.principal or 'this caller'} does not hold"
-    return f" — context has: {format_scopes(ctx.scopes)}"
+        holds = f", which {ctx.principal or 'this caller'} does not hold"
+    else:
+        holds = f" — context has: {format_scopes(ctx.scopes)}"
+    return PolicyDecision(False, f"{needs}{format_scopes(scopes)}{holds}.", check)
 
 
 def _operation_id(name: str) -> str:
@@ -316,12 +319,8 @@ class Authorizer:
             # On this channel the grant is the confirmation: there is no token to click.
             needs_confirmation = False
         if tool.scopes and not ctx.has_any_scope(tool.scopes):
-            return PolicyDecision(
-                False,
-                f"Missing required scope for tool '{tool.name}'. Need one of: "
-                f"{format_scopes(tool.scopes)}{_what_it_holds(ctx)}.",
-                "scopes",
-            )
+            needs = f"Missing required scope for tool '{tool.name}'. Need one of: "
+            return _lacks_scope(ctx, tool.scopes, needs, "scopes")
         if self.rules is not None:
             rule = self.rules.find_matching_rule(
                 ctx.channel, ctx.principal, tool.name, tool.mutating
@@ -398,12 +397,8 @@ def _consented(ctx: ToolContext, tool: str, arguments: Mapping[str, Any]) -> boo
 
 def _judge_rule(rule: PolicyRule, ctx: ToolContext, tool: GovernedTool) -> PolicyDecision:
     if rule.scopes and not ctx.has_any_scope(rule.scopes):
-        return PolicyDecision(
-            False,
-            f"Policy rule #{rule.id} for tool '{tool.name}' requires one of these scopes: "
-            f"{format_scopes(rule.scopes)}{_what_it_holds(ctx)}.",
-            "rule",
-        )
+        needs = f"Policy rule #{rule.id} for tool '{tool.name}' requires one of these scopes: "
+        return _lacks_scope(ctx, rule.scopes, needs, "rule")
     if rule.effect == "allow":
         return _ALLOWED
     return PolicyDecision(
