@@ -37,6 +37,7 @@ from lockgate.tools._tool import (
     ToolDefinition,
     definition_of,
     tool_methods,
+    tool_spec,
 )
 from lockgate.tools._tool_result import ErrorCode, ToolResult
 
@@ -169,21 +170,22 @@ class ToolRegistry:
         ``handler(arguments, ctx)`` receives the validated arguments as one dict. The options are
         :func:`tool`'s (``local=True`` included).
         """
-        input_schema = arguments_schema(name, schema)
-        definition = ToolDefinition(
-            name=name,
-            description=description,
-            handler=handler,
-            input_schema=input_schema,
-            scopes=frozenset(scopes),
+        spec = tool_spec(
+            name,
+            description,
+            scopes=scopes,
             mutating=mutating,
             confirm=confirm,
-            timeout=float(timeout),
-            sensitive=frozenset(sensitive),
+            timeout=timeout,
+            sensitive=sensitive,
             open_world=open_world,
             local=local,
+        )
+        input_schema = arguments_schema(name, schema)
+        definition = spec.definition(
+            handler,
+            input_schema,
             parameters=tuple(input_schema["properties"]),
-            is_async=inspect.iscoroutinefunction(handler),
             raw_schema=True,
             _validator=schema_validator(name, input_schema),
         )

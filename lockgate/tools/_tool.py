@@ -26,6 +26,7 @@ __all__ = [
     "Retry",
     "ToolDeclarationError",
     "ToolDefinition",
+    "ToolSpec",
     "definition_of",
     "invalid_arguments_sentence",
     "is_tool",
@@ -33,6 +34,7 @@ __all__ = [
     "schema_problems",
     "tool",
     "tool_methods",
+    "tool_spec",
 ]
 
 _Callable = TypeVar("_Callable", bound=Callable[..., Any])
@@ -93,7 +95,10 @@ class Retry:
 
 
 @dataclass(frozen=True, slots=True)
-class _ToolSpec:
+class ToolSpec:
+    """A tool's declared options, checked (:func:`tool_spec`): what ``@tool`` marks a function
+    with, and what a definition is made of."""
+
     name: str
     description: str
     scopes: frozenset[str]
@@ -105,6 +110,29 @@ class _ToolSpec:
     open_world: bool
     heartbeat: float | None
     local: bool
+
+    def definition(
+        self, handler: Callable[..., Any], input_schema: dict[str, Any], **made: Any
+    ) -> ToolDefinition:
+        """The definition of this tool run by ``handler``; ``made`` holds what its schema and
+        validators were made into (parameters, validators, clamps)."""
+        return ToolDefinition(
+            name=self.name,
+            description=self.description,
+            handler=handler,
+            input_schema=input_schema,
+            scopes=self.scopes,
+            mutating=self.mutating,
+            confirm=self.confirm,
+            timeout=self.timeout,
+            sensitive=self.sensitive,
+            retry=self.retry,
+            open_world=self.open_world,
+            heartbeat=self.heartbeat,
+            local=self.local,
+            is_async=inspect.iscoroutinefunction(handler),
+            **made,
+        )
 
 
 def local_refusal(
@@ -294,6 +322,52 @@ def tool(
             For cheap tools that change nothing; refused with ``mutating``, ``confirm`` or
             ``heartbeat``.
     """
+    spec = tool_spec(
+        name,
+        description,
+        scopes=scopes,
+        mutating=mutating,
+        confirm=confirm,
+        timeout=timeout,
+        sensitive=sensitive,
+        retry=retry,
+        open_world=open_world,
+        heartbeat=heartbeat,
+        local=local,
+    )
+
+    def decorate(function: _Callable) -> _Callable:
+        target = (
+            function.__func__ if isinstance(function, (staticmethod, classmethod)) else function
+        )
+        if not callable(target):
+            raise ToolDeclarationError(f"@tool('{name}') decorates {function!r}, not a function.")
+        setattr(target, _SPEC_ATTRIBUTE, spec)
+        return function
+
+    return decorate
+
+
+def tool_spec(
+    name: str,
+    description: str = "",
+    *,
+    scopes: Iterable[str] = (),
+    mutating: bool = False,
+    confirm: bool = False,
+    timeout: float = 30.0,
+    sensitive: Iterable[str] = (),
+    retry: Retry | None = None,
+    open_world: bool = False,
+    heartbeat: float | None = None,
+    local: bool = False,
+) -> ToolSpec:
+    """A tool's options (:func:`tool`'s), each checked.
+
+    Raises:
+        ToolDeclarationError: An option is unusable, or ``local`` is asked of a tool that may not
+            run twice unnoticed; the message names which and why.
+    """
     if not isinstance(name, str) or not _TOOL_NAME.match(name):
         raise ToolDeclarationError(
             f"Tool name {name!r} is not usable: use 1 to 128 letters, digits and . _ : -"
@@ -342,7 +416,7 @@ def tool(
     )
     if problem is not None:
         raise ToolDeclarationError(problem)
-    spec = _ToolSpec(
+    return ToolSpec(
         name=name,
         description=description,
         scopes=scope_names,
@@ -356,27 +430,16 @@ def tool(
         local=local,
     )
 
-    def decorate(function: _Callable) -> _Callable:
-        target = (
-            function.__func__ if isinstance(function, (staticmethod, classmethod)) else function
-        )
-        if not callable(target):
-            raise ToolDeclarationError(f"@tool('{name}') decorates {function!r}, not a function.")
-        setattr(target, _SPEC_ATTRIBUTE, spec)
-        return function
-
-    return decorate
-
 
 def is_tool(candidate: object) -> bool:
     """Whether ``candidate`` (a function or bound method) was declared with ``@tool``."""
     return _spec_of(candidate) is not None
 
 
-def _spec_of(candidate: object) -> _ToolSpec | None:
+def _spec_of(candidate: object) -> ToolSpec | None:
     target = getattr(candidate, "__func__", candidate)
     spec = getattr(target, _SPEC_ATTRIBUTE, None)
-    return spec if isinstance(spec, _ToolSpec) else None
+    return spec if isinstance(spec, ToolSpec) else None
 
 
 def tool_methods(instance: object) -> list[Callable[..., Any]]:
@@ -423,7 +486,7 @@ _JSON_TYPES: Mapping[str, Any] = {
 }
 
 
-def _build_definition(spec: _ToolSpec, function: Callable[..., Any]) -> ToolDefinition:
+def _build_definition(spec: ToolSpec, function: Callable[..., Any]) -> ToolDefinition:
     try:
         hints = typing.get_type_hints(function, include_extras=True)
     except Exception as error:
@@ -488,24 +551,12 @@ def _build_definition(spec: _ToolSpec, function: Callable[..., Any]) -> ToolDefi
         name: jsonschema.Draft202012Validator(object_schema)
         for name, object_schema in object_schemas.items()
     }
-    return ToolDefinition(
-        name=spec.name,
-        description=spec.description,
-        handler=function,
-        input_schema=schema,
-        scopes=spec.scopes,
-        mutating=spec.mutating,
-        confirm=spec.confirm,
-        timeout=spec.timeout,
-        sensitive=spec.sensitive,
-        retry=spec.retry,
-        open_world=spec.open_world,
-        heartbeat=spec.heartbeat,
-        local=spec.local,
+    return spec.definition(
+        function,
+        schema,
         parameters=tuple(parameters),
         context_parameter=context_parameter,
         returns=hints.get("return"),
-        is_async=inspect.iscoroutinefunction(function),
         clamps=clamps,
         _validator=adapter.validator.validate_python,
         _revalidator=_as_json_validator(adapter),

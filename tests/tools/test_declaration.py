@@ -378,6 +378,21 @@ def test_an_invalid_raw_schema_is_a_declaration_error() -> None:
         )
 
 
+@pytest.mark.parametrize(
+    ("name", "options", "why"),
+    [
+        pytest.param("x", {"scopes": "posts:write"}, "not the string", id="scopes as a string"),
+        pytest.param("x", {"timeout": 0}, "timeout must be positive", id="timeout"),
+        pytest.param("no spaces", {}, "is not usable", id="name"),
+    ],
+)
+def test_a_raw_schema_tool_is_held_to_the_options_of_tool(
+    name: str, options: dict[str, Any], why: str
+) -> None:
+    with pytest.raises(ToolDeclarationError, match=why):
+        ToolRegistry().register_schema(name, "d", {"type": "object"}, lambda a, c: None, **options)
+
+
 # Definitions --------------------------------------------------------------------------------------
 
 
