@@ -7,7 +7,6 @@ that close while no worker watches are not announced.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from typing import Any, Literal
@@ -17,6 +16,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from lockgate.activities._notify import notification_binding
+from lockgate.clients._client_support import keep_looking
 from lockgate.clients._graph_client import GraphClient
 from lockgate.gates._notifications import GateEvent, Notifications
 from lockgate.identity._seals import WorkerSecret
@@ -53,14 +53,12 @@ class GateNotifier:
 
     async def watch(self) -> None:
         """Looks every ``poll_seconds`` until cancelled."""
-        while True:
-            try:
-                await self.look()
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # the server away for a moment: look again
-                logger.warning("lockgate: could not look for gates to announce: %s", error)
-            await asyncio.sleep(self.notifications.poll_seconds)
+        await keep_looking(
+            self.look,
+            self.notifications.poll_seconds,
+            logger,
+            "lockgate: could not look for gates to announce",
+        )
 
     async def look(self) -> None:
         """Announces the gates that opened and closed since the last look."""

@@ -28,6 +28,8 @@ from mcp.server.subscriptions import (
     ResourceUpdated,
 )
 
+from lockgate.clients._client_support import keep_looking
+
 __all__ = ["GATES_URI", "GATE_URI_TEMPLATE", "GateWatch", "gate_uri", "run_of_uri"]
 
 logger = logging.getLogger("lockgate.mcp")
@@ -112,14 +114,9 @@ class GateWatch:
                 self._task = None
 
     async def _watch(self) -> None:
-        while True:
-            try:
-                await self.refresh()
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # Temporal unreachable for a moment: try again
-                logger.warning("lockgate mcp: could not list the open gates: %s", error)
-            await asyncio.sleep(self.poll_seconds)
+        await keep_looking(
+            self.refresh, self.poll_seconds, logger, "lockgate mcp: could not list the open gates"
+        )
 
     async def refresh(self) -> None:
         """Asks for the open gates once and announces what changed since the last time."""
