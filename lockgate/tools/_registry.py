@@ -11,8 +11,10 @@ import asyncio
 import difflib
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
+
+from typing_extensions import Unpack
 
 from lockgate.identity._canonical import to_jsonable
 from lockgate.tools._audit import AuditLogger
@@ -35,6 +37,7 @@ from lockgate.tools._tool import (
     ArgumentsInvalid,
     ToolDeclarationError,
     ToolDefinition,
+    ToolOptions,
     definition_of,
     tool_methods,
     tool_spec,
@@ -156,31 +159,14 @@ class ToolRegistry:
         description: str,
         schema: Mapping[str, Any],
         handler: Callable[[dict[str, Any], ToolContext], Any],
-        *,
-        scopes: Iterable[str] = (),
-        mutating: bool = False,
-        confirm: bool = False,
-        timeout: float = 30.0,
-        sensitive: Iterable[str] = (),
-        open_world: bool = False,
-        local: bool = False,
+        **options: Unpack[ToolOptions],
     ) -> ToolDefinition:
         """Registers a tool described by a raw JSON Schema (validated with ``jsonschema``).
 
         ``handler(arguments, ctx)`` receives the validated arguments as one dict. The options are
         :func:`tool`'s (``local=True`` included).
         """
-        spec = tool_spec(
-            name,
-            description,
-            scopes=scopes,
-            mutating=mutating,
-            confirm=confirm,
-            timeout=timeout,
-            sensitive=sensitive,
-            open_world=open_world,
-            local=local,
-        )
+        spec = tool_spec(name, description, options)
         input_schema = arguments_schema(name, schema)
         definition = spec.definition(
             handler,

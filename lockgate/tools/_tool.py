@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 import inspect
 import re
 import typing
@@ -13,7 +14,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import jsonschema
 import pydantic_core
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import NotRequired, TypedDict, Unpack
 
 from lockgate._errors import DeclarationError, RefusedError
 from lockgate.identity._canonical import to_jsonable
@@ -26,6 +27,7 @@ __all__ = [
     "Retry",
     "ToolDeclarationError",
     "ToolDefinition",
+    "ToolOptions",
     "ToolSpec",
     "definition_of",
     "invalid_arguments_sentence",
@@ -281,19 +283,23 @@ class ToolDefinition:
         }
 
 
+class ToolOptions(TypedDict, total=False):
+    """The options of :func:`tool` (and of :meth:`ToolRegistry.register_schema`), as keywords;
+    each one's default and meaning is :func:`tool`'s."""
+
+    scopes: Iterable[str]
+    mutating: bool
+    confirm: bool
+    timeout: float
+    sensitive: Iterable[str]
+    retry: Retry | None
+    open_world: bool
+    heartbeat: float | None
+    local: bool
+
+
 def tool(
-    name: str,
-    description: str = "",
-    *,
-    scopes: Iterable[str] = (),
-    mutating: bool = False,
-    confirm: bool = False,
-    timeout: float = 30.0,
-    sensitive: Iterable[str] = (),
-    retry: Retry | None = None,
-    open_world: bool = False,
-    heartbeat: float | None = None,
-    local: bool = False,
+    name: str, description: str = "", **options: Unpack[ToolOptions]
 ) -> Callable[[_Callable], _Callable]:
     """Declares a function or method as a governed tool.
 
@@ -322,19 +328,7 @@ def tool(
             For cheap tools that change nothing; refused with ``mutating``, ``confirm`` or
             ``heartbeat``.
     """
-    spec = tool_spec(
-        name,
-        description,
-        scopes=scopes,
-        mutating=mutating,
-        confirm=confirm,
-        timeout=timeout,
-        sensitive=sensitive,
-        retry=retry,
-        open_world=open_world,
-        heartbeat=heartbeat,
-        local=local,
-    )
+    spec = tool_spec(name, description, options)
 
     def decorate(function: _Callable) -> _Callable:
         target = (
@@ -348,26 +342,31 @@ def tool(
     return decorate
 
 
-def tool_spec(
-    name: str,
-    description: str = "",
-    *,
-    scopes: Iterable[str] = (),
-    mutating: bool = False,
-    confirm: bool = False,
-    timeout: float = 30.0,
-    sensitive: Iterable[str] = (),
-    retry: Retry | None = None,
-    open_world: bool = False,
-    heartbeat: float | None = None,
-    local: bool = False,
-) -> ToolSpec:
-    """A tool's options (:func:`tool`'s), each checked.
+def tool_spec(name: str, description: str, options: ToolOptions) -> ToolSpec:
+    """A tool's options, each checked (their defaults and meanings are :func:`tool`'s).
 
     Raises:
-        ToolDeclarationError: An option is unusable, or ``local`` is asked of a tool that may not
-            run twice unnoticed; the message names which and why.
+        ToolDeclarationError: An option is unknown or unusable, or ``local`` is asked of a tool
+            that may not run twice unnoticed; the message names which and why.
     """
+    known = ToolOptions.__optional_keys__
+    for option in options:
+        if option not in known:
+            close = difflib.get_close_matches(str(option), known, n=1)
+            raise ToolDeclarationError(
+                f"@tool({name!r}) takes no option '{option}'"
+                + (f": did you mean '{close[0]}'?" if close else ".")
+                + f" Its options are {', '.join(sorted(known))}."
+            )
+    scopes = options.get("scopes", ())
+    mutating = options.get("mutating", False)
+    confirm = options.get("confirm", False)
+    timeout = options.get("timeout", 30.0)
+    sensitive = options.get("sensitive", ())
+    retry = options.get("retry")
+    open_world = options.get("open_world", False)
+    heartbeat = options.get("heartbeat")
+    local = options.get("local", False)
     if not isinstance(name, str) or not _TOOL_NAME.match(name):
         raise ToolDeclarationError(
             f"Tool name {name!r} is not usable: use 1 to 128 letters, digits and . _ : -"

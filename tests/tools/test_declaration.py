@@ -393,6 +393,15 @@ def test_a_raw_schema_tool_is_held_to_the_options_of_tool(
         ToolRegistry().register_schema(name, "d", {"type": "object"}, lambda a, c: None, **options)
 
 
+def test_a_misspelt_option_is_named_with_the_one_meant() -> None:
+    with pytest.raises(ToolDeclarationError) as refused:
+        tool("posts.create", scope=["posts:write"])  # type: ignore[call-arg]
+
+    assert str(refused.value).startswith(
+        "@tool('posts.create') takes no option 'scope': did you mean 'scopes'? Its options are "
+    )
+
+
 # Definitions --------------------------------------------------------------------------------------
 
 
