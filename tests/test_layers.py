@@ -22,6 +22,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "lockgate._bodies",
             "lockgate._health",
             "lockgate._lazy",
+            "lockgate._polling",
             "lockgate._version",
             "lockgate.contracts",
         ],

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, cast
 
@@ -33,7 +32,6 @@ __all__ = [
     "describe_run",
     "execution_closed",
     "graph_name",
-    "keep_looking",
     "quote_literal",
     "refused_by_update",
     "settle_operation",
@@ -75,21 +73,6 @@ async def settle_operation(operation: WithStartWorkflowOperation[Any, Any]) -> N
     """
     with contextlib.suppress(Exception):
         await operation.workflow_handle()
-
-
-async def keep_looking(
-    look: Callable[[], Awaitable[None]], every: float, logger: logging.Logger, failed: str
-) -> None:
-    """Calls ``look`` every ``every`` seconds until cancelled; a look that fails (the server
-    away for a moment) is logged as ``failed`` and tried again at the next."""
-    while True:
-        try:
-            await look()
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            logger.warning("%s: %s", failed, error)
-        await asyncio.sleep(every)
 
 
 def quote_literal(value: str) -> str:

@@ -15,8 +15,8 @@ from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from lockgate._polling import keep_looking
 from lockgate.activities._notify import notification_binding
-from lockgate.clients._client_support import keep_looking
 from lockgate.clients._graph_client import GraphClient
 from lockgate.gates._notifications import GateEvent, Notifications
 from lockgate.identity._seals import WorkerSecret

@@ -57,6 +57,17 @@ def _text(value: object, name: str, operation: str) -> str | RunView:
     return value.strip()
 
 
+def _texts(operation: str, **values: object) -> tuple[str, ...] | RunView:
+    """Each of ``values`` as :func:`_text` takes it, in order; else the first refusal."""
+    texts = []
+    for name, value in values.items():
+        text = _text(value, name, operation)
+        if not isinstance(text, str):
+            return text
+        texts.append(text)
+    return tuple(texts)
+
+
 def _json_object(
     value: object, name: str, operation: str, *, what: str = "a JSON object"
 ) -> tuple[dict[str, Any] | None, str | None]:
@@ -246,12 +257,10 @@ class Operations:
         self, run: object, choice: object, evidence: object
     ) -> tuple[str, str, dict[str, Any] | None] | RunView:
         """``(run, choice, evidence)`` of an answer, checked; else the refusal."""
-        run_id = _text(run, "run", "decide")
-        if not isinstance(run_id, str):
-            return run_id
-        option = _text(choice, "choice", "decide")
-        if not isinstance(option, str):
-            return option
+        texts = _texts("decide", run=run, choice=choice)
+        if not isinstance(texts, tuple):
+            return texts
+        run_id, option = texts
         given, wrong = _json_object(evidence, "evidence", "decide")
         if wrong is not None:
             return refusal(ErrorCode.VALIDATION_ERROR, wrong)
@@ -421,10 +430,8 @@ class Operations:
 
     async def confirm_tool(self, request_id: object, token: object) -> ToolCallResult | RunView:
         """Confirms a call that asked for it, with its ``request_id`` and ``token``."""
-        asked = _text(request_id, "request_id", "confirm")
-        if not isinstance(asked, str):
-            return asked
-        given = _text(token, "token", "confirm")
-        if not isinstance(given, str):
-            return given
+        texts = _texts("confirm", request_id=request_id, token=token)
+        if not isinstance(texts, tuple):
+            return texts
+        asked, given = texts
         return await self._tools.confirm(asked, given)

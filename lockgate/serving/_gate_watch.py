@@ -28,7 +28,7 @@ from mcp.server.subscriptions import (
     ResourceUpdated,
 )
 
-from lockgate.clients._client_support import keep_looking
+from lockgate._polling import keep_looking
 
 __all__ = ["GATES_URI", "GATE_URI_TEMPLATE", "GateWatch", "gate_uri", "run_of_uri"]
 
