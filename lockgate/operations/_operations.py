@@ -68,6 +68,20 @@ def _texts(operation: str, **values: object) -> tuple[str, ...] | RunView:
     return tuple(texts)
 
 
+def _run_and_proof(
+    run: object, proof: object, operation: str
+) -> tuple[str, dict[str, Any] | None] | RunView:
+    """``(run, the proof relayed or None)`` of an operation on a run, checked; else the
+    refusal."""
+    run_id = _text(run, "run", operation)
+    if not isinstance(run_id, str):
+        return run_id
+    signed, wrong = _json_object(proof, "proof", operation)
+    if wrong is not None:
+        return refusal(ErrorCode.VALIDATION_ERROR, wrong, run_id=run_id)
+    return run_id, signed
+
+
 def _json_object(
     value: object, name: str, operation: str, *, what: str = "a JSON object"
 ) -> tuple[dict[str, Any] | None, str | None]:
@@ -270,12 +284,10 @@ class Operations:
         """Relays an answer signed elsewhere: ``proof`` is what ``lockgate sign decide`` prints
         (or what the inbox's page signed), as a JSON object or its text. ``choice``, when
         given, must be the option the proof answers."""
-        run_id = _text(run, "run", "decide")
-        if not isinstance(run_id, str):
-            return run_id
-        signed, wrong = _json_object(proof, "proof", "decide")
-        if wrong is not None:
-            return refusal(ErrorCode.VALIDATION_ERROR, wrong, run_id=run_id)
+        checked = _run_and_proof(run, proof, "decide")
+        if not isinstance(checked, tuple):
+            return checked
+        run_id, signed = checked
         if signed is None:
             hint = choice if isinstance(choice, str) and choice else "<choice>"
             return refusal(
@@ -300,12 +312,10 @@ class Operations:
     async def resume(self, run: object, *, proof: object = None) -> RunView:
         """Carries on a parked run: as a relayed ``proof`` (what ``lockgate sign resume``
         prints), or as the caller's signer."""
-        run_id = _text(run, "run", "resume")
-        if not isinstance(run_id, str):
-            return run_id
-        signed, wrong = _json_object(proof, "proof", "resume")
-        if wrong is not None:
-            return refusal(ErrorCode.VALIDATION_ERROR, wrong, run_id=run_id)
+        checked = _run_and_proof(run, proof, "resume")
+        if not isinstance(checked, tuple):
+            return checked
+        run_id, signed = checked
         if signed is not None:
             return await self._runs.resume_signed(run_id, signed)
         if self.signer is None:
