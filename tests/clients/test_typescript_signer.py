@@ -27,10 +27,10 @@ from temporalio.client import Client
 
 from lockgate import GraphClient, ToolContext, tool
 from lockgate.examples.essay_review import EssayReview
-from lockgate.identity._keys import write_private_key
+from lockgate.identity._keys import generate_private_key, write_private_key
 from lockgate.testing import Identities, WorkerFactory
 from tests.helpers.graphs import ALWAYS_FAILS, trail_of
-from tests.helpers.support import REPOSITORY
+from tests.helpers.support import REPOSITORY, outcome
 
 SIGNER = REPOSITORY / "signers" / "typescript"
 NODE = shutil.which("node")
@@ -101,6 +101,8 @@ def people(tmp_path: Path) -> Identities:
     )
     for name in ("shop-service", "ed"):
         write_private_key(tmp_path / "keys" / f"{name}.key", identities.key(name))
+    # A key the Directory does not list.
+    write_private_key(tmp_path / "keys" / "mallory.key", generate_private_key())
     return identities
 
 
@@ -204,6 +206,33 @@ async def test_decisions_signed_in_node_for_another_run_gate_or_choice_are_refus
     assert run["status"] == "waiting"
     assert run["awaiting"] is not None
     assert run["trail"] == trail_before
+
+
+async def test_a_start_signed_by_a_stranger_in_node_is_refused_and_the_run_ends_at_once(
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    people: Identities,
+    service_env: dict[str, str],
+) -> None:
+    async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
+        status, refused = await node(
+            "examples/service.js",
+            "start",
+            "essay:review",
+            json.dumps(ALWAYS_FAILS),
+            "--as",
+            "mallory",
+            env=service_env,
+        )
+        assert status == 1
+        assert refused["error"]["code"] == "UNAUTHORIZED"
+        assert "lists no principal 'mallory'" in refused["error"]["message"]
+        # Withdrawn by the service, it ends refused now (not after five minutes), having run
+        # nothing.
+        ended = await outcome(temporal_client.get_workflow_handle(refused["run_id"]))
+    assert ended["status"] == "refused"
+    assert ended["requester"]["verified"] is False
+    assert ended["trail"] == []
 
 
 async def test_a_node_service_calls_a_tool_durably_as_itself(

@@ -10,7 +10,7 @@
 import { randomUUID } from "node:crypto";
 
 import { Client, WorkflowUpdateFailedError } from "@temporalio/client";
-import type { WorkflowExecutionDescription } from "@temporalio/client";
+import type { WorkflowExecutionDescription, WorkflowHandle } from "@temporalio/client";
 
 import { Signer, answerBinding, startBinding, toolBinding } from "../src/index";
 import type { Json, Proof, ShownGate } from "../src/index";
@@ -20,8 +20,30 @@ const PROOF_WITHIN = "5 minutes";
 
 /** A refusal from a lockgate worker: its code and the sentence saying why. */
 export class Refused extends Error {
-  constructor(readonly code: string, message: string) {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly runId?: string,
+  ) {
     super(message);
+  }
+}
+
+/**
+ * Sends a proof to the execution the start made; if it is refused, asks that execution to end
+ * (it ran nothing, and without a proof never will: it ends refused at once, not in five minutes).
+ */
+async function proven(
+  run: WorkflowHandle,
+  update: string,
+  proof: Proof,
+): Promise<Record<string, unknown>> {
+  try {
+    return await updated(() => run.executeUpdate(update, { args: [proof] }));
+  } catch (error) {
+    if (!(error instanceof Refused)) throw error;
+    await run.cancel().catch(() => undefined);
+    throw new Refused(error.code, error.message, run.workflowId);
   }
 }
 
@@ -54,7 +76,7 @@ export async function startRun(
   const execution = handle.firstExecutionRunId;
   const proof = await signer.sign(startBinding(options.graph, runId, execution, options.inputs));
   const run = client.workflow.getHandle(runId, execution);
-  return updated(() => run.executeUpdate("start", { args: [proof] }));
+  return proven(run, "start", proof);
 }
 
 /** The gate open on `runId` as the server and its run's memo show it, and its execution. */
@@ -110,6 +132,5 @@ export async function callTool(
   });
   const execution = handle.firstExecutionRunId;
   const proof = await signer.sign(toolBinding(options.tool, options.args, requestId, execution));
-  const call = client.workflow.getHandle(handle.workflowId, execution);
-  return updated(() => call.executeUpdate("call", { args: [proof] }));
+  return proven(client.workflow.getHandle(handle.workflowId, execution), "call", proof);
 }

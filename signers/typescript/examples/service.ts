@@ -42,7 +42,8 @@ async function main(argv: string[]): Promise<number> {
     return answer.ok === false || answer.success === false ? 1 : 0;
   } catch (error) {
     if (!(error instanceof Refused)) throw error;
-    process.stdout.write(JSON.stringify({ ok: false, error: { code: error.code, message: error.message } }) + "\n");
+    const refusal = { ok: false, error: { code: error.code, message: error.message }, run_id: error.runId };
+    process.stdout.write(JSON.stringify(refusal) + "\n");
     return 1;
   } finally {
     await connection.close();
