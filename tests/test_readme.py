@@ -343,3 +343,14 @@ async def test_the_versioned_worker_example_makes_a_worker_the_sdk_accepts(
 
     deployment = worker.config(active_config=True).get("deployment_config")
     assert deployment is not None and deployment.version.build_id == "2025-06-02"
+
+
+def test_the_typescript_example_is_the_example_service_s_own_code() -> None:
+    """The README's TypeScript lines are a slice of the example service the TypeScript signer's
+    end-to-end test runs (tests/clients/test_typescript_signer.py), never a copy that drifts."""
+    source = (REPOSITORY / "signers" / "typescript" / "examples" / "lockgate.ts").read_text()
+    code = [line.strip() for line in source.splitlines()]
+    (example,) = _blocks("ts")
+    shown = [line.strip() for line in example.splitlines()]
+    starts = [index for index, line in enumerate(code) if line == shown[0]]
+    assert any(code[start : start + len(shown)] == shown for start in starts)

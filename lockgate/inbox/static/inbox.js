@@ -1,33 +1,16 @@
 // lockgate inbox: the browser makes every proof; the server relays it and the worker verifies it.
 // A proof is {lockgate_proof, principal, channel, authorizes, issued_at, nonce} and either an
-// Ed25519 `signature` over its canonical JSON (RFC 8785) or a passkey's assertion (`passkey`)
-// whose challenge is the SHA-256 of those bytes.
+// Ed25519 `signature` over its canonical JSON or a passkey's assertion (`passkey`) whose
+// challenge is the SHA-256 of those bytes (docs/proofs.md). proofs.js, loaded first, makes them:
+// canon, b64url, unsignedProof, importPrivateKey, signWithKey.
 "use strict";
 
 const IDENTITY = "lockgate.identity";
 const SAID = "lockgate.said";
 
-// RFC 8785 for plain JSON data (what a proof holds: strings, safe integers, objects).
-function canon(value) {
-  if (typeof value === "number" && !Number.isFinite(value)) throw new TypeError("non-finite");
-  if (value === null || typeof value !== "object") return JSON.stringify(value);
-  if (Array.isArray(value)) return "[" + value.map(canon).join(",") + "]";
-  return "{" + Object.keys(value).sort().map((k) => JSON.stringify(k) + ":" + canon(value[k])).join(",") + "}";
-}
-
-function b64url(bytes) {
-  let text = "";
-  for (const byte of new Uint8Array(bytes)) text += String.fromCharCode(byte);
-  return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
 function fromB64url(text) {
   const padded = text.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((text.length + 3) % 4);
   return Uint8Array.from(atob(padded), (c) => c.charCodeAt(0));
-}
-
-function hex(bytes) {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 function identity() {
@@ -67,18 +50,14 @@ async function postJSON(url, body) {
 }
 
 function freshProof(principal, authorizes) {
-  return {
-    lockgate_proof: 1, principal, channel: "web", authorizes,
-    issued_at: Math.floor(Date.now() / 1000), nonce: hex(crypto.getRandomValues(new Uint8Array(16))),
-  };
+  return unsignedProof(principal, "web", authorizes);
 }
 
 // Signs `unsigned` as `me` (the browser's identity), with `key` where given (a key being
 // imported) or else the key this browser keeps for it: the proof to send.
 async function signProof(unsigned, me = identity(), key = null) {
-  const bytes = new TextEncoder().encode(canon(unsigned));
   if (me.kind === "passkey") {
-    const challenge = await crypto.subtle.digest("SHA-256", bytes);
+    const challenge = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(canon(unsigned)));
     const credential = await navigator.credentials.get({ publicKey: {
       challenge, rpId: document.body.dataset.rpId, userVerification: "required", timeout: 60000,
       allowCredentials: [{ type: "public-key", id: fromB64url(me.credential_id) }],
@@ -87,8 +66,7 @@ async function signProof(unsigned, me = identity(), key = null) {
   }
   const signing = key || await storedKey(me.principal);
   if (!signing) throw new Error("This browser holds no key for " + me.principal + ": import it again.");
-  const signature = await crypto.subtle.sign({ name: "Ed25519" }, signing, bytes);
-  return { ...unsigned, signature: b64url(signature) };
+  return signWithKey(unsigned, signing);
 }
 
 // Signs in as `me`: signs the inbox's one-time challenge; the inbox checks it against the
@@ -229,8 +207,7 @@ async function registerPasskey(principal, code) {
 async function importKey(principal, pem) {
   let key;
   try {
-    const der = Uint8Array.from(atob(pem.replace(/-----(BEGIN|END) PRIVATE KEY-----|\s+/g, "")), (c) => c.charCodeAt(0));
-    key = await crypto.subtle.importKey("pkcs8", der, { name: "Ed25519" }, false, ["sign"]);
+    key = await importPrivateKey(pem);
   } catch {
     say("This is not an Ed25519 private key in PKCS8 PEM (the file `lockgate keys new` wrote): nothing was imported.", "refused");
     return { ok: false };
