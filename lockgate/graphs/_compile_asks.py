@@ -278,9 +278,19 @@ def check_staffing(graph: CompiledGraph, directory: Directory) -> None:
     principals = directory.principals()
     if not principals:
         return
+    # A role a trusted issuer's group grants is held by however many people the identity
+    # provider puts in the group: a worker cannot count them, so it takes such a role as staffed.
+    granted = {
+        role
+        for issuer in directory.issuers()
+        for grant in issuer.groups.values()
+        for role in grant.roles
+    }
     for ask in graph.asks.values():
-        if ask.waivable_by is not None and not any(
-            ask.waivable_by in directory.roles_of(who) for who in principals
+        if (
+            ask.waivable_by is not None
+            and ask.waivable_by not in granted
+            and not any(ask.waivable_by in directory.roles_of(who) for who in principals)
         ):
             raise GraphDeclarationError(
                 f"Graph '{graph.name}': its gate '{ask.state}' may be waived by the role "
@@ -288,15 +298,17 @@ def check_staffing(graph: CompiledGraph, directory: Directory) -> None:
                 "role, or drop waivable_by."
             )
         escalate_to = ask.deadline.escalate_to if ask.deadline is not None else None
-        if escalate_to is not None and not any(
-            escalate_to in directory.roles_of(who) for who in principals
+        if (
+            escalate_to is not None
+            and escalate_to not in granted
+            and not any(escalate_to in directory.roles_of(who) for who in principals)
         ):
             raise GraphDeclarationError(
                 f"Graph '{graph.name}': its gate '{ask.state}' escalates at its deadline to the "
                 f"role '{escalate_to}', which nobody in the Directory holds. Give someone the "
                 "role, or escalate to another."
             )
-        if ask.policy.single:
+        if ask.policy.single or ask.role in granted:
             continue
         holders = [who for who in principals if ask.role in directory.roles_of(who)]
         if len(holders) < ask.policy.approvals:
