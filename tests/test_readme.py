@@ -343,3 +343,22 @@ async def test_the_versioned_worker_example_makes_a_worker_the_sdk_accepts(
 
     deployment = worker.config(active_config=True).get("deployment_config")
     assert deployment is not None and deployment.version.build_id == "2025-06-02"
+
+
+def test_the_sso_directory_example_trusts_its_issuer_and_maps_its_group() -> None:
+    from lockgate import Directory
+
+    example = _block_containing("toml", "[issuers.corp]")
+    directory = Directory.from_toml(example, source="README.md")
+
+    (issuer,) = directory.issuers()
+    assert issuer.issuer == "https://login.example.com/realms/corp"
+    assert issuer.audience == "lockgate"
+    held = issuer.holdings({"groups": ["payments-officers", "someone-elses"]})
+    assert held.roles == {"officer"} and held.scopes == {"payment:send"}
+
+
+def test_the_sso_signer_example_makes_a_proof_carrying_the_token() -> None:
+    example = _block_containing("python", "IdTokenSigner(")
+
+    exec(compile(example, "README.md", "exec"), {"__name__": "readme_sso"})
