@@ -498,3 +498,23 @@ def test_the_tokens_nonce_is_the_digest_of_the_rest_of_the_proof() -> None:
 
     digest = hashlib.sha256(canonical_json(unsigned)).digest()
     assert proof["id_token"].split(".")[1] == base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+async def test_unknown_keys_make_the_worker_fetch_at_most_once_per_interval(
+    idp: IdentityProvider, keys: Identities
+) -> None:
+    """A flood of tokens naming unknown keys cannot make the worker hammer the provider."""
+    now = [time.time()]
+    keyring = IssuerKeyring(lambda: now[0])
+    directory = directory_of(idp, keys)
+    fetcher = IssuerKeyFetcher(directory, keyring, min_interval_seconds=10, clock=lambda: now[0])
+    await fetcher.fetch_due()
+    issuer = directory.issuers()[0]
+
+    for _ in range(5):
+        assert keyring.key(issuer, "no-such-key") is None
+        await fetcher.fetch_due()
+    now[0] += 10
+    await fetcher.fetch_due()
+
+    assert fetcher.fetches == 2
