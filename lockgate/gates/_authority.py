@@ -78,6 +78,10 @@ class Authority:
             issuer_keys=issuer_keys,
         )
 
+    def now(self) -> float:
+        """This judge's clock, in unix seconds (real time: judgements are made live)."""
+        return self._clock()
+
     @property
     def sealer(self) -> WorkerSecret:
         """The worker secret; a worker without one cannot vouch for anything it hands over."""

@@ -11,6 +11,7 @@ import enum
 import re
 from collections.abc import Mapping
 from datetime import timedelta
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -61,7 +62,31 @@ def compile_ask(graph: str, ask: Ask, fields: Mapping[str, object]) -> CompiledA
         evidence_into=evidence_into,
         waivable_by=_ask_waiver(graph, ask),
         deadline=_ask_deadline(graph, ask),
+        sign_in=_ask_sign_in(graph, ask),
     )
+
+
+def _ask_sign_in(graph: str, ask: Ask) -> dict[str, Any] | None:
+    """What an answer an identity provider signs must show at this gate, or None."""
+    mfa, within = ask.mfa, ask.signed_in_within
+    where = f"{graph}: Ask({ask.options.__name__})"
+    if isinstance(mfa, str) or not all(isinstance(each, str) and each for each in mfa):
+        raise GraphDeclarationError(
+            f"{where} declares mfa={mfa!r}; name the acr or amr values as a tuple of strings, "
+            "such as mfa=('mfa',)."
+        )
+    if within is not None and not (isinstance(within, timedelta) and within.total_seconds() > 0):
+        raise GraphDeclarationError(
+            f"{where} declares signed_in_within={within!r}; give a positive timedelta."
+        )
+    if not mfa and within is None:
+        return None
+    shown: dict[str, Any] = {}
+    if mfa:
+        shown["mfa"] = sorted(set(mfa))
+    if within is not None:
+        shown["within_seconds"] = within.total_seconds()
+    return shown
 
 
 def _ask_policy(graph: str, ask: Ask) -> CompiledApprovalPolicy:

@@ -66,6 +66,10 @@ class Holdings:
 
     roles: frozenset[str] = frozenset()
     scopes: frozenset[str] = frozenset()
+    authenticated_at: float | None = None
+    """When the person signed in (the token's ``auth_time``, else ``iat``)."""
+    methods: frozenset[str] = frozenset()
+    """How they signed in: the token's ``amr`` values and its ``acr``."""
 
 
 @dataclass(frozen=True)
@@ -137,11 +141,15 @@ class TrustedIssuer:
     def holdings(self, claims: Mapping[str, Any]) -> Holdings:
         """The roles and scopes the groups ``claims`` list grant (a group not mapped grants
         nothing; a claim that is not a list of strings, nothing)."""
+        methods = {each for each in claims.get("amr") or () if isinstance(each, str)}
+        if isinstance(claims.get("acr"), str):
+            methods.add(claims["acr"])
+        signed_in = _time(claims.get("auth_time", claims.get("iat")))
         listed = claims.get(self.groups_claim)
         if isinstance(listed, str):
             listed = [listed]
         if not isinstance(listed, list):
-            return Holdings()
+            return Holdings(authenticated_at=signed_in, methods=frozenset(methods))
         roles: set[str] = set()
         scopes: set[str] = set()
         for group in listed:
@@ -149,7 +157,7 @@ class TrustedIssuer:
             if grant is not None:
                 roles |= grant.roles
                 scopes |= grant.scopes
-        return Holdings(frozenset(roles), frozenset(scopes))
+        return Holdings(frozenset(roles), frozenset(scopes), signed_in, frozenset(methods))
 
 
 def issuer_principal(issuer: str, value: str) -> str:

@@ -34,7 +34,7 @@ from lockgate.identity._proofs import IdTokenSigner, Signer
 from lockgate.identity._seals import WorkerSecret
 from lockgate.identity._verifier import Verifier
 from lockgate.testing import Identities, WorkerFactory
-from tests.helpers.gate_graphs import PAYMENT, POLICY_GRAPHS, DualPayment
+from tests.helpers.gate_graphs import PAYMENT, POLICY_GRAPHS, DualPayment, MfaPayment
 from tests.helpers.idp import IdentityProvider
 from tests.helpers.support import gate_of
 
@@ -104,7 +104,7 @@ def client_of(temporal_client: Client, task_queue: str, signer: object) -> Graph
 
 def plugin_of(directory: Directory, **fetcher: float) -> LockgatePlugin:
     plugin = LockgatePlugin(
-        graphs=POLICY_GRAPHS, directory=directory, secret=WorkerSecret.generate()
+        graphs=[*POLICY_GRAPHS, MfaPayment], directory=directory, secret=WorkerSecret.generate()
     )
     for name, value in fetcher.items():
         setattr(plugin.issuer_fetcher, name, value)
@@ -121,12 +121,16 @@ async def until(check: Any, timeout: float = 30) -> None:
 
 
 async def checked_payment(
-    temporal_client: Client, task_queue: str, idp: IdentityProvider, keys: Identities
+    temporal_client: Client,
+    task_queue: str,
+    idp: IdentityProvider,
+    keys: Identities,
+    graph: type = DualPayment,
 ) -> tuple[GraphClient, str]:
     """A payment ada started with her key, checked by the clerk cal through SSO: waiting at the
     officers' gate."""
     ada = client_of(temporal_client, task_queue, keys.signer("ada"))
-    run = await ada.start(DualPayment, PAYMENT)
+    run = await ada.start(graph, PAYMENT)
     checked = await client_of(temporal_client, task_queue, sso(idp, "cal")).decide(
         run["run_id"], "checked"
     )
@@ -518,3 +522,60 @@ async def test_unknown_keys_make_the_worker_fetch_at_most_once_per_interval(
     await fetcher.fetch_due()
 
     assert fetcher.fetches == 2
+
+
+# A gate asking for MFA -------------------------------------------------------------------------
+
+
+async def test_a_gate_asking_for_mfa_refuses_a_password_sign_in_and_takes_the_step_up(
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    idp: IdentityProvider,
+    keys: Identities,
+) -> None:
+    plugin = plugin_of(directory_of(idp, keys))
+    async with lockgate_worker(plugin=plugin):
+        ada, run_id = await checked_payment(temporal_client, task_queue, idp, keys, MfaPayment)
+        olu = client_of(temporal_client, task_queue, sso(idp, "olu"))
+        password_only = await olu.decide(run_id, "release")
+        idp.set_people({**idp.people, "olu": {**idp.people["olu"], "amr": ["pwd", "mfa"]}})
+        stepped_up = await olu.decide(run_id, "release")
+        shown = await ada.show(run_id)
+
+    assert password_only["ok"] is False, password_only
+    assert password_only["error"]["code"] == "FORBIDDEN"
+    assert "asks for a sign-in with mfa" in password_only["error"]["message"]
+    assert "shows pwd" in password_only["error"]["message"]
+    assert stepped_up["status"] == "waiting", stepped_up
+    assert gate_of(stepped_up).get("answers") == [
+        {"principal": "sso:corp:olu@example.com", "option": "release"}
+    ]
+    assert gate_of(shown).get("sign_in") == {"mfa": ["mfa"]}
+
+
+def test_a_gate_asking_for_a_recent_sign_in_refuses_an_older_one() -> None:
+    from lockgate.gates._gates import GateChoice, OpenGate
+    from lockgate.gates._judgements import _sign_in_refusal
+    from lockgate.identity._actors import Actor
+    from lockgate.identity._issuers import Holdings
+
+    opened = OpenGate(
+        "pay:x",
+        "r",
+        "release#1",
+        "release",
+        "officer",
+        "",
+        "ada",
+        (GateChoice("release", None, None),),
+        sign_in={"within_seconds": 60},
+    )
+    held = Holdings(frozenset({"officer"}), frozenset(), authenticated_at=1_000.0)
+    actor = Actor("sso:corp:olu@example.com", True, "cli", "sso:corp:olu@example.com", "n", held)
+    key_actor = Actor("rod", True, "cli", "rod", "n")
+
+    assert _sign_in_refusal(actor, opened, now=1_060.0) is None
+    refused = _sign_in_refusal(actor, opened, now=1_061.0)
+    assert refused is not None and "asks for a sign-in within 60 seconds" in refused
+    assert _sign_in_refusal(key_actor, opened, now=1_061.0) is None

@@ -197,6 +197,7 @@ class IdentityProvider:
                     "state": secrets.token_hex(8),
                     "login_hint": person,
                     "max_age": "300",
+                    "claims": json.dumps({"id_token": {"amr": None, "acr": None}}),
                     "code_challenge": challenge,
                     "code_challenge_method": "S256",
                 }

@@ -27,6 +27,9 @@ const provider = new Provider(settings.issuer, {
   clients: [client('lockgate'), client('other-app')],
   jwks: keys,
   claims: {
+    acr: null,
+    amr: null,
+    auth_time: null,
     openid: ['sub'],
     email: ['email', 'email_verified'],
     profile: ['preferred_username'],
@@ -34,7 +37,7 @@ const provider = new Provider(settings.issuer, {
   },
   scopes: ['openid', 'email', 'profile', 'groups'],
   conformIdTokenClaims: false,
-  features: { devInteractions: { enabled: false } },
+  features: { devInteractions: { enabled: false }, claimsParameter: { enabled: true } },
   interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
   ttl: { IdToken: 3600, AccessToken: 3600, AuthorizationCode: 60, Session: 3600, Interaction: 600, Grant: 3600 },
   async findAccount(ctx, id) {
