@@ -13,7 +13,7 @@ PORT ?=
 UI_PORT ?=
 DURABILITY ?=
 
-.PHONY: dev test test-main test-other-pythons browser redis helm signers soak bench lint typecheck package-check clean
+.PHONY: dev test test-main test-other-pythons browser redis helm signers idp soak bench lint typecheck package-check clean
 
 # An editable install writes the version into its metadata once: a new one reinstalls.
 $(STAMP): pyproject.toml lockgate/_version.py
@@ -32,7 +32,7 @@ dev: $(STAMP)
 
 test: test-main test-other-pythons
 
-test-main: $(STAMP) browser redis helm signers
+test-main: $(STAMP) browser redis helm signers idp
 	$(BIN)/python -m pytest -q
 
 # The Temporal UI test drives Debian's Chromium headless: installed here with apt-get where that
@@ -104,6 +104,20 @@ signers:
 		(cd $(SIGNER) && npm run --silent build) || exit 1; \
 	fi
 
+# The SSO tests run a real OpenID Provider: panva's oidc-provider on Node, from the npm registry,
+# pinned by tests/idp/package-lock.json and installed there with `npm ci` (no install scripts).
+# Without node and npm the SSO tests are skipped and say so; with CI set they fail.
+idp:
+	@if [ -d tests/idp/node_modules/oidc-provider ] \
+		&& [ tests/idp/node_modules/.package-lock.json -nt tests/idp/package-lock.json ]; then :; \
+	elif command -v npm >/dev/null 2>&1; then \
+		echo "make idp: installing the test identity provider (oidc-provider) in tests/idp"; \
+		(cd tests/idp && npm ci --silent --no-audit --no-fund --ignore-scripts) \
+		|| echo "make idp: npm could not install it; the SSO tests are skipped"; \
+	else \
+		echo "make idp: no npm here (apt-get install nodejs npm): the SSO tests are skipped"; \
+	fi
+
 test-other-pythons:
 	@for version in $(OTHER_PYTHONS); do \
 		interpreter=; \
@@ -143,4 +157,4 @@ package-check: $(STAMP)
 	$(BIN)/python tests/package_check.py $(OTHER_PYTHONS)
 
 clean:
-	rm -rf $(VENV) .venv-* .tools $(SIGNER)/node_modules $(SIGNER)/dist .lockgate .pytest_cache .mypy_cache .ruff_cache .hypothesis dist build lockgate.egg-info
+	rm -rf $(VENV) .venv-* .tools $(SIGNER)/node_modules $(SIGNER)/dist tests/idp/node_modules .lockgate .pytest_cache .mypy_cache .ruff_cache .hypothesis dist build lockgate.egg-info

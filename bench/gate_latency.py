@@ -18,6 +18,12 @@ that it is the execution shown), but does not read the gate from its memo. A fou
 ``decide`` in two: the signed ``execute_update("decide", ...)`` alone, without the ``describe``
 ``decide`` makes first.
 
+``sso_decide_over_key_decide`` (target 1.10) is the worker's cost of an answer an identity
+provider signed against one a key signed, on one run: a real ``oidc-provider`` (``tests/idp``,
+``make idp``) signs in the editor ``eve``, the key editor ``ed`` takes the other turns, and each
+signed ``decide`` update is timed alone (the sign-in that gets the token is not: that is the
+IdP's time, not the worker's). The median of pairwise ratios; skipped, saying so, without Node.
+
     python bench/gate_latency.py [--answers 60]
 """
 
@@ -30,7 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import argparse
 import asyncio
+import shutil
 import statistics
+import tempfile
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -49,13 +58,15 @@ from bench._workloads import (
     median_ratio,
     timed,
 )
-from lockgate import GraphClient, LockgatePlugin, Signer
+from lockgate import Directory, GraphClient, IdTokenSigner, LockgatePlugin, Signer
 from lockgate.contracts import RunView
 from lockgate.identity._bindings import answer_binding
 from lockgate.testing import Identities
 
 BENCH = "gate_latency"
 TARGET_RATIO = 1.20
+SSO_TARGET_RATIO = 1.10
+IDP = Path(__file__).resolve().parent.parent / "tests" / "idp"
 ONE_MORE = LoopCall.ONE_MORE.value
 
 
@@ -101,6 +112,51 @@ class LockgateUpdateOnly:
         self.gate = shown["awaiting"]
 
 
+class KeyAndSsoTurns:
+    """A gate-loop run answered in turn by a key editor and an editor the IdP signs in; each
+    signed ``decide`` update is timed without the signing."""
+
+    def __init__(
+        self, client: Client, key: Signer, sso: IdTokenSigner, run: dict[str, Any]
+    ) -> None:
+        self.handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(run["run_id"])
+        self.signers: list[Any] = [key, sso]
+        self.gate = run["awaiting"]
+        self.counter = 1
+
+    async def answer(self) -> float:
+        signer = self.signers[self.counter % 2]
+        proof = await asyncio.to_thread(signer.sign, answer_binding(self.gate, ONE_MORE))
+        began = time.perf_counter()
+        shown = await self.handle.execute_update("decide", proof, result_type=dict)
+        wall = time.perf_counter() - began
+        self.counter += 1
+        assert shown.get("status") == "waiting", shown
+        assert shown["fields"]["counter"] == self.counter, shown
+        self.gate = shown["awaiting"]
+        return wall
+
+    async def pair(self) -> tuple[float, float]:
+        """(the key's answer, the IdP's answer), in the order the run asks for them."""
+        first_is_key = self.counter % 2 == 0
+        first, second = await self.answer(), await self.answer()
+        return (first, second) if first_is_key else (second, first)
+
+
+def identity_provider(folder: Path) -> Any:
+    """A started ``oidc-provider`` whose person ``eve`` is in ``editors``, or None without Node."""
+    if shutil.which("node") is None or not (IDP / "node_modules" / "oidc-provider").is_dir():
+        print(
+            "gate_latency: no Node or no tests/idp (make idp): sso_decide_over_key_decide skipped",
+            file=sys.stderr,
+        )
+        return None
+    from tests.helpers.idp import IdentityProvider
+
+    people = {"eve": {"email": "eve@example.com", "groups": ["editors"]}}
+    return IdentityProvider(folder, people).start()
+
+
 class HandwrittenLoop:
     """The hand-written gate loop answered with its bare update."""
 
@@ -125,10 +181,30 @@ class HandwrittenLoop:
 
 async def main(answers: int, warmup: int) -> None:
     people = Identities({"ed": {"roles": ["editor"]}, "eve": {"roles": ["editor"]}})
+    folder = tempfile.TemporaryDirectory(prefix="lockgate-bench-idp-")
+    idp = identity_provider(Path(folder.name))
+    directory = people.directory
+    if idp is not None:
+        directory = Directory.from_toml(
+            people.toml
+            + f'\n[issuers.corp]\nissuer = "{idp.issuer}"\naudience = "lockgate"\n'
+            + '[issuers.corp.groups.editors]\nroles = ["editor"]\n'
+        )
+    try:
+        await _measure(people, directory, idp, answers, warmup)
+    finally:
+        if idp is not None:
+            idp.stop()
+        folder.cleanup()
+
+
+async def _measure(
+    people: Identities, directory: Directory, idp: Any, answers: int, warmup: int
+) -> None:
     async with dev_server() as environment:
         client = environment.client
         task_queue = f"bench-gate-{uuid.uuid4().hex[:8]}"
-        plugin = LockgatePlugin(graphs=[GateLoop], directory=people.directory, secret=people.secret)
+        plugin = LockgatePlugin(graphs=[GateLoop], directory=directory, secret=people.secret)
         starter = GraphClient(client, task_queue)
         editors = [
             GraphClient(client, task_queue, signer=people.signer(name)) for name in ("ed", "eve")
@@ -168,6 +244,19 @@ async def main(answers: int, warmup: int) -> None:
                     cpu[name].append(used)
                     server_cpu[name].append(served)
                 order.reverse()
+            turns: tuple[list[float], list[float]] = ([], [])
+            if idp is not None:
+                sso = IdTokenSigner(
+                    "sso:corp:eve@example.com", lambda nonce: idp.id_token("eve", nonce)
+                )
+                fourth = await starter.start(GateLoop, {})
+                mixed = KeyAndSsoTurns(client, people.signer("ed"), sso, fourth)
+                for _ in range(warmup):
+                    await mixed.pair()
+                for _ in range(answers):
+                    key_wall, sso_wall = await mixed.pair()
+                    turns[0].append(key_wall)
+                    turns[1].append(sso_wall)
 
     emit(BENCH, "answers", answers, "answers per side")
     for name in sides:
@@ -191,6 +280,16 @@ async def main(answers: int, warmup: int) -> None:
         median_ratio(seconds["lockgate_update_only"], seconds["handwritten"]),
         "ratio",
     )
+    if turns[0]:
+        emit(BENCH, "key_decide_update_seconds", statistics.median(turns[0]), "s")
+        emit(BENCH, "sso_decide_update_seconds", statistics.median(turns[1]), "s")
+        emit(
+            BENCH,
+            "sso_decide_over_key_decide",
+            median_ratio(turns[1], turns[0]),
+            "ratio",
+            SSO_TARGET_RATIO,
+        )
     # CPU per answer, summed over all answers (one answer is too short for /proc's 10 ms ticks).
     for name in sides:
         emit(BENCH, f"{name}_cpu_ms_per_answer", 1000 * sum(cpu[name]) / answers, "ms")

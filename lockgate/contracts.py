@@ -156,7 +156,8 @@ class GateView(_GateViewRequired, total=False):
     one that asks for evidence has, per option that needs it, its ``evidence``; one that may be
     waived names the role that may, ``waivable_by``; one with a deadline has its ``deadline``
     and when it passes, ``due_at``; one opened by an escalation names the role it asked
-    before, ``escalated_from``; a sub-graph's gate names its ``parent`` run.
+    before, ``escalated_from``; a sub-graph's gate names its ``parent`` run. One that asks more
+    of an answer an identity provider signs has its ``sign_in`` (``{mfa, within_seconds}``).
     """
 
     options: list[str]
@@ -169,6 +170,7 @@ class GateView(_GateViewRequired, total=False):
     due_at: str | None
     escalated_from: str
     parent: RunRef
+    sign_in: dict[str, Any]
 
 
 class ParkedView(TypedDict):

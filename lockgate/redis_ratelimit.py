@@ -115,6 +115,9 @@ class RedisRateLimiter:
       matters most (a burst that overloads the store). ``RATE_LIMITED`` rather than a code of
       its own: callers already back off on it (``retry_after_seconds``), and on Temporal it is
       a caller's refusal, never retried by the activity against a store that is down.
+    - **One key per budget.** A key is :func:`~lockgate.tools._ratelimit.rate_key`'s, the
+      channel and the principal escaped, after ``prefix``: a name holding ``:`` never reaches
+      another caller's budget.
     - **No secrets shown.** A password in ``url`` is used to connect, never logged or put in a
       sentence: the store is named by scheme, host, port and database only.
 

@@ -46,6 +46,7 @@ from lockgate.activities._temporal import ToolActivities
 from lockgate.activities._workflow_starts import WorkflowStartActivities
 from lockgate.clients._client_support import DEFAULT_TASK_QUEUE
 from lockgate.clients._gate_notifier import GateNotifier
+from lockgate.clients._issuer_keys import IssuerKeyFetcher
 from lockgate.encryption import EncryptionCodec, PayloadKeys, encrypted_data_converter
 from lockgate.encryption._clients import codec_of, worker_client
 from lockgate.gates._authority import Authority
@@ -56,6 +57,7 @@ from lockgate.graphs._declare import GraphDeclarationError
 from lockgate.graphs._graph_registry import GraphRegistry
 from lockgate.identity._directory import Directory
 from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._issuers import IssuerKeyring
 from lockgate.identity._names import check_channel_name
 from lockgate.identity._passkeys import RelyingParty
 from lockgate.identity._seals import (
@@ -282,12 +284,18 @@ class LockgatePlugin(SimplePlugin):
                     self.registry.register(definition)
         # A Directory loaded here from a path is the plugin's to stop watching.
         self._owns_directory = not isinstance(directory, Directory)
+        self.issuer_keys = IssuerKeyring()
+        """The trusted issuers' signing keys: fetched while the worker runs, read by judges."""
         self.authority = Authority(
             _directory_of(directory),
             secret=_secret_of(secret),
             audit=audit or self.registry.audit,
             relying_party=relying_party,
+            issuer_keys=self.issuer_keys,
         )
+        self.issuer_fetcher = IssuerKeyFetcher(self.authority.directory, self.issuer_keys)
+        """Fetches the Directory's issuers' keys while the worker runs (its settings may be
+        changed before it starts)."""
         for compiled in self.graphs:
             check_staffing(compiled, self.authority.directory)
         self.telemetry = telemetry
@@ -425,9 +433,14 @@ class LockgatePlugin(SimplePlugin):
                 worker.client, worker.task_queue, self.notifications, self.authority.sealer
             )
             notifier = asyncio.create_task(watcher.watch(), name="lockgate gate notifier")
+        # Validators read the issuers' keys from memory; this fetches them, outside workflows.
+        fetcher = asyncio.create_task(self.issuer_fetcher.run(), name="lockgate issuer keys")
         try:
             await super().run_worker(worker, next)
         finally:
+            fetcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await fetcher
             if notifier is not None:
                 notifier.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

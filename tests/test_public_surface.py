@@ -27,6 +27,7 @@ PUBLIC_NAMES = [
     "Edge",
     "ErrorCode",
     "GraphClient",
+    "IdTokenSigner",
     "InMemoryRateLimiter",
     "JsonLinesAuditSink",
     "LockgateError",

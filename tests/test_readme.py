@@ -354,3 +354,22 @@ def test_the_typescript_example_is_the_example_service_s_own_code() -> None:
     shown = [line.strip() for line in example.splitlines()]
     starts = [index for index, line in enumerate(code) if line == shown[0]]
     assert any(code[start : start + len(shown)] == shown for start in starts)
+
+
+def test_the_sso_directory_example_trusts_its_issuer_and_maps_its_group() -> None:
+    from lockgate import Directory
+
+    example = _block_containing("toml", "[issuers.corp]")
+    directory = Directory.from_toml(example, source="README.md")
+
+    (issuer,) = directory.issuers()
+    assert issuer.issuer == "https://login.example.com/realms/corp"
+    assert issuer.audience == "lockgate"
+    held = issuer.holdings({"groups": ["payments-officers", "someone-elses"]})
+    assert held.roles == {"officer"} and held.scopes == {"payment:send"}
+
+
+def test_the_sso_signer_example_makes_a_proof_carrying_the_token() -> None:
+    example = _block_containing("python", "IdTokenSigner(")
+
+    exec(compile(example, "README.md", "exec"), {"__name__": "readme_sso"})

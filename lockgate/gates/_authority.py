@@ -9,18 +9,24 @@ comes from the worker's :class:`Directory`, here, each time they are judged. Thi
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Collection
 from typing import Any
 
 from lockgate.identity._actors import Actor
 from lockgate.identity._directory import Directory
+from lockgate.identity._issuers import ISSUER_PREFIX, Holdings, IssuerKeyring
 from lockgate.identity._passkeys import RelyingParty
 from lockgate.identity._seals import WorkerSecret, WorkerSecretError
 from lockgate.identity._verifier import Verifier
 from lockgate.tools._audit import AuditLogger
 from lockgate.tools._authorization import PRIVATE_HOLDINGS
 from lockgate.tools._context import ToolContext
+
+_HELD_PROOFS = 4096
+"""How many judged proofs of people from issuers a worker remembers the holdings of."""
 
 __all__ = [
     "Authority",
@@ -42,6 +48,8 @@ class Authority:
         audit: Where judgements are recorded.
         clock: Unix seconds; real time, because judgements are made live, never replayed.
         relying_party: The web inbox's site and origins, for answers signed with a passkey.
+        issuer_keys: The trusted issuers' signing keys, which the worker fetches and refreshes,
+            for answers signed with an ID token.
     """
 
     def __init__(
@@ -53,14 +61,26 @@ class Authority:
         audit: AuditLogger | None = None,
         clock: Callable[[], float] = time.time,
         relying_party: RelyingParty | None = None,
+        issuer_keys: IssuerKeyring | None = None,
     ) -> None:
         self.directory = directory
+        self._clock = clock
+        self._held: OrderedDict[str, tuple[Holdings, float]] = OrderedDict()
+        self._held_lock = threading.Lock()
         self.secret = secret
         self.window_seconds = window_seconds
         self.audit = audit or AuditLogger()
         self.verifier = Verifier(
-            directory, window_seconds=window_seconds, clock=clock, relying_party=relying_party
+            directory,
+            window_seconds=window_seconds,
+            clock=clock,
+            relying_party=relying_party,
+            issuer_keys=issuer_keys,
         )
+
+    def now(self) -> float:
+        """This judge's clock, in unix seconds (real time: judgements are made live)."""
+        return self._clock()
 
     @property
     def sealer(self) -> WorkerSecret:
@@ -76,13 +96,44 @@ class Authority:
         """What ``actor`` holds now: nothing unless verified and listed in the Directory."""
         if not actor.verified:
             return frozenset()
+        held = self._held_by(actor)
+        if held is not None:
+            return held.scopes
         return frozenset(self.directory.scopes_of(actor.principal))
 
     def roles_of(self, actor: Actor) -> frozenset[str]:
         """The roles ``actor`` holds now: none unless verified."""
         if not actor.verified:
             return frozenset()
+        held = self._held_by(actor)
+        if held is not None:
+            return held.roles
         return frozenset(self.directory.roles_of(actor.principal))
+
+    def _held_by(self, actor: Actor) -> Holdings | None:
+        """What a person from a trusted issuer holds for this call, or None for anyone else.
+
+        At a judgement, what their ID token's groups grant (``actor.held``). The node an answer
+        leads to is judged again when it runs, as the actor the run hands over, which carries no
+        token: it holds what its proof held when this worker judged it, kept in this worker's
+        memory under that proof's nonce for as long as the proof is fresh (``window_seconds``),
+        and nothing after that or on another worker (the node then parks, failing closed).
+        The person's groups are never kept: their next proof is judged by its own token.
+        """
+        if actor.held is not None:
+            if actor.authorization is not None:
+                with self._held_lock:
+                    self._held[actor.authorization] = (actor.held, self._clock())
+                    while len(self._held) > _HELD_PROOFS:
+                        self._held.popitem(last=False)
+            return actor.held
+        if actor.principal is None or not actor.principal.startswith(ISSUER_PREFIX):
+            return None
+        with self._held_lock:
+            found = self._held.get(actor.authorization or "")
+        if found is None or self._clock() - found[1] > self.window_seconds:
+            return Holdings()
+        return found[0]
 
     def context_for(
         self, actor: Actor, *, request_id: str | None = None, **extra: Any

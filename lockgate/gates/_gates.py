@@ -98,6 +98,8 @@ class OpenGate:
         due_at: When its deadline passes (ISO 8601, the run's clock), or None.
         escalated_from: The role it asked before its deadline escalated it, or None.
         parent: The parent run (``{graph, run_id, execution}``) of a sub-graph's gate, or None.
+        sign_in: What an answer an identity provider signs must show (``{mfa: [acr or amr
+            values], within_seconds}``), or None.
     """
 
     graph: str
@@ -119,6 +121,7 @@ class OpenGate:
     due_at: str | None = None
     escalated_from: str | None = None
     parent: Mapping[str, Any] | None = None
+    sign_in: Mapping[str, Any] | None = None
 
     def answered_by(self, principal: str | None) -> GateAnswer | None:
         """The answer ``principal`` already gave at this opening, if any."""
@@ -162,6 +165,8 @@ class OpenGate:
             shown["escalated_from"] = self.escalated_from
         if self.parent is not None:
             shown["parent"] = dict(self.parent)
+        if self.sign_in is not None:
+            shown["sign_in"] = dict(self.sign_in)
         return shown
 
     @classmethod
@@ -189,6 +194,7 @@ class OpenGate:
             due_at=_text(value.get("due_at")),
             escalated_from=_text(value.get("escalated_from")),
             parent=dict(value["parent"]) if isinstance(value.get("parent"), Mapping) else None,
+            sign_in=dict(value["sign_in"]) if isinstance(value.get("sign_in"), Mapping) else None,
         )
 
 

@@ -403,6 +403,9 @@ def judge_answer(
         return Judgement.refuse(
             ErrorCode.ALREADY_ANSWERED, counted + ".", actor=actor, choice=chosen.option
         )
+    unfit = _sign_in_refusal(actor, gate, authority.now())
+    if unfit is not None:
+        return Judgement.refuse(ErrorCode.FORBIDDEN, unfit, actor=actor, choice=chosen.option)
     role = gate.role if waiver is None else gate.waivable_by
     if role not in authority.roles_of(actor):
         asks = "asks for" if waiver is None else "may be waived by"
@@ -443,6 +446,31 @@ def judge_answer(
             ErrorCode.INVALID_EVIDENCE, problem, actor=actor, choice=chosen.option
         )
     return Judgement(True, actor=actor, choice=chosen.option, evidence=evidence)
+
+
+def _sign_in_refusal(actor: Actor, gate: OpenGate, now: float) -> str | None:
+    """Why an answer an identity provider signed does not show the sign-in ``gate`` asks for
+    (``mfa`` values, a sign-in within so many seconds), or None. Keys and passkeys: None."""
+    held, asked = actor.held, gate.sign_in
+    if held is None or not asked:
+        return None
+    mfa = set(asked.get("mfa") or ())
+    if mfa and not mfa & held.methods:
+        return (
+            f"Gate '{gate.gate}' asks for a sign-in with {', '.join(sorted(mfa))}, and "
+            f"{actor.actor}'s token shows {', '.join(sorted(held.methods)) or 'no method'}: sign "
+            "in again with it (step-up). The gate is still waiting."
+        )
+    within = asked.get("within_seconds")
+    if isinstance(within, (int, float)) and (
+        held.authenticated_at is None or now - held.authenticated_at > within
+    ):
+        return (
+            f"Gate '{gate.gate}' asks for a sign-in within {within:g} seconds, and "
+            f"{actor.actor} signed in earlier: sign in again and answer. The gate is still "
+            "waiting."
+        )
+    return None
 
 
 def _four_eyes(actor: Actor, gate: OpenGate) -> str | None:

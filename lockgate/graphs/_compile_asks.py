@@ -11,6 +11,7 @@ import enum
 import re
 from collections.abc import Mapping
 from datetime import timedelta
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -61,7 +62,31 @@ def compile_ask(graph: str, ask: Ask, fields: Mapping[str, object]) -> CompiledA
         evidence_into=evidence_into,
         waivable_by=_ask_waiver(graph, ask),
         deadline=_ask_deadline(graph, ask),
+        sign_in=_ask_sign_in(graph, ask),
     )
+
+
+def _ask_sign_in(graph: str, ask: Ask) -> dict[str, Any] | None:
+    """What an answer an identity provider signs must show at this gate, or None."""
+    mfa, within = ask.mfa, ask.signed_in_within
+    where = f"{graph}: Ask({ask.options.__name__})"
+    if isinstance(mfa, str) or not all(isinstance(each, str) and each for each in mfa):
+        raise GraphDeclarationError(
+            f"{where} declares mfa={mfa!r}; name the acr or amr values as a tuple of strings, "
+            "such as mfa=('mfa',)."
+        )
+    if within is not None and not (isinstance(within, timedelta) and within.total_seconds() > 0):
+        raise GraphDeclarationError(
+            f"{where} declares signed_in_within={within!r}; give a positive timedelta."
+        )
+    if not mfa and within is None:
+        return None
+    shown: dict[str, Any] = {}
+    if mfa:
+        shown["mfa"] = sorted(set(mfa))
+    if within is not None:
+        shown["within_seconds"] = within.total_seconds()
+    return shown
 
 
 def _ask_policy(graph: str, ask: Ask) -> CompiledApprovalPolicy:
@@ -278,9 +303,19 @@ def check_staffing(graph: CompiledGraph, directory: Directory) -> None:
     principals = directory.principals()
     if not principals:
         return
+    # A role a trusted issuer's group grants is held by however many people the identity
+    # provider puts in the group: a worker cannot count them, so it takes such a role as staffed.
+    granted = {
+        role
+        for issuer in directory.issuers()
+        for grant in issuer.groups.values()
+        for role in grant.roles
+    }
     for ask in graph.asks.values():
-        if ask.waivable_by is not None and not any(
-            ask.waivable_by in directory.roles_of(who) for who in principals
+        if (
+            ask.waivable_by is not None
+            and ask.waivable_by not in granted
+            and not any(ask.waivable_by in directory.roles_of(who) for who in principals)
         ):
             raise GraphDeclarationError(
                 f"Graph '{graph.name}': its gate '{ask.state}' may be waived by the role "
@@ -288,15 +323,17 @@ def check_staffing(graph: CompiledGraph, directory: Directory) -> None:
                 "role, or drop waivable_by."
             )
         escalate_to = ask.deadline.escalate_to if ask.deadline is not None else None
-        if escalate_to is not None and not any(
-            escalate_to in directory.roles_of(who) for who in principals
+        if (
+            escalate_to is not None
+            and escalate_to not in granted
+            and not any(escalate_to in directory.roles_of(who) for who in principals)
         ):
             raise GraphDeclarationError(
                 f"Graph '{graph.name}': its gate '{ask.state}' escalates at its deadline to the "
                 f"role '{escalate_to}', which nobody in the Directory holds. Give someone the "
                 "role, or escalate to another."
             )
-        if ask.policy.single:
+        if ask.policy.single or ask.role in granted:
             continue
         holders = [who for who in principals if ask.role in directory.roles_of(who)]
         if len(holders) < ask.policy.approvals:

@@ -135,6 +135,8 @@ class CompiledAsk:
     """The role whose holder may waive the gate, with a reason; None: it is not waivable."""
     deadline: GateDeadline | None = None
     """How long the gate waits, and what then happens."""
+    sign_in: Mapping[str, Any] | None = None
+    """What an answer an identity provider signs must show (``{mfa, within_seconds}``)."""
 
     def opening(
         self,
@@ -173,6 +175,7 @@ class CompiledAsk:
             waivable_by=self.waivable_by,
             deadline=self.deadline,
             parent=parent,
+            sign_in=self.sign_in,
         )
 
 

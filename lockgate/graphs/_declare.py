@@ -202,6 +202,11 @@ class Ask:
     gate without it refuses waivers (``NOT_WAIVABLE``).
 
     ``deadline`` (a :class:`Deadline`) says how long the gate waits and what then happens.
+
+    ``mfa`` and ``signed_in_within`` tighten what an answer an identity provider signs must
+    show: one of these ``acr`` or ``amr`` values (``("mfa", "otp")``), and a sign-in no older
+    than this (within the issuer's own window). Answers signed with a key or passkey are not
+    affected.
     """
 
     options: type[enum.Enum]
@@ -212,6 +217,8 @@ class Ask:
     evidence_into: str | None = None
     waivable_by: str | None = None
     deadline: Deadline | None = None
+    mfa: tuple[str, ...] = ()
+    signed_in_within: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)

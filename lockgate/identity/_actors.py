@@ -7,10 +7,11 @@ without a proof is ``unverified:<channel>``. Scopes and roles stay in the Direct
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._issuers import Holdings
 from lockgate.identity._names import UNVERIFIED_PREFIX
 from lockgate.identity._proofs import Proof
 
@@ -29,6 +30,9 @@ class Actor:
         channel: Where the call came from.
         principal: The verified principal, or None.
         authorization: The nonce of the proof that authorized the call, or None.
+        held: For a person from a trusted issuer, what their ID token's groups grant, read when
+            this call's token was checked. Never written (not in :meth:`to_dict`): an actor read
+            back from history holds only what the Directory lists for it.
     """
 
     actor: str
@@ -36,6 +40,7 @@ class Actor:
     channel: str
     principal: str | None
     authorization: str | None
+    held: Holdings | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.verified:
@@ -67,7 +72,7 @@ class Actor:
     @classmethod
     def of_proof(cls, proof: Proof) -> Actor:
         """Returns the actor a checked proof verifies. Does not check the proof."""
-        return cls(proof.principal, True, proof.channel, proof.principal, proof.nonce)
+        return cls(proof.principal, True, proof.channel, proof.principal, proof.nonce, proof.held)
 
     @classmethod
     def from_dict(cls, value: Mapping[str, Any]) -> Actor:

@@ -19,6 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._issuers import (
+    ISSUER_PREFIX,
+    TrustedIssuer,
+    issuers_by_name,
+    parse_issuers,
+)
 from lockgate.identity._keys import decode_base64url, parse_public_key, public_key_bytes
 from lockgate.identity._names import check_principal_name, toml_key
 from lockgate.identity._passkeys import Passkey
@@ -62,6 +68,11 @@ class DirectoryEntry:
 
     def __post_init__(self) -> None:
         check_principal_name(self.principal)
+        if self.principal.startswith(ISSUER_PREFIX):
+            raise IdentityError(
+                f"The principal name {quoted(self.principal)} starts with 'sso:', which names "
+                "the people of a trusted issuer; a Directory entry takes another name."
+            )
         if self.public_key is not None:
             parse_public_key(self.public_key)
         for label in ("roles", "scopes"):
@@ -96,13 +107,19 @@ class Directory:
     """
 
     def __init__(
-        self, entries: Iterable[DirectoryEntry] = (), *, source: str = "<entries>"
+        self,
+        entries: Iterable[DirectoryEntry] = (),
+        *,
+        source: str = "<entries>",
+        issuers: Iterable[TrustedIssuer] = (),
     ) -> None:
         """Makes a fixed directory.
 
         Args:
             entries: One entry per principal.
             source: Where the entries came from, named in error messages.
+            issuers: The identity providers whose ID tokens vouch for people (``sso:NAME:...``),
+                with what their groups grant.
 
         Raises:
             IdentityError: Two entries name the same principal, or two principals hold the same
@@ -111,6 +128,7 @@ class Directory:
         """
         self._entries: dict[str, DirectoryEntry] = {}
         self._public_keys: dict[str, Ed25519PublicKey] = {}
+        self._issuers: dict[str, TrustedIssuer] = issuers_by_name(issuers)
         self._replace_entries(entries, source=source)
         self._watched_path: Path | None = None
         self._clock: Callable[[], float] = time.monotonic
@@ -137,7 +155,8 @@ class Directory:
             IdentityError: The text is not valid TOML or not a valid directory; the message names
                 ``source`` and the principal at fault.
         """
-        return cls(_parse_directory(text, source), source=source)
+        entries, issuers = _parse_directory(text, source)
+        return cls(entries, source=source, issuers=issuers)
 
     @classmethod
     def load(
@@ -162,9 +181,8 @@ class Directory:
         """
         file_path = Path(path)
         stamp = _file_stamp(file_path)
-        directory = cls(
-            _parse_directory(_read_directory_text(file_path), str(file_path)), source=str(file_path)
-        )
+        entries, issuers = _parse_directory(_read_directory_text(file_path), str(file_path))
+        directory = cls(entries, source=str(file_path), issuers=issuers)
         if watch:
             directory._watched_path = file_path
             directory._clock = clock
@@ -228,6 +246,14 @@ class Directory:
         found = self.entry(principal)
         return found.scopes if found is not None else frozenset()
 
+    def issuer(self, name: str) -> TrustedIssuer | None:
+        """The trusted issuer named ``name``, or None."""
+        return self._issuers.get(name)
+
+    def issuers(self) -> tuple[TrustedIssuer, ...]:
+        """The trusted issuers, by name."""
+        return tuple(self._issuers[name] for name in sorted(self._issuers))
+
     def principals(self) -> tuple[str, ...]:
         """Returns the listed principals, sorted."""
         return tuple(sorted(self._entries))
@@ -271,8 +297,9 @@ class Directory:
                 # Remember the stamp before parsing, so a broken file is reported once, not on
                 # every check until it is fixed.
                 self._file_stamp = stamp
-                entries = _parse_directory(_read_directory_text(path), str(path))
+                entries, issuers = _parse_directory(_read_directory_text(path), str(path))
                 self._replace_entries(entries, str(path))
+                self._issuers = issuers_by_name(issuers)
             except IdentityError as error:
                 _logger.warning("Keeping the last good directory: %s", error)
 
@@ -308,17 +335,18 @@ def _check_keys_are_distinct(
                 )
 
 
-def _parse_directory(text: str, source: str) -> list[DirectoryEntry]:
+def _parse_directory(text: str, source: str) -> tuple[list[DirectoryEntry], list[TrustedIssuer]]:
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise IdentityError(f"{source} is not valid TOML: {error}.") from error
-    unknown = sorted(set(document) - {"principals"})
+    unknown = sorted(set(document) - {"principals", "issuers"})
     if unknown:
         raise IdentityError(
             f"{source}: unknown top-level key {quoted(unknown[0])}; a directory file holds only "
-            "[principals.NAME] tables."
+            "[principals.NAME] and [issuers.NAME] tables."
         )
+    issuers = parse_issuers(document.get("issuers", {}), source)
     principals = document.get("principals", {})
     if not isinstance(principals, dict):
         raise IdentityError(
@@ -327,7 +355,7 @@ def _parse_directory(text: str, source: str) -> list[DirectoryEntry]:
     return [
         _parse_directory_entry(principal, fields, source)
         for principal, fields in principals.items()
-    ]
+    ], issuers
 
 
 def _parse_directory_entry(principal: str, fields: object, source: str) -> DirectoryEntry:

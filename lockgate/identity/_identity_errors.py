@@ -28,6 +28,7 @@ RefusalReason = Literal[
     "expired",
     "not_yet_valid",
     "replayed",
+    "unknown_issuer",
 ]
 """Why a proof was refused; the ``reason`` of a :class:`ProofRefused`."""
 

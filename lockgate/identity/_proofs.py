@@ -8,17 +8,19 @@ matches, the act is the one at hand and it is fresh is the
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from lockgate.identity._canonical import canonical_json, to_jsonable
 from lockgate.identity._identity_errors import IdentityError, ProofRefused
+from lockgate.identity._issuers import Holdings
 from lockgate.identity._keys import (
     decode_base64url,
     encode_base64url,
@@ -32,7 +34,7 @@ from lockgate.identity._quoting import kind_of, quoted
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-__all__ = ["Proof", "Signer", "decode_signature"]
+__all__ = ["IdTokenSigner", "Proof", "Signer", "decode_signature"]
 
 _PROOF_VERSION = 1
 _NONCE_PATTERN = re.compile(r"[0-9a-f]{32}")
@@ -50,8 +52,10 @@ _PROOF_FIELDS = (
     "issued_at",
     "nonce",
 )
-# A proof is signed by exactly one of these: an Ed25519 signature, or a passkey's assertion.
-_SIGNED_BY = ("signature", "passkey")
+# A proof is signed by exactly one of these: an Ed25519 signature, a passkey's assertion, or an
+# ID token from a trusted issuer (lockgate.identity._issuers).
+_SIGNED_BY = ("signature", "passkey", "id_token")
+_MAX_ID_TOKEN = 16_384
 _MAX_PASSKEY_FIELD = 16_384
 """The longest text a passkey assertion's field may hold (real ones are well under 1 KiB)."""
 
@@ -71,6 +75,10 @@ class Proof:
         signature: Ed25519 signature in base64url without padding; empty for a passkey's proof.
         passkey: A WebAuthn assertion (the browser's ``credential.toJSON()``) whose challenge is
             the digest of the rest of the proof, in place of a signature.
+        id_token: An ID token from a trusted issuer whose ``nonce`` is the digest of the rest of
+            the proof, in place of a signature (its principal is ``sso:ISSUER:PERSON``).
+        held: What a person from an issuer holds, read from their token's groups when the
+            verifier checked it; never part of the proof's JSON.
     """
 
     principal: str
@@ -80,6 +88,8 @@ class Proof:
     nonce: str
     signature: str
     passkey: dict[str, Any] | None = None
+    id_token: str | None = None
+    held: Holdings | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def parse(cls, value: object) -> Proof:
@@ -107,18 +117,20 @@ class Proof:
         signed_by = [name for name in _SIGNED_BY if name in fields]
         if len(signed_by) != 1:
             raise _malformed(
-                "it needs exactly one of 'signature' (an Ed25519 key's) and 'passkey' (a "
-                "passkey's assertion)"
+                "it needs exactly one of 'signature' (an Ed25519 key's), 'passkey' (a "
+                "passkey's assertion) and 'id_token' (an identity provider's)"
             )
         passkey = _proof_passkey(fields["passkey"]) if "passkey" in fields else None
+        id_token = _proof_id_token(fields["id_token"]) if "id_token" in fields else None
         proof = cls(
             principal=_proof_name(fields, "principal"),
             channel=_proof_name(fields, "channel"),
             authorizes=_proof_authorizes(fields["authorizes"]),
             issued_at=_proof_issued_at(fields["issued_at"]),
             nonce=_proof_nonce(fields["nonce"]),
-            signature=_proof_signature(fields["signature"]) if passkey is None else "",
+            signature=_proof_signature(fields["signature"]) if "signature" in fields else "",
             passkey=passkey,
+            id_token=id_token,
         )
         try:
             proof.signed_bytes()
@@ -146,6 +158,8 @@ class Proof:
         """Returns the proof as the JSON object a person pastes or a client sends."""
         if self.passkey is not None:
             return {**self.unsigned_dict(), "passkey": self.passkey}
+        if self.id_token is not None:
+            return {**self.unsigned_dict(), "id_token": self.id_token}
         return {**self.unsigned_dict(), "signature": self.signature}
 
 
@@ -242,6 +256,50 @@ class Signer:
         }
         signature = self._private_key.sign(canonical_json(unsigned))
         return {**unsigned, "signature": encode_base64url(signature)}
+
+
+class IdTokenSigner:
+    """Signs proofs with ID tokens from a trusted issuer, one fresh token per proof.
+
+    The proof is the one a :class:`Signer` makes, with ``id_token`` in place of the signature:
+    ``get_token(nonce)`` asks the identity provider for an ID token whose ``nonce`` is the
+    digest of the rest of the proof (a sign-in with that nonce), so the provider vouches for
+    exactly this act. ``principal`` is the person as the worker names them,
+    ``sso:ISSUER:PERSON``. Used where a :class:`Signer` is (``GraphClient(signer=...)``).
+    """
+
+    def __init__(
+        self,
+        principal: str,
+        get_token: Callable[[str], str],
+        channel: str = "cli",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        check_principal_name(principal)
+        check_channel_name(channel)
+        self.principal = principal
+        self.channel = channel
+        self._get_token = get_token
+        self._clock = clock
+
+    def sign(self, authorizes: Mapping[str, Any]) -> dict[str, Any]:
+        """Returns a fresh proof of ``authorizes`` signed with a new ID token."""
+        from lockgate.identity._issuers import token_nonce
+
+        try:
+            act = _proof_authorizes(to_jsonable(dict(authorizes)))
+        except (TypeError, ProofRefused) as error:
+            raise IdentityError(f"Cannot sign this act: {error}.") from error
+        unsigned: dict[str, Any] = {
+            "lockgate_proof": _PROOF_VERSION,
+            "principal": self.principal,
+            "channel": self.channel,
+            "authorizes": act,
+            "issued_at": math.floor(self._clock()),
+            "nonce": secrets.token_hex(16),
+        }
+        challenge = hashlib.sha256(canonical_json(unsigned)).digest()
+        return {**unsigned, "id_token": self._get_token(token_nonce(challenge))}
 
 
 def _malformed(what: str) -> ProofRefused:
@@ -399,6 +457,12 @@ def _proof_passkey(value: object) -> dict[str, Any]:
         return cast(dict[str, Any], to_jsonable(dict(value)))
     except (TypeError, ValueError, RecursionError):
         raise _malformed("field 'passkey' is not JSON data") from None
+
+
+def _proof_id_token(value: object) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= _MAX_ID_TOKEN or value.count(".") != 2:
+        raise _malformed("field 'id_token' must be a signed JWT (three base64url parts)")
+    return value
 
 
 def decode_signature(signature: str) -> bytes:

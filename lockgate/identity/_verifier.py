@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 import time
@@ -30,7 +31,14 @@ from typing import Any
 from lockgate.identity._actors import Actor
 from lockgate.identity._canonical import canonical_json, to_jsonable
 from lockgate.identity._directory import Directory
-from lockgate.identity._identity_errors import ProofRefused
+from lockgate.identity._identity_errors import IdentityError, ProofRefused
+from lockgate.identity._issuers import (
+    ISSUER_PREFIX,
+    IssuerKeyring,
+    issuer_principal,
+    token_nonce,
+    verify_id_token,
+)
 from lockgate.identity._keys import load_cryptography
 from lockgate.identity._passkeys import RelyingParty, passkey_challenge, verify_passkey_assertion
 from lockgate.identity._proofs import Proof, decode_signature
@@ -58,6 +66,7 @@ class Verifier:
         future_skew_seconds: float = 60,
         clock: Callable[[], float] = time.time,
         relying_party: RelyingParty | None = None,
+        issuer_keys: IssuerKeyring | None = None,
     ) -> None:
         """Makes a verifier.
 
@@ -68,6 +77,8 @@ class Verifier:
             clock: Returns unix seconds.
             relying_party: The inbox's site and origins, for proofs signed with a passkey;
                 without one, such proofs are refused.
+            issuer_keys: The trusted issuers' keys, for proofs signed with an ID token (the
+                issuers themselves are the Directory's); without it, only pinned JWKS verify.
 
         Raises:
             ValueError: A window or skew is negative or not finite.
@@ -82,6 +93,7 @@ class Verifier:
         self.window_seconds = window_seconds
         self.future_skew_seconds = future_skew_seconds
         self.relying_party = relying_party
+        self.issuer_keys = issuer_keys if issuer_keys is not None else IssuerKeyring(clock)
         self._clock = clock
 
     def verify(self, value: object, expected: Mapping[str, Any]) -> Actor:
@@ -110,6 +122,11 @@ class Verifier:
         """Like :meth:`verify`, but returns the checked :class:`Proof` (its nonce and age)."""
         expected_json = {key: canonical_json(item) for key, item in expected.items()}
         proof = Proof.parse(value)
+        if proof.id_token is not None:
+            proof = self._check_id_token(proof)
+            self._check_binding(proof, expected, expected_json)
+            self._check_freshness(proof)
+            return proof
         entry = self.directory.entry(proof.principal)
         if entry is None:
             raise ProofRefused(
@@ -146,6 +163,40 @@ class Verifier:
         self._check_binding(proof, expected, expected_json)
         self._check_freshness(proof)
         return proof
+
+    def _check_id_token(self, proof: Proof) -> Proof:
+        """The proof with what its person holds, once its ID token checks out: from the issuer
+        its principal names, signing this proof's digest, naming that person."""
+        assert proof.id_token is not None
+        name, _, person = proof.principal.removeprefix(ISSUER_PREFIX).partition(":")
+        issuer = self.directory.issuer(name) if proof.principal.startswith(ISSUER_PREFIX) else None
+        if issuer is None or not person:
+            raise ProofRefused(
+                "unknown_issuer",
+                f"The proof is signed with an ID token as {quoted(proof.principal)}, and the "
+                "directory trusts no issuer of that name: a person from an identity provider is "
+                "'sso:ISSUER:NAME', for an issuer the directory lists under [issuers.ISSUER].",
+            )
+        claims = verify_id_token(
+            proof.id_token,
+            issuer,
+            self.issuer_keys,
+            nonce=token_nonce(passkey_challenge(proof.unsigned_dict())),
+            now=self._clock(),
+            skew_seconds=self.future_skew_seconds,
+        )
+        value = claims.get(issuer.principal_claim)
+        try:
+            named = issuer_principal(issuer.name, value) if isinstance(value, str) else None
+        except IdentityError:
+            named = None
+        if named != proof.principal:
+            raise ProofRefused(
+                "forged",
+                f"The ID token names {quoted(value)} by its {issuer.principal_claim!r} claim, "
+                f"so it signs as {quoted(named)}, not as {quoted(proof.principal)}.",
+            )
+        return dataclasses.replace(proof, held=issuer.holdings(claims))
 
     def check(self, value: object, expected: Mapping[str, Any]) -> Actor | ProofRefused:
         """Like :meth:`verify`, but returns the refusal instead of raising it."""

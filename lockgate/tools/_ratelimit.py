@@ -33,9 +33,27 @@ MUTATING_COST = 5
 """A mutating call spends five tokens, a read one: 20 writes or 100 reads per window."""
 
 
+def _key_part(part: str) -> str:
+    """``part`` with ``%`` and ``:`` escaped (``%25``, ``%3A``): it holds no separator then."""
+    return part.replace("%", "%25").replace(":", "%3A")
+
+
 def rate_key(channel: str, principal: str | None, tool: str) -> str:
-    """``channel:principal:tool`` (an anonymous caller leaves the middle empty)."""
-    return f"{channel}:{principal or ''}:{tool}"
+    """``channel:principal:tool`` (an anonymous caller leaves the middle empty), each budget
+    named by exactly one key.
+
+    Names may contain ``:`` (an IdP's ``https://issuer|sub``, a tool ``notes:search``), so the
+    channel and the principal are written with ``%`` and ``:`` escaped (``%25``, ``%3A``): the
+    first two ``:`` of a key are always its separators, and the tool is all that follows. A
+    principal ``ed:essay`` calling ``publish`` spends ``web:ed%3Aessay:publish``, never ``ed``'s
+    budget for ``essay:publish`` (``web:ed:essay:publish``). Names without ``%`` or ``:`` read
+    as they always did, so the budgets a store already counts keep their keys.
+
+    Example:
+        >>> rate_key("web", "ed:essay", "publish"), rate_key("web", "ed", "essay:publish")
+        ('web:ed%3Aessay:publish', 'web:ed:essay:publish')
+    """
+    return f"{_key_part(channel)}:{_key_part(principal or '')}:{tool}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,8 @@ QuorumVetoPayment = payment_graph(
     "pay:quorum-veto", Quorum(3, rejection=Release.REJECT, any_rejection_rejects=True)
 )
 WaivablePayment = payment_graph("pay:waivable", DUAL, waivable_by="finance_lead")
+MfaPayment = payment_graph("pay:mfa", DUAL, mfa=("mfa",))
+"""Its officers, when their identity provider signs their answers, signed in with MFA."""
 POLICY_GRAPHS = [DualPayment, DualRejectingPayment, PanelPayment, QuorumVetoPayment]
 WAIVER_GRAPHS = [DualPayment, WaivablePayment]
 TWO_DAYS = timedelta(hours=48)

@@ -122,7 +122,7 @@ async def test_a_budgets_key_expires_with_its_window_and_a_new_window_starts_ful
 ) -> None:
     limiter = RedisRateLimiter(redis_url, max_tokens=2, window_seconds=0.5)
     key = fresh_key()
-    store = Redis.from_url(redis_url)
+    store = Redis.from_url(redis_url, decode_responses=True)
     try:
         await limiter.consume(key, 2)
         assert not (await limiter.consume(key)).allowed
@@ -161,7 +161,7 @@ async def test_workers_whose_clocks_disagree_by_days_share_one_window(
     assert [decision.allowed for decision in first + second] == [True, True, True, False]
     # The worker behind is refused within the window the worker ahead opened, not days later.
     assert 0 < second[-1].retry_after_seconds <= WINDOW
-    store = Redis.from_url(redis_url)
+    store = Redis.from_url(redis_url, decode_responses=True)
     try:
         seconds, microseconds = await store.time()
         started = int(await store.hget(f"lockgate:rate:{key}", "started") or 0)
@@ -374,3 +374,39 @@ async def test_a_fleet_of_three_workers_spends_one_budget_and_refuses_once_its_s
     for request_id in request_ids:
         handle = temporal_client.get_workflow_handle(call_workflow_id(request_id))
         assert await failed_workflow_tasks(handle) == []
+
+
+async def test_a_principal_holding_a_colon_spends_a_budget_of_its_own_in_redis(
+    redis_url: str,
+) -> None:
+    """``ed:essay`` calling ``publish`` once spent ``ed``'s Redis budget for ``essay:publish``."""
+    ran: list[str] = []
+
+    @tool("publish", "Publish", mutating=True)
+    def publish() -> dict[str, Any]:
+        ran.append("publish")
+        return {}
+
+    @tool("essay:publish", "Publish an essay", mutating=True)
+    def publish_essay() -> dict[str, Any]:
+        ran.append("essay:publish")
+        return {}
+
+    prefix = f"lockgate:rate:{uuid.uuid4().hex[:8]}:"
+    registry = ToolRegistry(
+        rate_limiter=RedisRateLimiter(redis_url, max_tokens=5, window_seconds=WINDOW, prefix=prefix)
+    )
+    registry.register(publish)
+    registry.register(publish_essay)
+
+    eds = await registry.call("essay:publish", {}, ToolContext("ed", "web", []))
+    other = await registry.call("publish", {}, ToolContext("ed:essay", "web", []))
+
+    assert [eds.code, other.code] == [None, None], other.error
+    assert ran == ["essay:publish", "publish"]
+    store = Redis.from_url(redis_url, decode_responses=True)
+    try:
+        keys = sorted(await store.keys(prefix + "*"))
+    finally:
+        await store.aclose()
+    assert keys == [prefix + "web:ed%3Aessay:publish", prefix + "web:ed:essay:publish"]
