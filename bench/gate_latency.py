@@ -58,7 +58,7 @@ from bench._workloads import (
     median_ratio,
     timed,
 )
-from lockgate import Directory, GraphClient, IdTokenSigner, LockgatePlugin, Signer
+from lockgate import Directory, GraphClient, LockgatePlugin, Signer
 from lockgate.contracts import RunView
 from lockgate.identity._bindings import answer_binding
 from lockgate.testing import Identities
@@ -117,7 +117,7 @@ class KeyAndSsoTurns:
     signed ``decide`` update is timed without the signing."""
 
     def __init__(
-        self, client: Client, key: Signer, sso: IdTokenSigner, run: dict[str, Any]
+        self, client: Client, key: Signer, sso: Signer, run: dict[str, Any]
     ) -> None:
         self.handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(run["run_id"])
         self.signers: list[Any] = [key, sso]
@@ -246,7 +246,7 @@ async def _measure(
                 order.reverse()
             turns: tuple[list[float], list[float]] = ([], [])
             if idp is not None:
-                sso = IdTokenSigner(
+                sso = Signer.from_identity_provider(
                     "sso:corp:eve@example.com", lambda nonce: idp.id_token("eve", nonce)
                 )
                 fourth = await starter.start(GateLoop, {})

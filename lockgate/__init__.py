@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from lockgate.identity._directory import Directory as Directory
     from lockgate.identity._directory import DirectoryEntry as DirectoryEntry
     from lockgate.identity._passkeys import RelyingParty as RelyingParty
-    from lockgate.identity._proofs import IdTokenSigner as IdTokenSigner
     from lockgate.identity._proofs import Signer as Signer
     from lockgate.identity._seals import WorkerSecret as WorkerSecret
     from lockgate.tools._audit import AuditLogger as AuditLogger

@@ -27,7 +27,6 @@ PUBLIC_NAMES = [
     "Edge",
     "ErrorCode",
     "GraphClient",
-    "IdTokenSigner",
     "InMemoryRateLimiter",
     "JsonLinesAuditSink",
     "LockgateError",

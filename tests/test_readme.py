@@ -370,6 +370,6 @@ def test_the_sso_directory_example_trusts_its_issuer_and_maps_its_group() -> Non
 
 
 def test_the_sso_signer_example_makes_a_proof_carrying_the_token() -> None:
-    example = _block_containing("python", "IdTokenSigner(")
+    example = _block_containing("python", "Signer.from_identity_provider(")
 
     exec(compile(example, "README.md", "exec"), {"__name__": "readme_sso"})

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from lockgate.identity._canonical import canonical_json, to_jsonable
 from lockgate.identity._identity_errors import IdentityError, ProofRefused
-from lockgate.identity._issuers import Holdings
+from lockgate.identity._issuers import Holdings, token_nonce
 from lockgate.identity._keys import (
     decode_base64url,
     encode_base64url,
@@ -34,7 +34,7 @@ from lockgate.identity._quoting import kind_of, quoted
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-__all__ = ["IdTokenSigner", "Proof", "Signer", "decode_signature"]
+__all__ = ["Proof", "Signer", "decode_signature"]
 
 _PROOF_VERSION = 1
 _NONCE_PATTERN = re.compile(r"[0-9a-f]{32}")
@@ -164,12 +164,16 @@ class Proof:
 
 
 class Signer:
-    """Signs proofs as one principal.
+    """Signs proofs as one principal: with the principal's Ed25519 key, or with an ID token
+    from the company's identity provider (:meth:`from_identity_provider`).
 
     Example:
         >>> signer = Signer.from_keys_dir("ed", "~/.lockgate/keys")  # doctest: +SKIP
         >>> signer.sign({"kind": "resume", "run": "essay:review-1a2b"})  # doctest: +SKIP
     """
+
+    _private_key: Ed25519PrivateKey | None
+    _get_token: Callable[[str], str] | None
 
     def __init__(
         self,
@@ -194,7 +198,42 @@ class Signer:
         self.principal = principal
         self.channel = channel
         self._private_key = private_key
+        self._get_token = None
         self._clock = clock
+
+    @classmethod
+    def from_identity_provider(
+        cls,
+        principal: str,
+        get_token: Callable[[str], str],
+        channel: str = "cli",
+        clock: Callable[[], float] = time.time,
+    ) -> Signer:
+        """Makes a signer whose proofs carry an ID token in place of a signature, one fresh
+        token per proof.
+
+        ``get_token(nonce)`` asks the identity provider for an ID token whose ``nonce`` is the
+        digest of the rest of the proof (a sign-in with that nonce), so the provider vouches for
+        exactly this act.
+
+        Args:
+            principal: The person as the worker names them: ``sso:ISSUER:PERSON``.
+            get_token: Returns an ID token carrying the ``nonce`` it is given.
+            channel: Where the proofs are sent from, recorded in each proof.
+            clock: Returns unix seconds; injectable for tests.
+
+        Raises:
+            IdentityError: ``principal`` or ``channel`` is not a valid name.
+        """
+        check_principal_name(principal)
+        check_channel_name(channel)
+        signer = cls.__new__(cls)
+        signer.principal = principal
+        signer.channel = channel
+        signer._private_key = None
+        signer._get_token = get_token
+        signer._clock = clock
+        return signer
 
     @classmethod
     def from_keys_dir(
@@ -222,7 +261,16 @@ class Signer:
 
     @property
     def public_key(self) -> str:
-        """The signer's public key in text form."""
+        """The signer's public key in text form.
+
+        Raises:
+            IdentityError: The signer signs with ID tokens, and holds no key.
+        """
+        if self._private_key is None:
+            raise IdentityError(
+                f"{self.principal} signs with ID tokens from the identity provider: there is no "
+                "public key to list."
+            )
         return public_key_text(self._private_key)
 
     def sign(self, authorizes: Mapping[str, Any]) -> dict[str, Any]:
@@ -254,52 +302,12 @@ class Signer:
             "issued_at": math.floor(self._clock()),
             "nonce": secrets.token_hex(16),
         }
-        signature = self._private_key.sign(canonical_json(unsigned))
-        return {**unsigned, "signature": encode_base64url(signature)}
-
-
-class IdTokenSigner:
-    """Signs proofs with ID tokens from a trusted issuer, one fresh token per proof.
-
-    The proof is the one a :class:`Signer` makes, with ``id_token`` in place of the signature:
-    ``get_token(nonce)`` asks the identity provider for an ID token whose ``nonce`` is the
-    digest of the rest of the proof (a sign-in with that nonce), so the provider vouches for
-    exactly this act. ``principal`` is the person as the worker names them,
-    ``sso:ISSUER:PERSON``. Used where a :class:`Signer` is (``GraphClient(signer=...)``).
-    """
-
-    def __init__(
-        self,
-        principal: str,
-        get_token: Callable[[str], str],
-        channel: str = "cli",
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        check_principal_name(principal)
-        check_channel_name(channel)
-        self.principal = principal
-        self.channel = channel
-        self._get_token = get_token
-        self._clock = clock
-
-    def sign(self, authorizes: Mapping[str, Any]) -> dict[str, Any]:
-        """Returns a fresh proof of ``authorizes`` signed with a new ID token."""
-        from lockgate.identity._issuers import token_nonce
-
-        try:
-            act = _proof_authorizes(to_jsonable(dict(authorizes)))
-        except (TypeError, ProofRefused) as error:
-            raise IdentityError(f"Cannot sign this act: {error}.") from error
-        unsigned: dict[str, Any] = {
-            "lockgate_proof": _PROOF_VERSION,
-            "principal": self.principal,
-            "channel": self.channel,
-            "authorizes": act,
-            "issued_at": math.floor(self._clock()),
-            "nonce": secrets.token_hex(16),
-        }
+        if self._private_key is not None:
+            signature = self._private_key.sign(canonical_json(unsigned))
+            return {**unsigned, "signature": encode_base64url(signature)}
+        get_token = cast("Callable[[str], str]", self._get_token)  # from_identity_provider's
         challenge = hashlib.sha256(canonical_json(unsigned)).digest()
-        return {**unsigned, "id_token": self._get_token(token_nonce(challenge))}
+        return {**unsigned, "id_token": get_token(token_nonce(challenge))}
 
 
 def _malformed(what: str) -> ProofRefused:

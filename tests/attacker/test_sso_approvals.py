@@ -30,7 +30,7 @@ from lockgate.identity._canonical import canonical_json
 from lockgate.identity._directory import DirectoryEntry
 from lockgate.identity._issuers import IssuerKeyring, token_nonce
 from lockgate.identity._passkeys import passkey_challenge
-from lockgate.identity._proofs import IdTokenSigner, Signer
+from lockgate.identity._proofs import Signer
 from lockgate.identity._seals import WorkerSecret
 from lockgate.identity._verifier import Verifier
 from lockgate.testing import Identities, WorkerFactory
@@ -90,10 +90,10 @@ def directory_of(idp: IdentityProvider, keys: Identities, **extra: Any) -> Direc
     return Directory.from_toml(keys.toml + "\n" + issuer_toml(idp.issuer, **extra))
 
 
-def sso(idp: IdentityProvider, person: str, *, client: str = "lockgate") -> IdTokenSigner:
+def sso(idp: IdentityProvider, person: str, *, client: str = "lockgate") -> Signer:
     """Signs as ``person`` with a fresh ID token from ``idp`` per proof."""
     email = idp.people[person]["email"]
-    return IdTokenSigner(
+    return Signer.from_identity_provider(
         f"sso:corp:{email}", lambda nonce: idp.id_token(person, nonce, client=client)
     )
 
@@ -189,7 +189,7 @@ async def test_a_sign_in_token_replayed_as_an_answer_is_refused(
         officer = client_of(
             temporal_client,
             task_queue,
-            IdTokenSigner("sso:corp:olu@example.com", lambda _: signed_in),
+            Signer.from_identity_provider("sso:corp:olu@example.com", lambda _: signed_in),
         )
         refused = await officer.decide(run_id, "release")
         still = await ada.show(run_id)
@@ -257,7 +257,9 @@ async def test_a_token_for_another_application_or_from_an_untrusted_issuer_is_re
             unknown_issuer = await client_of(
                 temporal_client,
                 task_queue,
-                IdTokenSigner("sso:rogue:olu@example.com", lambda n: rogue.id_token("olu", n)),
+                Signer.from_identity_provider(
+                    "sso:rogue:olu@example.com", lambda n: rogue.id_token("olu", n)
+                ),
             ).decide(run_id, "release")
             still = await ada.show(run_id)
     finally:
@@ -278,9 +280,9 @@ async def test_a_token_naming_another_person_cannot_sign_as_someone_else(
     """eve's real token, in a proof that says it is olu's."""
     verifier = Verifier(directory_of(idp, keys), issuer_keys=await fetched_keyring(idp, keys))
     binding = {"kind": "resume", "run": "r"}
-    proof = IdTokenSigner("sso:corp:olu@example.com", lambda n: idp.id_token("eve", n)).sign(
-        binding
-    )
+    proof = Signer.from_identity_provider(
+        "sso:corp:olu@example.com", lambda n: idp.id_token("eve", n)
+    ).sign(binding)
 
     with pytest.raises(ProofRefused) as refused:
         verifier.verify(proof, binding)
@@ -495,7 +497,9 @@ def test_an_issuer_table_with_an_unknown_field_is_refused_naming_it() -> None:
 
 
 def test_the_tokens_nonce_is_the_digest_of_the_rest_of_the_proof() -> None:
-    proof = IdTokenSigner("sso:corp:a@b.c", lambda nonce: f"h.{nonce}.s").sign({"kind": "x"})
+    proof = Signer.from_identity_provider("sso:corp:a@b.c", lambda nonce: f"h.{nonce}.s").sign(
+        {"kind": "x"}
+    )
     unsigned = {key: value for key, value in proof.items() if key != "id_token"}
     import base64
     import hashlib
