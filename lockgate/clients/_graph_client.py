@@ -60,12 +60,12 @@ from lockgate.clients._client_support import (
     execution_closed,
     graph_name,
     quote_literal,
-    refused_by_update,
     status_name,
     summary_of,
     update_refusal,
     updated,
 )
+from lockgate.clients._own_starts import prove_own_start
 from lockgate.contracts import PendingGate, RunView, refusal
 from lockgate.gates._authority import Authority
 from lockgate.gates._gates import OpenGate
@@ -89,7 +89,6 @@ from lockgate.workflows._own_start import (
     OWN_START_UPDATE,
     SIGNED_START_MEMO,
     payload_arguments,
-    start_arguments,
 )
 from lockgate.workflows._own_workflows import workflow_type_name
 from lockgate.workflows._search_attributes import (
@@ -97,7 +96,7 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_GRAPH,
     LOCKGATE_STATE,
 )
-from lockgate.workflows._signed_starts import SIGNED_START_WITHIN, StartRefusedError, withdraw
+from lockgate.workflows._signed_starts import SIGNED_START_WITHIN, withdraw
 
 __all__ = ["QUERY_TIMEOUT", "SERVED_GRAPHS_FOR", "GraphClient"]
 
@@ -133,10 +132,6 @@ QUERY_TIMEOUT = timedelta(seconds=10)
 
 SERVED_GRAPHS_FOR = 30.0
 """Seconds a client believes a graph it found in its task queue's catalogue is still served."""
-
-
-_ENDED_BEFORE_THE_UPDATE = "AcceptedUpdateCompletedWorkflow"
-"""The failure of an update whose run ended after accepting it, before its handler finished."""
 
 
 class GraphClient:
@@ -403,20 +398,10 @@ class GraphClient:
             start_delay=SIGNED_START_WITHIN,
             **options,
         )
-        execution = handle.first_execution_run_id or ""
-        arguments = start_arguments(self.client.data_converter.payload_converter, list(args))
-        proof = signer.sign(start_binding(name, id, execution, {"args": arguments}))
-        proven = self.client.get_workflow_handle(id, run_id=execution)
-        try:
-            await proven.execute_update(OWN_START_UPDATE, proof, result_type=dict)
-        except WorkflowUpdateFailedError as error:
-            code, sentence = refused_by_update(error)
-            if code == _ENDED_BEFORE_THE_UPDATE:
-                # Accepted, and the run's own code ended it before its handler was done (the
-                # handler records its seal first): the run's end says how it went.
-                return handle
-            await withdraw(proven)
-            raise StartRefusedError(code, sentence, run_id=id) from None
+        proven = self.client.get_workflow_handle(id, run_id=handle.first_execution_run_id or "")
+        await prove_own_start(
+            proven, signer, self.client.data_converter.payload_converter, name, args
+        )
         return handle
 
     async def _settled(
