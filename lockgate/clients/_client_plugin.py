@@ -13,20 +13,26 @@ at its first gate.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import temporalio.client
 from temporalio.client import (
+    Client,
     ClientConfig,
     OutboundInterceptor,
     StartWorkflowInput,
+    StartWorkflowUpdateInput,
     WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateHandle,
 )
 from temporalio.converter import PayloadConverter
+from temporalio.exceptions import ApplicationError
 from temporalio.service import ConnectConfig, ServiceClient
 
-from lockgate.clients._graph_client import starting_attributes
+from lockgate.clients._graph_client import GraphClient, starting_attributes
 from lockgate.clients._own_starts import prove_own_start
 from lockgate.identity._proofs import Signer
 from lockgate.tools._configuration import check_setting
@@ -37,6 +43,9 @@ from lockgate.workflows._signed_starts import SIGNED_START_WITHIN, StartRefusedE
 
 __all__ = ["LockgateClientPlugin"]
 
+_DECIDE = "decide"
+"""The update that answers a gate in a workflow of your own."""
+
 
 class LockgateClientPlugin(temporalio.client.Plugin):
     """Makes a Temporal client's starts of your gated workflows signed, without changing them.
@@ -45,7 +54,10 @@ class LockgateClientPlugin(temporalio.client.Plugin):
     the run held back, sign for the execution the server started as ``signer`` and send the
     proof, as :meth:`lockgate.GraphClient.start_workflow` does: the run's requester is the
     signer's principal, judged by four eyes like any person (it may not answer a gate of the
-    work it asked for). Starts of other workflow types pass through untouched.
+    work it asked for). ``handle.execute_update("decide", "issue")`` on such a run answers its
+    gate as ``signer``, signed for the gate open now as :meth:`lockgate.GraphClient.decide`
+    signs (the signer must be an approver the gate accepts). Starts and updates of other
+    workflow types pass through untouched.
 
     Example::
 
@@ -77,8 +89,15 @@ class LockgateClientPlugin(temporalio.client.Plugin):
         self.workflows = workflow_type_names("LockgateClientPlugin", "workflows", workflows)
 
     def configure_client(self, config: ClientConfig) -> ClientConfig:
-        """Adds the interceptor that signs the governed starts."""
-        interceptor = _SignedStarts(self, config["data_converter"].payload_converter)
+        """Adds the interceptor that signs the governed starts and answers."""
+        # What the interceptor reads runs through (to sign an answer to the gate open now): the
+        # same server and converter, without the interceptors, so it signs nothing itself.
+        reader = Client(
+            config["service_client"],
+            namespace=config["namespace"],
+            data_converter=config["data_converter"],
+        )
+        interceptor = _SignedStarts(self, reader)
         config["interceptors"] = [*config["interceptors"], interceptor]
         return config
 
@@ -90,21 +109,47 @@ class LockgateClientPlugin(temporalio.client.Plugin):
 
 
 class _SignedStarts(temporalio.client.Interceptor):
-    def __init__(self, plugin: LockgateClientPlugin, converter: PayloadConverter) -> None:
+    def __init__(self, plugin: LockgateClientPlugin, reader: Client) -> None:
         self.plugin = plugin
-        self.converter = converter
+        self.reader = reader
 
     def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
-        return _SigningOutbound(next, self.plugin, self.converter)
+        return _SigningOutbound(next, self.plugin, self.reader)
 
 
 class _SigningOutbound(OutboundInterceptor):
-    def __init__(
-        self, next: OutboundInterceptor, plugin: LockgateClientPlugin, converter: PayloadConverter
-    ) -> None:
+    def __init__(self, next: OutboundInterceptor, plugin: LockgateClientPlugin, reader: Client):
         super().__init__(next)
         self.plugin = plugin
-        self.converter = converter
+        self.reader = reader
+        self.converter: PayloadConverter = reader.data_converter.payload_converter
+
+    async def start_workflow_update(
+        self, input: StartWorkflowUpdateInput
+    ) -> WorkflowUpdateHandle[Any]:
+        """An answer given as a bare option (``handle.execute_update("decide", "issue")``) to
+        a governed run is signed for the gate open now, as ``GraphClient.decide`` signs one;
+        anything else (a proof signed elsewhere, another update) passes through."""
+        signer = self.plugin.signer
+        choice = input.args[0] if len(input.args) == 1 else None
+        if isinstance(choice, enum.Enum):
+            choice = choice.value
+        if input.update != _DECIDE or signer is None or not isinstance(choice, str):
+            return await self.next.start_workflow_update(input)
+        handle = self.reader.get_workflow_handle(input.id, run_id=input.run_id)
+        described = await handle.describe()
+        if described.workflow_type not in self.plugin.workflows:
+            return await self.next.start_workflow_update(input)
+        runs = GraphClient(self.reader, described.task_queue, signer)
+        signed = await runs.sign_decide(input.id, choice)
+        if "error" in signed:
+            # Refused before anything is sent, as the run's validator would refuse it.
+            error = signed["error"]
+            raise WorkflowUpdateFailedError(
+                ApplicationError(str(error["message"]), type=str(error["code"]), non_retryable=True)
+            )
+        input.args = [signed]
+        return await self.next.start_workflow_update(input)
 
     async def start_workflow(self, input: StartWorkflowInput) -> WorkflowHandle[Any, Any]:
         if input.workflow not in self.plugin.workflows:

@@ -8,7 +8,7 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from lockgate import GraphClient, LockgateClientPlugin, LockgatePlugin
@@ -16,7 +16,14 @@ from lockgate.errors import StartRefusedError
 from lockgate.identity._proofs import Signer
 from lockgate.testing import Identities, WorkerFactory
 from tests.helpers.own_workflow_support import open_gate_of
-from tests.helpers.own_workflows import OWN_TOOLS, LookupWorkflow, RefundRequest, RefundWorkflow
+from tests.helpers.own_workflows import (
+    OWN_TOOLS,
+    LookupWorkflow,
+    Refund,
+    RefundRequest,
+    RefundWorkflow,
+)
+from tests.helpers.support import update_refused
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -105,6 +112,40 @@ async def test_execute_workflow_runs_as_the_service_and_other_types_pass_through
 
     assert signed == "ticket 42: c-7"
     assert untouched == "ticket 42: FORBIDDEN"
+
+
+async def test_the_shops_own_execute_update_answers_a_gate_signed_as_the_service(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    """lee's approval desk sends a bare option with the SDK's own call; the plugin signs it for
+    the gate open now. The requester's service, sending the same, is refused by four eyes."""
+    people = shop_people()
+    requester = shop_client(temporal_client, people.signer("refund-service"))
+    desk = shop_client(temporal_client, people.signer("lee"))
+    async with lockgate_worker(plugin=plugin_for(people), workflows=[RefundWorkflow]):
+        handle = await requester.start_workflow(
+            RefundWorkflow.run,
+            RefundRequest(ticket=42, amount=120),
+            id=f"refund-{uuid4().hex[:8]}",
+            task_queue=task_queue,
+        )
+        await open_gate_of(temporal_client, task_queue, handle.id, "refund#1")
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await requester.get_workflow_handle(handle.id).execute_update("decide", "issue")
+        answered = await desk.get_workflow_handle(handle.id).execute_update(
+            "decide", Refund.ISSUE, result_type=dict
+        )
+        await open_gate_of(temporal_client, task_queue, handle.id, "closure#2")
+        shown = await GraphClient(temporal_client, task_queue).show(handle.id)
+        with pytest.raises(WorkflowUpdateFailedError) as not_an_option:
+            await desk.get_workflow_handle(handle.id).execute_update("decide", "maybe")
+        await handle.terminate("seen enough")
+
+    assert update_refused(refused.value)["code"] == "SELF_APPROVAL_FORBIDDEN"
+    assert answered["ok"] is True
+    rows = [(row["operation"], row["outcome"], row["by"]["actor"]) for row in shown["trail"]]
+    assert ("ask:support-lead", "answered", "lee") in rows
+    assert update_refused(not_an_option.value)["code"] == "INVALID_DECISION"
 
 
 async def test_a_plugin_without_a_signer_refuses_a_governed_start_before_anything_starts(
