@@ -127,6 +127,9 @@ def starting_attributes(name: str, given: Any = None) -> Any:
     return TypedSearchAttributes(pairs)
 
 
+_CATALOGUE_WAIT = timedelta(seconds=3)
+"""How long a queue's workers have to answer lockgate's catalogue, for pending across queues."""
+
 QUERY_TIMEOUT = timedelta(seconds=10)
 """How long a client waits for a run's worker to answer a query."""
 
@@ -942,7 +945,9 @@ class GraphClient:
                 run_id=run_id,
             )
 
-    async def pending(self, of: str | None = None, viewer: str | None = None) -> list[PendingGate]:
+    async def pending(
+        self, of: str | None = None, viewer: str | None = None, *, all_queues: bool = False
+    ) -> list[PendingGate]:
         """Open gates across runs, read from search attributes and memo (no worker needed).
 
         Args:
@@ -950,10 +955,21 @@ class GraphClient:
             viewer: A principal: each option says whether they ``may`` take it and ``why_not``
                 (judged against the client's Directory). A name the Directory holds no key or
                 passkey for is not verified, and may take nothing. Defaults to the signer.
+            all_queues: Not only this client's task queue: every queue with an open gate
+                whose workers serve lockgate (see :meth:`served_queues`); each row then says
+                its ``task_queue``.
 
         Returns:
             One row per open gate, each option with ``leads_to`` and ``needs``.
         """
+        if all_queues:
+            rows: list[PendingGate] = []
+            for queue in await self.served_queues(of):
+                runs = GraphClient(self.client, queue, self.signer, directory=self.directory)
+                for row in await runs.pending(of, viewer):
+                    row["task_queue"] = queue
+                    rows.append(row)
+            return rows
         # Only runs on this client's task queue: anyone may start a workflow of their own named
         # like a graph, with lockgate's memo and search attributes, but not on these workers.
         query = (
@@ -964,7 +980,7 @@ class GraphClient:
             query += f" AND {LOCKGATE_AWAITING.name} = {quote_literal(of)}"
         viewer = viewer if viewer is not None else (self.signer.principal if self.signer else None)
         authority = self._viewer_judge
-        rows: list[PendingGate] = []
+        rows = []
         async for execution in self.client.list_workflows(query):
             memo = await execution.memo()
             gate_memo = memo.get("lockgate_gate")
@@ -996,6 +1012,26 @@ class GraphClient:
                     shown["why_not"] = verdict.reason
             rows.append(row)
         return rows
+
+    async def served_queues(self, of: str | None = None) -> list[str]:
+        """The task queues where runs wait at a gate (asking ``of``, if given) and whose workers
+        serve lockgate, sorted: found through visibility, each kept once a worker of it answers
+        lockgate's catalogue (a worker that is not lockgate's never does, so a stranger's queue
+        of look-alike runs is left out). This client's own queue is kept without asking."""
+        query = f"{LOCKGATE_STATE.name} = 'waiting' AND ExecutionStatus = 'Running'"
+        if of is not None:
+            query += f" AND {LOCKGATE_AWAITING.name} = {quote_literal(of)}"
+        queues = {execution.task_queue async for execution in self.client.list_workflows(query)}
+        served: list[str] = []
+        for queue in sorted(queues):
+            if queue != self.task_queue:
+                try:
+                    await read_catalogue(self.client, queue, wait=_CATALOGUE_WAIT)
+                except CatalogueError:
+                    _log.info("lockgate: task queue '%s' does not answer as lockgate's", queue)
+                    continue
+            served.append(queue)
+        return served
 
     async def _names_its_execution(self, run_id: str, current_run: str, gate: OpenGate) -> bool:
         """Whether a gate memo names its run's execution: only the run's worker can write that
