@@ -152,7 +152,9 @@ class _SigningOutbound(OutboundInterceptor):
         return await self.next.start_workflow_update(input)
 
     async def start_workflow(self, input: StartWorkflowInput) -> WorkflowHandle[Any, Any]:
-        if input.workflow not in self.plugin.workflows:
+        already_signing = SIGNED_START_MEMO in (input.memo or {})
+        if input.workflow not in self.plugin.workflows or already_signing:
+            # Another signer's start (GraphClient.start_workflow on this client) proves itself.
             return await self.next.start_workflow(input)
         signer = self.plugin.signer
         if signer is None:

@@ -148,6 +148,22 @@ async def test_the_shops_own_execute_update_answers_a_gate_signed_as_the_service
     assert update_refused(not_an_option.value)["code"] == "INVALID_DECISION"
 
 
+async def test_graph_client_on_a_client_with_the_plugin_signs_as_its_own_signer(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = shop_people()
+    shop = shop_client(temporal_client, people.signer("refund-service"), [LookupWorkflow])
+    async with lockgate_worker(plugin=plugin_for(people), workflows=[LookupWorkflow]):
+        handle = await GraphClient(shop, task_queue, people.signer("lee")).start_workflow(
+            LookupWorkflow.run, 42, id=f"lookup-{uuid4().hex[:8]}"
+        )
+        read = await handle.result()
+        shown = await GraphClient(temporal_client, task_queue).show(handle.id)
+
+    assert read == "ticket 42: FORBIDDEN"  # lee may not read tickets; the service may
+    assert shown["requester"]["actor"] == "lee"
+
+
 async def test_a_plugin_without_a_signer_refuses_a_governed_start_before_anything_starts(
     temporal_client: Client, task_queue: str
 ) -> None:
