@@ -26,6 +26,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any, Concatenate, cast, overload
 
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import (
     Client,
     WorkflowExecutionDescription,
@@ -1024,14 +1027,29 @@ class GraphClient:
         queues = {execution.task_queue async for execution in self.client.list_workflows(query)}
         served: list[str] = []
         for queue in sorted(queues):
-            if queue != self.task_queue:
-                try:
-                    await read_catalogue(self.client, queue, wait=_CATALOGUE_WAIT)
-                except CatalogueError:
-                    _log.info("lockgate: task queue '%s' does not answer as lockgate's", queue)
-                    continue
+            if queue != self.task_queue and not await self._answers_as_lockgate(queue):
+                _log.info("lockgate: task queue '%s' does not answer as lockgate's", queue)
+                continue
             served.append(queue)
         return served
+
+    async def _answers_as_lockgate(self, queue: str) -> bool:
+        """Whether a worker of ``queue`` answers lockgate's catalogue. A queue nobody polls is
+        not asked at all, so nothing is started on it (its catalogue run would wait for ever)."""
+        described = await self.client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=self.client.namespace,
+                task_queue=TaskQueue(name=queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+        if not described.pollers:
+            return False
+        try:
+            await read_catalogue(self.client, queue, wait=_CATALOGUE_WAIT)
+        except (CatalogueError, RPCError, WorkflowQueryFailedError):
+            return False
+        return True
 
     async def _names_its_execution(self, run_id: str, current_run: str, gate: OpenGate) -> bool:
         """Whether a gate memo names its run's execution: only the run's worker can write that

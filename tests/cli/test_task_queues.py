@@ -13,7 +13,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
-from lockgate import Directory, GraphClient
+from lockgate import Directory, GraphClient, Signer
 from lockgate._defaults import DEFAULT_TASK_QUEUE, TASK_QUEUE_ENV, task_queue_flag
 from lockgate.cli import _parser
 from lockgate.cli._runs import _print_next_step
@@ -126,6 +126,15 @@ async def test_pending_all_queues_lists_the_gates_of_every_queue_lockgate_serves
     queue no lockgate worker serves is not listed: that queue never answers the catalogue."""
     queue = lockgate_command.task_queue
     stranger_queue = f"stranger-{uuid4().hex[:8]}"
+    stopped_queue = f"stopped-{uuid4().hex[:8]}"
+    ada = Signer.from_keys_dir("ada", lockgate_command.cwd / ".lockgate" / "keys")
+    async with lockgate_worker(
+        graphs=[EssayReview], directory=_directory(lockgate_command), task_queue=stopped_queue
+    ):
+        left = await GraphClient(temporal_client, stopped_queue, ada).start(
+            EssayReview, ALWAYS_FAILS
+        )
+    assert left["status"] == "waiting"  # and its worker has stopped since
     async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
         started = await lockgate_command(
             "start", "essay:review", "--inputs", json.dumps(ALWAYS_FAILS), "--as", "ada", "--json"
@@ -160,4 +169,5 @@ async def test_pending_all_queues_lists_the_gates_of_every_queue_lockgate_serves
     assert across.status == 0, across.err
     assert f"{run}  essay:review  gate editor_call#1  for editor  task queue {queue}" in across.out
     assert "✓ you may" in across.out
-    assert queue in queues and stranger_queue not in queues
+    assert queue in queues and stranger_queue not in queues and stopped_queue not in queues
+    assert left["run_id"] not in across.out
