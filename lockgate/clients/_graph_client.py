@@ -1025,13 +1025,15 @@ class GraphClient:
         if of is not None:
             query += f" AND {LOCKGATE_AWAITING.name} = {quote_literal(of)}"
         queues = {execution.task_queue async for execution in self.client.list_workflows(query)}
-        served: list[str] = []
-        for queue in sorted(queues):
-            if queue != self.task_queue and not await self._answers_as_lockgate(queue):
-                _log.info("lockgate: task queue '%s' does not answer as lockgate's", queue)
-                continue
-            served.append(queue)
-        return served
+        others = sorted(queues - {self.task_queue})
+        # Asked all at once: a queue whose workers have gone takes the whole wait to say so.
+        answers = await asyncio.gather(*(self._answers_as_lockgate(queue) for queue in others))
+        served = [
+            queue
+            for queue, answers_as_lockgate in zip(others, answers, strict=True)
+            if answers_as_lockgate
+        ]
+        return sorted(served + ([self.task_queue] if self.task_queue in queues else []))
 
     async def _answers_as_lockgate(self, queue: str) -> bool:
         """Whether a worker of ``queue`` answers lockgate's catalogue. A queue nobody polls is
@@ -1047,7 +1049,8 @@ class GraphClient:
             return False
         try:
             await read_catalogue(self.client, queue, wait=_CATALOGUE_WAIT)
-        except (CatalogueError, RPCError, WorkflowQueryFailedError):
+        except (CatalogueError, RPCError, WorkflowQueryFailedError) as error:
+            _log.info("lockgate: task queue '%s' does not answer as lockgate's: %s", queue, error)
             return False
         return True
 
