@@ -25,6 +25,7 @@ from lockgate._version import __version__ as __version__
 # importing temporalio and every layer with it.
 if TYPE_CHECKING:
     from lockgate._errors import LockgateError as LockgateError
+    from lockgate.clients._client_plugin import LockgateClientPlugin as LockgateClientPlugin
     from lockgate.clients._graph_client import GraphClient as GraphClient
     from lockgate.clients._tool_client import ToolClient as ToolClient
     from lockgate.gates._notifications import Notifications as Notifications

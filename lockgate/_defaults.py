@@ -1,7 +1,11 @@
 """Names and defaults the library and the ``lockgate`` command share, in a module that imports
-nothing: ``lockgate --help`` shows them without importing the layers that use them."""
+nothing of lockgate's (the standard library only): ``lockgate --help`` shows them without
+importing the layers that use them."""
 
 from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
 
 __all__ = [
     "AUDIT_FILE_ENV",
@@ -11,11 +15,39 @@ __all__ = [
     "DEFAULT_WINDOW_SECONDS",
     "ENROLMENT_SECRET_FILE_ENV",
     "PAYLOAD_KEYS_FILE_ENV",
+    "TASK_QUEUE_ENV",
     "WORKER_SECRET_FILE_ENV",
+    "command_task_queue",
+    "task_queue_flag",
 ]
 
 DEFAULT_TASK_QUEUE = "lockgate"
 """The task queue lockgate's workers serve and its clients use unless told otherwise."""
+
+TASK_QUEUE_ENV = "LOCKGATE_TASK_QUEUE"
+"""The variable that sets the ``lockgate`` command's task queue where ``--task-queue`` does not."""
+
+
+def command_task_queue(environ: Mapping[str, str]) -> str:
+    """The ``lockgate`` command's default task queue: :data:`TASK_QUEUE_ENV`, else
+    :data:`DEFAULT_TASK_QUEUE`."""
+    return environ.get(TASK_QUEUE_ENV) or DEFAULT_TASK_QUEUE
+
+
+def task_queue_flag(task_queue: str, environ: Mapping[str, str] | None = None) -> str:
+    """`` --task-queue QUEUE`` for a ``lockgate`` command a hint prints, or nothing where the
+    command reaches ``task_queue`` without it: the queue is the default and ``environ`` (the
+    printing shell's, where the hint is read; None in workflow code, which reads no
+    environment) names no other."""
+    if task_queue == DEFAULT_TASK_QUEUE and (environ or {}).get(TASK_QUEUE_ENV) in (
+        None,
+        "",
+        DEFAULT_TASK_QUEUE,
+    ):
+        return ""
+    # A queue name is a Temporal name, which may hold any character: quoted for a shell.
+    return f" --task-queue {shlex.quote(task_queue)}"
+
 
 DEFAULT_MAX_TOKENS = 100
 """A rate limit's tokens per key per window, unless told otherwise."""

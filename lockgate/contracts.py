@@ -286,10 +286,12 @@ class ViewerView(TypedDict):
 
 
 class PendingGate(GateView, total=False):
-    """A row of ``pending``: an open gate, when it opened, and what the viewer may take."""
+    """A row of ``pending``: an open gate, when it opened, and what the viewer may take (and,
+    looking across task queues, the queue of its run)."""
 
     opened_at: str | None
     viewer: ViewerView
+    task_queue: str
 
 
 class ToolCallResult(TypedDict):

@@ -78,6 +78,7 @@ from lockgate.workflows._catalogue import catalogue_workflow
 from lockgate.workflows._graph_workflow import graph_workflow
 from lockgate.workflows._metrics import PROMETHEUS_BUCKETS, TemporalMetrics
 from lockgate.workflows._notify import NotifyWorkflow
+from lockgate.workflows._own_workflows import workflow_type_names
 from lockgate.workflows._stack_traces import TracelessWorkflowRunner, without_activity_stack_traces
 from lockgate.workflows._tool_call import ToolCallWorkflow
 from lockgate.workflows._versioning import with_versioning_behavior
@@ -217,6 +218,12 @@ class LockgatePlugin(SimplePlugin):
             history that this deployment's workers did not seal, and stops at the first such
             claim (see SECURITY.md, "History is evidence"). Set it when upgrading with such
             runs in flight, and drop it once they have finished.
+        unsigned_starts: Workflows of your own (classes, run methods or type names) whose runs
+            may open gates although nobody signed their start, as
+            ``@graph(allow_unsigned_start=True)`` lets a graph: four eyes then let every
+            verified approver answer unless they made the work. Any other workflow of your own
+            started unsigned fails at its first gate, saying so (a run that opened its gate
+            before the setting changed replays as it ran).
 
     Raises:
         WorkerSecretError: No worker secret was given or configured.
@@ -241,6 +248,7 @@ class LockgatePlugin(SimplePlugin):
         channels: Mapping[str, ChannelPolicy] | None = None,
         metrics: bool = False,
         unsealed_runs_before: datetime | None = None,
+        unsigned_starts: Iterable[type | str | Callable[..., Any]] = (),
     ) -> None:
         _check_plugin_settings(
             tools=tools,
@@ -340,7 +348,12 @@ class LockgatePlugin(SimplePlugin):
             workflows=self.own_workflows,
             interceptors=[
                 AuthorityInterceptor(
-                    self.authority, self.registry, unsealed_runs_before=unsealed_runs_before
+                    self.authority,
+                    self.registry,
+                    unsealed_runs_before=unsealed_runs_before,
+                    unsigned_starts=workflow_type_names(
+                        "LockgatePlugin", "unsigned_starts", unsigned_starts
+                    ),
                 ),
                 *([telemetry.interceptor] if telemetry is not None else []),
             ],

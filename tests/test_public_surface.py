@@ -29,6 +29,7 @@ PUBLIC_NAMES = [
     "GraphClient",
     "InMemoryRateLimiter",
     "JsonLinesAuditSink",
+    "LockgateClientPlugin",
     "LockgateError",
     "LockgatePlugin",
     "ModelBudget",

@@ -189,6 +189,37 @@ async def test_the_framework_example_refunds_once_a_lead_who_is_not_the_agent_ap
     assert capsys.readouterr().out.splitlines() == ["SELF_APPROVAL_FORBIDDEN", "True", "refunded"]
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="LangGraph's interrupts need 3.11+")
+async def test_the_client_plugin_example_starts_the_services_run_signed_with_its_own_call(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_client: Client,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pytest.importorskip("temporalio.langgraph")
+    keys = tmp_path / ".lockgate" / "keys"
+    agent = new_identity("agent-7", keys, [], ["tickets:read", "refunds:issue"])
+    (tmp_path / ".lockgate" / "directory.toml").write_text(agent.directory_entry_toml)
+    WorkerSecret.generate().write(tmp_path / ".lockgate" / "worker.secret")
+    monkeypatch.chdir(tmp_path)
+    example = _block_containing("python", "async def start_as_the_service()")
+    address = temporal_client.service_client.config.target_host
+    namespace: dict[str, Any] = {"__name__": "readme_client_plugin"}
+
+    exec(compile(example.replace("localhost:7233", address), "README.md", "exec"), namespace)
+    await namespace["start_as_the_service"]()
+    history = await temporal_client.get_workflow_handle("refund-7").fetch_history()
+
+    # Refunded: read and refunded as agent-7 (an unsigned caller may read no ticket).
+    assert capsys.readouterr().out.splitlines() == ["refunded"]
+    accepted = [
+        event.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+        for event in history.events
+        if event.HasField("workflow_execution_update_accepted_event_attributes")
+    ]
+    assert accepted == ["lockgate.start"]
+
+
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="Pydantic AI needs Python 3.11+")
 def test_the_agent_step_example_declares_a_graph_a_worker_serves() -> None:
     pytest.importorskip("pydantic_ai")

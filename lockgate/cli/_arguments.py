@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from typing import TYPE_CHECKING, Any
 
 from lockgate._defaults import (
@@ -20,7 +21,9 @@ from lockgate._defaults import (
     DEFAULT_WINDOW_SECONDS,
     ENROLMENT_SECRET_FILE_ENV,
     PAYLOAD_KEYS_FILE_ENV,
+    TASK_QUEUE_ENV,
     WORKER_SECRET_FILE_ENV,
+    command_task_queue,
 )
 from lockgate._version import __version__
 from lockgate.cli._output import CommandError
@@ -402,6 +405,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     pending = commands.add_parser("pending", parents=[common, signed], help="open gates")
     pending.add_argument("--of", metavar="ROLE", help="only the gates that ask this role")
+    pending.add_argument(
+        "--all-queues",
+        action="store_true",
+        help="every task queue whose workers serve lockgate, not only --task-queue",
+    )
 
     answer = argparse.ArgumentParser(add_help=False)  # what `decide` and `sign decide` take
     answer.add_argument("run", help="the run whose gate to answer")
@@ -479,8 +487,8 @@ def _add_global_options(parser: argparse.ArgumentParser, *, shown: bool) -> None
     option("--profile", help="Temporal env-config profile (or TEMPORAL_PROFILE)")
     option(
         "--task-queue",
-        default=DEFAULT_TASK_QUEUE,
-        help=f"lockgate's task queue (default {DEFAULT_TASK_QUEUE})",
+        default=command_task_queue(os.environ),
+        help=f"lockgate's task queue (default {TASK_QUEUE_ENV}, else {DEFAULT_TASK_QUEUE})",
     )
     option("--keys-dir", help="where private keys live (default .lockgate/keys)")
     option("--directory", help="Directory TOML (default .lockgate/directory.toml)")

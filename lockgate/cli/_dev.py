@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 from pathlib import Path
 
+from lockgate._defaults import TASK_QUEUE_ENV, task_queue_flag
 from lockgate.cli._inbox import inbox_socket, start_inbox
 from lockgate.cli._logs import log_the_dev_stack
 from lockgate.cli._output import CommandError
@@ -76,7 +78,7 @@ lockgate dev is up.
                     keys in {keys}, Directory in {directory}
 
 In another terminal, in this folder, with this Python's `lockgate` on PATH:
-  export TEMPORAL_ADDRESS={target}
+  export TEMPORAL_ADDRESS={target}{task_queue_export}
   lockgate start essay:review --as ada \\
       --inputs '{{"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}}'
   lockgate pending --of editor --as ed
@@ -188,6 +190,11 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
                     target=server.target,
                     namespace=server.namespace,
                     task_queue=arguments.task_queue,
+                    task_queue_export=(
+                        f"\n  export {TASK_QUEUE_ENV}={shlex.quote(arguments.task_queue)}"
+                        if task_queue_flag(arguments.task_queue, os.environ)
+                        else ""
+                    ),
                     server_log=SERVER_LOG,
                     worker_log=WORKER_LOG,
                     keys=keys_dir(arguments),

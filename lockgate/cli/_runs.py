@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
+from lockgate._defaults import task_queue_flag
 from lockgate.cli._arguments import json_argument
 from lockgate.cli._output import CommandError, fail, is_refused, print_json, report_result
 from lockgate.cli._settings import local_directory, operations, signer
@@ -145,13 +147,26 @@ async def start_run(arguments: argparse.Namespace) -> int:
     result = await door.start(arguments.graph, inputs, wait=not arguments.no_wait)
     if not arguments.json and not is_refused(result):
         print(_run_as_text(result))
-        gate = result.get("awaiting")
-        if gate:
-            print(
-                f"\nanswer it: lockgate decide {result['run_id']} {gate['choices'][0]['option']} "
-                "--as <an approver>"
-            )
+        _print_next_step(result, arguments)
     return report_result(result, arguments)
+
+
+def _print_next_step(result: RunView, arguments: argparse.Namespace) -> None:
+    """The command that carries a run on from where it stopped, as a person types it: on the
+    task queue it runs on, which the hint names unless the command reaches it without."""
+    flag = task_queue_flag(arguments.task_queue, os.environ)
+    gate = result.get("awaiting")
+    parked = result.get("parked")
+    if gate:
+        print(
+            f"\nanswer it: lockgate decide {result['run_id']} {gate['choices'][0]['option']} "
+            f"--as <an approver>{flag}"
+        )
+    elif parked:
+        print(
+            f"\nresume it: lockgate resume {result['run_id']} --as <someone who may run "
+            f"{parked['operation']}>{flag}"
+        )
 
 
 async def decide_gate(arguments: argparse.Namespace) -> int:
@@ -163,6 +178,7 @@ async def decide_gate(arguments: argparse.Namespace) -> int:
     )
     if not arguments.json and not is_refused(result):
         print(_run_as_text(result))
+        _print_next_step(result, arguments)
     return report_result(result, arguments)
 
 
@@ -199,11 +215,13 @@ def _report_run(result: RunView, arguments: argparse.Namespace) -> int:
     """Prints the run a signed act left (unless --json or refused); the command's status."""
     if not arguments.json and not is_refused(result):
         print(_run_as_text(result))
+        _print_next_step(result, arguments)
     return report_result(result, arguments)
 
 
-def graphs_as_text(graphs: list[dict[str, Any]]) -> str:
-    """The catalogue's graphs for a person: each one's versions, inputs and gates."""
+def graphs_as_text(graphs: list[dict[str, Any]], flag: str = "") -> str:
+    """The catalogue's graphs for a person: each one's versions, inputs and gates; ``flag`` is
+    what the start hints add to reach the task queue (see ``task_queue_flag``)."""
     if not graphs:
         return "no graphs served on this task queue"
     blocks: list[str] = []
@@ -242,9 +260,11 @@ def graphs_as_text(graphs: list[dict[str, Any]]) -> str:
                 if gate.get("because"):
                     lines.append(f"      {gate['because']}")
         if graph.get("needs_signed_start"):
-            lines.append(f"  start: lockgate start {graph['name']} --as YOU --inputs '{{...}}'")
+            lines.append(
+                f"  start: lockgate start {graph['name']} --as YOU --inputs '{{...}}'{flag}"
+            )
         else:
-            lines.append(f"  start: lockgate start {graph['name']} --inputs '{{...}}'")
+            lines.append(f"  start: lockgate start {graph['name']} --inputs '{{...}}'{flag}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -259,7 +279,7 @@ async def list_graphs(arguments: argparse.Namespace) -> int:
     if arguments.json:
         print_json(graphs)
     else:
-        print(graphs_as_text(graphs))
+        print(graphs_as_text(graphs, task_queue_flag(arguments.task_queue, os.environ)))
     return 0
 
 
@@ -275,7 +295,7 @@ async def show_run(arguments: argparse.Namespace) -> int:
 async def list_pending_gates(arguments: argparse.Namespace) -> int:
     """``lockgate pending``: open gates, and with ``--as`` whether that principal may answer."""
     door = await operations(arguments, signer(arguments), directory=local_directory(arguments))
-    listed = await door.pending(arguments.of)
+    listed = await door.pending(arguments.of, all_queues=arguments.all_queues)
     if is_refused(listed):
         return report_result(listed, arguments)
     rows: list[PendingGate] = listed["pending"]
@@ -288,7 +308,11 @@ async def list_pending_gates(arguments: argparse.Namespace) -> int:
     for row in rows:
         target = row.get("target") or {}
         named = ", ".join(f"{key}={value!r}" for key, value in target.items())
-        print(f"{row['run_id']}  {row['graph']}  gate {row['gate']}  for {row['role']}  {named}")
+        queue = f"  task queue {row['task_queue']}" if "task_queue" in row else ""
+        print(
+            f"{row['run_id']}  {row['graph']}  gate {row['gate']}  for {row['role']}{queue}  "
+            f"{named}"
+        )
         print(f"  opened by {row['requester']}: {row['because']}")
         for line in gate_rules(row):
             print(f"  {line}")

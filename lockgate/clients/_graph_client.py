@@ -26,6 +26,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any, Concatenate, cast, overload
 
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import (
     Client,
     WorkflowExecutionDescription,
@@ -60,12 +63,12 @@ from lockgate.clients._client_support import (
     execution_closed,
     graph_name,
     quote_literal,
-    refused_by_update,
     status_name,
     summary_of,
     update_refusal,
     updated,
 )
+from lockgate.clients._own_starts import prove_own_start
 from lockgate.contracts import PendingGate, RunView, refusal
 from lockgate.gates._authority import Authority
 from lockgate.gates._gates import OpenGate
@@ -89,7 +92,6 @@ from lockgate.workflows._own_start import (
     OWN_START_UPDATE,
     SIGNED_START_MEMO,
     payload_arguments,
-    start_arguments,
 )
 from lockgate.workflows._own_workflows import workflow_type_name
 from lockgate.workflows._search_attributes import (
@@ -97,7 +99,7 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_GRAPH,
     LOCKGATE_STATE,
 )
-from lockgate.workflows._signed_starts import SIGNED_START_WITHIN, StartRefusedError, withdraw
+from lockgate.workflows._signed_starts import SIGNED_START_WITHIN, withdraw
 
 __all__ = ["QUERY_TIMEOUT", "SERVED_GRAPHS_FOR", "GraphClient"]
 
@@ -128,15 +130,14 @@ def starting_attributes(name: str, given: Any = None) -> Any:
     return TypedSearchAttributes(pairs)
 
 
+_CATALOGUE_WAIT = timedelta(seconds=3)
+"""How long a queue's workers have to answer lockgate's catalogue, for pending across queues."""
+
 QUERY_TIMEOUT = timedelta(seconds=10)
 """How long a client waits for a run's worker to answer a query."""
 
 SERVED_GRAPHS_FOR = 30.0
 """Seconds a client believes a graph it found in its task queue's catalogue is still served."""
-
-
-_ENDED_BEFORE_THE_UPDATE = "AcceptedUpdateCompletedWorkflow"
-"""The failure of an update whose run ended after accepting it, before its handler finished."""
 
 
 class GraphClient:
@@ -403,20 +404,10 @@ class GraphClient:
             start_delay=SIGNED_START_WITHIN,
             **options,
         )
-        execution = handle.first_execution_run_id or ""
-        arguments = start_arguments(self.client.data_converter.payload_converter, list(args))
-        proof = signer.sign(start_binding(name, id, execution, {"args": arguments}))
-        proven = self.client.get_workflow_handle(id, run_id=execution)
-        try:
-            await proven.execute_update(OWN_START_UPDATE, proof, result_type=dict)
-        except WorkflowUpdateFailedError as error:
-            code, sentence = refused_by_update(error)
-            if code == _ENDED_BEFORE_THE_UPDATE:
-                # Accepted, and the run's own code ended it before its handler was done (the
-                # handler records its seal first): the run's end says how it went.
-                return handle
-            await withdraw(proven)
-            raise StartRefusedError(code, sentence, run_id=id) from None
+        proven = self.client.get_workflow_handle(id, run_id=handle.first_execution_run_id or "")
+        await prove_own_start(
+            proven, signer, self.client.data_converter.payload_converter, name, args
+        )
         return handle
 
     async def _settled(
@@ -957,7 +948,9 @@ class GraphClient:
                 run_id=run_id,
             )
 
-    async def pending(self, of: str | None = None, viewer: str | None = None) -> list[PendingGate]:
+    async def pending(
+        self, of: str | None = None, viewer: str | None = None, *, all_queues: bool = False
+    ) -> list[PendingGate]:
         """Open gates across runs, read from search attributes and memo (no worker needed).
 
         Args:
@@ -965,10 +958,21 @@ class GraphClient:
             viewer: A principal: each option says whether they ``may`` take it and ``why_not``
                 (judged against the client's Directory). A name the Directory holds no key or
                 passkey for is not verified, and may take nothing. Defaults to the signer.
+            all_queues: Not only this client's task queue: every queue with an open gate
+                whose workers serve lockgate (see :meth:`served_queues`); each row then says
+                its ``task_queue``.
 
         Returns:
             One row per open gate, each option with ``leads_to`` and ``needs``.
         """
+        if all_queues:
+            rows: list[PendingGate] = []
+            for queue in await self.served_queues(of):
+                runs = GraphClient(self.client, queue, self.signer, directory=self.directory)
+                for row in await runs.pending(of, viewer):
+                    row["task_queue"] = queue
+                    rows.append(row)
+            return rows
         # Only runs on this client's task queue: anyone may start a workflow of their own named
         # like a graph, with lockgate's memo and search attributes, but not on these workers.
         query = (
@@ -979,7 +983,7 @@ class GraphClient:
             query += f" AND {LOCKGATE_AWAITING.name} = {quote_literal(of)}"
         viewer = viewer if viewer is not None else (self.signer.principal if self.signer else None)
         authority = self._viewer_judge
-        rows: list[PendingGate] = []
+        rows = []
         async for execution in self.client.list_workflows(query):
             memo = await execution.memo()
             gate_memo = memo.get("lockgate_gate")
@@ -1011,6 +1015,44 @@ class GraphClient:
                     shown["why_not"] = verdict.reason
             rows.append(row)
         return rows
+
+    async def served_queues(self, of: str | None = None) -> list[str]:
+        """The task queues where runs wait at a gate (asking ``of``, if given) and whose workers
+        serve lockgate, sorted: found through visibility, each kept once a worker of it answers
+        lockgate's catalogue (a worker that is not lockgate's never does, so a stranger's queue
+        of look-alike runs is left out). This client's own queue is kept without asking."""
+        query = f"{LOCKGATE_STATE.name} = 'waiting' AND ExecutionStatus = 'Running'"
+        if of is not None:
+            query += f" AND {LOCKGATE_AWAITING.name} = {quote_literal(of)}"
+        queues = {execution.task_queue async for execution in self.client.list_workflows(query)}
+        others = sorted(queues - {self.task_queue})
+        # Asked all at once: a queue whose workers have gone takes the whole wait to say so.
+        answers = await asyncio.gather(*(self._answers_as_lockgate(queue) for queue in others))
+        served = [
+            queue
+            for queue, answers_as_lockgate in zip(others, answers, strict=True)
+            if answers_as_lockgate
+        ]
+        return sorted(served + ([self.task_queue] if self.task_queue in queues else []))
+
+    async def _answers_as_lockgate(self, queue: str) -> bool:
+        """Whether a worker of ``queue`` answers lockgate's catalogue. A queue nobody polls is
+        not asked at all, so nothing is started on it (its catalogue run would wait for ever)."""
+        described = await self.client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=self.client.namespace,
+                task_queue=TaskQueue(name=queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+        if not described.pollers:
+            return False
+        try:
+            await read_catalogue(self.client, queue, wait=_CATALOGUE_WAIT)
+        except (CatalogueError, RPCError, WorkflowQueryFailedError) as error:
+            _log.info("lockgate: task queue '%s' does not answer as lockgate's: %s", queue, error)
+            return False
+        return True
 
     async def _names_its_execution(self, run_id: str, current_run: str, gate: OpenGate) -> bool:
         """Whether a gate memo names its run's execution: only the run's worker can write that

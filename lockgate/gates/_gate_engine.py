@@ -22,21 +22,35 @@ from lockgate.gates._approval_policies import SINGLE_POLICY, GateAnswer, tally
 from lockgate.gates._gates import OpenGate
 from lockgate.gates._trail import trail_row
 from lockgate.identity._actors import Actor
+from lockgate.identity._names import UNVERIFIED_PREFIX
 from lockgate.tools._authorization import DEADLINE_CHANNEL
 from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
     "DEADLINE_ACTOR",
+    "MADE_THE_WORK",
+    "OWN_GATE",
     "GivenAnswer",
     "answer_counted",
     "deadline_passed",
     "evidence_of_decision",
+    "four_eyes",
     "gate_memo",
     "gate_to_judge",
     "opened",
     "uncountable_answer",
+    "unsigned_gate_refusal",
     "waits_to_be_counted",
 ]
+
+OWN_GATE = (
+    "{actor} opened this gate, so it cannot approve it: the work and its approval need two "
+    "different people"
+)
+MADE_THE_WORK = (
+    "{actor} drove work this gate reviews, so it cannot approve it: the work and its approval "
+    "need two different people"
+)
 
 DEADLINE_ACTOR = Actor.unverified(DEADLINE_CHANNEL)
 """Who the trail records when a deadline decides: the system, never a person (it holds
@@ -63,6 +77,42 @@ class GivenAnswer:
     def approver(self) -> str:
         """The name the gate counts the answer under: the principal, else the actor."""
         return self.actor.principal or self.actor.actor
+
+
+def four_eyes(actor: Actor, gate: OpenGate) -> str | None:
+    """Why ``actor`` may not answer ``gate`` under four eyes; None when it may.
+
+    Nobody approves work they asked for or made: not the run's requester (a person or a
+    service, whoever signed its start), nor anyone who drove work the gate reviews (its makers).
+    A run with no verified requester (started unsigned, where its declaration allows that) has
+    nobody in the requester's place: every verified approver may answer unless they made the
+    work. The rule for graph runs and workflows of your own alike.
+    """
+    if not gate.requester.startswith(UNVERIFIED_PREFIX) and actor.actor == gate.requester:
+        return OWN_GATE.format(actor=actor.actor)
+    if actor.principal is not None and actor.principal in gate.makers:
+        return MADE_THE_WORK.format(actor=actor.actor)
+    return None
+
+
+def unsigned_gate_refusal(
+    requester: Actor, *, unsigned_start_allowed: bool, workflow_type: str
+) -> str | None:
+    """Why a run may not open a gate, as a sentence; None when it may.
+
+    A gate's four eyes need to know who asked for the work, so a run opens one only once a
+    signed start named its requester, unless the run's declaration allows unsigned starts
+    (``@graph(allow_unsigned_start=True)``, ``LockgatePlugin(unsigned_starts=[...])``): then
+    :func:`four_eyes` lets every verified approver who did not make the work answer.
+    """
+    if requester.verified or unsigned_start_allowed:
+        return None
+    return (
+        f"Workflow '{workflow_type}' was started unsigned ({requester.actor}), so its gate "
+        "cannot tell who asked for the work, and four eyes need to: start it signed "
+        "(GraphClient.start_workflow, or a client with LockgateClientPlugin and a signer), or "
+        f"let it start unsigned with LockgatePlugin(unsigned_starts=['{workflow_type}'])."
+    )
 
 
 def opened(declared: OpenGate, now: datetime, escalated_from: OpenGate | None = None) -> OpenGate:

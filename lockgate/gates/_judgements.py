@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from lockgate.gates._authority import Authority, answer_refusal_sentence, why_node_refuses
 from lockgate.gates._evidence import evidence_problem
+from lockgate.gates._gate_engine import four_eyes
 from lockgate.gates._gates import OpenGate, ParkedNode
 from lockgate.gates._limits import shorten
 from lockgate.identity._actors import Actor
@@ -26,9 +27,7 @@ from lockgate.identity._proofs import Proof
 from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
-    "MADE_THE_WORK",
     "MAX_CANCEL_REASON_CHARS",
-    "OWN_GATE",
     "Judgement",
     "ViewerChoice",
     "judge_answer",
@@ -40,14 +39,6 @@ __all__ = [
     "judge_viewer",
 ]
 
-OWN_GATE = (
-    "{actor} opened this gate, so it cannot approve it: the work and its approval need two "
-    "different people"
-)
-MADE_THE_WORK = (
-    "{actor} drove work this gate reviews, so it cannot approve it: the work and its approval "
-    "need two different people"
-)
 _UNVERIFIED_ANSWER = (
     "A gate is answered by a verified actor, a signed call, and this answer carries no valid "
     "proof: {why}"
@@ -393,7 +384,7 @@ def judge_answer(
         refused = _not_a_waiver(waiver, gate, act.get("evidence"))
         if refused is not None:
             return dataclasses.replace(refused, actor=actor, choice=chosen.option)
-    conflict = _four_eyes(actor, gate)
+    conflict = four_eyes(actor, gate)
     if conflict is not None:
         return Judgement.refuse(
             ErrorCode.SELF_APPROVAL_FORBIDDEN, conflict + ".", actor=actor, choice=chosen.option
@@ -470,15 +461,6 @@ def _sign_in_refusal(actor: Actor, gate: OpenGate, now: float) -> str | None:
             f"{actor.actor} signed in earlier: sign in again and answer. The gate is still "
             "waiting."
         )
-    return None
-
-
-def _four_eyes(actor: Actor, gate: OpenGate) -> str | None:
-    """Why ``actor`` may not approve the work behind ``gate`` (made it, or asked for it)."""
-    if actor.actor == gate.requester:
-        return OWN_GATE.format(actor=actor.actor)
-    if actor.principal is not None and actor.principal in gate.makers:
-        return MADE_THE_WORK.format(actor=actor.actor)
     return None
 
 
@@ -735,7 +717,7 @@ def judge_viewer(
     roles = authority.roles_of(actor)
     holds = authority.scopes_of(actor)
     for choice in gate.choices:
-        conflict = _four_eyes(actor, gate)
+        conflict = four_eyes(actor, gate)
         if conflict is not None:
             because = "requester" if actor.actor == gate.requester else "maker"
             verdicts.append(ViewerChoice(choice.option, False, because, conflict))

@@ -163,6 +163,7 @@ def inbox_app(
             request=request,
             viewer=viewer_of(request),
             open_to_anyone=open_to_anyone,
+            task_queue=task_queue,
             rp_id=relying_party.id,
             poll_ms=int(poll_seconds * 1000),
             **values,

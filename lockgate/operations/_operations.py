@@ -24,6 +24,7 @@ from typing import Any, cast
 
 from temporalio.client import Client
 
+from lockgate._defaults import task_queue_flag
 from lockgate.clients._graph_client import GraphClient
 from lockgate.clients._tool_client import ToolClient
 from lockgate.contracts import RunView, ToolCallResult, refusal
@@ -220,10 +221,13 @@ class Operations:
         rows = await self._runs.list(graph.strip() if graph is not None else None)
         return {"ok": True, "count": len(rows), "runs": rows}
 
-    async def pending(self, role: object = None, *, viewer: str | None = None) -> dict[str, Any]:
+    async def pending(
+        self, role: object = None, *, viewer: str | None = None, all_queues: bool = False
+    ) -> dict[str, Any]:
         """``{ok, count, pending}``: the open gates (asking ``role``, if given), each option with
         where it leads and, where the door has a Directory, whether ``viewer`` (by default the
-        signer's principal) may take it and why not.
+        signer's principal) may take it and why not. ``all_queues`` looks across every task
+        queue whose workers serve lockgate, not only the door's (each row names its queue).
 
         ``viewer`` only says whose options to judge for a page or a list; it proves nobody, and
         an answer is judged again, on its proof, by the run's worker.
@@ -235,7 +239,7 @@ class Operations:
                     f"pending: `role` is a role's name, and this is not one: {_quoted(role)}.",
                 )
             )
-        rows = await self._runs.pending(of=role or None, viewer=viewer)
+        rows = await self._runs.pending(of=role or None, viewer=viewer, all_queues=all_queues)
         return {"ok": True, "count": len(rows), "pending": [dict(row) for row in rows]}
 
     async def serves(self, run: str) -> bool:
@@ -295,7 +299,8 @@ class Operations:
                 "A gate is answered by a verified actor — a signed call — and this call carries "
                 "no proof: the approver is read from a signature, never from who holds this "
                 "connection or from the arguments. The approver signs with their own key, "
-                f"`lockgate sign decide {_quoted(run_id)} {_quoted(hint)} --as <approver>`, and "
+                f"`lockgate sign decide {_quoted(run_id)} {_quoted(hint)} --as <approver>"
+                f"{task_queue_flag(self.task_queue)}`, and "
                 "the printed JSON is passed here as `proof`.",
                 run_id=run_id,
             )
@@ -323,7 +328,8 @@ class Operations:
                 ErrorCode.UNAUTHORIZED,
                 f"A run is resumed by someone allowed to run its parked node, and "
                 f"{self.principal} is nobody's verified caller. Pass what `lockgate sign resume "
-                f"{_quoted(run_id)} --as <principal>` prints as `proof`.",
+                f"{_quoted(run_id)} --as <principal>{task_queue_flag(self.task_queue)}` prints "
+                "as `proof`.",
                 run_id=run_id,
             )
         return await self._runs.resume(run_id)

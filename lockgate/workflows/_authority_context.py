@@ -82,6 +82,7 @@ __all__ = [
     "record_once",
     "run_arguments",
     "sealing_own_call",
+    "unsigned_start_allowed",
 ]
 
 CARRY_SEAL_HEADER = "lockgate-carry-seal"
@@ -115,6 +116,10 @@ _ARGUMENTS: contextvars.ContextVar[Sequence[Any]] = contextvars.ContextVar(
     "lockgate_run_arguments", default=()
 )
 
+_UNSIGNED_STARTS: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "lockgate_unsigned_starts", default=frozenset()
+)
+
 _OWN_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("lockgate_own_call", default=False)
 
 _OWN_START: contextvars.ContextVar[OwnStart | None] = contextvars.ContextVar(
@@ -126,6 +131,13 @@ def current_tools() -> ToolRegistry | None:
     """The tools of the worker running this workflow (its code, the same on every replay, as a
     graph's compiled nodes are); None outside a run on a lockgate worker."""
     return _TOOLS.get()
+
+
+def unsigned_start_allowed() -> bool:
+    """Whether this run's workflow type (one of the user's own) may open gates although it was
+    started unsigned: the worker's ``LockgatePlugin(unsigned_starts=[...])``, part of its code
+    as its workflows are (so the same on every replay of a run it serves)."""
+    return workflow.info().workflow_type in _UNSIGNED_STARTS.get()
 
 
 def run_arguments() -> Sequence[Any]:
@@ -206,6 +218,7 @@ def _is_lockgate_workflow() -> bool:
 class _AuthorityInbound(WorkflowInboundInterceptor):
     authority: Authority
     tools: ToolRegistry | None
+    unsigned_starts: frozenset[str]
     seals: HistorySeals
     outbound: type[_SealingOutbound]
 
@@ -225,6 +238,7 @@ class _AuthorityInbound(WorkflowInboundInterceptor):
         # from another context, where a reset would fail).
         _AUDIT.set(self.authority.audit)
         _TOOLS.set(self.tools)
+        _UNSIGNED_STARTS.set(self.unsigned_starts)
         using_history_seals(self.seals)
         _ARGUMENTS.set(tuple(input.args))
         _OWN_START.set(self.own_start)
@@ -333,6 +347,8 @@ class AuthorityInterceptor(temporalio.worker.Interceptor):
         tools: The worker's tools, as its runs see them.
         unsealed_runs_before: Believe the unsealed history of runs started before this moment
             (see :class:`~lockgate.workflows._history_seals.HistorySeals`).
+        unsigned_starts: The workflow types of the user's own whose runs may open gates
+            although started unsigned.
     """
 
     def __init__(
@@ -341,6 +357,7 @@ class AuthorityInterceptor(temporalio.worker.Interceptor):
         tools: ToolRegistry | None = None,
         *,
         unsealed_runs_before: datetime | None = None,
+        unsigned_starts: frozenset[str] = frozenset(),
     ) -> None:
         self.authority = authority
         seals = HistorySeals(authority.secret, authority.audit, unsealed_runs_before)
@@ -348,7 +365,13 @@ class AuthorityInterceptor(temporalio.worker.Interceptor):
         self._inbound = type(
             "AuthorityInbound",
             (_AuthorityInbound,),
-            {"authority": authority, "tools": tools, "seals": seals, "outbound": outbound},
+            {
+                "authority": authority,
+                "tools": tools,
+                "unsigned_starts": unsigned_starts,
+                "seals": seals,
+                "outbound": outbound,
+            },
         )
 
     def workflow_interceptor_class(

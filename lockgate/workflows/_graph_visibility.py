@@ -16,6 +16,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import SearchAttributeUpdate
 
+from lockgate._defaults import task_queue_flag
 from lockgate.activities._activity_inputs import SETTLING_PROTOCOL
 from lockgate.gates._gate_engine import gate_memo
 from lockgate.gates._gates import ParkedNode
@@ -196,6 +197,7 @@ class RunVisibility:
         """What the run is doing, in the Temporal UI's words (Markdown)."""
         graph = f"**{self._this.graph.name}** v{self._this.graph.version}"
         run_id = self._this.run_id
+        flag = task_queue_flag(workflow.info().task_queue)
         gate = self._run.gate
         standing = self._standing
         if standing.status == "waiting" and gate is not None:
@@ -214,12 +216,12 @@ class RunVisibility:
             return (
                 f"{graph} waits for **{a_role(gate.role)}** at gate `{gate.gate}`: "
                 f"{gate.because} Options: {options}. Answer with `lockgate decide "
-                f"{run_id} OPTION --as YOU`."
+                f"{run_id} OPTION --as YOU{flag}`."
             )
         if standing.status == "parked" and standing.parked is not None:
             return (
                 f"{graph} is parked at node `{standing.parked.node}` "
-                f"({standing.parked.operation}): `lockgate resume {run_id} --as SOMEONE` "
+                f"({standing.parked.operation}): `lockgate resume {run_id} --as SOMEONE{flag}` "
                 "carries it on."
             )
         if standing.status == "refused" and standing.refusal is not None:
@@ -229,7 +231,10 @@ class RunVisibility:
         if standing.status == "cancelled" and standing.canceller is not None:
             return f"{graph} was cancelled by {standing.canceller.actor}."
         if standing.status == "starting":
-            return f"{graph} waits for its signed start proof (`lockgate sign start {run_id}`)."
+            return (
+                f"{graph} waits for its signed start proof (`lockgate sign start {run_id} "
+                f"--as YOU{flag}`)."
+            )
         return f"{graph} is running (at `{self._run.state}`, driven by {self._run.driver.actor})."
 
 

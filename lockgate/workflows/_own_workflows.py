@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Generic, NoReturn, TypeVar
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeUpdate
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from lockgate.activities._activity_inputs import (
     OPEN_WORKFLOW_START,
@@ -53,6 +53,7 @@ from lockgate.gates._gate_engine import (
     gate_to_judge,
     opened,
     uncountable_answer,
+    unsigned_gate_refusal,
     waits_to_be_counted,
 )
 from lockgate.gates._gates import GateChoice, OpenGate, awaiting_view
@@ -65,6 +66,7 @@ from lockgate.graphs._declare import Ask, GraphDeclarationError
 from lockgate.identity._actors import Actor
 from lockgate.identity._proofs import Proof
 from lockgate.tools._authorization import DEADLINE_CHANNEL
+from lockgate.tools._configuration import refused_setting
 from lockgate.tools._tool import definition_of
 from lockgate.tools._tool_result import ErrorCode, ToolResult
 from lockgate.workflows._accepted_updates import believe_update
@@ -78,12 +80,14 @@ from lockgate.workflows._activity_options import (
 )
 from lockgate.workflows._authority_context import (
     OWN_RUN_FINISHED,
+    current_audit,
     current_own_start,
     current_tools,
     judging_authority,
     record_once,
     run_arguments,
     sealing_own_call,
+    unsigned_start_allowed,
 )
 from lockgate.workflows._failures import refuse_update
 from lockgate.workflows._graph_inputs import one_answer
@@ -95,7 +99,15 @@ from lockgate.workflows._search_attributes import (
 )
 from lockgate.workflows._signed_starts import await_signed_start
 
-__all__ = ["START_PROOF_MEMO", "Decision", "_OwnRun", "call_tool", "gate", "workflow_type_name"]
+__all__ = [
+    "START_PROOF_MEMO",
+    "Decision",
+    "_OwnRun",
+    "call_tool",
+    "gate",
+    "workflow_type_name",
+    "workflow_type_names",
+]
 
 
 START_PROOF_MEMO = "lockgate_start"
@@ -111,6 +123,34 @@ def workflow_type_name(run: Callable[..., Any]) -> str:
     if definition is None or definition.name is None:
         raise ValueError(f"{run!r} is not the @workflow.run method of a @workflow.defn class.")
     return definition.name
+
+
+def workflow_type_names(where: str, setting: str, workflows: object) -> frozenset[str]:
+    """The workflow type names of ``workflows``: ``@workflow.defn`` classes, their run methods,
+    or type names.
+
+    Raises:
+        TypeError: ``workflows`` is not a list of those, naming the setting and what it got.
+    """
+    described = "a list of @workflow.defn classes, their run methods or workflow type names"
+    if isinstance(workflows, (str, bytes)) or not isinstance(workflows, Iterable):
+        raise refused_setting(where, setting, workflows, described)
+    names: set[str] = set()
+    for item in workflows:
+        if isinstance(item, str) and item:
+            names.add(item)
+            continue
+        definition = (
+            workflow._Definition.from_class(item)
+            if isinstance(item, type)
+            else workflow._Definition.from_run_fn(item)
+            if callable(item)
+            else None
+        )
+        if definition is None or definition.name is None:
+            raise refused_setting(where, setting, item, described)
+        names.add(definition.name)
+    return frozenset(names)
 
 
 def _local_tools() -> list[str]:
@@ -154,6 +194,10 @@ def _enum_value(options: type[enum.Enum], code: str) -> Any:
 
 
 _RUN = "__lockgate_run__"
+
+
+_SIGNED_GATES_PATCH = "lockgate-own-gates-need-a-requester"
+"""Marks a run of the user's own refused at a gate because nobody signed its start."""
 
 
 _UPDATES = ("decide",)
@@ -390,6 +434,15 @@ class _OwnRun:
         leads_to: Mapping[Any, str | Callable[..., Any]] | None,
     ) -> Decision[Any]:
         await self._open()
+        assert self.requester is not None
+        refused = unsigned_gate_refusal(
+            self.requester,
+            unsigned_start_allowed=unsigned_start_allowed(),
+            workflow_type=self.workflow_type,
+        )
+        # A run recorded before this rule opened its gate unsigned: it replays as it ran.
+        if refused is not None and workflow.patched(_SIGNED_GATES_PATCH):
+            self._refuse_gate(refused)
         where = f"Workflow {self.workflow_type}"
         if not (isinstance(ask.options, type) and issubclass(ask.options, enum.Enum)):
             raise GraphDeclarationError(f"{where}: Ask names {ask.options!r}, not an enum.")
@@ -430,6 +483,24 @@ class _OwnRun:
             evidence_given,
             given.waiver if given is not None else None,
         )
+
+    def _refuse_gate(self, sentence: str) -> NoReturn:
+        """Ends the run at a gate it may not open, saying why in its trail, its audit log and
+        the failure its starter reads."""
+        self.trail.append(
+            trail_row(None, "gate", "refused", self.requester or self.driver, why=sentence)
+        )
+        audit = current_audit()
+        if audit is not None and not workflow.unsafe.is_replaying():
+            audit.refused(
+                "gate.open",
+                ErrorCode.UNAUTHORIZED,
+                sentence,
+                actor=self.driver.to_dict(),
+                graph=self.workflow_type,
+                run=self.run_id,
+            )
+        raise ApplicationError(sentence, type=ErrorCode.UNAUTHORIZED.value, non_retryable=True)
 
     def _choices(
         self,

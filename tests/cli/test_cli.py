@@ -166,7 +166,11 @@ async def test_graphs_lists_each_graph_with_its_inputs_gates_and_roles(
     assert (
         "    editor_call: asks role editor; options publish_as_is, one_more_round, abandon"
     ) in lines
-    assert "  start: lockgate start essay:review --as YOU --inputs '{...}'" in lines
+    # The line reaches the queue it was listed from (the test's, not the default one).
+    assert (
+        "  start: lockgate start essay:review --as YOU --inputs '{...}' "
+        f"--task-queue {lockgate_command.task_queue}"
+    ) in lines
     graphs = json.loads(as_json.out)
     assert [graph["name"] for graph in graphs] == ["essay:review"]
     assert graphs[0]["versions"] == [1]

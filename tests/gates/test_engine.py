@@ -23,10 +23,12 @@ from lockgate.gates._gate_engine import (
     answer_counted,
     deadline_passed,
     evidence_of_decision,
+    four_eyes,
     gate_memo,
     gate_to_judge,
     opened,
     uncountable_answer,
+    unsigned_gate_refusal,
     waits_to_be_counted,
 )
 from lockgate.gates._gates import GateChoice, OpenGate
@@ -253,3 +255,37 @@ def test_a_deadline_says_its_wait_in_the_largest_whole_unit() -> None:
         "90 seconds",
         "1.5 seconds",
     ]
+
+
+def test_four_eyes_keep_the_verified_requester_and_the_makers_from_answering() -> None:
+    gate = dataclasses.replace(_gate(), makers=("lee",))
+    assert "opened this gate" in (four_eyes(_person("ada"), gate) or "")
+    assert "drove work this gate reviews" in (four_eyes(_person("lee"), gate) or "")
+    assert four_eyes(_person("mo"), gate) is None
+
+
+def test_with_no_verified_requester_every_approver_may_answer_who_did_not_make_the_work() -> None:
+    unsigned = Actor.unverified("temporal")
+    gate = dataclasses.replace(_gate(), requester=unsigned.actor, makers=("lee",))
+    assert four_eyes(_person("ada"), gate) is None
+    assert four_eyes(_person("mo"), gate) is None
+    assert "drove work this gate reviews" in (four_eyes(_person("lee"), gate) or "")
+
+
+def test_a_gate_opens_unsigned_only_where_the_declaration_allows_it() -> None:
+    unsigned = Actor.unverified("temporal")
+    refused = unsigned_gate_refusal(
+        unsigned, unsigned_start_allowed=False, workflow_type="support:refund"
+    )
+    assert refused is not None and "started unsigned" in refused
+    assert "unsigned_starts=['support:refund']" in refused
+    assert (
+        unsigned_gate_refusal(unsigned, unsigned_start_allowed=True, workflow_type="support:refund")
+        is None
+    )
+    assert (
+        unsigned_gate_refusal(
+            _person("ada"), unsigned_start_allowed=False, workflow_type="support:refund"
+        )
+        is None
+    )

@@ -38,6 +38,9 @@ class Command:
     address: str | None
     task_queue: str
     extra_environment: dict[str, str] | None = None
+    pass_task_queue: bool = True
+    """Add ``--task-queue`` to every command that takes one (off: the command's default
+    applies, as in a terminal where nobody typed it)."""
 
     async def __call__(self, *arguments: str, timeout: float = 60) -> Ran:
         environment = {
@@ -53,7 +56,11 @@ class Command:
             "-m",
             "lockgate.cli",
             *arguments,
-            *(("--task-queue", self.task_queue) if _takes_task_queue(arguments) else ()),
+            *(
+                ("--task-queue", self.task_queue)
+                if self.pass_task_queue and _takes_task_queue(arguments)
+                else ()
+            ),
             cwd=self.cwd,
             env=environment,
             stdout=asyncio.subprocess.PIPE,

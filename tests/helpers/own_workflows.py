@@ -105,3 +105,29 @@ class MisdeclaredGateWorkflow:
     async def run(self) -> str:
         decided = await gate(Ask("issue or decline", of="support-lead"))  # type: ignore[arg-type]
         return str(decided.choice)
+
+
+@workflow.defn(name="support:goodwill")
+class GoodwillWorkflow:
+    """A goodwill refund: a lead approves it first, the approver issues it, and a second lead
+    closes it. Nothing before its first gate needs anyone, so an unsigned start reaches it."""
+
+    @workflow.run
+    async def run(self, request: RefundRequest) -> dict[str, Any]:
+        decided = await gate(
+            Ask(Refund, of="support-lead", because="Goodwill needs a support lead."),
+            subject={"ticket": request.ticket, "amount": request.amount},
+            leads_to={Refund.ISSUE: issue_refund},
+        )
+        if decided.choice is Refund.DECLINE:
+            return {"outcome": "declined", "by": decided.by["actor"]}
+        refund = await call_tool(issue_refund, {"ticket": request.ticket, "amount": request.amount})
+        closed = await gate(
+            Ask(Closure, of="support-lead", because="Someone else checks the refund."),
+            subject={"ticket": request.ticket, "refunded": refund.data},
+        )
+        return {
+            "outcome": "refunded" if refund.success else "refund failed",
+            "approved_by": decided.by["actor"],
+            "closed_by": closed.by["actor"],
+        }

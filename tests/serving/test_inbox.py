@@ -198,6 +198,7 @@ async def test_an_open_inbox_shows_a_visitor_the_gates_and_why_they_may_take_non
     assert disabled and all(disabled)
     assert "a gate is answered by a verified person" in (why or "")
     assert "anyone who reaches this page reads every run" in (notice or "")
+    assert f"reads every run of task queue {place.runs.task_queue}" in (notice or "")
 
 
 async def test_a_page_answers_the_gate_it_showed_and_never_one_opened_since(

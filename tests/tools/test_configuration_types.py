@@ -215,6 +215,16 @@ def test_a_gate_policy_that_is_not_one_is_refused_when_the_graph_compiles() -> N
             "LockgatePlugin: unsealed_runs_before must be a datetime with a time zone or None, "
             "and it got str '2026-12-04'.",
         ),
+        (
+            {"unsigned_starts": "support:refund"},
+            "LockgatePlugin: unsigned_starts must be a list of @workflow.defn classes, their run "
+            "methods or workflow type names, and it got str 'support:refund'.",
+        ),
+        (
+            {"unsigned_starts": [42]},
+            "LockgatePlugin: unsigned_starts must be a list of @workflow.defn classes, their run "
+            "methods or workflow type names, and it got int 42.",
+        ),
     ],
 )
 def test_a_plugin_setting_of_the_wrong_type_is_refused_when_the_plugin_is_built(
