@@ -172,33 +172,41 @@ class Signer:
         >>> signer.sign({"kind": "resume", "run": "essay:review-1a2b"})  # doctest: +SKIP
     """
 
-    _private_key: Ed25519PrivateKey | None
-    _get_token: Callable[[str], str] | None
-
     def __init__(
         self,
         principal: str,
-        private_key: Ed25519PrivateKey,
+        private_key: Ed25519PrivateKey | None,
         channel: str = "cli",
         clock: Callable[[], float] = time.time,
+        *,
+        get_token: Callable[[str], str] | None = None,
     ) -> None:
         """Makes a signer.
 
         Args:
-            principal: Who signs; the name the verifier's Directory lists.
-            private_key: The principal's private key.
+            principal: Who signs; the name the verifier's Directory lists (a person from the
+                identity provider: ``sso:ISSUER:PERSON``).
+            private_key: The principal's private key; None for a signer with ``get_token``.
             channel: Where the proofs are sent from, recorded in each proof.
             clock: Returns unix seconds; injectable for tests.
+            get_token: In place of a key, returns an ID token carrying the ``nonce`` it is given
+                (see :meth:`from_identity_provider`).
 
         Raises:
-            IdentityError: ``principal`` or ``channel`` is not a valid name.
+            IdentityError: ``principal`` or ``channel`` is not a valid name, or the signer was
+                given both a key and ``get_token``, or neither.
         """
         check_principal_name(principal)
         check_channel_name(channel)
+        if (private_key is None) == (get_token is None):
+            raise IdentityError(
+                f"A signer for {principal} signs with a private key or with ID tokens "
+                "(get_token): give exactly one."
+            )
         self.principal = principal
         self.channel = channel
         self._private_key = private_key
-        self._get_token = None
+        self._get_token = get_token
         self._clock = clock
 
     @classmethod
@@ -210,30 +218,10 @@ class Signer:
         clock: Callable[[], float] = time.time,
     ) -> Signer:
         """Makes a signer whose proofs carry an ID token in place of a signature, one fresh
-        token per proof.
-
-        ``get_token(nonce)`` asks the identity provider for an ID token whose ``nonce`` is the
-        digest of the rest of the proof (a sign-in with that nonce), so the provider vouches for
-        exactly this act.
-
-        Args:
-            principal: The person as the worker names them: ``sso:ISSUER:PERSON``.
-            get_token: Returns an ID token carrying the ``nonce`` it is given.
-            channel: Where the proofs are sent from, recorded in each proof.
-            clock: Returns unix seconds; injectable for tests.
-
-        Raises:
-            IdentityError: ``principal`` or ``channel`` is not a valid name.
-        """
-        check_principal_name(principal)
-        check_channel_name(channel)
-        signer = cls.__new__(cls)
-        signer.principal = principal
-        signer.channel = channel
-        signer._private_key = None
-        signer._get_token = get_token
-        signer._clock = clock
-        return signer
+        token per proof: ``get_token(nonce)`` asks the identity provider for an ID token whose
+        ``nonce`` is the digest of the rest of the proof (a sign-in with that nonce), so the
+        provider vouches for exactly this act. ``principal`` is ``sso:ISSUER:PERSON``."""
+        return cls(principal, None, channel, clock, get_token=get_token)
 
     @classmethod
     def from_keys_dir(

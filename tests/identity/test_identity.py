@@ -779,3 +779,20 @@ def test_verifying_anything_gives_an_actor_or_a_refusal(value: object) -> None:
     outcome = verifier.check(value, DECIDE)
 
     assert isinstance(outcome, (Actor, ProofRefused))
+
+
+def test_a_signer_signs_with_a_key_or_with_id_tokens_never_both_or_neither(
+    ed_key: Ed25519PrivateKey,
+) -> None:
+    with pytest.raises(IdentityError, match="give exactly one"):
+        Signer("ed", ed_key, get_token=lambda nonce: "h.p.s")
+    with pytest.raises(IdentityError, match="give exactly one"):
+        Signer("ed", None)
+
+
+def test_a_signer_by_id_token_has_no_public_key_to_list() -> None:
+    signer = Signer.from_identity_provider("sso:corp:ed@example.com", lambda nonce: "h.p.s")
+
+    with pytest.raises(IdentityError, match="signs with ID tokens"):
+        _ = signer.public_key
+    assert signer.sign({"kind": "resume", "run": "r"})["id_token"] == "h.p.s"
