@@ -21,6 +21,7 @@ import logging
 import time
 import urllib.request
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from lockgate.identity._directory import Directory
@@ -33,6 +34,7 @@ _logger = logging.getLogger("lockgate.identity")
 _MAX_DOCUMENT_BYTES = 1_000_000
 
 
+@dataclass
 class IssuerKeyFetcher:
     """Keeps an :class:`IssuerKeyring` filled with the Directory's issuers' keys.
 
@@ -47,27 +49,17 @@ class IssuerKeyFetcher:
         clock: Unix seconds.
     """
 
-    def __init__(
-        self,
-        directory: Directory,
-        keyring: IssuerKeyring,
-        *,
-        refresh_seconds: float = 300,
-        cache_seconds: float = 86_400,
-        min_interval_seconds: float = 10,
-        timeout_seconds: float = 5,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.directory = directory
-        self.keyring = keyring
-        self.refresh_seconds = refresh_seconds
-        self.cache_seconds = cache_seconds
-        self.min_interval_seconds = min_interval_seconds
-        self.timeout_seconds = timeout_seconds
-        self._clock = clock
-        self._fetched_at: dict[str, float] = {}
-        self.fetches = 0
-        """How many rounds of fetching one issuer's keys were made (for tests and operators)."""
+    directory: Directory
+    keyring: IssuerKeyring
+    _: KW_ONLY
+    refresh_seconds: float = 300
+    cache_seconds: float = 86_400
+    min_interval_seconds: float = 10
+    timeout_seconds: float = 5
+    clock: Callable[[], float] = time.time
+    fetches: int = field(default=0, init=False)
+    """How many rounds of fetching one issuer's keys were made (for tests and operators)."""
+    _fetched_at: dict[str, float] = field(default_factory=dict, init=False, repr=False)
 
     def fetched(self) -> dict[str, float]:
         """When each issuer's keys were last fetched (successfully or not)."""
@@ -94,7 +86,7 @@ class IssuerKeyFetcher:
 
     async def fetch_due(self) -> float:
         """Fetches every issuer whose keys are due or wanted; returns seconds until the next."""
-        now = self._clock()
+        now = self.clock()
         wanted = self.keyring.wanted()
         next_due = self.refresh_seconds
         for issuer in self.directory.issuers():
@@ -116,11 +108,11 @@ class IssuerKeyFetcher:
 
     async def fetch(self, issuer: TrustedIssuer) -> bool:
         """Fetches ``issuer``'s discovery document and JWKS into the keyring; whether it could."""
-        self._fetched_at[issuer.issuer] = self._clock()
+        self._fetched_at[issuer.issuer] = self.clock()
         self.fetches += 1
         try:
             jwks = await asyncio.to_thread(self._read_keys, issuer.issuer)
-            self.keyring.install(issuer.issuer, jwks, self._clock() + self.cache_seconds)
+            self.keyring.install(issuer.issuer, jwks, self.clock() + self.cache_seconds)
         except (OSError, ValueError, IdentityError) as error:
             _logger.warning(
                 "Could not fetch the signing keys of %s (%s: %s); the keys fetched last verify "

@@ -121,12 +121,15 @@ class Verifier:
     def verify_proof(self, value: object, expected: Mapping[str, Any]) -> Proof:
         """Like :meth:`verify`, but returns the checked :class:`Proof` (its nonce and age)."""
         expected_json = {key: canonical_json(item) for key, item in expected.items()}
-        proof = Proof.parse(value)
+        proof = self._check_signed(Proof.parse(value))
+        self._check_binding(proof, expected, expected_json)
+        self._check_freshness(proof)
+        return proof
+
+    def _check_signed(self, proof: Proof) -> Proof:
+        """The proof, once whoever it names signed it: by ID token, passkey or key."""
         if proof.id_token is not None:
-            proof = self._check_id_token(proof)
-            self._check_binding(proof, expected, expected_json)
-            self._check_freshness(proof)
-            return proof
+            return self._check_id_token(proof)
         entry = self.directory.entry(proof.principal)
         if entry is None:
             raise ProofRefused(
@@ -142,8 +145,6 @@ class Verifier:
                 entry.passkeys,
                 self.relying_party,
             )
-            self._check_binding(proof, expected, expected_json)
-            self._check_freshness(proof)
             return proof
         public_key = self.directory.public_key_of(proof.principal)
         if public_key is None:
@@ -160,8 +161,6 @@ class Verifier:
                 "The proof's signature does not match: it was not signed by "
                 f"{proof.principal}, or it was altered after signing.",
             ) from None
-        self._check_binding(proof, expected, expected_json)
-        self._check_freshness(proof)
         return proof
 
     def _check_id_token(self, proof: Proof) -> Proof:
