@@ -94,21 +94,24 @@ class Authority:
 
     def scopes_of(self, actor: Actor) -> frozenset[str]:
         """What ``actor`` holds now: nothing unless verified and listed in the Directory."""
-        if not actor.verified:
-            return frozenset()
-        held = self._held_by(actor)
-        if held is not None:
-            return held.scopes
-        return frozenset(self.directory.scopes_of(actor.principal))
+        return self._holdings(actor).scopes
 
     def roles_of(self, actor: Actor) -> frozenset[str]:
         """The roles ``actor`` holds now: none unless verified."""
+        return self._holdings(actor).roles
+
+    def _holdings(self, actor: Actor) -> Holdings:
+        """What ``actor`` holds now: nothing unless verified; a person from a trusted issuer
+        what their token grants (:meth:`_held_by`); anyone else what the Directory lists."""
         if not actor.verified:
-            return frozenset()
+            return Holdings()
         held = self._held_by(actor)
         if held is not None:
-            return held.roles
-        return frozenset(self.directory.roles_of(actor.principal))
+            return held
+        return Holdings(
+            roles=frozenset(self.directory.roles_of(actor.principal)),
+            scopes=frozenset(self.directory.scopes_of(actor.principal)),
+        )
 
     def _held_by(self, actor: Actor) -> Holdings | None:
         """What a person from a trusted issuer holds for this call, or None for anyone else.
