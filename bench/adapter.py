@@ -15,8 +15,8 @@ serves both against one dev server; runs are interleaved, the order flipping eac
 ``lockgate_gate_over_handwritten_update`` (target 1.30) is the median of per-round ratios.
 
 Three more sides, for information, tell where lockgate's extra time goes: the same gated run
-answered with ``decide(..., shown=view)``, signing the gate ``show`` showed (the server's
-description is still read, to check the execution, but not the gate in its memo); started
+answered with ``decide(..., shown=view)``, signing the gate ``show`` showed and sending it at
+once, pinned to the execution the view names (no description read); started
 unsigned (no held-back start, no start proof to send and verify); and driven with the bare
 queries and update (the ``awaiting`` query to poll, one signed ``decide`` update, without the
 ``describe`` calls ``show`` and ``decide`` make first). Each side's run is also split into its

@@ -13,10 +13,11 @@ which returns once the run settles. Both run on one worker against one dev serve
 interleaved; ``lockgate_decide_over_handwritten`` (target 1.20) is the median of pairwise ratios.
 
 For information, a third side answers with ``decide(..., shown=view)``, the view the previous
-answer returned: it signs the gate shown and still describes the run on the server (to check
-that it is the execution shown), but does not read the gate from its memo. A fourth splits
-``decide`` in two: the signed ``execute_update("decide", ...)`` alone, without the ``describe``
-``decide`` makes first.
+answer returned: it signs the gate shown and sends the update at once, pinned to the execution
+the view names (the server refuses it for another), with no ``describe`` first: one round trip,
+as the hand-written side. A fourth splits ``decide`` in two: the signed
+``execute_update("decide", ...)`` alone, unpinned, without the ``describe`` ``decide`` makes
+first.
 
 ``sso_decide_over_key_decide`` (target 1.10) is the worker's cost of an answer an identity
 provider signed against one a key signed, on one run: a real ``oidc-provider`` (``tests/idp``,

@@ -23,6 +23,7 @@ __all__ = [
     "OPEN_START",
     "OPEN_WORKFLOW_START",
     "PREPARE_CALL",
+    "QUIET_ANSWERS_PROTOCOL",
     "RECORD_ACCEPTANCE",
     "RUN_PROTOCOL",
     "SETTLING_PROTOCOL",
@@ -69,7 +70,7 @@ MODEL_CALL = "lockgate.model"
 seal: only lockgate's own runs spend the deployment's models)."""
 
 
-RUN_PROTOCOL = 2
+RUN_PROTOCOL = 3
 """How a run started today behaves, as its start check records it (``protocol`` in the result of
 ``lockgate.open_start``, ``lockgate.verify_carried``, ``lockgate.open_workflow_start`` and
 ``lockgate.prepare_call``), so that every replay of its history behaves the same way.
@@ -77,12 +78,21 @@ RUN_PROTOCOL = 2
 2: its search attributes are written when it settles (a gate opens, a node parks) and never when
 it ends; its start proof came after the start, naming the execution; a refused run completes
 with its refusal as its result. A history recorded before has no protocol: 1.
+
+3: besides, an answer or a resume that sends it on writes no search attributes (its memo says
+the gate or park closed, and ``pending`` and ``list`` believe the memo only); and a gate closed
+where another gate opens or the run ends before the workflow task does writes no memo of its
+closing either.
 """
 
 SETTLING_PROTOCOL = 2
 """The protocol that brought what :data:`RUN_PROTOCOL` 2 describes. A run asks whether its
 recorded protocol is at least this one, never at least :data:`RUN_PROTOCOL`, which grows: a
 run recorded with protocol 2 keeps behaving so under any later one."""
+
+QUIET_ANSWERS_PROTOCOL = 3
+"""The protocol that brought what :data:`RUN_PROTOCOL` 3 adds: no visibility write at an answer
+or a resume that the run's next state makes redundant."""
 
 
 def tool_activity_name(tool: str) -> str:

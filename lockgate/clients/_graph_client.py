@@ -6,22 +6,27 @@ run's view, the open gates across runs, the runs, the catalogue). Refusals come 
 infrastructure failures (no server) still raise. :mod:`lockgate.contracts` names the keys of
 everything returned.
 
-What a client signs names what the server vouches for: the execution (a run's first run id) from
-the server's reply to the start, or its description. A gate to answer is read from that
-description too, from the memo the run's worker wrote: believed only for a run of a graph type
-on the client's own task queue, and only where it names that execution (a starter's memo is
-written before the server picks the execution; anyone can write memo on a workflow of their own,
-on a queue of their own). The run judges every proof again before anything is written, so a gate
-that changed since is refused, never answered unseen. No client reads a run through a billed
-query where a description does.
+What a client signs names an execution (a run's first run id): the one the server's reply to
+the start or its description names, or the one in a view of the run its signer was shown; and
+what is signed goes to the run pinned to that execution, so the server itself refuses it where
+another execution runs under the id. A gate to answer cold is read from the server's
+description, from the memo the run's worker wrote: believed only for a run of a graph type on
+the client's own task queue, and only where it names that execution (a starter's memo is written
+before the server picks the execution; anyone can write memo on a workflow of their own, on a
+queue of their own). The run judges every proof again before anything is written, so a gate that
+changed since is refused, never answered unseen. No client reads a run through a billed query
+where a description does, and none reads a description again where the signer's view names an
+execution the server already said runs on the client's task queue.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import time
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any, Concatenate, cast, overload
@@ -140,6 +145,19 @@ SERVED_GRAPHS_FOR = 30.0
 """Seconds a client believes a graph it found in its task queue's catalogue is still served."""
 
 
+_ON_QUEUE: weakref.WeakKeyDictionary[Client, dict[str, collections.OrderedDict[str, str]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""For each connection, by task queue: runs and their execution (first run id) that the server
+said run there (its reply to a start on the queue, its description of the run, a listing of the
+queue's runs). A view naming one of these executions is answered without reading the run's
+description again: where another execution runs under the id by then, the server refuses what is
+sent pinned to the one shown."""
+
+_ON_QUEUE_AT_MOST = 10_000
+"""How many runs per task queue a connection remembers (the oldest noted are forgotten)."""
+
+
 class GraphClient:
     """Starts and drives graph runs on a task queue.
 
@@ -251,6 +269,7 @@ class GraphClient:
                 run_id=run_id,
             )
         execution = handle.first_execution_run_id or ""
+        self._note_on_queue(run_id, execution)
         handle = self.client.get_workflow_handle(run_id, run_id=execution)
         if signer is None:
             if not wait:
@@ -404,7 +423,10 @@ class GraphClient:
             start_delay=SIGNED_START_WITHIN,
             **options,
         )
-        proven = self.client.get_workflow_handle(id, run_id=handle.first_execution_run_id or "")
+        execution = handle.first_execution_run_id or ""
+        if options["task_queue"] == self.task_queue:
+            self._note_on_queue(id, execution)
+        proven = self.client.get_workflow_handle(id, run_id=execution)
         await prove_own_start(
             proven, signer, self.client.data_converter.payload_converter, name, args
         )
@@ -450,8 +472,18 @@ class GraphClient:
         self, handle: WorkflowHandle[Any, Any], update: str, arg: Any, run_id: str
     ) -> RunView:
         """What an answering update returned, or, when the run answered it just before moving
-        to a new history, the run once it settles there."""
-        shown = cast(RunView, await self._update(handle, update, arg))
+        to a new history, the run once it settles there. An update pinned to an execution that
+        no longer runs under the id is refused as such (see :meth:`_not_that_execution`)."""
+        try:
+            shown = cast(RunView, await self._update(handle, update, arg))
+        except RPCError as error:
+            pinned = handle.first_execution_run_id
+            if pinned is None or not execution_closed(error):
+                raise
+            other = await self._not_that_execution(run_id, pinned)
+            if other is None:
+                raise
+            return other
         if shown.get("moving_to_new_history"):
             return await self._until_settled(run_id, after=int(shown["settles"]))
         return shown
@@ -491,9 +523,14 @@ class GraphClient:
         Returns the run once it settles again, or the refusal (nothing written).
 
         ``shown`` is the run as the signer saw it: what :meth:`show` returned, or an earlier
-        answer. The answer then names the gate as it was shown, and only the server is asked
-        again (that the run is still that execution, on this task queue): a gate that has
-        changed since is refused by the run, never answered unseen.
+        answer. The answer then names the gate as it was shown, and goes pinned to the execution
+        the view names, so the server refuses it where another execution runs under the id now,
+        and the run's validator refuses it for a gate that has changed since, never answering it
+        unseen. Where this connection already learned from the server that the execution runs
+        on this task queue (it started the run, described it, or listed it in :meth:`pending`),
+        that is one round trip, with no description read first; otherwise the description is
+        read to check that the run is that execution, on this task queue. Without ``shown`` (a
+        cold ``lockgate decide RUN``) the description names the execution and the gate.
         """
         signed = (
             await self.sign_decide(run_id, choice, evidence=evidence, waiver=waiver, shown=shown)
@@ -521,13 +558,33 @@ class GraphClient:
 
     async def _send_signed(self, run_id: str, update: str, signed: Mapping[str, Any]) -> RunView:
         """Sends ``signed`` as the run's ``update`` and returns the run once it settles; a
-        refusal to sign (``error``) is returned as it is, nothing sent."""
+        refusal to sign (``error``) is returned as it is, nothing sent.
+
+        A proof goes pinned to the execution it names (the first run id of the chain): the server
+        itself refuses it, before any worker sees it, where another execution runs under the
+        run's id now (one that ended and was started again).
+        """
         if "error" in signed:
             return cast(RunView, signed)  # a refusal: nothing was signed
-        handle = self.client.get_workflow_handle(run_id)
-        return await self._settled(
-            self._answered(handle, update, signed, run_id),
-            run_id,
+        execution = _execution_named(signed)
+        handle = self.client.get_workflow_handle(run_id, first_execution_run_id=execution)
+        return await self._settled(self._answered(handle, update, signed, run_id), run_id)
+
+    async def _not_that_execution(self, run_id: str, execution: str) -> RunView | None:
+        """Why an update pinned to ``execution`` found no run to take it, where another
+        execution runs under ``run_id`` now (the server refused it for the one signed for);
+        None where that execution itself has ended."""
+        description = await describe_run(self.client.get_workflow_handle(run_id))
+        if isinstance(description, dict):
+            return description
+        if description.raw_description.workflow_execution_info.first_run_id == execution:
+            return None
+        return refusal(
+            ErrorCode.GATE_NOT_PENDING,
+            f"Run '{run_id}' is not the run that was shown: another execution runs under its id "
+            "now, and the server refused what was signed for the one shown. Nothing was "
+            "written; show it again.",
+            run_id=run_id,
         )
 
     async def sign_cancel(self, run_id: str, *, reason: str | None = None) -> dict[str, Any]:
@@ -579,6 +636,8 @@ class GraphClient:
                 f"'{self.task_queue}': it is not a run of these workers, and nothing was sent.",
                 run_id=run_id,
             )
+        # Not pinned: a proof signed for another run or execution is the run's validator's to
+        # refuse, and to audit, as such.
         return await self._settled(
             self._answered(handle, update, dict(proof), run_id),
             run_id,
@@ -826,11 +885,20 @@ class GraphClient:
                     run_id=run_id,
                 )
             )
+        execution = description.raw_description.workflow_execution_info.first_run_id
+        self._note_on_queue(run_id, execution)
         return description
 
     async def _shown(self, run_id: str, shown: Mapping[str, Any]) -> dict[str, Any]:
-        """:meth:`_awaiting`'s answer, from the run as it was shown: the gate shown, believed
-        only while the server says the run is ours and still the execution that showed it."""
+        """:meth:`_awaiting`'s answer, from the run as it was shown: the gate shown, in the
+        execution the view names (the view and its gate must name the same run and execution).
+
+        Where the server has already told this connection that the execution runs on this
+        client's task queue, no one is asked again: what is signed is sent pinned to that
+        execution, so the server refuses it for any other, and the run's validator judges the
+        gate, the choice and the signer. Otherwise the server's description is read first, and
+        the view is believed only while it says the run is ours and still that execution.
+        """
         gate = shown.get("awaiting")
         if not isinstance(gate, Mapping):
             return dict(
@@ -841,30 +909,59 @@ class GraphClient:
                     run_id=run_id,
                 )
             )
-        description = await self._ours(run_id, self.client.get_workflow_handle(run_id))
-        if isinstance(description, dict):
-            return description
-        execution = description.raw_description.workflow_execution_info.first_run_id
-        if (
-            gate.get("graph") != description.workflow_type
-            or gate.get("run_id") != run_id
-            or shown.get("execution", gate.get("execution")) != execution
-        ):
-            return dict(
-                refusal(
-                    ErrorCode.GATE_NOT_PENDING,
-                    f"Run '{run_id}' is not the run that was shown (another graph or execution "
-                    "runs under its id now): show it again; nothing was signed.",
-                    run_id=run_id,
-                )
-            )
-        return {
-            "graph": description.workflow_type,
+        execution = gate.get("execution")
+        graph = gate.get("graph")
+        found = {
+            "graph": graph,
             "execution": execution,
             "gate": dict(gate),
             "parked": None,
             "closed": None,
         }
+        if (
+            isinstance(execution, str)
+            and execution
+            and isinstance(graph, str)
+            and gate.get("run_id") == run_id
+            and shown.get("run_id", run_id) == run_id
+            and shown.get("execution", execution) == execution
+            and shown.get("graph", graph) == graph
+        ):
+            if self._known_on_queue(run_id, execution):
+                return found
+            description = await self._ours(run_id, self.client.get_workflow_handle(run_id))
+            if isinstance(description, dict):
+                return description
+            if (
+                graph == description.workflow_type
+                and execution == description.raw_description.workflow_execution_info.first_run_id
+            ):
+                return found
+        return dict(
+            refusal(
+                ErrorCode.GATE_NOT_PENDING,
+                f"Run '{run_id}' is not the run that was shown (another graph or execution runs "
+                "under its id now): show it again; nothing was signed.",
+                run_id=run_id,
+            )
+        )
+
+    def _note_on_queue(self, run_id: str, execution: str) -> None:
+        """Remembers that the server said ``execution`` of ``run_id`` runs on this client's
+        task queue (see :data:`_ON_QUEUE`)."""
+        if not execution:
+            return
+        runs = _ON_QUEUE.setdefault(self.client, {}).setdefault(
+            self.task_queue, collections.OrderedDict()
+        )
+        runs[run_id] = execution
+        runs.move_to_end(run_id)
+        while len(runs) > _ON_QUEUE_AT_MOST:
+            runs.popitem(last=False)
+
+    def _known_on_queue(self, run_id: str, execution: str) -> bool:
+        runs = _ON_QUEUE.get(self.client, {}).get(self.task_queue)
+        return runs is not None and runs.get(run_id) == execution
 
     # Reading runs: a run's view, the open gates across runs, the runs, the catalogue. Reads
     # write nothing to any run's history: ``show`` is a query, ``pending`` and ``list`` are
@@ -997,6 +1094,7 @@ class GraphClient:
                 continue
             if not await self._names_its_execution(execution.id, execution.run_id, gate):
                 continue
+            self._note_on_queue(execution.id, gate.execution)
             row = cast(PendingGate, gate.to_dict())
             row["options"] = gate.options
             row["target"] = gate_memo.get("target")
@@ -1190,6 +1288,13 @@ class GraphClient:
             "with their inputs).",
             graph=shorten(graph),
         )
+
+
+def _execution_named(signed: Mapping[str, Any]) -> str | None:
+    """The execution a proof names (its chain's first run id), or None (an unsigned answer)."""
+    authorizes = signed.get("authorizes")
+    execution = authorizes.get("execution") if isinstance(authorizes, Mapping) else None
+    return execution if isinstance(execution, str) and execution else None
 
 
 def _closed(status: WorkflowExecutionStatus | None) -> dict[str, Any]:

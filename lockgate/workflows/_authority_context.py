@@ -20,6 +20,7 @@ seals what lockgate's activities return as they leave the worker.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 from collections.abc import Iterator, Mapping, Sequence
@@ -70,6 +71,7 @@ __all__ = [
     "CARRY_SEAL_HEADER",
     "HANDOVER_SEAL_HEADER",
     "LOCKGATE_WORKFLOW",
+    "OWN_RUN_CLOSING",
     "OWN_RUN_FINISHED",
     "AuthorityInterceptor",
     "carry_seal",
@@ -97,6 +99,10 @@ LOCKGATE_WORKFLOW = "__lockgate_workflow__"
 OWN_RUN_FINISHED = "__lockgate_run_finished__"
 """The instance attribute a workflow of the user's own gets once it uses lockgate: called when
 its run function returns, so its search attributes say it finished."""
+
+OWN_RUN_CLOSING = "__lockgate_run_closing__"
+"""The instance attribute a workflow of the user's own gets once it uses lockgate: called with
+``continues=`` when its run function returns or raises, before the run's last command."""
 
 _CURRENT: contextvars.ContextVar[Authority | None] = contextvars.ContextVar(
     "lockgate_authority", default=None
@@ -211,6 +217,14 @@ def handover_seal(headers: Mapping[str, Payload]) -> str | None:
     return header_text(headers, HANDOVER_SEAL_HEADER, workflow.payload_converter())
 
 
+def _own_run_closing(*, continues: bool) -> None:
+    """Tells lockgate in a workflow of the user's own (if it was used) that its run function
+    has returned or raised."""
+    closing = getattr(workflow.instance(), OWN_RUN_CLOSING, None)
+    if closing is not None:
+        closing(continues=continues)
+
+
 def _is_lockgate_workflow() -> bool:
     return bool(getattr(type(workflow.instance()), LOCKGATE_WORKFLOW, False))
 
@@ -243,7 +257,16 @@ class _AuthorityInbound(WorkflowInboundInterceptor):
         _ARGUMENTS.set(tuple(input.args))
         _OWN_START.set(self.own_start)
         self.own_start.arguments = tuple(input.args)
-        result = await self.next.execute_workflow(input)
+        try:
+            result = await self.next.execute_workflow(input)
+        except workflow.ContinueAsNewError:
+            _own_run_closing(continues=True)
+            raise
+        except (Exception, asyncio.CancelledError):
+            # Not an eviction's GeneratorExit: the run is only taken out of memory then.
+            _own_run_closing(continues=False)
+            raise
+        _own_run_closing(continues=False)
         finished = getattr(workflow.instance(), OWN_RUN_FINISHED, None)
         if finished is not None:
             finished()

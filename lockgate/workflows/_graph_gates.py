@@ -78,7 +78,9 @@ class GateKeeper:
         """Holds gate ``state`` open until it is decided, then closes it: the option decided.
 
         The decision's evidence lands in its field, and whoever decided (the deadline's
-        :data:`DEADLINE_ACTOR`, if it did) drives the run on.
+        :data:`DEADLINE_ACTOR`, if it did) drives the run on. The gate is still in the memo:
+        the caller takes it out (``RunVisibility.show_gate_closed``) once it knows where the
+        decision leads.
         """
         if self._run.gate is None or self._run.gate.ask != state:
             await self._open(state)
@@ -114,7 +116,7 @@ class GateKeeper:
         # The next gate reviews the work done from here on: its makers are who drive it.
         self._run.makers = []
         self._standing.status = "running"
-        self._visibility.show_gate_closed()
+        # The run takes the gate out of its memo once it knows where the decision leads.
         return decided
 
     def to_judge(self) -> OpenGate | None:

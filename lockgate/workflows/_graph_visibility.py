@@ -17,7 +17,7 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeUpdate
 
 from lockgate._defaults import task_queue_flag
-from lockgate.activities._activity_inputs import SETTLING_PROTOCOL
+from lockgate.activities._activity_inputs import QUIET_ANSWERS_PROTOCOL, SETTLING_PROTOCOL
 from lockgate.gates._gate_engine import gate_memo
 from lockgate.gates._gates import ParkedNode
 from lockgate.gates._limits import PayloadProblem
@@ -30,7 +30,7 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_STATE,
 )
 
-__all__ = ["VERSION_MEMO", "RunStanding", "RunVisibility", "quiet_attributes"]
+__all__ = ["VERSION_MEMO", "RunStanding", "RunVisibility", "quiet_answers", "quiet_attributes"]
 
 
 VERSION_MEMO = "lockgate_version"
@@ -96,9 +96,12 @@ class RunVisibility:
         """Writes the open gate again, with the answers counted so far (it stays open)."""
         workflow.upsert_memo({_GATE_MEMO: self._gate_memo(keep_opened_at=True)})
 
-    def show_gate_closed(self) -> None:
-        """Takes the gate, decided, out of the memo."""
-        workflow.upsert_memo({_GATE_MEMO: None})
+    def show_gate_closed(self, *, unseen: bool = False) -> None:
+        """Takes the gate, decided, out of the memo; unless ``unseen``: the run opens another
+        gate or ends before anyone could read the memo between (see
+        :func:`quiet_answers`), whose own write says so."""
+        if not unseen:
+            workflow.upsert_memo({_GATE_MEMO: None})
 
     def show_parked(self, why: str) -> None:
         """Writes the node the run parked at, and why, to the memo."""
@@ -162,15 +165,19 @@ class RunVisibility:
 
     def show_moved_on(self, state: str, *, protocol: int | None) -> None:
         """After an answer or a resume sends the run on to ``state``: its search attributes
-        still name the gate or park just left. They are put right only if the run may still open
-        a gate from there; a run that will only run nodes and end leaves them (its memo says no
-        gate is open, which ``pending`` reads; ExecutionStatus says when it has ended), one
-        billed upsert fewer. ``protocol`` is the one the run's start check recorded (see
-        :func:`quiet_attributes`)."""
-        if not quiet_attributes(protocol) or self._this.graph.may_open_a_gate_from(state):
-            self.upsert_search_attributes()
-        else:
+        still name the gate or park just left, and stay so (one billed upsert fewer, and often
+        two: the next gate of the same role finds them already written). ``pending`` and
+        ``list`` believe a gate or a park only from the memo, which says it closed; a gate or
+        park the run comes to next writes them again, and ExecutionStatus says when it has
+        ended. ``protocol`` is the one the run's start check recorded: runs recorded before
+        :data:`QUIET_ANSWERS_PROTOCOL` put them right where the run may still open a gate from
+        ``state``, and those before :data:`SETTLING_PROTOCOL` always."""
+        if quiet_answers(protocol) or (
+            quiet_attributes(protocol) and not self._this.graph.may_open_a_gate_from(state)
+        ):
             self._show_details()
+        else:
+            self.upsert_search_attributes()
 
     def show_ended(self, *, protocol: int | None) -> None:
         """The run has ended. A refused or cancelled run says so in its search attributes (it
@@ -236,6 +243,14 @@ class RunVisibility:
                 f"--as YOU{flag}`)."
             )
         return f"{graph} is running (at `{self._run.state}`, driven by {self._run.driver.actor})."
+
+
+def quiet_answers(protocol: int | None) -> bool:
+    """Whether a run writes nothing to its visibility at an answer or a resume that its next
+    state makes redundant, as runs recorded from :data:`QUIET_ANSWERS_PROTOCOL` on do: no
+    search attributes, and no memo of a gate closed where another opens or the run ends in the
+    same workflow task. ``protocol`` is the one the run's start check recorded."""
+    return (protocol or 1) >= QUIET_ANSWERS_PROTOCOL
 
 
 def quiet_attributes(protocol: int | None) -> bool:

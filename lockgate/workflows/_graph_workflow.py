@@ -132,7 +132,12 @@ from lockgate.workflows._graph_inputs import (
 )
 from lockgate.workflows._graph_signals import Accepted, SignalInbox
 from lockgate.workflows._graph_subgraphs import SubgraphRunner
-from lockgate.workflows._graph_visibility import VERSION_MEMO, RunStanding, RunVisibility
+from lockgate.workflows._graph_visibility import (
+    VERSION_MEMO,
+    RunStanding,
+    RunVisibility,
+    quiet_answers,
+)
 from lockgate.workflows._history_seals import sealed_end
 from lockgate.workflows._signed_starts import await_signed_start
 from lockgate.workflows._undecodable_starts import UnreadableStart
@@ -852,6 +857,13 @@ class GraphRun:
         """Holds gate ``state`` open until it is decided, then takes the way it leads."""
         decided = await self._gates.hold(state)
         self._run.state = self._take(state, decided)
+        # Where the decision opens another gate at once, or ends the run with nothing left to
+        # judge, no one can read the memo between: that gate's write, or the run's end, says it.
+        unseen = quiet_answers(self._protocol) and (
+            self._run.state in self._graph.asks
+            or (self._run.state == END_STATE and not self._signals.waiting)
+        )
+        self._visibility.show_gate_closed(unseen=unseen)
         self._visibility.show_moved_on(self._run.state, protocol=self._protocol)
         self._agent_steps.gate_decided(state)
 

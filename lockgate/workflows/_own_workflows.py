@@ -23,6 +23,7 @@ A governed tool call from a workflow of the user's own, as the run's driver."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
 from collections.abc import Callable, Iterable, Mapping
@@ -79,6 +80,7 @@ from lockgate.workflows._activity_options import (
     runs_local,
 )
 from lockgate.workflows._authority_context import (
+    OWN_RUN_CLOSING,
     OWN_RUN_FINISHED,
     current_audit,
     current_own_start,
@@ -91,6 +93,7 @@ from lockgate.workflows._authority_context import (
 )
 from lockgate.workflows._failures import refuse_update
 from lockgate.workflows._graph_inputs import one_answer
+from lockgate.workflows._graph_visibility import quiet_answers
 from lockgate.workflows._own_start import start_arguments
 from lockgate.workflows._search_attributes import (
     LOCKGATE_AWAITING,
@@ -266,6 +269,7 @@ def _own_run() -> _OwnRun:
         run = _OwnRun()
         setattr(instance, _RUN, run)
         setattr(instance, OWN_RUN_FINISHED, run.finished)
+        setattr(instance, OWN_RUN_CLOSING, run.closing)
     return run
 
 
@@ -296,6 +300,9 @@ class _OwnRun:
         self.deadline_passed = False
         self.local_tools: frozenset[str] | None = None
         self.protocol = 1
+        self.closed = False  # the run function has returned or raised
+        self._gate_memo_stale = False  # a decided gate is still in the memo
+        self._closer: asyncio.Future[None] | None = None
         self._register_handlers()
 
     async def _open(self) -> None:
@@ -406,6 +413,32 @@ class _OwnRun:
         if self.protocol < SETTLING_PROTOCOL:
             self._upsert("finished")
 
+    def _close_gate_memo_when_idle(self) -> None:
+        """Takes the decided gate out of the memo once the run's code has gone as far as it goes
+        in this workflow task, unless by then it opened another gate (whose memo replaces it) or
+        ended (its ExecutionStatus says so): then no one could have read the memo between, and
+        nothing is written. A run that continues as new writes it as it goes (see
+        :meth:`closing`)."""
+        self._gate_memo_stale = True
+
+        async def close() -> None:
+            # A condition is checked once nothing else in the run is ready to go on.
+            await workflow.wait_condition(lambda: True)
+            if self._gate_memo_stale and not self.closed:
+                self._gate_memo_stale = False
+                workflow.upsert_memo({"lockgate_gate": None})
+
+        self._closer = asyncio.ensure_future(close())
+
+    def closing(self, *, continues: bool) -> None:
+        """The run function has returned or raised: nothing more of it runs in this history. A
+        run that continues as new takes a decided gate out of the memo its next run starts
+        with; any other leaves it (its ExecutionStatus says it closed)."""
+        if continues and self._gate_memo_stale:
+            workflow.upsert_memo({"lockgate_gate": None})
+        self._gate_memo_stale = False
+        self.closed = True
+
     def _upsert(self, status: str) -> None:
         current = workflow.info().typed_search_attributes
         wanted = {
@@ -474,8 +507,13 @@ class _OwnRun:
         self.driver = actor
         self.makers = []
         self.status = "running"
-        workflow.upsert_memo({"lockgate_gate": None})
-        self._upsert("running")
+        if quiet_answers(self.protocol):
+            # The search attributes still name the gate, and stay so: pending and list believe
+            # the memo only, which says it closed by the time anyone could read it.
+            self._close_gate_memo_when_idle()
+        else:
+            workflow.upsert_memo({"lockgate_gate": None})
+            self._upsert("running")
         self.settles += 1
         return Decision(
             ask.options(_enum_value(ask.options, decided)),
@@ -559,6 +597,7 @@ class _OwnRun:
         self._record("gate.open", gate=self.gate.gate, role=self.gate.role)
         self._upsert("waiting")
         workflow.upsert_memo({"lockgate_gate": self._gate_memo()})
+        self._gate_memo_stale = False
         self.settles += 1
 
     async def _answered(self) -> GivenAnswer | None:

@@ -211,10 +211,11 @@ async def test_an_agents_tool_approval_is_a_gate_only_a_verified_lead_who_is_no_
         ("ask:support-lead", "answered", "mo"),
         ("tickets:close", "ran", "mo"),
     ]
-    # Its search attributes say what it waits for while it runs; it writes none as it ends.
+    # Its search attributes are written as a gate opens, and neither at an answer nor as it
+    # ends: pending and list believe the memo, and ExecutionStatus says it closed.
     assert description.status == WorkflowExecutionStatus.COMPLETED
-    assert str(attributes.get(LOCKGATE_STATE)) == "running"
-    assert attributes.get(LOCKGATE_AWAITING) is None
+    assert str(attributes.get(LOCKGATE_STATE)) == "waiting"
+    assert attributes.get(LOCKGATE_AWAITING) == "support-lead"
     assert replayed.replay_failure is None
     assert failed == []
     assert len(model.inputs) == 4  # each model turn once: a gate's wait calls no model again

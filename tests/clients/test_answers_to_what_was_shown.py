@@ -1,8 +1,10 @@
 """Answering the gate a person was shown: ``decide(..., shown=view)`` and ``gate_shown``.
 
 An answer names the gate as it was shown, so a gate that opened again since is refused by the
-run, never answered unseen. The client asks only the server again (that the run is still that
-execution, on its task queue) before signing. ``ada`` starts, ``ed`` and ``rita`` are editors
+run, never answered unseen. The client asks no one before signing: the answer goes pinned to the
+execution the view names, so the server refuses it where another execution runs under the id
+now, and the run's validator judges the rest. A cold answer (no view) still reads the gate and
+the execution from the server's description. ``ada`` starts, ``ed`` and ``rita`` are editors
 who may publish.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
 from lockgate import GraphClient
 from lockgate.examples.essay_review import EssayReview
@@ -126,3 +128,113 @@ async def test_a_gate_key_shown_that_is_no_longer_open_is_bound_to_nothing(
         "was shown: look at it again before answering."
     )
     assert fresh["gate"] == "editor_call#2" and fresh["choice"] == "publish_as_is"
+
+
+async def test_an_answer_to_the_gate_shown_reads_no_description_and_is_sent_pinned(
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ada, ed = clients(temporal_client, task_queue, "ada", "ed")
+    described: list[str] = []
+    pinned: list[str | None] = []
+    describe = WorkflowHandle.describe
+    execute_update = WorkflowHandle.execute_update
+
+    async def counted_describe(self: WorkflowHandle[Any, Any], *args: Any, **kwargs: Any) -> Any:
+        described.append(self.id)
+        return await describe(self, *args, **kwargs)
+
+    async def noted_update(self: WorkflowHandle[Any, Any], *args: Any, **kwargs: Any) -> Any:
+        pinned.append(self.first_execution_run_id)
+        return await execute_update(self, *args, **kwargs)
+
+    async with lockgate_worker(graphs=[EssayReview], directory=PEOPLE.directory):
+        run = await ada.start(EssayReview, ALWAYS_FAILS)
+        monkeypatch.setattr(WorkflowHandle, "describe", counted_describe)
+        monkeypatch.setattr(WorkflowHandle, "execute_update", noted_update)
+        done = await ed.decide(run["run_id"], "publish_as_is", shown=run)
+
+    assert described == []
+    assert pinned == [run["execution"]]
+    assert done["status"] == "finished"
+    assert trail_of(done)[-2:] == [("editor_call", "answered", "ed"), ("publish", "ran", "ed")]
+
+
+async def test_an_answer_to_a_gate_shown_of_an_execution_since_replaced_is_refused_by_the_server(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    # The same run id, the same gate key and the same view but for its execution: the answer
+    # signed for the execution shown reaches no worker of the one that runs under the id now.
+    ada, ed = clients(temporal_client, task_queue, "ada", "ed")
+    async with lockgate_worker(graphs=[EssayReview], directory=PEOPLE.directory):
+        first = await ada.start(EssayReview, ALWAYS_FAILS)
+        await temporal_client.get_workflow_handle(first["run_id"]).terminate("replaced")
+        second = await ada.start(EssayReview, ALWAYS_FAILS, run_id=first["run_id"])
+        before = await event_types(temporal_client, second["run_id"])
+        refused = await ed.decide(first["run_id"], "publish_as_is", shown=first)
+        after = await event_types(temporal_client, second["run_id"])
+        still = await ed.show(second["run_id"])
+
+    assert second["execution"] != first["execution"]
+    assert gate_of(second)["gate"] == gate_of(first)["gate"] == "editor_call#1"
+    assert refused["ok"] is False
+    assert refused["error"]["code"] == "GATE_NOT_PENDING"
+    assert "is not the run that was shown" in refused["error"]["message"]
+    assert after == before  # not even a workflow task: the server refused it
+    assert still["status"] == "waiting" and still["execution"] == second["execution"]
+
+
+async def test_a_cold_answer_still_reads_the_gate_from_the_servers_description(
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ada, ed = clients(temporal_client, task_queue, "ada", "ed")
+    described: list[str] = []
+    describe = WorkflowHandle.describe
+
+    async def counted_describe(self: WorkflowHandle[Any, Any], *args: Any, **kwargs: Any) -> Any:
+        described.append(self.id)
+        return await describe(self, *args, **kwargs)
+
+    async with lockgate_worker(graphs=[EssayReview], directory=PEOPLE.directory):
+        run = await ada.start(EssayReview, ALWAYS_FAILS)
+        monkeypatch.setattr(WorkflowHandle, "describe", counted_describe)
+        done = await ed.decide(run["run_id"], "publish_as_is")
+
+    assert described == [run["run_id"]]
+    assert done["status"] == "finished"
+
+
+async def test_a_view_of_an_execution_this_connection_never_learned_is_checked_once(
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Another connection's client was handed the view: it reads the description once (the run
+    # is that execution, on its task queue), and answers the gate it reopens without.
+    (ada,) = clients(temporal_client, task_queue, "ada")
+    elsewhere = await Client.connect(
+        temporal_client.service_client.config.target_host, namespace=temporal_client.namespace
+    )
+    ed, rita = clients(elsewhere, task_queue, "ed", "rita")
+    described: list[str] = []
+    describe = WorkflowHandle.describe
+
+    async def counted_describe(self: WorkflowHandle[Any, Any], *args: Any, **kwargs: Any) -> Any:
+        described.append(self.id)
+        return await describe(self, *args, **kwargs)
+
+    async with lockgate_worker(graphs=[EssayReview], directory=PEOPLE.directory):
+        run = await ada.start(EssayReview, ALWAYS_FAILS)
+        monkeypatch.setattr(WorkflowHandle, "describe", counted_describe)
+        again = await ed.decide(run["run_id"], "one_more_round", shown=run)
+        done = await rita.decide(run["run_id"], "publish_as_is", shown=again)
+
+    assert described == [run["run_id"]]
+    assert gate_of(again)["gate"] == "editor_call#2"
+    assert done["status"] == "finished"

@@ -97,6 +97,22 @@ class ContinuedLookup:
         return [read_before, read_as]
 
 
+@workflow.defn(name="support:gate-then-continue")
+class GateThenContinue:
+    """Asks a support lead, then continues as new with the answer: what the next run starts
+    with in its memo."""
+
+    @workflow.run
+    async def run(self, ticket: int, decided: str | None = None) -> str | None:
+        if decided is None:
+            decision = await gate(
+                Ask(Refund, of="support-lead", because="A refund needs a support lead."),
+                subject={"ticket": ticket},
+            )
+            workflow.continue_as_new(args=[ticket, decision.choice.value])
+        return decided
+
+
 @workflow.defn(name="support:misdeclared")
 class MisdeclaredGateWorkflow:
     """Asks a gate whose options are no enum: a mistake in the workflow's own code."""

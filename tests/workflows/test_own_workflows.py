@@ -10,6 +10,7 @@ from uuid import uuid4
 
 import pytest
 from temporalio import workflow
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
@@ -35,6 +36,7 @@ from tests.helpers.own_workflow_support import open_gate_of, support_people
 from tests.helpers.own_workflows import (
     OWN_TOOLS,
     ContinuedLookup,
+    GateThenContinue,
     LookupWorkflow,
     MisdeclaredGateWorkflow,
     RefundRequest,
@@ -124,10 +126,18 @@ async def test_a_refund_is_approved_issued_and_closed_by_the_rules_of_a_graphs_g
         ("ask:support-lead", "answered", "mo"),
     ]
     assert shown["requester"]["actor"] == "ada" and shown["requester"]["verified"] is True
-    # Its search attributes say what it waits for while it runs; it writes none as it ends.
+    # Its search attributes are written as a gate opens (the second found them written), and
+    # neither at an answer nor as it ends: pending and list believe the memo, and ExecutionStatus
+    # says it closed.
     assert description.status == WorkflowExecutionStatus.COMPLETED
-    assert str(attributes.get(LOCKGATE_STATE)) == "running"
-    assert attributes.get(LOCKGATE_AWAITING) is None
+    assert str(attributes.get(LOCKGATE_STATE)) == "waiting"
+    assert attributes.get(LOCKGATE_AWAITING) == "support-lead"
+    upserts = [
+        e
+        for e in history.events
+        if e.HasField("upsert_workflow_search_attributes_event_attributes")
+    ]
+    assert len(upserts) == 1
     assert replayed.replay_failure is None  # the handlers lockgate added replay alike
     decided = [
         audit_facts(r)
@@ -361,3 +371,62 @@ def test_a_starters_own_search_attributes_are_kept_beside_the_runs() -> None:
         LOCKGATE_GRAPH.name: "support:refund",
     }
     assert starting_attributes("support:refund", untyped) is untyped
+
+
+async def test_a_gate_leaves_the_memo_before_the_run_waits_on_anything_else_and_not_at_its_end(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    # The first gate's answer sends the run on to a tool's activity: the gate leaves the memo in
+    # the workflow task that schedules it. The second's ends the run: nothing is written for it.
+    people = support_people()
+    async with lockgate_worker(plugin=plugin_for(people), workflows=[RefundWorkflow]):
+        handle = await start_refund(temporal_client, task_queue, people)
+        await open_gate_of(temporal_client, task_queue, handle.id, "refund#1")
+        lee = GraphClient(temporal_client, task_queue, people.signer("lee"))
+        await lee.decide(handle.id, "issue")
+        await open_gate_of(temporal_client, task_queue, handle.id, "closure#2")
+        await GraphClient(temporal_client, task_queue, people.signer("mo")).decide(
+            handle.id, "close"
+        )
+        await handle.result()
+        events = list((await handle.fetch_history()).events)
+        pending = await lee.pending()
+
+    kinds = [event.event_type for event in events]
+    accepted = [
+        i
+        for i, kind in enumerate(kinds)
+        if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    ]
+    first_answer = kinds[accepted[1] : accepted[2]]  # [0] is the start proof
+    memo = EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED
+    scheduled = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    closed, issued = first_answer.index(memo), first_answer.index(scheduled)
+    # Written in the same workflow task, so the server stores them together.
+    between = first_answer[min(closed, issued) : max(closed, issued)]
+    assert EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED not in between
+    last_answer = kinds[accepted[2] :]
+    assert memo not in last_answer
+    assert EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES not in last_answer
+    assert pending == []
+
+
+async def test_a_run_that_continues_as_new_after_a_gate_starts_its_next_run_without_it(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = support_people()
+    async with lockgate_worker(plugin=plugin_for(people), workflows=[GateThenContinue]):
+        handle = await GraphClient(
+            temporal_client, task_queue, people.signer("ada")
+        ).start_workflow(GateThenContinue.run, 42, id=f"continue-{uuid4().hex[:8]}")
+        await open_gate_of(temporal_client, task_queue, handle.id, "refund#1")
+        lee = GraphClient(temporal_client, task_queue, people.signer("lee"))
+        await lee.decide(handle.id, "issue")
+        latest = temporal_client.get_workflow_handle(handle.id)
+        result = await latest.result()
+        memo = await (await latest.describe()).memo()
+        pending = await lee.pending()
+
+    assert result == "issue"
+    assert memo.get("lockgate_gate") is None
+    assert pending == []

@@ -1,0 +1,100 @@
+"""What a graph run writes to Temporal's visibility when a gate is answered: only what someone
+could read before the run's next write says it again.
+
+``pending`` and ``list`` believe a gate only from the memo the run's worker wrote (its search
+attributes only find the candidates), so an answer writes no search attributes: they keep
+naming the gate just answered until the next gate or park writes them, which a gate asking the
+same role finds already written. The memo says the gate closed by the time anyone could read it:
+in the very workflow task that sends the run on to its next node, and not at all where the
+answer opens another gate or ends the run at once (that gate's memo, or the run's end, says so).
+``ada`` writes, ``ed`` and ``rita`` are editors who may publish.
+"""
+
+from __future__ import annotations
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from lockgate import GraphClient
+from lockgate.examples.essay_review import EssayReview
+from lockgate.testing import WorkerFactory
+from lockgate.workflows._search_attributes import LOCKGATE_AWAITING, LOCKGATE_STATE
+from tests.graphs.test_ending_routes import EndingRefund, pay, quote, refund_people, screen
+from tests.helpers.graphs import ALWAYS_FAILS, essay_people
+from tests.helpers.support import gate_of
+
+PEOPLE = essay_people(rita={"roles": ["editor"], "scopes": ["essay:publish"]})
+UPSERT = EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
+MEMO = EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED
+TASK_DONE = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+ACCEPTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+
+
+async def test_answers_write_no_search_attributes_and_pending_still_shows_only_the_open_gate(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    ada, ed, rita = (
+        GraphClient(temporal_client, task_queue, signer=PEOPLE.signer(who))
+        for who in ("ada", "ed", "rita")
+    )
+    async with lockgate_worker(graphs=[EssayReview], directory=PEOPLE.directory):
+        run = await ada.start(EssayReview, ALWAYS_FAILS)
+        run_id = run["run_id"]
+        again = await ed.decide(run_id, "one_more_round", shown=run)
+        waiting = await rita.pending(of="editor")
+        done = await rita.decide(run_id, "publish_as_is", shown=again)
+        ended = await rita.pending(of="editor")
+        listed = await ada.list(EssayReview)
+        handle = temporal_client.get_workflow_handle(run_id)
+        events = list((await handle.fetch_history()).events)
+        attributes = (await handle.describe()).typed_search_attributes
+
+    assert gate_of(again)["gate"] == "editor_call#2"
+    assert [(row["run_id"], row["gate"]) for row in waiting] == [(run_id, "editor_call#2")]
+    assert done["status"] == "finished"
+    # One upsert in the whole run: the first gate's. The second asked the same role and found
+    # them written; neither answer wrote any, nor did the run's end.
+    assert [event.event_type for event in events].count(UPSERT) == 1
+    assert (attributes.get(LOCKGATE_STATE), attributes.get(LOCKGATE_AWAITING)) == (
+        "waiting",
+        "editor",
+    )
+    # Nothing reads them as a gate: the memo says each gate closed, and the server that the run
+    # has ended.
+    assert ended == []
+    assert [(row["run_id"], row["status"], row["awaiting"]) for row in listed] == [
+        (run_id, "completed", None)
+    ]
+    # The last answer's gate left the memo in the workflow task that sent the run on to its
+    # publish node, before the node's activity was scheduled: no one saw it open meanwhile.
+    last_answer = max(i for i, event in enumerate(events) if event.event_type == ACCEPTED)
+    task = [event.event_type for event in events[last_answer:]]
+    closed, publish = task.index(MEMO), task.index(SCHEDULED)
+    assert closed < publish
+    assert TASK_DONE not in task[closed:publish]
+
+
+async def test_an_answer_that_ends_the_run_takes_nothing_out_of_its_memo(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    people = refund_people()
+    async with lockgate_worker(
+        tools=[screen, quote, pay], graphs=[EndingRefund], directory=people.directory
+    ):
+        sam = GraphClient(temporal_client, task_queue, signer=people.signer("sam"))
+        lee = GraphClient(temporal_client, task_queue, signer=people.signer("lee"))
+        asked = await sam.start(EndingRefund, {"order": "A-1"})
+        declined = await lee.decide(asked["run_id"], "decline", shown=asked)
+        handle = temporal_client.get_workflow_handle(asked["run_id"])
+        events = list((await handle.fetch_history()).events)
+        pending = await lee.pending()
+        listed = await lee.list(EndingRefund)
+
+    assert declined["status"] == "finished"
+    answered = max(i for i, event in enumerate(events) if event.event_type == ACCEPTED)
+    after = [event.event_type for event in events[answered:]]
+    # The run ended in the workflow task that took the answer: no memo, no search attributes.
+    assert MEMO not in after and UPSERT not in after
+    assert pending == []
+    assert [(row["status"], row["awaiting"]) for row in listed] == [("completed", None)]
