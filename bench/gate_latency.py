@@ -117,9 +117,7 @@ class KeyAndSsoTurns:
     """A gate-loop run answered in turn by a key editor and an editor the IdP signs in; each
     signed ``decide`` update is timed without the signing."""
 
-    def __init__(
-        self, client: Client, key: Signer, sso: Signer, run: dict[str, Any]
-    ) -> None:
+    def __init__(self, client: Client, key: Signer, sso: Signer, run: dict[str, Any]) -> None:
         self.handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(run["run_id"])
         self.signers: list[Any] = [key, sso]
         self.gate = run["awaiting"]
