@@ -230,6 +230,29 @@ async def test_a_page_answers_the_gate_it_showed_and_never_one_opened_since(
     assert done["trail"][-2]["by"]["actor"] == "ed"
 
 
+async def test_an_imported_key_survives_the_reload_and_a_lost_one_is_said_not_swallowed(
+    browser: Browser, place: Desk
+) -> None:
+    page = await new_page(browser, place.url)
+    await import_key(page, place, "ed")
+    run = await start_essay(place)
+    await open_run(page, place.url, run["run_id"], "ed")
+    kept = await page.evaluate("storedKey('ed').then((key) => key !== undefined)")
+    # As a browser whose site data was cleared under the open page would be.
+    await page.evaluate(
+        "keyStore('readwrite').then((store) => new Promise((done) => {"
+        " store.delete('ed'); store.transaction.oncomplete = done; }))"
+    )
+    await page.click("button.answer[data-choice='publish_as_is']")
+    await page.click("#confirm-send")
+    said = await page.locator("#message.refused").text_content()
+    after = await place.runs.show(run["run_id"])
+
+    assert kept is True
+    assert "Nothing was signed: This browser holds no key for ed: import it again." in (said or "")
+    assert after["status"] == "waiting"
+
+
 async def test_a_click_asks_first_and_the_page_says_the_answer_was_recorded(
     browser: Browser, place: Desk
 ) -> None:

@@ -153,7 +153,13 @@ async function answerGate(run, choice) {
     say(message, "refused");
     return { ok: false, error: { code: "NOT_SIGNED", message } };
   }
-  const proof = await signProof(freshProof(me.principal, bound.authorizes), me);
+  let proof;
+  try {
+    proof = await signProof(freshProof(me.principal, bound.authorizes), me);
+  } catch (error) {
+    say("Nothing was signed: " + error.message, "refused");
+    return { ok: false, error: { code: "NOT_SIGNED", message: error.message } };
+  }
   window.lockgateLastProof = proof;
   const answered = await postJSON(place + "/decide", { proof });
   if (answered.ok === false) {
@@ -219,10 +225,13 @@ async function importKey(principal, pem) {
     return signedIn;
   }
   const store = await keyStore("readwrite");
+  // Kept once the transaction commits, not when the write is queued: the page reloads next,
+  // and a reload before the commit would lose the key.
   await new Promise((resolve, reject) => {
-    const writing = store.put(key, principal);
-    writing.onsuccess = resolve;
-    writing.onerror = () => reject(writing.error);
+    store.put(key, principal);
+    store.transaction.oncomplete = resolve;
+    store.transaction.onerror = () => reject(store.transaction.error);
+    store.transaction.onabort = () => reject(store.transaction.error);
   });
   localStorage.setItem(IDENTITY, JSON.stringify(me));
   // Said again once the page has reloaded as the person now signed in.
