@@ -30,21 +30,18 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.identity._keys import generate_private_key, write_private_key
 from lockgate.testing import Identities, WorkerFactory
 from tests.helpers.graphs import ALWAYS_FAILS, trail_of
-from tests.helpers.support import REPOSITORY, outcome
+from tests.helpers.support import REPOSITORY, outcome, require_installed
 
 SIGNER = REPOSITORY / "signers" / "typescript"
 NODE = shutil.which("node")
 _INSTALLED = SIGNER / "node_modules" / "@temporalio" / "client"
 _BUILT = SIGNER / "dist" / "examples" / "service.js"
 
-if NODE is None or not _INSTALLED.exists() or not _BUILT.exists():
-    if os.environ.get("CI"):
-        raise RuntimeError("CI must install node and the signer's packages (`make signers`)")
-    pytest.skip(
-        "no node, or the TypeScript signer's packages are not installed: `make signers` installs "
-        "them for these tests",
-        allow_module_level=True,
-    )
+require_installed(
+    NODE is None or not _INSTALLED.exists() or not _BUILT.exists(),
+    "node or the TypeScript signer's packages",
+    "`make signers`",
+)
 assert NODE is not None
 
 

@@ -6,13 +6,10 @@ Where there is none the tests that need it are skipped, with the command that in
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
-import pytest
-
-from tests.helpers.support import REPOSITORY
+from tests.helpers.support import REPOSITORY, require_installed
 
 _INSTALLED = REPOSITORY / ".tools" / "helm"
 
@@ -21,7 +18,4 @@ HELM: Path | None = (
 )
 """The helm binary, or None (then importing this module skips the importing tests)."""
 
-if HELM is None:
-    if os.environ.get("CI"):
-        raise RuntimeError("CI must install helm (`make helm`) for the chart's tests")
-    pytest.skip("no helm here: `make helm` installs it for these tests", allow_module_level=True)
+require_installed(HELM is None, "helm", "`make helm`")

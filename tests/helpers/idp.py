@@ -15,7 +15,6 @@ import base64
 import hashlib
 import http.cookiejar
 import json
-import os
 import secrets
 import shutil
 import subprocess
@@ -26,24 +25,21 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from lockgate.devserver import free_port
+from tests.helpers.support import require_installed
 
 IDP_FOLDER = Path(__file__).resolve().parents[1] / "idp"
 NODE = shutil.which("node")
 REDIRECT_URI = "http://127.0.0.1/callback"
 CLIENT_ID = "lockgate"
 
-if NODE is None or not (IDP_FOLDER / "node_modules" / "oidc-provider").is_dir():
-    if os.environ.get("CI"):
-        raise RuntimeError("CI must install Node and the test identity provider: `make idp`")
-    pytest.skip(
-        "no Node or no oidc-provider here: `make idp` (Node and npm, then `npm ci` in tests/idp) "
-        "runs these",
-        allow_module_level=True,
-    )
+require_installed(
+    NODE is None or not (IDP_FOLDER / "node_modules" / "oidc-provider").is_dir(),
+    "Node or the test identity provider (oidc-provider)",
+    "`make idp` (Node and npm, then `npm ci` in tests/idp)",
+)
 
 
 def _b64(number: int) -> str:

@@ -8,7 +8,6 @@ are kept in ``test-artifacts/inbox/``. A test module imports the fixtures it use
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import time
 from collections.abc import AsyncIterator, Callable
@@ -18,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import pytest_asyncio
 import uvicorn
 from cryptography.hazmat.primitives import serialization
@@ -36,16 +34,12 @@ from lockgate.inbox import inbox_app
 from lockgate.inbox._app import url_id
 from lockgate.testing import Identities, WorkerFactory
 from tests.helpers.graphs import ALWAYS_FAILS, eventually
+from tests.helpers.support import require_installed
 
 CHROMIUM = shutil.which("chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "inbox"
 
-if CHROMIUM is None:
-    if os.environ.get("CI"):
-        raise RuntimeError(
-            "CI must install chromium (apt-get install chromium) for the inbox tests"
-        )
-    pytest.skip("no chromium here: `apt-get install chromium` runs these", allow_module_level=True)
+require_installed(CHROMIUM is None, "chromium", "`apt-get install chromium`")
 
 AUTHENTICATOR = {
     "protocol": "ctap2",

@@ -9,30 +9,22 @@ they fail instead. A test module imports the fixtures it uses from here.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
 import pytest_asyncio
 
 from lockgate.devserver import free_port
+from tests.helpers.support import require_installed
 
 REDIS_SERVER = shutil.which("redis-server")
 
-if REDIS_SERVER is None:
-    if os.environ.get("CI"):
-        raise RuntimeError(
-            "CI must install redis-server (apt-get install redis-server) for the shared rate "
-            "limit's tests"
-        )
-    pytest.skip(
-        "no redis-server here: `apt-get install redis-server` (or `make redis`) runs these",
-        allow_module_level=True,
-    )
+require_installed(
+    REDIS_SERVER is None, "redis-server", "`apt-get install redis-server` (or `make redis`)"
+)
 
 
 class RedisServer:

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from lockgate import Signer, WorkerSecret
 from lockgate.contracts import ErrorDetail, GateView, ParkedView, RunView, ToolCallResult
 
@@ -25,6 +27,17 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 
 SECRET = WorkerSecret.generate("test")
 """The worker secret of tests that start workers without their own Identities."""
+
+
+def require_installed(missing: bool, what: str, how: str) -> None:
+    """Where ``missing``, skips the importing test module saying ``how`` installs ``what`` —
+    or, with ``CI`` set, fails: CI installs every tool the suite needs, and a test skipped
+    there would pass unseen."""
+    if not missing:
+        return
+    if os.environ.get("CI"):
+        raise RuntimeError(f"CI must install {what} ({how}) for these tests")
+    pytest.skip(f"no {what} here: {how} runs these tests", allow_module_level=True)
 
 
 def definition_of(registry: ToolRegistry, name: str) -> ToolDefinition:
