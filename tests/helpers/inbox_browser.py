@@ -98,6 +98,8 @@ class Desk:
     open_inbox: Callable[[], Any]
     """An inbox on the same worker that lets anyone read (``lockgate dev``'s): async context,
     yields its URL."""
+    viewers: Directory
+    """The inbox's own copy of the Directory, watching the same file as the worker's."""
 
     def code(self, principal: str, hours: float = 1.0) -> str:
         """An enrolment code for ``principal``, as ``lockgate keys enrol`` prints one."""
@@ -105,14 +107,17 @@ class Desk:
 
     async def add_to_directory(self, principal: str, entry: str) -> None:
         """What an administrator does with the entry the inbox printed; returns once the
-        worker's watched Directory has it."""
+        worker's and the inbox's watched Directories both have it (each reads the file on its
+        own: a sign-in between the two would be refused)."""
         with self.directory_file.open("a") as file:
             file.write("\n" + entry)
-        directory = self.plugin.authority.directory
+        directories = (self.plugin.authority.directory, self.viewers)
         await eventually(
             lambda: asyncio.sleep(0.1),
-            lambda _: bool(getattr(directory.entry(principal), "passkeys", ())),
-            what=f"the worker reading {principal}'s new passkey",
+            lambda _: all(
+                getattr(directory.entry(principal), "passkeys", ()) for directory in directories
+            ),
+            what=f"the worker and the inbox reading {principal}'s new passkey",
         )
 
     def http(self, origin: str | None = "same") -> httpx.AsyncClient:
@@ -177,7 +182,7 @@ async def place(
     try:
         async with lockgate_worker(plugin=plugin), serving(app, port):
             runs = GraphClient(temporal_client, task_queue, people.signer("ada"))
-            yield Desk(origin, people, directory_file, plugin, runs, enrolment, open_inbox)
+            yield Desk(origin, people, directory_file, plugin, runs, enrolment, open_inbox, viewers)
     finally:
         viewers.close()
 
