@@ -378,9 +378,10 @@ class _OwnRun:
             gate=self._gate_view() if self.gate is not None and self.answer is None else None,
         )
 
-    def show(self, *args: Any) -> dict[str, Any]:
-        """The run as lockgate sees it: status, requester, open gate, the newest trail rows."""
-        first = max(len(self.trail) - TRAIL_PAGE, 0)
+    def show(self, *args: Any, rows: int = TRAIL_PAGE) -> dict[str, Any]:
+        """The run as lockgate sees it: status, requester, open gate, the newest trail rows
+        (``rows`` of them; an update's answer carries none, see ``GraphRun._answer``)."""
+        first = max(len(self.trail) - rows, 0)
         return {
             "ok": True,
             "run_id": self.run_id,
@@ -662,7 +663,7 @@ class _OwnRun:
         self.answer = GivenAnswer(
             choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
         )
-        return self.show()
+        return self.show(rows=0)
 
     def validate_decide(self, *args: Any) -> None:
         """Refuses, before anything is written, every answer the gate rules refuse."""
