@@ -317,26 +317,18 @@ class _OwnRun:
             if own is not None and own.signed
             else None
         )
-        arguments = start_arguments(workflow.payload_converter(), list(run_arguments()))
-        try:
-            opened = await local(
-                OPEN_WORKFLOW_START,
-                OpenWorkflowStartInput(
-                    workflow_type=self.workflow_type,
-                    run=self.run_id,
-                    execution=self.execution,
-                    arguments=arguments,
-                    proof=workflow.memo_value(START_PROOF_MEMO, default=None),
-                    local_tools=_local_tools(),
-                ),
-            )
-        except ActivityError as error:
-            opened = {
-                "actor": Actor.unverified("temporal").to_dict(),
-                "code": ErrorCode.INTERNAL_ERROR.value,
-                "reason": f"The start could not be checked: {error.cause or error}",
-                "local_tools": [],
-            }
+        legacy_proof = workflow.memo_value(START_PROOF_MEMO, default=None)
+        if (
+            own is not None
+            and own.actor is not None
+            and own.opened is not None
+            and not legacy_proof
+        ):
+            # Its start recorded, under the seal of the worker that accepted it, what the run
+            # opens with: no start check of its own (a local activity) is needed.
+            opened = {"actor": own.actor.to_dict(), "code": None, "reason": None, **own.opened}
+        else:
+            opened = await self._start_check(legacy_proof)
         # Which tools run local is recorded here, once, rather than by a patch marker at each
         # tool's first call: a patch asked right after a local activity is not seen on replay
         # when a query split that workflow task (the run would fail replay). A run recorded
@@ -363,6 +355,31 @@ class _OwnRun:
                 )
             )
         self._upsert(self.status)
+
+    async def _start_check(self, legacy_proof: object) -> dict[str, Any]:
+        """The start check of a run whose start recorded nothing it opens with (unsigned, with no
+        start proof, recorded before starts did, or with a start proof in its memo): a local
+        activity that records the tools it runs local and its protocol."""
+        arguments = start_arguments(workflow.payload_converter(), list(run_arguments()))
+        try:
+            return await local(
+                OPEN_WORKFLOW_START,
+                OpenWorkflowStartInput(
+                    workflow_type=self.workflow_type,
+                    run=self.run_id,
+                    execution=self.execution,
+                    arguments=arguments,
+                    proof=legacy_proof,
+                    local_tools=_local_tools(),
+                ),
+            )
+        except ActivityError as error:
+            return {
+                "actor": Actor.unverified("temporal").to_dict(),
+                "code": ErrorCode.INTERNAL_ERROR.value,
+                "reason": f"The start could not be checked: {error.cause or error}",
+                "local_tools": [],
+            }
 
     def _gate(self) -> OpenGate:
         assert self.gate is not None
