@@ -266,7 +266,7 @@ class GraphRun:
 
     def _gate_view(self) -> dict[str, Any]:
         assert self._run.gate is not None
-        view = self._run.gate.to_dict()
+        view = dict(self._visibility.gate_record())
         view["options"] = self._run.gate.options
         view["target"] = self._visibility.target()
         return view

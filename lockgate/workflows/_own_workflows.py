@@ -303,6 +303,7 @@ class _OwnRun:
         self.closed = False  # the run function has returned or raised
         self._gate_memo_stale = False  # a decided gate is still in the memo
         self._closer: asyncio.Future[None] | None = None
+        self._recorded: tuple[OpenGate, dict[str, Any]] | None = None  # see _gate_record
         self._register_handlers()
 
     async def _open(self) -> None:
@@ -414,15 +415,23 @@ class _OwnRun:
             "settles": self.settles,
         }
 
+    def _gate_record(self) -> dict[str, Any]:
+        """The open gate as JSON data, built once for each state of the gate (its memo and the
+        run's views show the same one). Not to be changed: copy it to add to it."""
+        gate = self._gate()
+        if self._recorded is None or self._recorded[0] is not gate:
+            self._recorded = (gate, gate.to_dict())
+        return self._recorded[1]
+
     def _gate_view(self) -> dict[str, Any]:
-        view = self._gate().to_dict()
+        view = dict(self._gate_record())
         view["options"] = self._gate().options
         view["target"] = self.subject
         return view
 
     def _gate_memo(self, *, keep_opened_at: bool = False) -> dict[str, Any]:
         written = workflow.memo_value("lockgate_gate", default=None) if keep_opened_at else None
-        return gate_memo(self._gate(), {"target": self.subject}, written, workflow.now())
+        return gate_memo(self._gate_record(), {"target": self.subject}, written, workflow.now())
 
     def finished(self) -> None:
         """The run function returned. A run recorded before :data:`SETTLING_PROTOCOL` wrote so in
