@@ -337,12 +337,13 @@ class ToolActivities:
         return _start_refused(ErrorCode.UNAUTHORIZED, sentence)
 
     @activity.defn(name=RECORD_ACCEPTANCE)
-    async def record_acceptance(self, seal: str | None) -> str | None:
-        """Hands back the seal this worker made on an update its own validator accepted, so the
-        run's history records it: replay reads back a local activity's result (see
+    async def record_acceptance(self, sealed: Any) -> Any:
+        """Hands back the seal this worker made on an update its own validator accepted (with,
+        for a workflow of your own's start, what the run opens with, under the same seal), so
+        the run's history records it: replay reads back a local activity's result (see
         :mod:`lockgate.workflows._accepted_updates`). None stays None: nothing is sealed here."""
         only_local(activity.info())
-        return seal
+        return sealed
 
     @activity.defn(name=VERIFY_CARRIED)
     async def verify_carried(self, handed: VerifyCarriedInput) -> dict[str, Any]:

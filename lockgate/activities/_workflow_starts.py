@@ -1,10 +1,12 @@
 """The start check of a workflow of the user's own that asks lockgate's gates or calls its tools.
 
 Who started such a run is judged by its ``lockgate.start`` update, which names the execution the
-server started (``GraphClient.start_workflow`` sends it). This local activity, run the first time
-the run uses lockgate, records what its history must keep for every replay: the tools it runs
-local, and the protocol it follows. A start proof in the memo, where lockgate put it before proofs
-named their execution, is refused here (a run recorded then keeps its verdict).
+server started (``GraphClient.start_workflow`` sends it), and whose record, under the seal of the
+worker that accepted it, also keeps what the run opens with. This local activity, run the first
+time a run whose start recorded nothing of it uses lockgate (a run started unsigned, or recorded
+before starts kept it), records what its history must keep for every replay: the tools it runs
+local, and the protocol it follows. A start proof in the memo, where lockgate put it before
+proofs named their execution, is refused here (a run recorded then keeps its verdict).
 """
 
 from __future__ import annotations

@@ -69,6 +69,10 @@ def _run_as_text(shown: RunView) -> str:
     if shown.get("ignored_inputs"):
         lines.append(f"ignored inputs (not fields): {', '.join(shown['ignored_inputs'])}")
     trail = shown.get("trail") or []
+    total = shown.get("trail_total", len(trail))
+    if not trail and total:
+        # An answer carries only the rows it added, a start none: `show` has them all.
+        lines.append(f"trail: {total} rows (lockgate show {shown.get('run_id')})")
     if trail:
         total, first = shown.get("trail_total", len(trail)), shown.get("trail_from", 0)
         shown_rows = (

@@ -209,7 +209,9 @@ class GraphClient:
         version: int | None = None,
         wait: bool = True,
     ) -> RunView:
-        """Starts a run and (by default) waits until it settles; returns what :meth:`show` does.
+        """Starts a run and (by default) waits until it settles; returns what :meth:`show` does,
+        but for the trail: a start's answer carries none of its rows (``trail_total`` says how
+        many there are; :meth:`show` and a finished run's result have them).
 
         The run's id is ``<graph>-<12 hex>`` unless given. Inputs that are not fields of the
         graph are dropped by the run (listed in ``ignored_inputs``).
@@ -520,7 +522,8 @@ class GraphClient:
         options); it is refused if any of them has changed by the time it arrives. ``evidence``
         is what the gate asks for with ``choice`` (see the gate's ``evidence``), signed with the
         answer. ``waiver`` is the reason when the signer waives the gate (see :meth:`waive`).
-        Returns the run once it settles again, or the refusal (nothing written).
+        Returns the run once it settles again, with the trail rows the answer added (from
+        ``trail_from``: its own row and what it ran), or the refusal (nothing written).
 
         ``shown`` is the run as the signer saw it: what :meth:`show` returned, or an earlier
         answer. The answer then names the gate as it was shown, and goes pinned to the execution

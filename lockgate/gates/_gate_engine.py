@@ -263,12 +263,13 @@ def uncountable_answer(
 
 
 def gate_memo(
-    gate: OpenGate, shows: Mapping[str, Any], written: object, now: datetime
+    gate: OpenGate | Mapping[str, Any], shows: Mapping[str, Any], written: object, now: datetime
 ) -> dict[str, Any]:
-    """The gate as the run's memo shows it across runs, without a worker: its record, what it
-    ``shows`` (its ``target``, and a graph's ``version``), and when it opened (kept from the
-    memo ``written`` before, when there is one)."""
-    memo = gate.to_dict() | dict(shows)
+    """The gate as the run's memo shows it across runs, without a worker: its record (given,
+    or built from ``gate``), what it ``shows`` (its ``target``, and a graph's ``version``), and
+    when it opened (kept from the memo ``written`` before, when there is one)."""
+    record = gate.to_dict() if isinstance(gate, OpenGate) else gate
+    memo = dict(record) | dict(shows)
     opened_at = written.get("opened_at") if isinstance(written, dict) else None
     memo["opened_at"] = opened_at or now.isoformat()
     return memo

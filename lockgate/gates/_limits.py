@@ -51,7 +51,8 @@ MAX_WAITING_SETTLES = 4
 """``settle`` updates one run holds open at once; Temporal allows ten updates in flight."""
 
 TRAIL_PAGE = 100
-"""Trail rows ``show`` and every update result carry unless a page is asked for."""
+"""Trail rows ``show`` carries unless a page is asked for (and, at most, the rows an answer,
+resume or cancel returns: those it added)."""
 
 
 @dataclass(frozen=True, slots=True)

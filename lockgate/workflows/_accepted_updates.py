@@ -13,12 +13,14 @@ every replay. An update some other worker accepted has no such seal, and stops t
 Where the update is followed in the same workflow task by one of lockgate's own local checks (a
 graph run's start check, a durable call's), that check records the seal with its own sealed
 result (:attr:`Acceptance.made` in, echoed out); every other update records it with
-``lockgate.record_acceptance`` (:func:`believe_update`).
+``lockgate.record_acceptance`` (:func:`believe_update`). A workflow of your own's start records,
+in that same activity and under that same seal, what the run opens with (:func:`believe_start`),
+so that it needs no start check of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +31,7 @@ from lockgate.activities._sealed_results import ACCEPTED, accepted_binding
 from lockgate.workflows._activity_options import LOCAL_RETRY, LOCAL_TIMEOUT
 from lockgate.workflows._history_seals import accepted_here, history_seals
 
-__all__ = ["Acceptance", "acceptance", "believe_update"]
+__all__ = ["Acceptance", "acceptance", "believe_start", "believe_update"]
 
 
 @dataclass(frozen=True)
@@ -67,9 +69,16 @@ def acceptance(arguments: Sequence[Any]) -> Acceptance | None:
     seals = history_seals()
     if seals.believes_unsealed():
         return None
+    claim, binding = _this_update(arguments)
+    made = seals.seal(ACCEPTED, binding) if accepted_here() else None
+    return Acceptance(claim, binding, made)
+
+
+def _this_update(arguments: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    """The update whose handler calls this, as a refusal names it, and what its seal binds."""
     info = workflow.info()
     update = workflow.current_update_info()
-    assert update is not None, "acceptance() is called in an update handler"
+    assert update is not None, "an accepted update is read in its handler"
     binding = accepted_binding(
         info.workflow_id,
         info.first_execution_run_id,
@@ -78,8 +87,7 @@ def acceptance(arguments: Sequence[Any]) -> Acceptance | None:
         update.name,
         arguments,
     )
-    made = seals.seal(ACCEPTED, binding) if accepted_here() else None
-    return Acceptance(f"the `{update.name}` update {update.id!r}", binding, made)
+    return f"the `{update.name}` update {update.id!r}", binding
 
 
 async def believe_update(arguments: Sequence[Any]) -> None:
@@ -103,3 +111,45 @@ async def believe_update(arguments: Sequence[Any]) -> None:
         summary=f"accepted {update.name if update else 'update'}",
     )
     accepted.confirm(recorded)
+
+
+async def believe_start(
+    arguments: Sequence[Any], opening: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """Like :func:`believe_update`, for the start proof of a workflow of your own, which
+    records beside its seal, under the same seal, what the run opens with: ``opening`` (the
+    tools it runs local, the protocol it follows) the first time, and on every replay what the
+    history recorded. The run then needs no start check of its own (a second local activity).
+
+    Returns:
+        What the run opens with, as its history recorded it; None where the history recorded
+        the seal alone (as lockgate did before) or the run believes unsealed history: it then
+        opens with its own check, as it did.
+
+    Raises:
+        UnsealedHistoryError: The start, or what it opens with, was recorded by a worker
+            without the worker secret.
+    """
+    seals = history_seals()
+    if seals.believes_unsealed():
+        return None
+    claim, binding = _this_update(arguments)
+    made: dict[str, Any] | None = None
+    if accepted_here():
+        opened = dict(opening)
+        made = {"seal": seals.seal(ACCEPTED, {**binding, "opened": opened}), "opened": opened}
+    recorded = await workflow.execute_local_activity(
+        RECORD_ACCEPTANCE,
+        made,
+        start_to_close_timeout=LOCAL_TIMEOUT,
+        retry_policy=LOCAL_RETRY,
+        summary="accepted lockgate.start",
+    )
+    if isinstance(recorded, Mapping) and isinstance(recorded.get("opened"), Mapping):
+        opened = dict(recorded["opened"])
+        if not seals.opens(recorded.get("seal"), ACCEPTED, {**binding, "opened": opened}):
+            seals.refuse(claim, recorded.get("seal"))
+        return opened
+    if not seals.opens(recorded, ACCEPTED, binding):
+        seals.refuse(claim, recorded)
+    return None

@@ -243,7 +243,7 @@ class _AuthorityInbound(WorkflowInboundInterceptor):
         self._validated: set[str] = set()
         # Registered as the run is created, where a start proof that comes with its first task
         # finds it; only on a workflow of the user's own marked as started signed.
-        self.own_start = OwnStart(self.authority)
+        self.own_start = OwnStart(self.authority, self.tools)
         self.own_start.register(outbound.info())
 
     async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:

@@ -19,7 +19,7 @@ from temporalio.common import SearchAttributeUpdate
 from lockgate._defaults import task_queue_flag
 from lockgate.activities._activity_inputs import QUIET_ANSWERS_PROTOCOL, SETTLING_PROTOCOL
 from lockgate.gates._gate_engine import gate_memo
-from lockgate.gates._gates import ParkedNode
+from lockgate.gates._gates import OpenGate, ParkedNode
 from lockgate.gates._limits import PayloadProblem
 from lockgate.identity._actors import Actor
 from lockgate.identity._quoting import a_role
@@ -81,6 +81,19 @@ class RunVisibility:
         self._run = run
         self._standing = standing
         self._this = this
+        # The open gate's record, built once for each state of the gate (its memo and every
+        # view of the run show the same one).
+        self._recorded: tuple[OpenGate, dict[str, Any]] | None = None
+
+    def gate_record(self) -> dict[str, Any]:
+        """The open gate as JSON data (:meth:`OpenGate.to_dict`), built once for each state of
+        the gate: a new opening, or an answer counted, is a new gate. Not to be changed: copy
+        it to add to it."""
+        gate = self._run.gate
+        assert gate is not None
+        if self._recorded is None or self._recorded[0] is not gate:
+            self._recorded = (gate, gate.to_dict())
+        return self._recorded[1]
 
     def target(self) -> dict[str, Any] | None:
         """The field the graph declares as its target, with its value: the work a gate
@@ -194,7 +207,7 @@ class RunVisibility:
         assert self._run.gate is not None
         written = workflow.memo_value(_GATE_MEMO, default=None) if keep_opened_at else None
         shows = {"target": self.target(), "version": self._this.graph.version}
-        return gate_memo(self._run.gate, shows, written, workflow.now())
+        return gate_memo(self.gate_record(), shows, written, workflow.now())
 
     def _show_details(self) -> None:
         """Tells the Temporal UI what the run is doing (its current details; no write)."""

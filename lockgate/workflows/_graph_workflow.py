@@ -266,7 +266,7 @@ class GraphRun:
 
     def _gate_view(self) -> dict[str, Any]:
         assert self._run.gate is not None
-        view = self._run.gate.to_dict()
+        view = dict(self._visibility.gate_record())
         view["options"] = self._run.gate.options
         view["target"] = self._visibility.target()
         return view
@@ -325,6 +325,19 @@ class GraphRun:
                 "message": self._standing.refusal.sentence,
             }
         return shown
+
+    def _answer(self, rows_from: int | None = None) -> dict[str, Any]:
+        """What an update answers: the run as it stands (its status, gate or park, fields,
+        budgets), with the trail rows written since row ``rows_from`` (what an answer, a resume
+        or a cancel did), or none; ``trail_from`` and ``trail_total`` say which rows they are.
+
+        An update's answer is written into the run's history, so it carries no more of the
+        trail than that: the whole trail is in ``show`` and in the run's result, and an answer
+        at every gate, or a start that runs to the end, would otherwise write it there again
+        each time."""
+        if rows_from is None:
+            return self._view(trail_limit=0)
+        return self._view(trail_from=rows_from)
 
     def _settled(self) -> None:
         self._run.settles += 1
@@ -407,7 +420,7 @@ class GraphRun:
         self._start_acceptance = accepted
         self._start_actor = self._run.requester = self._run.driver = actor
         if not settle:
-            return self._view()
+            return self._answer()
         return await self._after_settling(self._run.settles)
 
     @start.validator
@@ -492,7 +505,7 @@ class GraphRun:
         self._gates.answer = GivenAnswer(
             choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
         )
-        return await self._after_settling(self._run.settles)
+        return await self._after_settling(self._run.settles, rows_from=len(self._run.trail))
 
     async def _accepted_proof(self, args: Sequence[Any]) -> Proof:
         """The proof of an update its validator accepted, once the run believes the update (its
@@ -551,7 +564,7 @@ class GraphRun:
         self._run.spend(actor)
         record_once("run.resume", actor, self._graph.name, self._run_id, node=parked.node)
         self._resumer = actor
-        return await self._after_settling(self._run.settles)
+        return await self._after_settling(self._run.settles, rows_from=len(self._run.trail))
 
     @resume.validator
     def validate_resume(self, *args: Any) -> None:
@@ -601,7 +614,7 @@ class GraphRun:
         self._cancel_reason = reason if isinstance(reason, str) and reason else None
         record_once("run.cancel", actor, self._graph.name, self._run_id, reason=self._cancel_reason)
         self._standing.canceller = actor
-        return await self._after_settling(self._run.settles)
+        return await self._after_settling(self._run.settles, rows_from=len(self._run.trail))
 
     @cancel.validator
     def validate_cancel(self, *args: Any) -> None:
@@ -730,16 +743,18 @@ class GraphRun:
         if problem is not None:
             raise Refusal(problem.code, problem.sentence, never_stored=True)
 
-    async def _after_settling(self, after: int, *, released: bool = False) -> dict[str, Any]:
+    async def _after_settling(
+        self, after: int, *, released: bool = False, rows_from: int | None = None
+    ) -> dict[str, Any]:
         """The run once it has settled more than ``after`` times, or has ended (it settles no
         more), or, for a ``settle`` caller, moves to a new history and answers its waiting
-        callers."""
+        callers; with the trail rows since ``rows_from`` (see :meth:`_answer`)."""
         await workflow.wait_condition(
             lambda: (
                 self._run.settles > after or self._standing.ended or (released and self._releasing)
             )
         )
-        view = self._view()
+        view = self._answer(rows_from)
         if self._run.settles <= after and not self._standing.ended:
             # Not settled: the caller asks again (on the next history) with `after` = settles.
             view["moving_to_new_history"] = True

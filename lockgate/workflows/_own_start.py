@@ -5,9 +5,11 @@
 update, which lets the run begin. lockgate's interceptor registers the update on exactly the runs
 so marked, as each run is created (an update that comes with a run's first task finds no handler
 registered later, and the run's own code is the user's). The validator judges the proof against
-the workflow type, id and execution before anything is written; the handler, once the run's
-arguments are known, checks that the proof names exactly them, and keeps the signer for the
-run's first use of lockgate (:mod:`._own_workflows`).
+the workflow type, id and execution before anything is written; the handler records the
+acceptance under the worker's seal together with what the run opens with (the tools it runs
+local, its protocol), and, once the run's arguments are known, checks that the proof names
+exactly them, and keeps the signer for the run's first use of lockgate (:mod:`._own_workflows`),
+which then needs no start check of its own.
 """
 
 from __future__ import annotations
@@ -20,13 +22,16 @@ from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadConverter
 
+from lockgate.activities._activity_inputs import RUN_PROTOCOL
 from lockgate.activities._refusal import Refusal
 from lockgate.gates._authority import Authority
 from lockgate.gates._judgements import Judgement, judge_start, judge_start_inputs
 from lockgate.identity._actors import Actor
 from lockgate.identity._proofs import Proof
+from lockgate.tools._registry import ToolRegistry
 from lockgate.tools._tool_result import ErrorCode
-from lockgate.workflows._accepted_updates import believe_update
+from lockgate.workflows._accepted_updates import believe_start
+from lockgate.workflows._activity_options import local_tool_names
 from lockgate.workflows._failures import refuse_update
 from lockgate.workflows._graph_inputs import one_answer
 
@@ -47,16 +52,25 @@ SIGNED_START_MEMO = "lockgate_signed"
 
 
 class OwnStart:
-    """One run's start proof: registered as the run is created, judged, kept."""
+    """One run's start proof: registered as the run is created, judged, kept.
 
-    def __init__(self, authority: Authority) -> None:
+    Args:
+        authority: The worker's Authority, which judges the proof.
+        tools: The worker's tools: those that may run local are what the run opens with.
+    """
+
+    def __init__(self, authority: Authority, tools: ToolRegistry | None = None) -> None:
         self.authority = authority
+        self.tools = tools
         self.signed = False
         """The run was started as signed: it waits for its proof at its first use of lockgate."""
         self.actor: Actor | None = None
         """Who started it, once a start proof naming it and its arguments was accepted."""
         self.arguments: Sequence[Any] | None = None
         """The run's arguments, once its workflow function has them."""
+        self.opened: dict[str, Any] | None = None
+        """What the run opens with (``local_tools``, ``protocol``), recorded with its start's
+        seal; None where its history recorded the seal alone (it opens with its own check)."""
 
     def register(self, info: workflow.Info) -> None:
         """Adds ``lockgate.start`` to a run its memo marks as signed, as the run is created
@@ -103,8 +117,9 @@ class OwnStart:
 
     async def start(self, *args: Any) -> dict[str, Any]:
         """Keeps the signer, once the proof is seen to name the run's arguments (a check replay
-        makes again, as it reads only the proof and the arguments)."""
-        await believe_update(args)
+        makes again, as it reads only the proof and the arguments); and what the run opens with,
+        recorded with the start under its seal."""
+        opened = await believe_start(args, self._opening())
         info = workflow.info()
         proof = Proof.parse(args[0])
         await workflow.wait_condition(lambda: self.arguments is not None)
@@ -121,8 +136,20 @@ class OwnStart:
         )
         if not judgement.allowed:
             raise Refusal(judgement.code or ErrorCode.UNAUTHORIZED.value, judgement.reason or "")
+        self.opened = opened
         self.actor = Actor.of_proof(proof)
         return {"ok": True, "run_id": info.workflow_id, "requester": self.actor.to_dict()}
+
+    def _opening(self) -> dict[str, Any]:
+        """What a run started today opens with: the worker's tools that may run local, and the
+        protocol it follows (what ``lockgate.open_workflow_start`` returned for it before)."""
+        tools = self.tools
+        definitions = (
+            [definition for name in tools.names() if (definition := tools.get(name)) is not None]
+            if tools is not None
+            else []
+        )
+        return {"local_tools": local_tool_names(definitions), "protocol": RUN_PROTOCOL}
 
 
 def start_arguments(converter: PayloadConverter, args: list[Any]) -> list[Any]:

@@ -303,6 +303,7 @@ class _OwnRun:
         self.closed = False  # the run function has returned or raised
         self._gate_memo_stale = False  # a decided gate is still in the memo
         self._closer: asyncio.Future[None] | None = None
+        self._recorded: tuple[OpenGate, dict[str, Any]] | None = None  # see _gate_record
         self._register_handlers()
 
     async def _open(self) -> None:
@@ -317,26 +318,18 @@ class _OwnRun:
             if own is not None and own.signed
             else None
         )
-        arguments = start_arguments(workflow.payload_converter(), list(run_arguments()))
-        try:
-            opened = await local(
-                OPEN_WORKFLOW_START,
-                OpenWorkflowStartInput(
-                    workflow_type=self.workflow_type,
-                    run=self.run_id,
-                    execution=self.execution,
-                    arguments=arguments,
-                    proof=workflow.memo_value(START_PROOF_MEMO, default=None),
-                    local_tools=_local_tools(),
-                ),
-            )
-        except ActivityError as error:
-            opened = {
-                "actor": Actor.unverified("temporal").to_dict(),
-                "code": ErrorCode.INTERNAL_ERROR.value,
-                "reason": f"The start could not be checked: {error.cause or error}",
-                "local_tools": [],
-            }
+        legacy_proof = workflow.memo_value(START_PROOF_MEMO, default=None)
+        if (
+            own is not None
+            and own.actor is not None
+            and own.opened is not None
+            and not legacy_proof
+        ):
+            # Its start recorded, under the seal of the worker that accepted it, what the run
+            # opens with: no start check of its own (a local activity) is needed.
+            opened = {"actor": own.actor.to_dict(), "code": None, "reason": None, **own.opened}
+        else:
+            opened = await self._start_check(legacy_proof)
         # Which tools run local is recorded here, once, rather than by a patch marker at each
         # tool's first call: a patch asked right after a local activity is not seen on replay
         # when a query split that workflow task (the run would fail replay). A run recorded
@@ -364,6 +357,31 @@ class _OwnRun:
             )
         self._upsert(self.status)
 
+    async def _start_check(self, legacy_proof: object) -> dict[str, Any]:
+        """The start check of a run whose start recorded nothing it opens with (unsigned, with no
+        start proof, recorded before starts did, or with a start proof in its memo): a local
+        activity that records the tools it runs local and its protocol."""
+        arguments = start_arguments(workflow.payload_converter(), list(run_arguments()))
+        try:
+            return await local(
+                OPEN_WORKFLOW_START,
+                OpenWorkflowStartInput(
+                    workflow_type=self.workflow_type,
+                    run=self.run_id,
+                    execution=self.execution,
+                    arguments=arguments,
+                    proof=legacy_proof,
+                    local_tools=_local_tools(),
+                ),
+            )
+        except ActivityError as error:
+            return {
+                "actor": Actor.unverified("temporal").to_dict(),
+                "code": ErrorCode.INTERNAL_ERROR.value,
+                "reason": f"The start could not be checked: {error.cause or error}",
+                "local_tools": [],
+            }
+
     def _gate(self) -> OpenGate:
         assert self.gate is not None
         return self.gate
@@ -378,9 +396,10 @@ class _OwnRun:
             gate=self._gate_view() if self.gate is not None and self.answer is None else None,
         )
 
-    def show(self, *args: Any) -> dict[str, Any]:
-        """The run as lockgate sees it: status, requester, open gate, the newest trail rows."""
-        first = max(len(self.trail) - TRAIL_PAGE, 0)
+    def show(self, *args: Any, rows: int = TRAIL_PAGE) -> dict[str, Any]:
+        """The run as lockgate sees it: status, requester, open gate, the newest trail rows
+        (``rows`` of them; an update's answer carries none, see ``GraphRun._answer``)."""
+        first = max(len(self.trail) - rows, 0)
         return {
             "ok": True,
             "run_id": self.run_id,
@@ -396,15 +415,23 @@ class _OwnRun:
             "settles": self.settles,
         }
 
+    def _gate_record(self) -> dict[str, Any]:
+        """The open gate as JSON data, built once for each state of the gate (its memo and the
+        run's views show the same one). Not to be changed: copy it to add to it."""
+        gate = self._gate()
+        if self._recorded is None or self._recorded[0] is not gate:
+            self._recorded = (gate, gate.to_dict())
+        return self._recorded[1]
+
     def _gate_view(self) -> dict[str, Any]:
-        view = self._gate().to_dict()
+        view = dict(self._gate_record())
         view["options"] = self._gate().options
         view["target"] = self.subject
         return view
 
     def _gate_memo(self, *, keep_opened_at: bool = False) -> dict[str, Any]:
         written = workflow.memo_value("lockgate_gate", default=None) if keep_opened_at else None
-        return gate_memo(self._gate(), {"target": self.subject}, written, workflow.now())
+        return gate_memo(self._gate_record(), {"target": self.subject}, written, workflow.now())
 
     def finished(self) -> None:
         """The run function returned. A run recorded before :data:`SETTLING_PROTOCOL` wrote so in
@@ -662,7 +689,7 @@ class _OwnRun:
         self.answer = GivenAnswer(
             choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
         )
-        return self.show()
+        return self.show(rows=0)
 
     def validate_decide(self, *args: Any) -> None:
         """Refuses, before anything is written, every answer the gate rules refuse."""

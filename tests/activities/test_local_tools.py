@@ -343,14 +343,16 @@ async def run_relay(
     identities: Identities,
     driver: str,
 ) -> tuple[RunView, str]:
-    """Runs the relay as ``driver`` on its own worker and queue; returns the run and its subject."""
+    """Runs the relay as ``driver`` on its own worker and queue; returns the run as ``show``
+    shows it once it settles (with its trail: a start's answer carries none) and its subject."""
     subject = f"subject-{uuid4().hex}"
     async with lockgate_worker(
         graphs=[graph_class], directory=identities.directory, task_queue=queue
     ):
         runs = GraphClient(client, queue, signer=identities.signer(driver))
         run = await runs.start(graph_class, {"subject": subject})
-    return run, subject
+        shown = await runs.show(run["run_id"])
+    return shown, subject
 
 
 async def test_local_nodes_are_recorded_as_markers_and_the_mutating_node_is_scheduled(
@@ -459,8 +461,10 @@ async def test_a_local_node_the_driver_may_not_run_parks_the_run_as_a_regular_no
         ):
             ada = GraphClient(temporal_client, queue, signer=identities.signer("ada"))
             poppy = GraphClient(temporal_client, queue, signer=identities.signer("poppy"))
-            parked[graph_class] = await ada.start(graph_class, {"subject": uuid4().hex})
-            resumed[graph_class] = await poppy.resume(parked[graph_class]["run_id"])
+            started = await ada.start(graph_class, {"subject": uuid4().hex})
+            parked[graph_class] = await ada.show(started["run_id"])
+            await poppy.resume(started["run_id"])
+            resumed[graph_class] = await poppy.show(started["run_id"])
 
     local, regular = parked[LOCAL_RELAY], parked[REGULAR_RELAY]
     assert local["status"] == "parked", local
@@ -569,6 +573,7 @@ async def test_a_run_that_ran_a_tool_as_a_regular_activity_keeps_doing_so_once_i
         eve = GraphClient(temporal_client, task_queue, signer=identities.signer("eve"))
         again = await ed.decide(waiting["run_id"], "look_again")
         done = await eve.decide(waiting["run_id"], "done")
+        whole = await eve.show(waiting["run_id"])
         fresh = await ada.start(after, {"subject": uuid4().hex})
         failed = await failed_workflow_tasks(temporal_client.get_workflow_handle(done["run_id"]))
     in_flight = await history_of(temporal_client, done["run_id"])
@@ -580,10 +585,15 @@ async def test_a_run_that_ran_a_tool_as_a_regular_activity_keeps_doing_so_once_i
         "finished",
     )
     assert failed == []
-    assert [(node, outcome) for node, outcome, _ in trail_of(done)] == [
+    assert [(node, outcome) for node, outcome, _ in trail_of(whole)] == [
         ("look", "ran"),
         ("again", "answered"),
         ("look", "ran"),
+        ("again", "answered"),
+        ("close", "ran"),
+    ]
+    # An answer's own result carries the rows it added.
+    assert [(node, outcome) for node, outcome, _ in trail_of(done)] == [
         ("again", "answered"),
         ("close", "ran"),
     ]

@@ -310,6 +310,11 @@ async def no_failed_tasks(*handles: WorkflowHandle[Any, Any]) -> list[HistoryEve
     ]
 
 
+async def whole_run(client: GraphClient, answered: RunView) -> RunView:
+    """The run a start answered, with its whole trail (an answer carries no rows of it)."""
+    return await client.show(answered["run_id"])
+
+
 def rows_by(run: Mapping[str, Any], principal: str) -> list[tuple[str, str, str | None]]:
     """The trail rows of ``run`` driven by ``principal``."""
     return [row for row in trail_of(run) if row[2] == principal]
@@ -342,7 +347,7 @@ async def test_a_start_proof_read_from_a_finished_run_is_refused_by_a_new_execut
         waiting = await ed.show(run_id)
         ended = await withdrawn(again)
         ran = await tools_run(temporal_client, again)
-        honest = await ed.start(EssayReview, PUBLISHES, run_id=run_id)
+        honest = await whole_run(ed, await ed.start(EssayReview, PUBLISHES, run_id=run_id))
         failed = await no_failed_tasks(first_handle, again)
 
     assert first["status"] == "finished", first
@@ -417,7 +422,7 @@ async def test_a_start_proof_read_from_history_is_refused_by_a_run_under_another
         code, sentence = await refused(elsewhere, "start", stolen)
         ended = await withdrawn(elsewhere)
         ran = await tools_run(temporal_client, elsewhere)
-        honest = await ed.start(EssayReview, PUBLISHES, run_id=other_id)
+        honest = await whole_run(ed, await ed.start(EssayReview, PUBLISHES, run_id=other_id))
         failed = await no_failed_tasks(first_handle, elsewhere)
 
     assert first["status"] == "finished", first
@@ -886,8 +891,11 @@ async def test_a_run_restarted_between_its_start_and_its_proof_runs_nothing_as_t
         ended = await withdrawn(attackers)
         ran = await tools_run(temporal_client, attackers)
         first_status = (await first.describe()).status
-        honest = await GraphClient(temporal_client, task_queue, signer=people.signer("ed")).start(
-            EssayReview, PUBLISHES
+        honest = await whole_run(
+            GraphClient(temporal_client, task_queue, signer=people.signer("ed")),
+            await GraphClient(temporal_client, task_queue, signer=people.signer("ed")).start(
+                EssayReview, PUBLISHES
+            ),
         )
         failed = await no_failed_tasks(first, attackers)
 

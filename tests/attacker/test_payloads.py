@@ -152,11 +152,12 @@ class Deployment:
         return handle
 
     async def publishes(self, run_id: str) -> RunView:
-        """ed's real signed answer to the run's gate; returns the run once it settles."""
+        """ed's real signed answer to the run's gate; returns the run once it settles, as
+        ``show`` shows it (with its whole trail: an answer carries only the rows it added)."""
         answered = await self.as_("ed").decide(run_id, "publish_as_is")
         assert answered["status"] == "finished", answered
         assert answered["fields"]["url"] == PUBLISHED, answered
-        return answered
+        return await self.as_("ed").show(run_id)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import urllib.request
+import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -46,6 +47,7 @@ from tests.helpers.rogue_workers import (
     ROGUE_SHIPPED,
     SHIPPED,
     ForgeCarried,
+    OwnShipOrder,
     ShipDirect,
     ShipOrder,
     current_build,
@@ -229,6 +231,46 @@ async def test_a_start_a_rogue_build_accepted_on_a_held_signed_start_is_not_beli
 
     assert SHIPPED == [] and ROGUE_SHIPPED == []
     assert records.refused_history()
+
+
+async def test_a_start_of_a_workflow_of_your_own_a_rogue_build_accepted_is_not_believed(
+    temporal_client: Client, rogue_client: Client, task_queue: str
+) -> None:
+    """The attacker signs a workflow of your own's start as ada with their own key; their build
+    accepts it, records it (under the attacker's secret) and opens the run's gate. The real
+    worker, answered by rod, does not take ada for the run's requester: the start's record is
+    the first thing it cannot open, and nothing ships."""
+    records = Records()
+    people, _ = people_with(records)
+    real = LockgatePlugin(
+        [pack, send], [], people.directory, secret=people.secret, audit=AuditLogger(sinks=[records])
+    )
+    rogue = rogue_people()
+    as_ada = GraphClient(rogue_client, task_queue, signer=rogue.signer("ada"))
+    rod = GraphClient(temporal_client, task_queue, signer=people.signer("rod"))
+    run_id = f"own-order-{uuid.uuid4().hex[:8]}"
+
+    async with worker(
+        rogue_client, task_queue, rogue_plugin(rogue, graphs=()), workflows=[OwnShipOrder]
+    ):
+        await as_ada.start_workflow(OwnShipOrder.run, "A-1", id=run_id)
+        opened = await eventually(
+            lambda: as_ada.show(run_id),
+            lambda shown: shown.get("awaiting") is not None,
+            what="the gate the rogue build opened",
+        )
+    async with worker(temporal_client, task_queue, real, workflows=[OwnShipOrder]):
+        answering = asyncio.create_task(rod.decide(run_id, "release"))
+        sentence = await refused_by_the_deployment(
+            temporal_client, run_id, "the `lockgate.start` update"
+        )
+        answering.cancel()
+
+    assert opened["requester"]["principal"] == "ada"  # as the rogue build took it
+    assert "carries no seal of this deployment's workers" in sentence
+    assert SHIPPED == [] and ROGUE_SHIPPED == []
+    refused = records.refused_history()
+    assert refused and "the `lockgate.start` update" in refused[0]["reason"]
 
 
 async def test_a_resume_a_rogue_build_accepted_is_not_believed(
@@ -473,10 +515,11 @@ async def test_an_honest_run_carries_on_after_the_worker_secret_and_an_approvers
     rod = GraphClient(temporal_client, task_queue, signer=people.signer("rod"))
     async with worker(temporal_client, task_queue, rotated):
         done = await rod.decide(run["run_id"], "release")
+        whole = await rod.show(run["run_id"])
 
     assert done["status"] == "finished", done
     assert SHIPPED == ["A-1 by rod"]
-    assert [(row["node"], row["by"]["actor"]) for row in done["trail"]] == [
+    assert [(row["node"], row["by"]["actor"]) for row in whole["trail"]] == [
         ("pack", "ada"),
         ("checked", "clerk"),
         ("released", "rod"),

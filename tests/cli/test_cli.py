@@ -603,3 +603,12 @@ def test_rate_limit_naming_no_store_is_refused_without_echoing_it() -> None:
 
     assert "--rate-limit takes memory" in str(refused.value)
     assert "hunter2" not in str(refused.value)
+
+
+def test_an_answer_without_trail_rows_says_where_the_trail_is() -> None:
+    from lockgate.cli._runs import _run_as_text
+
+    started = {"run_id": "essay:review-1", "graph": "essay:review", "version": 1,
+               "status": "finished", "trail": [], "trail_from": 3, "trail_total": 3}  # fmt: skip
+
+    assert "trail: 3 rows (lockgate show essay:review-1)" in _run_as_text(started)  # type: ignore[arg-type]

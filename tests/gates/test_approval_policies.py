@@ -72,13 +72,17 @@ async def test_two_different_officers_release_a_dual_gate(
         run = await desk.at_the_release_gate(DualPayment)
         first = await desk.of["olga"].decide(run["run_id"], "release")
         second = await desk.of["otto"].decide(run["run_id"], "release")
+        whole = await desk.of["otto"].show(run["run_id"])
 
     assert first["status"] == "waiting"
     assert answers_of(first) == [{"principal": "olga", "option": "release"}]
     assert gate_of(first)["policy"]["approvals"] == 2
     assert second["status"] == "finished"
     assert second["fields"]["sent"] is True
-    assert answer_rows(second) == [("olga", "release", "answered"), ("otto", "release", "answered")]
+    assert answer_rows(whole) == [("olga", "release", "answered"), ("otto", "release", "answered")]
+    # Each answer's own result carries the rows it added.
+    assert answer_rows(first) == [("olga", "release", "answered")]
+    assert answer_rows(second) == [("otto", "release", "answered")]
     last = [row for row in second["trail"] if row["node"] == "release"][-1]
     assert last["decided"] == "release"
     assert last["counts"] == {"release": 2, "reject": 0}

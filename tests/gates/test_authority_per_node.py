@@ -45,7 +45,7 @@ async def test_a_starter_who_may_not_publish_parks_the_run_at_publish(
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
-        run = await ada.start(EssayReview, PASSES_FIRST_TIME)
+        run = await ada.show((await ada.start(EssayReview, PASSES_FIRST_TIME))["run_id"])
 
     assert run["status"] == "parked"
     assert run["state"] == "publish"
@@ -69,7 +69,7 @@ async def test_a_refused_node_parks_the_run_and_nothing_after_it_runs(
     people = ledger_people()
     async with lockgate_worker(graphs=[Ledger], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
-        run = await ada.start(Ledger, {"entry": " Rent, March "})
+        run = await ada.show((await ada.start(Ledger, {"entry": " Rent, March "}))["run_id"])
 
     assert run["status"] == "parked"
     assert trail_of(run) == [("draft", "ran", "ada"), ("post", "refused", "ada")]
@@ -88,15 +88,18 @@ async def test_a_caller_who_may_run_the_parked_node_resumes_the_run(
         run = await ada.start(Ledger, {"entry": "Rent"})
         poppy = GraphClient(temporal_client, task_queue, signer=people.signer("poppy"))
         resumed = await poppy.resume(run["run_id"])
+        whole = await poppy.show(run["run_id"])
 
     assert resumed["status"] == "finished"
-    assert trail_of(resumed) == [
+    assert trail_of(whole) == [
         ("draft", "ran", "ada"),
         ("post", "refused", "ada"),
         ("post", "resumed", "poppy"),
         ("post", "ran", "poppy"),
         ("file", "ran", "poppy"),
     ]
+    # The resume's own result carries the rows it added.
+    assert trail_of(resumed) == trail_of(whole)[2:]
     assert resumed["fields"]["posted"] is True and resumed["fields"]["filed"] is True
     assert keys_of(resumed["trail"]) <= TRAIL_ROW_KEYS
 
@@ -107,7 +110,7 @@ async def test_a_resume_by_someone_who_may_not_run_the_node_is_refused_and_nothi
     people = ledger_people()
     async with lockgate_worker(graphs=[Ledger], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
-        run = await ada.start(Ledger, {"entry": "Rent"})
+        run = await ada.show((await ada.start(Ledger, {"entry": "Rent"}))["run_id"])
         before = await event_types(temporal_client, run["run_id"])
         refused = await ada.resume(run["run_id"])
         after = await event_types(temporal_client, run["run_id"])
@@ -229,15 +232,17 @@ async def test_an_answer_is_recorded_when_its_first_node_may_run_and_a_later_nod
         run = await ada.start(Launch, {"mission": "Kestrel"})
         mo = GraphClient(temporal_client, task_queue, signer=people.signer("mo"))
         parked = await mo.decide(run["run_id"], "proceed")
+        at_the_park = await mo.show(run["run_id"])
         flo = GraphClient(temporal_client, task_queue, signer=people.signer("flo"))
         done = await flo.resume(run["run_id"])
 
-    assert trail_of(parked) == [
+    assert trail_of(at_the_park) == [
         ("intake", "ran", "ada"),
         ("go", "answered", "mo"),
         ("stage", "ran", "mo"),
         ("fire", "refused", "mo"),
     ]
+    assert trail_of(parked) == trail_of(at_the_park)[1:]  # the rows the answer added
     assert parked["status"] == "parked"
     assert trail_of(done)[-2:] == [("fire", "resumed", "flo"), ("fire", "ran", "flo")]
     assert done["fields"] == {"mission": "Kestrel", "staged": True, "fired": True, "log": [True]}
@@ -271,7 +276,8 @@ async def test_a_dirty_memo_released_by_an_officer_leaves_the_seeds_trail(
         clerk = GraphClient(temporal_client, task_queue, signer=people.signer("clerk"))
         refused = await clerk.decide(run["run_id"], "release")
         rod = GraphClient(temporal_client, task_queue, signer=people.signer("rod"))
-        done = await rod.decide(run["run_id"], "release")
+        await rod.decide(run["run_id"], "release")
+        done = await rod.show(run["run_id"])
 
     assert refused["error"]["code"] == "FORBIDDEN"
     assert trail_of(done) == [
@@ -317,8 +323,10 @@ async def test_trail_rows_say_who_and_what_and_never_what_anyone_holds(
             what="the clerk's refused signal in the trail",
         )
         rod = GraphClient(temporal_client, task_queue, signer=people.signer("rod"))
-        done = await rod.decide(run["run_id"], "release")
+        answered = await rod.decide(run["run_id"], "release")
+        done = await rod.show(run["run_id"])
 
+    assert "vault:open" not in json.dumps(answered) and "auditor" not in json.dumps(answered)
     assert [outcome for _, outcome, _ in trail_of(done)] == [
         "ran", "ran", "ran", "ran", "refused", "answered", "ran",
     ]  # fmt: skip

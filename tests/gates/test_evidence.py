@@ -98,11 +98,12 @@ async def test_accepted_evidence_is_in_the_trail_and_reaches_the_node_it_leads_t
         run = await desk.at_the_release_gate()
         first = await desk.of["olga"].decide(run["run_id"], "release", evidence=GOOD_EVIDENCE)
         done = await desk.of["otto"].decide(run["run_id"], "release", evidence=second)
+        whole = await desk.of["otto"].show(run["run_id"])
 
     assert gate_of(first)["answers"] == [
         {"principal": "olga", "option": "release", "evidence": GOOD_EVIDENCE}
     ]
-    rows = [row for row in done["trail"] if row["node"] == "release"]
+    rows = [row for row in whole["trail"] if row["node"] == "release"]
     assert [row.get("evidence") for row in rows] == [GOOD_EVIDENCE, second]
     assert done["fields"]["approvals"] == [
         {"by": "olga", "answer": "release", "evidence": GOOD_EVIDENCE},

@@ -104,7 +104,7 @@ async def test_a_clerk_who_may_not_publish_is_refused_ahead_of_the_gate_and_noth
     people = essay_people()
     async with lockgate_worker(graphs=[EssayReview], directory=people.directory):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
-        run = await ada.start(EssayReview, ALWAYS_FAILS)
+        run = await ada.show((await ada.start(EssayReview, ALWAYS_FAILS))["run_id"])
         clerk = GraphClient(temporal_client, task_queue, signer=people.signer("clerk"))
         refused = await clerk.decide(run["run_id"], "publish_as_is")
         still = await ada.show(run["run_id"])
@@ -264,13 +264,17 @@ async def test_authority_does_not_cross_a_gate_the_answerer_drives_what_follows(
         run = await ada.start(EssayReview, ALWAYS_FAILS)
         ed = GraphClient(temporal_client, task_queue, signer=people.signer("ed"))
         again = await ed.decide(run["run_id"], "one_more_round")
+        whole = await ed.show(run["run_id"])
 
-    assert trail_of(again) == [
+    assert trail_of(whole) == [
         *[("write", "ran", "ada"), ("grade", "ran", "ada")] * 4,
         ("editor_call", "answered", "ed"),
         ("write", "ran", "ed"),
         ("grade", "ran", "ed"),
     ]
+    # The answer's own result carries the rows it added, from its own on.
+    assert trail_of(again) == trail_of(whole)[8:]
+    assert (again["trail_from"], again["trail_total"]) == (8, 11)
     # The budget is not reset by a human's answer: the next failure asks again at once.
     assert again["status"] == "waiting"
     assert gate_of(again)["gate"] == "editor_call#2"

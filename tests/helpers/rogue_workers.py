@@ -25,7 +25,19 @@ from temporalio.client import Client
 from temporalio.common import WorkerDeploymentVersion
 from temporalio.worker import Worker, WorkerDeploymentConfig
 
-from lockgate import END, Ask, Edge, LockgatePlugin, Route, Target, ToolContext, graph, tool
+from lockgate import (
+    END,
+    Ask,
+    Edge,
+    LockgatePlugin,
+    Route,
+    Target,
+    ToolContext,
+    call_tool,
+    gate,
+    graph,
+    tool,
+)
 from lockgate.testing import Identities
 from lockgate.tools._audit import AuditLogger
 from lockgate.workflows._authority_context import AuthorityInterceptor
@@ -89,6 +101,23 @@ class ShipOrder(BaseModel):
     order: Annotated[str, Target()]
     packed: bool = False
     sent: bool = False
+
+
+@workflow.defn(name="ship:own-order", sandboxed=False)
+class OwnShipOrder:
+    """The order as a workflow of your own: an officer releases it at a lockgate gate, and it
+    ships as the officer."""
+
+    @workflow.run
+    async def run(self, order: str) -> str:
+        decided = await gate(
+            Ask(Released, of="officer", because="An officer releases what ships."),
+            subject={"order": order},
+            leads_to={Released.RELEASE: "ship:send"},
+        )
+        if decided.choice is Released.RELEASE:
+            await call_tool("ship:send", {"order": order})
+        return str(decided.choice.value)
 
 
 @graph("ship:direct", "Ship an order straight away.", start=send)

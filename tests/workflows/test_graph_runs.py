@@ -48,13 +48,19 @@ async def test_an_essay_that_passes_first_time_is_written_graded_and_published(
     async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
         wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
         run = await wren.start(EssayReview, PASSES_FIRST_TIME)
+        whole = await wren.show(run["run_id"])
 
     assert run["status"] == "finished"
-    assert trail_of(run) == [
+    assert trail_of(whole) == [
         ("write", "ran", "wren"),
         ("grade", "ran", "wren"),
         ("publish", "ran", "wren"),
     ]
+    # The start's own answer carries no trail rows: the run's result and show have them.
+    assert (run["trail"], run["trail_from"], run["trail_total"]) == ([], 3, 3)
+    assert {key: whole[key] for key in ("status", "fields", "budgets", "settles")} == {
+        key: run[key] for key in ("status", "fields", "budgets", "settles")
+    }
     assert run["fields"]["url"] == "https://essays.example/tides-and-the-moon"
     assert run["fields"]["verdict"] == "PASSED"
 
@@ -66,9 +72,16 @@ async def test_an_essay_that_fails_once_is_revised_and_then_published(
     async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
         wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
         run = await wren.start(EssayReview, FAILS_ONCE)
+        whole = await wren.show(run["run_id"])
 
     assert run["status"] == "finished"
-    assert [node for node, _, _ in trail_of(run)] == ["write", "grade", "write", "grade", "publish"]
+    assert [node for node, _, _ in trail_of(whole)] == [
+        "write",
+        "grade",
+        "write",
+        "grade",
+        "publish",
+    ]
     assert run["fields"]["drafts"] == ["Tides.", "Tides. It is also about gravity."]
     assert run["budgets"] == {"FAILED": {"taken": 1, "at_most": 3}}
     assert run["fields"]["url"] == "https://essays.example/tides"
@@ -81,8 +94,9 @@ async def test_an_essay_that_always_fails_takes_failed_three_times_then_asks_an_
     async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
         wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
         run = await wren.start(EssayReview, ALWAYS_FAILS)
+        whole = await wren.show(run["run_id"])
 
-    assert [node for node, _, _ in trail_of(run)] == ["write", "grade"] * 4
+    assert [node for node, _, _ in trail_of(whole)] == ["write", "grade"] * 4
     assert run["budgets"] == {"FAILED": {"taken": 3, "at_most": 3}}
     assert run["status"] == "waiting"
     assert run["state"] == "editor_call"
@@ -127,10 +141,11 @@ async def test_forged_budget_and_engine_inputs_are_ignored_and_listed(
     async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
         wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
         run = await wren.start(EssayReview, forged)
+        whole = await wren.show(run["run_id"])
 
     assert run["ignored_inputs"] == ["_ran", "_requester", "_taken", "junk"]
     # The budget started at zero: FAILED was still taken three times before the gate.
-    assert [node for node, _, _ in trail_of(run)] == ["write", "grade"] * 4
+    assert [node for node, _, _ in trail_of(whole)] == ["write", "grade"] * 4
     assert run["budgets"] == {"FAILED": {"taken": 3, "at_most": 3}}
     assert gate_of(run)["requester"] == "wren"
     assert set(run["fields"]) == set(EssayReview.model_fields)
@@ -227,10 +242,11 @@ async def test_an_unsigned_start_of_a_graph_that_allows_it_is_driven_by_an_unver
     async with lockgate_worker(graphs=[OpenEssay], directory=who.directory):
         anonymous = GraphClient(temporal_client, task_queue)
         run = await anonymous.start(OpenEssay, ALWAYS_FAILS)
+        whole = await anonymous.show(run["run_id"])
 
     assert run["requester"]["actor"] == "unverified:temporal"
     assert run["requester"]["verified"] is False
-    assert {actor for _, _, actor in trail_of(run)} == {"unverified:temporal"}
+    assert {actor for _, _, actor in trail_of(whole)} == {"unverified:temporal"}
     assert gate_of(run)["requester"] == "unverified:temporal"
 
 
@@ -409,3 +425,62 @@ async def test_show_asks_a_running_run_one_query_and_reads_a_closed_one_from_its
     assert calls_while_waiting == ["query show"]
     assert finished["status"] == "finished" and finished["fields"]["url"]
     assert made.calls == ["query show"]  # turned away by the server, then the result is read
+
+
+async def test_a_run_writes_its_trail_into_history_once_however_it_is_answered(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    # What an update returns is written into the run's history: the start's answer carries no
+    # trail rows, each later answer the rows it added, and the run's result the whole trail.
+    who = essay_people(
+        wren={"scopes": ["essay:publish"]}, rita={"roles": ["editor"], "scopes": ["essay:publish"]}
+    )
+    async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
+        passed = await GraphClient(temporal_client, task_queue, signer=who.signer("wren")).start(
+            EssayReview, PASSES_FIRST_TIME
+        )
+        ada, ed, rita = (
+            GraphClient(temporal_client, task_queue, signer=who.signer(name))
+            for name in ("ada", "ed", "rita")
+        )
+        gated = await ada.start(EssayReview, ALWAYS_FAILS)
+        await ed.decide(gated["run_id"], "one_more_round")
+        await rita.decide(gated["run_id"], "publish_as_is")
+        written = {
+            run["run_id"]: await written_views(temporal_client, run["run_id"])
+            for run in (passed, gated)
+        }
+
+    answers, result = written[passed["run_id"]]
+    assert [len(answer["trail"]) for answer in answers] == [0]
+    assert trail_of(result) == [("write", "ran", "wren"), ("grade", "ran", "wren"),
+                                ("publish", "ran", "wren")]  # fmt: skip
+    answers, result = written[gated["run_id"]]
+    assert [trail_of(answer) for answer in answers] == [
+        [],
+        [("editor_call", "answered", "ed"), ("write", "ran", "ed"), ("grade", "ran", "ed")],
+        [("editor_call", "answered", "rita"), ("publish", "ran", "rita")],
+    ]
+    assert len(result["trail"]) == 13 == sum(len(answer["trail"]) for answer in answers) + 8
+
+
+async def written_views(client: Client, run_id: str) -> tuple[list[dict[str, Any]], Any]:
+    """What a run's history holds of it: each update's answer, in order, and its result."""
+    history = await client.get_workflow_handle(run_id).fetch_history()
+    converter = client.data_converter.payload_converter
+    answers = [
+        converter.from_payloads(
+            event.workflow_execution_update_completed_event_attributes.outcome.success.payloads
+        )[0]
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED
+    ]
+    (ended,) = [
+        event
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    ]
+    result = converter.from_payloads(
+        ended.workflow_execution_completed_event_attributes.result.payloads
+    )[0]
+    return answers, result

@@ -118,7 +118,7 @@ async def test_an_agent_steps_forbidden_and_undeclared_tool_calls_go_back_to_its
     model = ScriptedModel(reaching_too_far)
     async with lockgate_worker(plugin=_desk(model, people)):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
-        done = await ada.start(SupportDesk, QUESTION)
+        done = await ada.show((await ada.start(SupportDesk, QUESTION))["run_id"])
 
     assert done["status"] == "finished", done
     assert len(model.seen) == 2
@@ -162,8 +162,10 @@ async def test_an_agent_step_whose_budget_is_spent_waits_until_a_verified_lead_l
             what="the budget's gate listed as pending",
         )
         by_the_requester = await ada.decide(waiting["run_id"], "more")
-        done = await lena.decide(waiting["run_id"], "more")
+        answered = await lena.decide(waiting["run_id"], "more")
+        done = await lena.show(waiting["run_id"])
 
+    assert answered["status"] == "finished", answered
     assert waiting["status"] == "waiting"
     assert gate_of(waiting)["gate"] == "budget_call#1"
     assert len(model.seen) == 3  # two requests, the gate, then the third
@@ -194,7 +196,7 @@ async def test_an_agent_step_stopped_at_its_budgets_gate_drops_its_conversation(
     async with lockgate_worker(plugin=_desk(model, people)):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
         lena = GraphClient(temporal_client, task_queue, signer=people.signer("lena"))
-        waiting = await ada.start(SupportDesk, QUESTION)
+        waiting = await ada.show((await ada.start(SupportDesk, QUESTION))["run_id"])
         done = await lena.decide(waiting["run_id"], "stop")
 
     assert dict(waiting).get("conversations") == {
@@ -219,8 +221,10 @@ async def test_every_key_an_agent_step_shows_is_one_lockgate_contracts_names(
         models={"desk-model": ScriptedModel(reading_twice).model},  # the fixture's own models=
     ):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
-        waiting = await ada.start(SupportDesk, QUESTION)
+        answered = await ada.start(SupportDesk, QUESTION)
+        waiting = await ada.show(answered["run_id"])
 
+    assert set(answered) <= RunView.__required_keys__ | RunView.__optional_keys__
     assert set(waiting) <= RunView.__required_keys__ | RunView.__optional_keys__
     assert "conversations" in waiting
     declared = TrailRow.__required_keys__ | TrailRow.__optional_keys__
@@ -273,7 +277,7 @@ async def test_an_agent_step_on_a_token_budget_stops_at_its_gate_once_the_tokens
     )
     async with lockgate_worker(plugin=plugin):
         ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
-        waiting = await ada.start(TokenDesk, QUESTION)
+        waiting = await ada.show((await ada.start(TokenDesk, QUESTION))["run_id"])
 
     assert waiting["status"] == "waiting", waiting
     assert len(model.seen) == 1  # its first request used more than 50 tokens
@@ -316,7 +320,8 @@ async def test_an_agent_steps_conversation_survives_a_continue_as_new_in_the_mid
                 what="the run to reach the budget's gate",
             )
             waiting_on = (await client.get_workflow_handle(started["run_id"]).describe()).run_id
-            done = await lena.decide(waiting["run_id"], "more")
+            await lena.decide(waiting["run_id"], "more")
+            done = await lena.show(waiting["run_id"])
             query = f"WorkflowId = '{started['run_id']}'"
             runs = [e.status async for e in client.list_workflows(query)]
     finally:

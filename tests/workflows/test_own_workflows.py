@@ -3,6 +3,7 @@ graph's gate holds for it, on the real dev server."""
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import timedelta
 from typing import Any
@@ -430,3 +431,46 @@ async def test_a_run_that_continues_as_new_after_a_gate_starts_its_next_run_with
     assert result == "issue"
     assert memo.get("lockgate_gate") is None
     assert pending == []
+
+
+def _local_activities(events: list[Any]) -> list[str]:
+    """The local activities a history records, in order (their markers' activity types)."""
+    kinds = []
+    for event in events:
+        if not event.HasField("marker_recorded_event_attributes"):
+            continue
+        details = event.marker_recorded_event_attributes.details["data"].payloads[0]
+        kinds.append(json.loads(details.data)["activity_type"])
+    return kinds
+
+
+async def test_a_signed_start_records_what_the_run_opens_with_and_needs_no_start_check(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    # The start's own record (its seal, the tools the run runs local, its protocol) is all the
+    # run opens with: one local activity, not two. A run started unsigned has no start to
+    # record it, and opens with its start check as before.
+    people = support_people()
+    async with lockgate_worker(plugin=plugin_for(people), workflows=[LookupWorkflow]):
+        signed = await GraphClient(
+            temporal_client, task_queue, people.signer("ada")
+        ).start_workflow(LookupWorkflow.run, 42, id=f"lookup-{uuid4().hex[:8]}")
+        unsigned = await GraphClient(temporal_client, task_queue).start_workflow(
+            LookupWorkflow.run, 42, id=f"lookup-{uuid4().hex[:8]}"
+        )
+        results = [await signed.result(), await unsigned.result()]
+        shown = await GraphClient(temporal_client, task_queue).show(signed.id)
+        signed_events = list((await signed.fetch_history()).events)
+        unsigned_events = list((await unsigned.fetch_history()).events)
+
+    assert results == ["ticket 42: c-7", "ticket 42: FORBIDDEN"]  # unverified: no scope
+    assert shown["requester"]["principal"] == "ada" and shown["requester"]["verified"] is True
+    # tickets:read is local: the run knew so from its start's record.
+    assert _local_activities(signed_events) == [
+        "lockgate.record_acceptance",
+        "lockgate.tool:tickets:read",
+    ]
+    assert _local_activities(unsigned_events) == [
+        "lockgate.open_workflow_start",
+        "lockgate.tool:tickets:read",
+    ]

@@ -9,9 +9,11 @@ today's code records them; regenerate those after a deliberate change to what a 
 
 ``answers/before_quiet_answers/refund.json`` is the same refund as lockgate recorded it before
 its runs stopped writing visibility at answers (protocol 2: an upsert of ``running`` after every
-decision, the memo taken out at once), and is never recorded again: today's code must keep
-replaying a run in flight across that upgrade. (The graphs' own histories of that time are the
-other saved histories, under ``tests/histories/`` and ``tests/histories/gates/``.)
+decision, the memo taken out at once) and before a signed start recorded what the run opens
+with (its start check, ``lockgate.open_workflow_start``, a local activity of its own), and is
+never recorded again: today's code must keep replaying a run in flight across that upgrade.
+(The graphs' own histories of that time are the other saved histories, under
+``tests/histories/`` and ``tests/histories/gates/``.)
 """
 
 from __future__ import annotations
