@@ -24,6 +24,7 @@ __all__ = [
     "decide_binding",
     "gate_subject",
     "resume_binding",
+    "schedule_binding",
     "sign_in_binding",
     "start_binding",
     "tool_binding",
@@ -49,6 +50,34 @@ def start_binding(
         "execution": execution,
         "version": version,
         "inputs": digest(dict(inputs)),
+    }
+
+
+def schedule_binding(
+    graph: str,
+    schedule: str,
+    inputs: Mapping[str, Any],
+    not_before: int,
+    not_after: int,
+    version: int | None = None,
+) -> dict[str, Any]:
+    """Every run Temporal Schedule ``schedule`` starts of ``graph``, with exactly these inputs,
+    from unix second ``not_before`` to ``not_after`` (both included): a *schedule grant*.
+
+    Unlike every other binding it names no execution: the runs it starts do not exist yet. Each
+    run instead proves that the schedule the grant names started it (the server lists the run
+    among that schedule's actions) at a moment inside the window; the grant is good for as many
+    runs as the schedule starts in it, and for none after. ``version`` is as for
+    :func:`start_binding`.
+    """
+    return {
+        "kind": "schedule",
+        "graph": graph,
+        "schedule": schedule,
+        "version": version,
+        "inputs": digest(dict(inputs)),
+        "not_before": not_before,
+        "not_after": not_after,
     }
 
 
