@@ -11,6 +11,7 @@ backfilling and deleting the schedule are Temporal's own (``temporal schedule``,
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -33,7 +34,7 @@ from lockgate.identity._proofs import Signer
 from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._graph_inputs import StartGraphInput
 
-__all__ = ["GRANT_SKEW", "create_schedule"]
+__all__ = ["GRANT_SKEW", "create_schedule", "interval_of", "moment_of"]
 
 GRANT_SKEW = timedelta(minutes=1)
 """How long before it was signed a grant's window opens: room for the server's clock to be
@@ -119,3 +120,25 @@ def _invalid(sentence: str) -> dict[str, Any]:
 
 def _iso(unix_seconds: int) -> str:
     return datetime.fromtimestamp(unix_seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def interval_of(text: str) -> timedelta | None:
+    """``30s``, ``15m``, ``2h``, ``1d`` (or a number of seconds) as a timedelta; None for
+    anything else."""
+    match = re.fullmatch(r"\s*(\d{1,9})\s*([smhd]?)\s*", text)
+    if match is None:
+        return None
+    return timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2) or "s"])
+
+
+def moment_of(text: str) -> datetime | None:
+    """An ISO 8601 date (``2027-01-01``: its midnight, UTC) or moment (``2027-01-01T09:00Z``; UTC
+    where it names no offset) as an aware datetime; None for anything else."""
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
