@@ -1,13 +1,15 @@
 """What each kind of proof authorizes: one definition for the signer and the verifier.
 
-A proof is good only for the exact act its ``authorizes`` names, and every act names the
-execution it acts on: the workflow id and the first run id the server gave it (the same across
-continue-as-new and resets, new for a new execution under the same id). A client starts a run or
-a durable call first, unsigned, and signs for the execution the server's reply names; so a proof
-read from history can never start, answer or call anything else, and no record of spent proofs is
-needed anywhere. Clients build these to sign, workers build them to check; both call the
-functions here, so the two can never drift apart. Digests raise ``TypeError``/``ValueError`` on
-values canonical JSON refuses (NaN, infinity, lone surrogates): no proof can name those.
+A proof is good only for the exact act its ``authorizes`` names, and every act names the execution
+it acts on: the workflow id and the first run id the server gave it (the same across
+continue-as-new and resets, new for a new execution under the same id). A client starts a run or a
+durable call first, unsigned, and signs for the execution the server's reply names; so a proof read
+from history can never start, answer or call anything else, and no record of spent proofs is needed
+anywhere. The one exception is a schedule grant (:func:`schedule_binding`), signed before the runs
+it grants exist: each of those proves instead that the schedule it names started it. Clients build
+these to sign, workers build them to check; both call the functions here, so the two can never
+drift apart. Digests raise ``TypeError``/``ValueError`` on values canonical JSON refuses (NaN,
+infinity, lone surrogates): no proof can name those.
 """
 
 from __future__ import annotations
