@@ -62,7 +62,16 @@ async def open_scheduled_start(
             "run.scheduled", code, reason, graph=start.graph, run=start.run, schedule=schedule
         )
         return start_refused(code, reason)
-    return opened | {"actor": judgement.actor.to_dict()}
+    actor = judgement.actor.to_dict()
+    authority.audit.event(
+        "run.scheduled",
+        accepted=True,
+        actor=actor,
+        graph=start.graph,
+        run=start.run,
+        schedule=schedule,
+    )
+    return opened | {"actor": actor}
 
 
 async def _lists(schedule: str, run: str, execution: str) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from uuid import uuid4
@@ -12,15 +12,29 @@ from temporalio.client import Client, ScheduleActionExecutionStartWorkflow
 
 from lockgate import GraphClient, LockgatePlugin
 from lockgate.testing import Identities, WorkerFactory
+from lockgate.tools._audit import AuditLogger
 from tests.helpers.graphs import eventually
 from tests.helpers.rogue_workers import SHIPPED, ShipDirect, deployment_people, pack, send
 
 pytestmark = pytest.mark.timeout(90)
 
 
-def shipping(people: Identities) -> LockgatePlugin:
+class Records:
+    """The worker's audit records, as a sink receives them."""
+
+    def __init__(self) -> None:
+        self.records: list[Mapping[str, Any]] = []
+
+    def write(self, record: Mapping[str, Any], *, accepted: bool) -> None:
+        self.records.append(record)
+
+
+def shipping(people: Identities, records: Records | None = None) -> LockgatePlugin:
     """The deployment's worker of ``ship:direct``: ships an order as whoever drives the run."""
-    return LockgatePlugin([pack, send], [ShipDirect], people.directory, secret=people.secret)
+    audit = AuditLogger(sinks=[records]) if records is not None else None
+    return LockgatePlugin(
+        [pack, send], [ShipDirect], people.directory, secret=people.secret, audit=audit
+    )
 
 
 def an_hour_from_now() -> datetime:
@@ -47,7 +61,8 @@ async def test_a_schedule_starts_a_run_per_tick_each_as_its_owner(
     people = deployment_people()
     order = f"A-{uuid4().hex[:8]}"
     ada = GraphClient(temporal_client, task_queue, signer=people.signer("ada"))
-    async with lockgate_worker(plugin=shipping(people)):
+    records = Records()
+    async with lockgate_worker(plugin=shipping(people, records)):
         created = await ada.schedule(
             ShipDirect, {"order": order}, interval=timedelta(seconds=1), until=an_hour_from_now()
         )
@@ -72,6 +87,9 @@ async def test_a_schedule_starts_a_run_per_tick_each_as_its_owner(
             ("send", "ran", "ada")
         ]
     assert SHIPPED.count(f"{order} by ada") >= 2
+    scheduled = [record for record in records.records if record["event"] == "run.scheduled"]
+    assert {record["run"] for record in scheduled} >= set(ended)
+    assert all(record["actor"]["actor"] == "ada" for record in scheduled)
 
 
 async def test_a_schedule_needs_a_signer_and_a_window_ahead(temporal_client: Client) -> None:
