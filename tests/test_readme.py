@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
-from temporalio.client import Client
+from temporalio.client import Client, ScheduleActionStartWorkflow
 
 from lockgate import GraphClient, WorkerSecret
 from lockgate.cli import _parser
@@ -140,6 +140,34 @@ async def test_the_first_graph_walkthrough_ends_the_run_when_the_lead_declines(
     assert [row["outcome"] for row in by_lee["trail"]] == ["answered"]
     assert (by_lee["trail_from"], by_lee["trail_total"]) == (1, 2)
     assert (by_lee["trail"][-1]["answer"], by_lee["trail"][-1]["by"]["actor"]) == ("decline", "lee")
+
+
+async def test_the_schedule_example_creates_a_schedule_whose_action_carries_adas_grant(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    temporal_client: Client,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    new_identity("ada", tmp_path / ".lockgate" / "keys", [], [])
+    monkeypatch.chdir(tmp_path)
+    example = _block_containing("python", "async def schedule_tides()")
+    address = temporal_client.service_client.config.target_host
+    schedule_id = f"tides-{tmp_path.name}"
+    namespace: dict[str, Any] = {"__name__": "readme_schedules"}
+    source = example.replace("localhost:7233", address).replace("tides-weekly", schedule_id)
+
+    exec(compile(source, "README.md", "exec"), namespace)
+    await namespace["schedule_tides"]()
+    handle = temporal_client.get_schedule_handle(schedule_id)
+    action = (await handle.describe()).schedule.action
+    await handle.delete()
+
+    assert capsys.readouterr().out.splitlines() == [f"{schedule_id} starts runs as ada"]
+    assert isinstance(action, ScheduleActionStartWorkflow)
+    (start,) = action.args
+    carried = temporal_client.data_converter.payload_converter.from_payload(start)
+    assert carried["scheduled"]["principal"] == "ada"
+    assert carried["scheduled"]["authorizes"]["schedule"] == schedule_id
 
 
 async def test_the_own_worker_example_serves_and_finishes_a_run(

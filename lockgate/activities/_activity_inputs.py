@@ -178,6 +178,10 @@ class OpenStartInput:
         accepted: The seal this worker made on the ``start`` update its validator accepted,
             handed back so that the run's history records it (see
             :mod:`lockgate.workflows._accepted_updates`); None for a run started otherwise.
+        scheduled: The schedule grant a run a Temporal Schedule started carries (see
+            :mod:`lockgate.activities._scheduled_starts`); None for any other run.
+        started_at: When the server started this execution (unix seconds), for a scheduled
+            run's window.
     """
 
     graph: str
@@ -192,6 +196,8 @@ class OpenStartInput:
     parent_run: str | None = None
     local_tools: list[str] = field(default_factory=list)
     accepted: str | None = None
+    scheduled: Any = None
+    started_at: float | None = None
 
 
 @dataclass

@@ -42,6 +42,7 @@ from lockgate.activities._activity_inputs import (
 from lockgate.activities._handover import open_handover, seal_problem
 from lockgate.activities._handover import start_refused as _start_refused
 from lockgate.activities._refusal import Refusal
+from lockgate.activities._scheduled_starts import open_scheduled_start
 from lockgate.activities._sealed_calls import own_run_sealed, sealed_by_own_run
 from lockgate.gates._authority import Authority, why_node_refuses
 from lockgate.gates._gates import OpenGate, ParkedNode
@@ -273,8 +274,11 @@ class ToolActivities:
         the run runs local are handed back as it named them, for the same reason.
         """
         only_local(activity.info())
+        opened = self._open_start(start)
+        if start.scheduled is not None and opened["fields"] is not None:
+            opened = await open_scheduled_start(self.authority, start, opened)
         return {
-            **self._open_start(start),
+            **opened,
             "local_tools": list(start.local_tools),
             "protocol": RUN_PROTOCOL,
             "accepted": start.accepted,

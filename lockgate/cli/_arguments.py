@@ -403,6 +403,35 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--inputs", default="{}", help="JSON object of starting fields")
     start.add_argument("--no-wait", action="store_true", help="return once started")
 
+    schedule = commands.add_parser(
+        "schedule", parents=[common], help="Temporal Schedules whose runs start as you"
+    )
+    schedule_commands = schedule.add_subparsers(
+        dest="schedule_command", required=True, action=_Commands
+    )
+    create = schedule_commands.add_parser(
+        "create",
+        parents=[common, signed],
+        help="a schedule of a graph whose runs start as --as, until --until",
+    )
+    create.add_argument("graph", help="the graph to run, e.g. essay:review")
+    cadence = create.add_mutually_exclusive_group(required=True)
+    cadence.add_argument("--cron", metavar="EXPR", help="tick by a cron expression")
+    cadence.add_argument(
+        "--interval", metavar="DURATION", help="tick every DURATION (30s, 15m, 2h, 1d)"
+    )
+    create.add_argument(
+        "--until",
+        required=True,
+        metavar="DATE",
+        help="when your grant ends (ISO 8601, UTC unless it says: 2027-01-01T09:00Z); no "
+        "run starts as you after it",
+    )
+    create.add_argument("--inputs", default="{}", help="JSON object of starting fields")
+    create.add_argument(
+        "--schedule-id", help="the schedule's id (default <graph>-schedule-<8 hex>)"
+    )
+
     pending = commands.add_parser("pending", parents=[common, signed], help="open gates")
     pending.add_argument("--of", metavar="ROLE", help="only the gates that ask this role")
     pending.add_argument(

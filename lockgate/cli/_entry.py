@@ -28,6 +28,7 @@ _COMMANDS = {
     "inbox": "lockgate.cli._inbox:serve_inbox",
     "tools": "lockgate.cli._tools:use_tools",
     "start": "lockgate.cli._runs:start_run",
+    "schedule": "lockgate.cli._runs:create_schedule",
     "pending": "lockgate.cli._runs:list_pending_gates",
     "decide": "lockgate.cli._runs:decide_gate",
     "resume": "lockgate.cli._runs:resume_run",

@@ -1,5 +1,5 @@
-"""Graph runs: ``lockgate graphs``, ``start``, ``show``, ``list``, ``pending``, ``decide``,
-``resume`` and ``cancel``."""
+"""Graph runs: ``lockgate graphs``, ``start``, ``schedule create``, ``show``, ``list``,
+``pending``, ``decide``, ``resume`` and ``cancel``."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from lockgate.operations._operations import Operations
 
 __all__ = [
     "cancel_run",
+    "create_schedule",
     "decide_gate",
     "evidence_argument",
     "gate_rules",
@@ -152,6 +153,31 @@ async def start_run(arguments: argparse.Namespace) -> int:
     if not arguments.json and not is_refused(result):
         print(_run_as_text(result))
         _print_next_step(result, arguments)
+    return report_result(result, arguments)
+
+
+async def create_schedule(arguments: argparse.Namespace) -> int:
+    """``lockgate schedule create GRAPH --as WHO``: a Temporal Schedule whose runs start as WHO."""
+    door = await _signing_door(
+        arguments, "schedule create", "a schedule's runs start as its owner", " (its grant)"
+    )
+    result = await door.schedule(
+        arguments.graph,
+        json_argument(arguments.inputs, "--inputs"),
+        until=arguments.until,
+        cron=arguments.cron,
+        interval=arguments.interval,
+        schedule_id=arguments.schedule_id,
+    )
+    if not arguments.json and not is_refused(result):
+        flag = task_queue_flag(arguments.task_queue, os.environ)
+        print(
+            f"schedule {result['schedule_id']}: {result['graph']} as {result['owner']}, from "
+            f"{result['not_before']} until {result['not_after']}\n"
+            f"its runs: lockgate list --graph {result['graph']}{flag}\n"
+            f"pause, trigger, backfill, delete: temporal schedule ... --schedule-id "
+            f"{result['schedule_id']}"
+        )
     return report_result(result, arguments)
 
 

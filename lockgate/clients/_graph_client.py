@@ -28,7 +28,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Concatenate, cast, overload
 
 from temporalio.api.enums.v1 import TaskQueueType
@@ -74,6 +74,7 @@ from lockgate.clients._client_support import (
     updated,
 )
 from lockgate.clients._own_starts import prove_own_start
+from lockgate.clients._schedules import create_schedule
 from lockgate.contracts import PendingGate, RunView, refusal
 from lockgate.gates._authority import Authority
 from lockgate.gates._gates import OpenGate
@@ -279,6 +280,62 @@ class GraphClient:
             return await self._settled(self._first_settle(handle), run_id, name)
         proof = signer.sign(start_binding(name, run_id, execution, inputs, version))
         return await self._prove_start(handle, proof, name, wait)
+
+    async def schedule(
+        self,
+        graph: str | type,
+        inputs: Mapping[str, Any],
+        *,
+        until: datetime,
+        cron: str | None = None,
+        interval: timedelta | None = None,
+        schedule_id: str | None = None,
+        version: int | None = None,
+    ) -> dict[str, Any]:
+        """Creates a Temporal Schedule whose runs start as this client's signer, until ``until``.
+
+        The signer signs a grant naming the graph, ``version``, the digest of ``inputs``, the
+        schedule's id and a window that ends at ``until``; the schedule's action starts the
+        graph with the inputs and the grant, on this client's task queue. Each run it starts runs
+        as the signer only where the server lists it among this schedule's actions and it
+        started inside the window; any other run carrying the grant (a copy of the action, a
+        start by hand, other inputs, a run after ``until``) ends refused, having run nothing.
+        Pause, trigger, backfill and delete it as any schedule (``temporal schedule``, the UI).
+
+        Example::
+
+            created = await GraphClient(client, "lockgate", signer=ada).schedule(
+                "essay:review", {"title": "Weekly digest"}, cron="0 9 * * MON",
+                until=datetime(2027, 1, 1, tzinfo=timezone.utc))
+            # {"ok": True, "schedule_id": "essay:review-schedule-…", "owner": "ada", ...}
+
+        Args:
+            graph: The graph (its name, or its ``@graph`` class).
+            inputs: Its starting fields, the same for every run.
+            until: When the grant's window ends (and the schedule's spec with it).
+            cron: A cron expression the schedule ticks by, or
+            interval: the time between its ticks (one of the two).
+            schedule_id: The schedule's id (default ``<graph>-schedule-<8 hex>``); runs are
+                named ``<schedule id>-<the moment they were scheduled for>``.
+            version: The graph version every run follows (None: the newest its workers serve).
+
+        Returns:
+            ``{ok, schedule_id, graph, owner, not_before, not_after}``, or a refusal (no
+            signer, neither or both of ``cron`` and ``interval``, a window already over, an id
+            taken, a schedule the server refuses).
+        """
+        return await create_schedule(
+            self.client,
+            self.task_queue,
+            self.signer,
+            graph_name(graph),
+            inputs,
+            until=until,
+            cron=cron,
+            interval=interval,
+            schedule_id=schedule_id,
+            version=version,
+        )
 
     async def _prove_start(
         self, handle: WorkflowHandle[Any, Any], proof: Mapping[str, Any], graph: str, wait: bool

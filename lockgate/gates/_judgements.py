@@ -9,6 +9,7 @@ Judgements return sentences, never scopes: a refusal names what was missing, not
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,9 +35,11 @@ __all__ = [
     "judge_call",
     "judge_cancel",
     "judge_resume",
+    "judge_scheduled_start",
     "judge_start",
     "judge_start_inputs",
     "judge_viewer",
+    "schedule_of_grant",
 ]
 
 _UNVERIFIED_ANSWER = (
@@ -212,6 +215,105 @@ def judge_start_inputs(
         "with: a start proof names exactly what it starts.",
     )
     return refused or Judgement(True, actor=actor)
+
+
+def schedule_of_grant(value: object) -> str | None:
+    """The schedule a schedule grant says it is for, unverified: which schedule to ask the
+    server about before the grant is judged (:func:`judge_scheduled_start`); None for anything
+    that names none."""
+    schedule = _claimed(value, "schedule")
+    return schedule if isinstance(schedule, str) and 0 < len(schedule) <= 1000 else None
+
+
+def judge_scheduled_start(
+    authority: Authority,
+    value: object,
+    *,
+    graph: str,
+    run: str,
+    version: int,
+    inputs: Mapping[str, Any],
+    started_by_schedule: bool,
+    started_at: float,
+) -> Judgement:
+    """Judges the schedule grant a scheduled run carries, and whether this run is one it grants.
+
+    The grant must be a valid proof of kind ``schedule``
+    (:func:`~lockgate.identity._bindings.schedule_binding`) naming this run's graph, its version
+    (or none) and the digest of its inputs; the schedule it names must be the one that started
+    this run, as the server lists that schedule's actions (``started_by_schedule``, read by the
+    caller); and the run must have started inside the grant's window. Every refusal is
+    ``UNAUTHORIZED`` with a sentence naming what differs.
+
+    Args:
+        authority: The worker's Directory and verifier.
+        value: The grant as the run carries it; anything.
+        graph: The run's graph.
+        run: The run's workflow id.
+        version: The graph version it follows.
+        inputs: The inputs it started with.
+        started_by_schedule: Whether the server lists this execution among the actions of the
+            schedule the grant names.
+        started_at: When the server started this execution, in unix seconds.
+    """
+    try:
+        proof = authority.verifier.verify_grant(value, {"kind": "schedule", "graph": graph})
+    except ProofRefused as refused:
+        return Judgement.refuse(
+            ErrorCode.UNAUTHORIZED,
+            f"Run '{run}' carries a schedule grant that is refused: {refused.sentence}",
+        )
+    actor = Actor.of_proof(proof)
+    act = proof.authorizes
+    signed_version = act.get("version")
+    if signed_version is not None and signed_version != version:
+        return _unauthorized(
+            f"The schedule grant runs version {signed_version!r} of '{graph}', and run '{run}' "
+            f"follows version {version!r}.",
+            actor,
+        )
+    other_inputs = _not_named(
+        act.get("inputs"),
+        inputs,
+        actor,
+        whose=f"The inputs of run '{run}'",
+        differs=f"Run '{run}' was started with other inputs than the ones its schedule grant "
+        f"names: {actor.actor} granted exactly the inputs they signed.",
+    )
+    if other_inputs is not None:
+        return other_inputs
+    schedule = act.get("schedule")
+    if not started_by_schedule:
+        return _unauthorized(
+            f"Run '{run}' carries {actor.actor}'s grant for schedule {schedule!r}, and that "
+            "schedule did not start it (the server lists no such action of it): only runs the "
+            "granted schedule starts run as its owner.",
+            actor,
+        )
+    not_before, not_after = act.get("not_before"), act.get("not_after")
+    if not (_whole(not_before) and _whole(not_after)):
+        return _unauthorized("The schedule grant names no window of unix seconds.", actor)
+    assert isinstance(not_before, int) and isinstance(not_after, int)
+    if not not_before <= started_at <= not_after:
+        return _unauthorized(
+            f"Run '{run}' started at {_moment(started_at)}, outside the window of "
+            f"{actor.actor}'s grant for schedule {schedule!r} ({_moment(not_before)} to "
+            f"{_moment(not_after)}): a grant runs nothing before or after its window.",
+            actor,
+        )
+    return Judgement(True, actor=actor)
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _moment(unix_seconds: float) -> str:
+    try:
+        moment = datetime.datetime.fromtimestamp(unix_seconds, tz=datetime.timezone.utc)
+    except (OverflowError, ValueError, OSError):
+        return f"{unix_seconds:g} unix seconds"
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def judge_call(

@@ -1,13 +1,15 @@
 """What each kind of proof authorizes: one definition for the signer and the verifier.
 
-A proof is good only for the exact act its ``authorizes`` names, and every act names the
-execution it acts on: the workflow id and the first run id the server gave it (the same across
-continue-as-new and resets, new for a new execution under the same id). A client starts a run or
-a durable call first, unsigned, and signs for the execution the server's reply names; so a proof
-read from history can never start, answer or call anything else, and no record of spent proofs is
-needed anywhere. Clients build these to sign, workers build them to check; both call the
-functions here, so the two can never drift apart. Digests raise ``TypeError``/``ValueError`` on
-values canonical JSON refuses (NaN, infinity, lone surrogates): no proof can name those.
+A proof is good only for the exact act its ``authorizes`` names, and every act names the execution
+it acts on: the workflow id and the first run id the server gave it (the same across
+continue-as-new and resets, new for a new execution under the same id). A client starts a run or a
+durable call first, unsigned, and signs for the execution the server's reply names; so a proof read
+from history can never start, answer or call anything else, and no record of spent proofs is needed
+anywhere. The one exception is a schedule grant (:func:`schedule_binding`), signed before the runs
+it grants exist: each of those proves instead that the schedule it names started it. Clients build
+these to sign, workers build them to check; both call the functions here, so the two can never
+drift apart. Digests raise ``TypeError``/``ValueError`` on values canonical JSON refuses (NaN,
+infinity, lone surrogates): no proof can name those.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = [
     "decide_binding",
     "gate_subject",
     "resume_binding",
+    "schedule_binding",
     "sign_in_binding",
     "start_binding",
     "tool_binding",
@@ -49,6 +52,34 @@ def start_binding(
         "execution": execution,
         "version": version,
         "inputs": digest(dict(inputs)),
+    }
+
+
+def schedule_binding(
+    graph: str,
+    schedule: str,
+    inputs: Mapping[str, Any],
+    not_before: int,
+    not_after: int,
+    version: int | None = None,
+) -> dict[str, Any]:
+    """Every run Temporal Schedule ``schedule`` starts of ``graph``, with exactly these inputs,
+    from unix second ``not_before`` to ``not_after`` (both included): a *schedule grant*.
+
+    Unlike every other binding it names no execution: the runs it starts do not exist yet. Each
+    run instead proves that the schedule the grant names started it (the server lists the run
+    among that schedule's actions) at a moment inside the window; the grant is good for as many
+    runs as the schedule starts in it, and for none after. ``version`` is as for
+    :func:`start_binding`.
+    """
+    return {
+        "kind": "schedule",
+        "graph": graph,
+        "schedule": schedule,
+        "version": version,
+        "inputs": digest(dict(inputs)),
+        "not_before": not_before,
+        "not_after": not_after,
     }
 
 

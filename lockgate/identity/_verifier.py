@@ -126,6 +126,19 @@ class Verifier:
         self._check_freshness(proof)
         return proof
 
+    def verify_grant(self, value: object, expected: Mapping[str, Any]) -> Proof:
+        """Like :meth:`verify_proof`, for a proof that lasts: a schedule grant, good for the
+        window its binding names rather than for :attr:`window_seconds` after it was issued.
+
+        Its shape, signer, signature and binding are checked as any proof's; its age is not (the
+        caller checks the window it signed); one issued ahead of this clock is refused.
+        """
+        expected_json = {key: canonical_json(item) for key, item in expected.items()}
+        proof = self._check_signed(Proof.parse(value))
+        self._check_binding(proof, expected, expected_json)
+        self._check_not_ahead(proof)
+        return proof
+
     def _check_signed(self, proof: Proof) -> Proof:
         """The proof, once whoever it names signed it: by ID token, passkey or key."""
         if proof.id_token is not None:
@@ -246,6 +259,10 @@ class Verifier:
                 f"{_iso(expires_at)} (a proof is good for {self.window_seconds:g} seconds): sign "
                 "a fresh one.",
             )
+        self._check_not_ahead(proof)
+
+    def _check_not_ahead(self, proof: Proof) -> None:
+        now = self._clock()
         if proof.issued_at > now + self.future_skew_seconds:
             raise ProofRefused(
                 "not_yet_valid",

@@ -26,6 +26,7 @@ from temporalio.client import Client
 
 from lockgate._defaults import task_queue_flag
 from lockgate.clients._graph_client import GraphClient
+from lockgate.clients._schedules import interval_of, moment_of
 from lockgate.clients._tool_client import ToolClient
 from lockgate.contracts import RunView, ToolCallResult, refusal
 from lockgate.gates._limits import MAX_START_BYTES, measure
@@ -97,6 +98,28 @@ def _json_object(
     if not isinstance(read, dict):
         return None, f"{operation}: `{name}` must be {what}, and this is not one: {_quoted(value)}."
     return read, None
+
+
+def _schedule_problem(
+    until: object, cron: object, interval: object, schedule_id: object
+) -> str | None:
+    """Why a schedule's ``until``, ``cron``, ``interval`` or ``schedule_id`` is refused; None
+    when each is what it should be."""
+    if not isinstance(until, str) or moment_of(until) is None:
+        return (
+            "schedule: `until` is when the grant ends, an ISO 8601 date or moment "
+            f"(2027-01-01, 2027-01-01T09:00Z), and this is not one: {_quoted(until)}."
+        )
+    if cron is not None and (not isinstance(cron, str) or not cron.strip()):
+        return f"schedule: `cron` is a cron expression, and this is not one: {_quoted(cron)}."
+    if interval is not None and (not isinstance(interval, str) or interval_of(interval) is None):
+        return (
+            "schedule: `interval` is a time between ticks (30s, 15m, 2h, 1d), and this is not "
+            f"one: {_quoted(interval)}."
+        )
+    if schedule_id is not None and (not isinstance(schedule_id, str) or not schedule_id.strip()):
+        return f"schedule: `schedule_id` is a non-empty string, not {_quoted(schedule_id)}."
+    return None
 
 
 class Operations:
@@ -174,6 +197,43 @@ class Operations:
             return refused
         # The client refuses a graph its workers do not serve, before starting anything.
         return await self._runs.start(name, fields or {}, wait=wait)
+
+    async def schedule(
+        self,
+        graph: object,
+        inputs: object = None,
+        *,
+        until: object,
+        cron: object = None,
+        interval: object = None,
+        schedule_id: object = None,
+    ) -> dict[str, Any]:
+        """Creates a Temporal Schedule of ``graph`` whose runs start as this door's signer, until
+        ``until`` (an ISO 8601 date or moment), ticking by ``cron`` or every ``interval``
+        (``30s``, ``15m``, ``2h``, ``1d``); see :meth:`GraphClient.schedule`."""
+        name = _text(graph, "graph", "schedule")
+        if not isinstance(name, str):
+            return dict(name)
+        fields, wrong = _json_object(
+            inputs, "inputs", "schedule", what="a JSON object of starting fields"
+        )
+        if wrong is None:
+            wrong = _schedule_problem(until, cron, interval, schedule_id)
+        if wrong is not None:
+            return dict(refusal(ErrorCode.VALIDATION_ERROR, wrong))
+        refused = self._refused_start_input(fields or {})
+        if refused is not None:
+            return dict(refused)
+        moment = moment_of(str(until))
+        assert moment is not None  # checked by _schedule_problem
+        return await self._runs.schedule(
+            name,
+            fields or {},
+            until=moment,
+            cron=cron.strip() if isinstance(cron, str) else None,
+            interval=interval_of(interval) if isinstance(interval, str) else None,
+            schedule_id=schedule_id.strip() if isinstance(schedule_id, str) else None,
+        )
 
     def _refused_start_input(self, inputs: dict[str, Any]) -> RunView | None:
         """The refusal of inputs a run refuses as it starts (too large, too deep, or not plain

@@ -39,7 +39,16 @@ __all__ = [
 MAX_CARRIED_BYTES = 1_900_000
 """A continued run's start (its carried state) must still fit Temporal's ~2 MB payload limit."""
 
-_START_KEYS = ("inputs", "signed", "proof", "channel", "version", "carried", "handed")
+_START_KEYS = (
+    "inputs",
+    "signed",
+    "proof",
+    "channel",
+    "version",
+    "carried",
+    "handed",
+    "scheduled",
+)
 
 
 @dataclass
@@ -65,6 +74,10 @@ class StartGraphInput:
         handed: What a parent run hands the sub-graph it starts (who drives it, how deep it
             nests, the parent): lockgate's own, honoured only under the seal of the
             deployment's workers, for exactly that parent run and this child.
+        scheduled: The schedule grant of a run a Temporal Schedule starts: its owner's signed
+            :func:`~lockgate.identity._bindings.schedule_binding`. The run runs as the owner
+            only once its start check finds that the schedule the grant names started it,
+            inside the grant's window (see :mod:`lockgate.activities._scheduled_starts`).
     """
 
     inputs: dict[str, Any] = field(default_factory=dict)
@@ -74,6 +87,7 @@ class StartGraphInput:
     carried: dict[str, Any] | None = None
     handed: dict[str, Any] | None = None
     signed: bool = False
+    scheduled: dict[str, Any] | None = None
 
 
 @dataclass
@@ -145,8 +159,21 @@ def parse_start(starts: Sequence[Any]) -> tuple[StartGraphInput, PayloadProblem 
     handed = raw.get("handed")
     if handed is not None and (not isinstance(handed, dict) or carried is not None):
         return StartGraphInput(), invalid("'handed' is lockgate's own: leave it out.")
+    scheduled = raw.get("scheduled")
+    if scheduled is not None and not isinstance(scheduled, dict):
+        return StartGraphInput(), invalid(
+            "'scheduled' is the schedule grant a Temporal Schedule's run carries: an object, as "
+            "`lockgate schedule create` signs it."
+        )
+    if scheduled is not None and (signed or proof is not None or carried or handed):
+        return StartGraphInput(), invalid(
+            "A scheduled run's starter is its schedule grant's signer: it takes no 'signed', "
+            "'proof', 'carried' or 'handed'."
+        )
     return (
-        StartGraphInput(inputs, proof, channel or "temporal", version, carried, handed, signed),
+        StartGraphInput(
+            inputs, proof, channel or "temporal", version, carried, handed, signed, scheduled
+        ),
         None,
     )
 

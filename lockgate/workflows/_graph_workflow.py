@@ -927,6 +927,7 @@ class GraphRun:
             problem is None
             and start.proof is None
             and not start.signed
+            and start.scheduled is None
             and self._graph.needs_signed_start
         ):
             problem = PayloadProblem(
@@ -1112,6 +1113,7 @@ class GraphRun:
                     local_tools=local_tool_names(self._graph.tools()),
                     accepted=self._start_acceptance.made if self._start_acceptance else None,
                     **self._handed_over(),
+                    **self._scheduled(),
                 ),
             )
         except ActivityError as error:
@@ -1138,6 +1140,14 @@ class GraphRun:
         if opened.get("parent") is not None:
             self._run.parent = dict(opened["parent"])
             self._run.depth = int(opened.get("depth") or 1)
+
+    def _scheduled(self) -> dict[str, Any]:
+        """What a scheduled run's start check needs: its grant, and when the server started it
+        (nothing for any other run, whose start check input stays as it was)."""
+        if self._start.scheduled is None:
+            return {}
+        started = workflow.info().workflow_start_time
+        return {"scheduled": self._start.scheduled, "started_at": started.timestamp()}
 
     def _handed_over(self) -> dict[str, Any]:
         """What a sub-graph run's start activity needs to open its handover: what it was handed,

@@ -24,6 +24,7 @@ from lockgate.identity._bindings import (
     decide_binding,
     gate_subject,
     resume_binding,
+    schedule_binding,
     start_binding,
     tool_binding,
 )
@@ -37,7 +38,7 @@ from lockgate.identity._verifier import Verifier
 VECTORS_FILE = Path(__file__).resolve().parents[2] / "docs" / "proof-vectors.json"
 VECTORS: dict[str, Any] = json.loads(VECTORS_FILE.read_text(encoding="utf-8"))
 PROOFS: list[dict[str, Any]] = VECTORS["proofs"]
-KINDS = ("start", "decide", "resume", "cancel", "tool", "confirm")
+KINDS = ("start", "decide", "resume", "cancel", "tool", "confirm", "schedule")
 
 
 def names(vectors: list[dict[str, Any]]) -> list[str]:
@@ -69,6 +70,10 @@ def binding_of(kind: str, arguments: dict[str, Any]) -> dict[str, Any]:
         return tool_binding(a["tool"], a["arguments"], a["request"], a["execution"])
     if kind == "confirm":
         return confirm_binding(a["request"], a["token"])
+    if kind == "schedule":
+        return schedule_binding(
+            a["graph"], a["schedule"], a["inputs"], a["not_before"], a["not_after"], a["version"]
+        )
     raise AssertionError(f"no binding of kind {kind!r}")
 
 

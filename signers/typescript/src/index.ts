@@ -143,6 +143,30 @@ export function toolBinding(
   return { kind: "tool", tool, arguments: digest(args), request, execution };
 }
 
+/**
+ * A schedule grant: every run Temporal Schedule `schedule` starts of `graph`, with exactly these
+ * inputs, from unix second `notBefore` to `notAfter` (both included). It names no execution: each
+ * run proves on the worker that this schedule started it, inside the window.
+ */
+export function scheduleBinding(
+  graph: string,
+  schedule: string,
+  inputs: { [key: string]: Json },
+  notBefore: number,
+  notAfter: number,
+  version: number | null = null,
+): Binding {
+  return {
+    kind: "schedule",
+    graph,
+    schedule,
+    version,
+    inputs: digest(inputs),
+    not_before: notBefore,
+    not_after: notAfter,
+  };
+}
+
 /** Confirming durable call `request` with the token it handed out. */
 export function confirmBinding(request: string, token: string): Binding {
   return { kind: "confirm", request, token };

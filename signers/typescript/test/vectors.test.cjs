@@ -31,6 +31,10 @@ function bindingOf(kind, a) {
       return signer.toolBinding(a.tool, a.arguments, a.request, a.execution);
     case "confirm":
       return signer.confirmBinding(a.request, a.token);
+    case "schedule":
+      return signer.scheduleBinding(
+        a.graph, a.schedule, a.inputs, a.not_before, a.not_after, a.version,
+      );
     default:
       throw new Error("no binding of kind " + kind);
   }
