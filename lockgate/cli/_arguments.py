@@ -367,8 +367,22 @@ def build_parser() -> argparse.ArgumentParser:
         "keys", parents=[common], help="identities: keys and enrolment codes"
     )
     keys_commands = keys.add_subparsers(dest="keys_command", required=True, action=_Commands)
-    keys_new = keys_commands.add_parser("new", parents=[common], help="a new private key")
+    keys_new = keys_commands.add_parser(
+        "new",
+        parents=[common],
+        help="a new private key, and its Directory entry (into --directory FILE, else printed)",
+    )
     keys_new.add_argument("principal", help="whose key it is: their name in the Directory")
+    keys_new.add_argument(
+        "--role", dest="roles", action="append", metavar="ROLE", help="a role it holds (repeatable)"
+    )
+    keys_new.add_argument(
+        "--scope",
+        dest="scopes",
+        action="append",
+        metavar="SCOPE",
+        help="a scope it holds (repeatable)",
+    )
     keys_enrol = keys_commands.add_parser(
         "enrol",
         parents=[common, enrolling],
