@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import hashlib
 import http.server
 import json
@@ -51,13 +52,9 @@ class SignInError(RefusedError):
     was signed."""
 
 
-def _show_on_stderr(url: str) -> None:
-    print(
-        f"Sign in at your identity provider in the browser (opening it; or open this link):\n"
-        f"  {url}",
-        file=sys.stderr,
-        flush=True,
-    )
+def _show_on_stderr(url: str, *, opening: bool) -> None:
+    how = "in the browser that opens now (or open this link)" if opening else "open this link"
+    print(f"Sign in at your identity provider: {how}:\n  {url}", file=sys.stderr, flush=True)
 
 
 def browser_sign_in(
@@ -67,7 +64,7 @@ def browser_sign_in(
     scopes: Sequence[str] = ("openid", "email", "profile"),
     max_age_seconds: float | None = 300,
     open_browser: bool = True,
-    show: Callable[[str], None] = _show_on_stderr,
+    show: Callable[[str], None] | None = None,
     timeout_seconds: float = 300,
 ) -> Callable[[str], str]:
     """A ``get_token`` for :meth:`Signer.from_identity_provider`: signs the person in through
@@ -87,7 +84,8 @@ def browser_sign_in(
             so that the worker's window for the issuer holds; None leaves it to the provider.
         open_browser: Opens the authorization URL with :func:`webbrowser.open`; either way
             ``show`` is given it (so a person on a remote shell opens it themselves).
-        show: Shows the person the authorization URL (default: a line on stderr).
+        show: Shows the person the authorization URL (default: two lines on stderr, the URL
+            on the second, indented).
         timeout_seconds: How long to wait for the browser to come back.
 
     Raises:
@@ -96,6 +94,8 @@ def browser_sign_in(
             not at all in time, or the code was not exchanged for an ID token for this
             client and nonce.
     """
+    if show is None:
+        show = functools.partial(_show_on_stderr, opening=open_browser)
     return _BrowserSignIn(
         issuer, client_id, tuple(scopes), max_age_seconds, open_browser, show, timeout_seconds
     )

@@ -90,8 +90,21 @@ def build_parser() -> argparse.ArgumentParser:
         ".lockgate/enrolment.secret)",
     )
     signed = argparse.ArgumentParser(add_help=False)
-    signed.add_argument(
+    signer = signed.add_mutually_exclusive_group()
+    signer.add_argument(
         "--as", dest="as_principal", metavar="PRINCIPAL", help="sign as this principal"
+    )
+    signer.add_argument(
+        "--sso",
+        action="store_true",
+        help="sign as the person `lockgate login` signed in, with a fresh sign-in at the "
+        "identity provider for each act (decide, resume, cancel and sign do so by default "
+        "after `lockgate login`)",
+    )
+    signed.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="with --sso: only print the sign-in link (to open in a browser elsewhere)",
     )
 
     parser = argparse.ArgumentParser(
@@ -289,6 +302,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     commands.add_parser("setup", parents=[common], help="register lockgate's search attributes")
+
+    login = commands.add_parser(
+        "login",
+        parents=[common],
+        help="sign in at your identity provider, so decide, resume, cancel and sign sign as you",
+    )
+    login.add_argument(
+        "--issuer",
+        metavar="NAME",
+        help="the issuer, as the Directory names it ([issuers.NAME]); default: the Directory's "
+        "only one, else the last login's",
+    )
+    login.add_argument(
+        "--issuer-url", metavar="URL", help="its issuer URL (default: the Directory's)"
+    )
+    login.add_argument(
+        "--client-id",
+        metavar="ID",
+        help="lockgate's client id there, a native app with the loopback redirect "
+        "http://127.0.0.1/callback (default: the Directory's audience)",
+    )
+    login.add_argument(
+        "--principal-claim",
+        choices=["email", "preferred_username", "sub"],
+        help="the claim that names you (default: the Directory's, else email)",
+    )
+    login.add_argument(
+        "--scopes",
+        metavar="'openid ...'",
+        help="the scopes asked for, space-separated: openid, and what releases the claim that "
+        "names you and your groups (default: openid and email or profile)",
+    )
+    login.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="only print the sign-in link (to open in a browser elsewhere)",
+    )
 
     mcp = commands.add_parser(
         "mcp", parents=[common, signed], help="MCP server (stdio, or --http with a JSON API)"
