@@ -23,6 +23,7 @@ import functools
 import hashlib
 import http.server
 import json
+import os
 import secrets
 import sys
 import time
@@ -50,6 +51,15 @@ _PAGE = (
 class SignInError(RefusedError):
     """A sign-in at the identity provider did not complete; the message says why, and nothing
     was signed."""
+
+
+def _a_browser_can_open() -> bool:
+    """Whether :func:`webbrowser.open` can reach a browser the person sees: on Linux and the
+    BSDs only with a display (or ``BROWSER`` set). Without one (a remote shell) it would start a
+    text browser in the terminal the command needs; the link is shown instead."""
+    if sys.platform in ("darwin", "win32") or os.environ.get("BROWSER"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def _show_on_stderr(url: str, *, opening: bool) -> None:
@@ -82,8 +92,9 @@ def browser_sign_in(
             the person and the groups claim at this provider.
         max_age_seconds: Asks the provider for a sign-in no older than this (``max_age``),
             so that the worker's window for the issuer holds; None leaves it to the provider.
-        open_browser: Opens the authorization URL with :func:`webbrowser.open`; either way
-            ``show`` is given it (so a person on a remote shell opens it themselves).
+        open_browser: Opens the authorization URL with :func:`webbrowser.open` (where a
+            browser can open: not on a remote shell without a display); either way ``show`` is
+            given it, so a person can open it themselves.
         show: Shows the person the authorization URL (default: two lines on stderr, the URL
             on the second, indented).
         timeout_seconds: How long to wait for the browser to come back.
@@ -95,7 +106,7 @@ def browser_sign_in(
             client and nonce.
     """
     if show is None:
-        show = functools.partial(_show_on_stderr, opening=open_browser)
+        show = functools.partial(_show_on_stderr, opening=open_browser and _a_browser_can_open())
     return _BrowserSignIn(
         issuer, client_id, tuple(scopes), max_age_seconds, open_browser, show, timeout_seconds
     )
@@ -131,7 +142,7 @@ class _BrowserSignIn:
                 str(endpoints[0]), callback.redirect_uri, state, nonce, verifier
             )
             self.show(url)
-            if self.open_browser:
+            if self.open_browser and _a_browser_can_open():
                 with contextlib.suppress(webbrowser.Error):  # the link was shown: they open it
                     webbrowser.open(url)
             code = callback.code(time.monotonic() + self.timeout_seconds)
@@ -221,6 +232,8 @@ class _Callback:
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            timeout = 10  # seconds: a connection that sends nothing does not hold the sign-in
+
             def do_GET(self) -> None:
                 split = urllib.parse.urlsplit(self.path)
                 if split.path != _CALLBACK_PATH or outer._query is not None:

@@ -89,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"the secret enrolment codes are made with (default {ENROLMENT_SECRET_FILE_ENV} or "
         ".lockgate/enrolment.secret)",
     )
+    keyed = argparse.ArgumentParser(add_help=False)  # a server that signs with a key only
+    keyed.add_argument(
+        "--as", dest="as_principal", metavar="PRINCIPAL", help="sign as this principal"
+    )
     signed = argparse.ArgumentParser(add_help=False)
     signer = signed.add_mutually_exclusive_group()
     signer.add_argument(
@@ -341,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     mcp = commands.add_parser(
-        "mcp", parents=[common, signed], help="MCP server (stdio, or --http with a JSON API)"
+        "mcp", parents=[common, keyed], help="MCP server (stdio, or --http with a JSON API)"
     )
     mcp.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     mcp.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")

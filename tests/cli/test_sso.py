@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -147,6 +148,26 @@ async def test_login_remembers_who_the_providers_token_names_and_no_token(
     assert f'principal = "{OLU}"' in remembered
     assert f'issuer_url = "{idp.issuer}"' in remembered
     assert "eyJ" not in remembered  # no token is kept: each act signs in afresh
+
+
+async def test_login_opens_the_persons_browser_at_the_link_it_prints(
+    command: Command, idp: IdentityProvider
+) -> None:
+    """The person's browser is whatever ``webbrowser`` opens: here a program (``BROWSER``) that
+    writes down the URL it was opened at."""
+    opened = command.cwd / "opened.txt"
+    program = command.cwd / "browser.sh"
+    program.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {shlex.quote(str(opened))}\n')
+    program.chmod(0o755)
+    command.extra_environment = {"BROWSER": str(program)}
+
+    ran, link = await signing_in(
+        command, idp.browser("olu"), "login", "--scopes", "openid email groups"
+    )
+
+    assert ran.status == 0, ran.err
+    assert "in the browser that opens now" in ran.err
+    assert opened.read_text() == link
 
 
 async def test_decide_sso_answers_a_gate_as_the_person_signed_in_at_the_provider(
