@@ -24,6 +24,7 @@ clause catches them all. Each keeps the built-in base it had before this root ex
     │   ├── ArgumentsInvalid (ValueError)
     │   ├── PayloadDecryptionError (ValueError)
     │   ├── ProofRefused
+    │   ├── SignInError
     │   ├── VerificationError
     │   ├── StartRefusedError
     │   ├── UnreadableStart
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from lockgate.identity._seals import WorkerSecretError as WorkerSecretError
     from lockgate.namespace import SearchAttributesMissingError as SearchAttributesMissingError
     from lockgate.serving._names import ToolNameError as ToolNameError
+    from lockgate.sso import SignInError as SignInError
     from lockgate.tools._events import ToolFailure as ToolFailure
     from lockgate.tools._tool import ArgumentsInvalid as ArgumentsInvalid
     from lockgate.tools._tool import ToolDeclarationError as ToolDeclarationError

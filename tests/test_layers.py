@@ -44,7 +44,13 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("workflows", ["lockgate.workflows"]),
     (
         "clients",
-        ["lockgate.clients", "lockgate.encryption", "lockgate.namespace", "lockgate.devserver"],
+        [
+            "lockgate.clients",
+            "lockgate.encryption",
+            "lockgate.namespace",
+            "lockgate.devserver",
+            "lockgate.sso",
+        ],
     ),
     ("worker", ["lockgate.worker"]),
     ("operations", ["lockgate.operations"]),

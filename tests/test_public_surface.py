@@ -234,6 +234,7 @@ PUBLIC_SUBPACKAGES = {
         "RefusedError",
         "SearchAttributesMissingError",
         "SetupError",
+        "SignInError",
         "StartRefusedError",
         "ToolDeclarationError",
         "ToolFailure",
@@ -295,6 +296,7 @@ PUBLIC_SUBPACKAGES = {
         "free_port",
         "temporal_binary",
     ],
+    "lockgate.sso": ["SignInError", "browser_sign_in"],
     "lockgate.redis_ratelimit": [
         "DEFAULT_TIMEOUT_SECONDS",
         "RedisRateLimiter",

@@ -10,11 +10,13 @@ One module per command family, so the file's name says where a command lives:
 - ``_sign``: ``sign start|decide|resume``
 - ``_tools``: ``tools list|call|confirm``
 - ``_keys``: ``keys new`` and ``secret new|rotate|retire``
+- ``_login``: ``login`` (a sign-in at the identity provider, remembered per user)
 - ``_setup``: ``setup``; ``_worker``: ``worker``; ``_dev``: ``dev``
 
 Shared by them: ``_arguments`` (the parser), ``_settings`` (flags and environment: paths,
-signer, connection), ``_output`` (``--json``, refusals, exit statuses), ``_logs`` (where a
-serving command's log goes) and ``_entry`` (running a command and ending the process).
+the signer, a key's or a sign-in's, the connection), ``_output`` (``--json``, refusals, exit
+statuses), ``_logs`` (where a serving command's log goes) and ``_entry`` (running a command and
+ending the process).
 """
 
 from lockgate.cli._arguments import build_parser

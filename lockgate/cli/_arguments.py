@@ -89,9 +89,26 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"the secret enrolment codes are made with (default {ENROLMENT_SECRET_FILE_ENV} or "
         ".lockgate/enrolment.secret)",
     )
-    signed = argparse.ArgumentParser(add_help=False)
-    signed.add_argument(
+    keyed = argparse.ArgumentParser(add_help=False)  # a server that signs with a key only
+    keyed.add_argument(
         "--as", dest="as_principal", metavar="PRINCIPAL", help="sign as this principal"
+    )
+    signed = argparse.ArgumentParser(add_help=False)
+    signer = signed.add_mutually_exclusive_group()
+    signer.add_argument(
+        "--as", dest="as_principal", metavar="PRINCIPAL", help="sign as this principal"
+    )
+    signer.add_argument(
+        "--sso",
+        action="store_true",
+        help="sign as the person `lockgate login` signed in, with a fresh sign-in at the "
+        "identity provider for each act (decide, resume, cancel and sign do so by default "
+        "after `lockgate login`)",
+    )
+    signed.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="with --sso: only print the sign-in link (to open in a browser elsewhere)",
     )
 
     parser = argparse.ArgumentParser(
@@ -290,8 +307,45 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("setup", parents=[common], help="register lockgate's search attributes")
 
+    login = commands.add_parser(
+        "login",
+        parents=[common],
+        help="sign in at your identity provider, so decide, resume, cancel and sign sign as you",
+    )
+    login.add_argument(
+        "--issuer",
+        metavar="NAME",
+        help="the issuer, as the Directory names it ([issuers.NAME]); default: the Directory's "
+        "only one, else the last login's",
+    )
+    login.add_argument(
+        "--issuer-url", metavar="URL", help="its issuer URL (default: the Directory's)"
+    )
+    login.add_argument(
+        "--client-id",
+        metavar="ID",
+        help="lockgate's client id there, a native app with the loopback redirect "
+        "http://127.0.0.1/callback (default: the Directory's audience)",
+    )
+    login.add_argument(
+        "--principal-claim",
+        choices=["email", "preferred_username", "sub"],
+        help="the claim that names you (default: the Directory's, else email)",
+    )
+    login.add_argument(
+        "--scopes",
+        metavar="'openid ...'",
+        help="the scopes asked for, space-separated: openid, and what releases the claim that "
+        "names you and your groups (default: openid and email or profile)",
+    )
+    login.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="only print the sign-in link (to open in a browser elsewhere)",
+    )
+
     mcp = commands.add_parser(
-        "mcp", parents=[common, signed], help="MCP server (stdio, or --http with a JSON API)"
+        "mcp", parents=[common, keyed], help="MCP server (stdio, or --http with a JSON API)"
     )
     mcp.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     mcp.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
@@ -367,8 +421,22 @@ def build_parser() -> argparse.ArgumentParser:
         "keys", parents=[common], help="identities: keys and enrolment codes"
     )
     keys_commands = keys.add_subparsers(dest="keys_command", required=True, action=_Commands)
-    keys_new = keys_commands.add_parser("new", parents=[common], help="a new private key")
+    keys_new = keys_commands.add_parser(
+        "new",
+        parents=[common],
+        help="a new private key, and its Directory entry (into --directory FILE, else printed)",
+    )
     keys_new.add_argument("principal", help="whose key it is: their name in the Directory")
+    keys_new.add_argument(
+        "--role", dest="roles", action="append", metavar="ROLE", help="a role it holds (repeatable)"
+    )
+    keys_new.add_argument(
+        "--scope",
+        dest="scopes",
+        action="append",
+        metavar="SCOPE",
+        help="a scope it holds (repeatable)",
+    )
     keys_enrol = keys_commands.add_parser(
         "enrol",
         parents=[common, enrolling],

@@ -24,6 +24,7 @@ _COMMANDS = {
     "dev": "lockgate.cli._dev:run_dev_stack",
     "worker": "lockgate.cli._worker:serve_worker",
     "setup": "lockgate.cli._setup:set_up_namespace",
+    "login": "lockgate.cli._login:log_in",
     "mcp": "lockgate.cli._mcp:serve_mcp",
     "inbox": "lockgate.cli._inbox:serve_inbox",
     "tools": "lockgate.cli._tools:use_tools",
@@ -46,7 +47,7 @@ coroutine run on an event loop."""
 _ENDED_BY_SIGPIPE = 128 + 13
 """The exit status a shell reports for a program that SIGPIPE (13) ended."""
 
-_SYNCHRONOUS = {"keys", "secret", "payload-keys"}
+_SYNCHRONOUS = {"keys", "secret", "payload-keys", "login"}
 """Commands that need no Temporal and no event loop."""
 
 

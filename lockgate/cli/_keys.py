@@ -5,10 +5,12 @@ workers' shared secret). None of them talks to Temporal."""
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 from lockgate.cli._output import CommandError, print_new_secret
 from lockgate.cli._settings import enrolment_secret_path, keys_dir, secret_path
+from lockgate.identity._directory import DirectoryEntry, add_directory_entry
 from lockgate.identity._enrolment import EnrolmentSecret, EnrolmentSecretError
 from lockgate.identity._identity_errors import IdentityError
 from lockgate.identity._keys import new_identity
@@ -92,12 +94,27 @@ def _enrol(arguments: argparse.Namespace) -> int:
 
 
 def _new_key(arguments: argparse.Namespace) -> int:
-    """``lockgate keys new PRINCIPAL``: writes a private key and prints its Directory entry."""
+    """``lockgate keys new PRINCIPAL [--role R] [--scope S] [--directory FILE]``: writes a
+    private key, and its Directory entry into FILE (or, without ``--directory``, prints it)."""
+    principal, target = arguments.principal, getattr(arguments, "directory", None)
+    roles, scopes = arguments.roles or [], arguments.scopes or []
+    made = []
+
+    def make() -> str:
+        made.append(new_identity(principal, keys_dir(arguments), roles, scopes))
+        return made[0].directory_entry_toml
+
     try:
-        made = new_identity(arguments.principal, keys_dir(arguments))
+        DirectoryEntry(principal, roles=frozenset(roles), scopes=frozenset(scopes))
+        written = add_directory_entry(target, principal, make) if target else None
+        entry = make() if written is None else None
     except IdentityError as error:
         raise CommandError(str(error)) from None
-    print(f"# private key written to {made.key_path} (keep it; it never goes in a Directory)")
+    print(f"# private key written to {made[0].key_path} (keep it; it never goes in a Directory)")
+    if written is not None:
+        held = f"roles {json.dumps(sorted(roles))} and scopes {json.dumps(sorted(scopes))}"
+        print(f"# {principal} added to the Directory {written} with {held}")
+        return 0
     print("# add this to the worker's Directory file, with the roles and scopes it holds:")
-    print(made.directory_entry_toml)
+    print(entry)
     return 0

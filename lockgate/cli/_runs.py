@@ -227,16 +227,18 @@ async def cancel_run(arguments: argparse.Namespace) -> int:
 async def _signing_door(
     arguments: argparse.Namespace, command: str, act: str, whose: str = ""
 ) -> Operations:
-    """The door, signing as ``--as``; without it, the refusal that says ``act`` takes a proof.
+    """The door, signing as ``--as``, ``--sso`` or the person ``lockgate login`` signed in;
+    without any of them, the refusal that says ``act`` takes a proof.
 
     Raises:
-        CommandError: no ``--as``.
+        CommandError: nobody to sign.
     """
-    signing = signer(arguments)
+    signing = signer(arguments, needed=True)
     if signing is None:
         raise CommandError(
             f"{command} needs --as PRINCIPAL: {act} only by a signed proof{whose}, made with "
-            "that principal's key in --keys-dir."
+            "that principal's key in --keys-dir (or --sso, with a sign-in at your identity "
+            "provider: `lockgate login`)."
         )
     return await operations(arguments, signing)
 

@@ -1,6 +1,7 @@
-"""What a command takes from its flags and the environment: where state lives, who signs, which
-Temporal, and the door (:class:`~lockgate.operations.Operations`) every command that acts on runs,
-gates and tools goes through.
+"""What a command takes from its flags and the environment: where state lives, who signs (a key,
+or the person ``lockgate login`` signed in), which Temporal, and the door
+(:class:`~lockgate.operations.Operations`) every command that acts on runs, gates and tools goes
+through.
 
 Connection settings follow Temporal's conventions: ``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``,
 TLS and API-key variables, and env-config profiles (``--profile``); the flags win over them.
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,7 @@ from lockgate.encryption._keys import PAYLOAD_KEYS_ENV
 from lockgate.identity._directory import Directory
 from lockgate.identity._enrolment import ENROLMENT_SECRET_FILE_ENV
 from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._issuers import TrustedIssuer
 from lockgate.identity._proofs import Signer
 from lockgate.identity._seals import (
     WORKER_SECRET_ENV,
@@ -44,17 +48,26 @@ from lockgate.identity._seals import (
     WorkerSecretError,
 )
 from lockgate.operations._operations import Operations
+from lockgate.sso import SignInError, browser_sign_in
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
 
 __all__ = [
     "STATE_DIRECTORY",
+    "Login",
     "connect",
     "directory_path",
     "enrolment_secret_path",
     "keys_dir",
     "local_directory",
+    "login_path",
     "operations",
     "payload_keys",
     "payload_keys_path",
+    "remembered_login",
     "secret_path",
     "signer",
     "worker_secret",
@@ -138,19 +151,130 @@ def payload_keys(arguments: argparse.Namespace) -> PayloadKeys | None:
         ) from None
 
 
-def signer(arguments: argparse.Namespace) -> Signer | None:
-    """The signer for ``--as PRINCIPAL`` from its key in the keys folder; ``None`` without ``--as``.
+def signer(arguments: argparse.Namespace, *, needed: bool = False) -> Signer | None:
+    """Who signs what the command does: ``--as PRINCIPAL`` with its key in the keys folder;
+    ``--sso`` with a fresh sign-in at the identity provider ``lockgate login`` chose, one per
+    act. A command that cannot act unsigned (``needed``: decide, resume, cancel, sign) signs as
+    the person ``lockgate login`` signed in where neither is given; otherwise ``None``.
 
     Raises:
-        CommandError: the principal's key cannot be read.
+        CommandError: the principal's key cannot be read, or ``--sso`` is given and nobody
+            signed in with ``lockgate login``.
     """
     principal = getattr(arguments, "as_principal", None)
-    if not principal:
+    if principal:
+        try:
+            return Signer.from_keys_dir(principal, keys_dir(arguments), channel="cli")
+        except IdentityError as error:
+            raise CommandError(str(error)) from None
+    if getattr(arguments, "sso", False) or (needed and login_path().exists()):
+        return _signed_in(arguments)
+    return None
+
+
+def login_path() -> Path:
+    """The per-user file ``lockgate login`` writes: ``$XDG_CONFIG_HOME/lockgate/login.toml``,
+    else ``~/.config/lockgate/login.toml``."""
+    home = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(home) / "lockgate" / "login.toml"
+
+
+@dataclasses.dataclass(frozen=True)
+class Login:
+    """Who ``lockgate login`` signed in, and where: what every ``--sso`` act signs in with again.
+
+    It holds no token: each act gets a fresh one, whose nonce names that act.
+    """
+
+    issuer: TrustedIssuer
+    """The issuer, as the Directory names it (its URL, lockgate's client id there as its
+    audience, the claim that names a person, how recent a sign-in must be)."""
+    scopes: tuple[str, ...]
+    principal: str
+    """``sso:ISSUER:PERSON``, read from the ID token of the sign-in."""
+
+    def write(self, path: Path) -> None:
+        """Writes the login to ``path`` (made owner-only: it says who you are)."""
+        fields = {
+            "issuer": self.issuer.name,
+            "issuer_url": self.issuer.issuer,
+            "client_id": self.issuer.audience,
+            "principal_claim": self.issuer.principal_claim,
+            "max_age_seconds": self.issuer.max_age_seconds,
+            "scopes": list(self.scopes),
+            "principal": self.principal,
+        }
+        lines = [f"{name} = {json.dumps(value)}" for name, value in fields.items()]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            "# Written by `lockgate login`: who `lockgate decide`, `resume`, `cancel` and `sign`\n"
+            "# sign as without --as (a fresh sign-in at this issuer for each act).\n"
+            "[login]\n" + "\n".join(lines) + "\n"
+        )
+        path.chmod(0o600)
+
+
+def remembered_login() -> Login | None:
+    """The login ``lockgate login`` wrote, or None where it wrote none.
+
+    Raises:
+        CommandError: the file is there but unusable.
+    """
+    path = login_path()
+    if not path.exists():
         return None
     try:
-        return Signer.from_keys_dir(principal, keys_dir(arguments), channel="cli")
-    except IdentityError as error:
-        raise CommandError(str(error)) from None
+        table = tomllib.loads(path.read_text())["login"]
+        scopes = table["scopes"]
+        if not isinstance(scopes, list) or not all(isinstance(each, str) for each in scopes):
+            raise TypeError("scopes")
+        issuer = TrustedIssuer(
+            table["issuer"],
+            table["issuer_url"],
+            table["client_id"],
+            table["principal_claim"],
+            max_age_seconds=table["max_age_seconds"],
+        )
+        principal = table["principal"]
+        if not isinstance(principal, str) or not principal.startswith(f"sso:{issuer.name}:"):
+            raise TypeError("principal")
+    except (OSError, ValueError, KeyError, TypeError, IdentityError) as error:
+        raise CommandError(
+            f"The login file {path} is unusable ({type(error).__name__}: {error}): sign in "
+            "again with `lockgate login`."
+        ) from None
+    return Login(issuer, tuple(scopes), principal)
+
+
+def _signed_in(arguments: argparse.Namespace) -> Signer:
+    """A signer that signs each act with a fresh sign-in as the person ``lockgate login``
+    signed in.
+
+    Raises:
+        CommandError: nobody signed in (then, or when a sign-in for an act fails: nothing is
+            signed).
+    """
+    login = remembered_login()
+    if login is None:
+        raise CommandError(
+            "--sso signs with a sign-in at your identity provider, and nobody has signed in "
+            "with `lockgate login` here: run `lockgate login --issuer NAME` first."
+        )
+    get_token = browser_sign_in(
+        login.issuer.issuer,
+        login.issuer.audience,
+        scopes=login.scopes,
+        max_age_seconds=login.issuer.max_age_seconds,
+        open_browser=not getattr(arguments, "no_browser", False),
+    )
+
+    def token_for(nonce: str) -> str:
+        try:
+            return get_token(nonce)
+        except SignInError as error:
+            raise CommandError(f"{error} (signing as {login.principal})") from None
+
+    return Signer.from_identity_provider(login.principal, token_for, channel="cli")
 
 
 def local_directory(arguments: argparse.Namespace) -> Directory | None:

@@ -20,14 +20,18 @@ _SIGNAL_NOTE = (
 
 
 async def print_signed_answer(arguments: argparse.Namespace) -> int:
-    """``lockgate sign start|decide|resume RUN ... --as PRINCIPAL``: prints the signed input.
+    """``lockgate sign start|decide|resume RUN ... --as PRINCIPAL|--sso``: prints the signed
+    input.
 
     Each binds the run as the server and its first event (a start) or its worker (an answer, a
     resume) report it now, so it asks the run first.
     """
-    answerer = signer(arguments)
+    answerer = signer(arguments, needed=True)
     if answerer is None:
-        raise CommandError("sign needs --as PRINCIPAL (whose key in --keys-dir signs).")
+        raise CommandError(
+            "sign needs --as PRINCIPAL (whose key in --keys-dir signs), or --sso (a sign-in at "
+            "your identity provider: `lockgate login`)."
+        )
     door = await operations(arguments, answerer)
     name = arguments.what
     if name == "start":

@@ -28,7 +28,7 @@ from lockgate.identity._directory import Directory
 from lockgate.identity._identity_errors import IdentityError
 from lockgate.identity._issuers import IssuerKeyring, TrustedIssuer
 
-__all__ = ["IssuerKeyFetcher"]
+__all__ = ["IssuerKeyFetcher", "discovery_document", "read_json"]
 
 _logger = logging.getLogger("lockgate.identity")
 _MAX_DOCUMENT_BYTES = 1_000_000
@@ -125,21 +125,39 @@ class IssuerKeyFetcher:
         return True
 
     def _read_keys(self, issuer: str) -> dict[str, Any]:
-        discovery = self._get_json(issuer.rstrip("/") + "/.well-known/openid-configuration")
-        if discovery.get("issuer") != issuer:
-            raise ValueError(
-                f"the discovery document names the issuer {discovery.get('issuer')!r}, not "
-                f"{issuer!r}"
-            )
-        jwks_uri = discovery.get("jwks_uri")
+        jwks_uri = discovery_document(issuer, self.timeout_seconds).get("jwks_uri")
         if not isinstance(jwks_uri, str) or not jwks_uri.startswith(("https://", "http://")):
             raise ValueError("the discovery document names no jwks_uri")
-        return self._get_json(jwks_uri)
+        return read_json(urllib.request.Request(jwks_uri), self.timeout_seconds)
 
-    def _get_json(self, url: str) -> dict[str, Any]:
-        request = urllib.request.Request(url, headers={"Accept": "application/json"})
-        with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
-            document = json.loads(response.read(_MAX_DOCUMENT_BYTES))
-        if not isinstance(document, dict):
-            raise ValueError(f"{url} did not answer a JSON object")
-        return document
+
+def discovery_document(issuer: str, timeout_seconds: float) -> dict[str, Any]:
+    """``issuer``'s discovery document (``ISSUER/.well-known/openid-configuration``), checked
+    to name that same issuer.
+
+    Raises:
+        OSError: The provider cannot be reached, or answered an HTTP error.
+        ValueError: It did not answer a JSON object, or named another issuer.
+    """
+    url = issuer.rstrip("/") + "/.well-known/openid-configuration"
+    discovery = read_json(urllib.request.Request(url), timeout_seconds)
+    if discovery.get("issuer") != issuer:
+        raise ValueError(
+            f"the discovery document names the issuer {discovery.get('issuer')!r}, not {issuer!r}"
+        )
+    return discovery
+
+
+def read_json(request: urllib.request.Request, timeout_seconds: float) -> dict[str, Any]:
+    """The JSON object a provider answers ``request`` with (at most a megabyte is read).
+
+    Raises:
+        OSError: The provider cannot be reached, or answered an HTTP error.
+        ValueError: It did not answer a JSON object.
+    """
+    request.add_header("Accept", "application/json")
+    with urllib.request.urlopen(request, timeout=timeout_seconds) as response:
+        document = json.loads(response.read(_MAX_DOCUMENT_BYTES))
+    if not isinstance(document, dict):
+        raise ValueError(f"{request.full_url} did not answer a JSON object")
+    return document

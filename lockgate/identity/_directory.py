@@ -1,8 +1,9 @@
 """The Directory: the principals a worker knows, with their public keys, roles and scopes.
 
 Read from a TOML file of ``[principals.NAME]`` tables, which
-:func:`~lockgate.identity._keys.new_identity` prints one of, and optionally watched so that
-grants and revocations take effect without a restart. Lookups only read memory.
+:func:`~lockgate.identity._keys.new_identity` prints one of (and :func:`add_directory_entry`
+writes into the file), and optionally watched so that grants and revocations take effect without
+a restart. Lookups only read memory.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import hashlib
 import logging
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -38,7 +40,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["Directory", "DirectoryEntry"]
+__all__ = ["Directory", "DirectoryEntry", "add_directory_entry"]
 
 # Directory.load documents this logger by name, and log configuration selects it by that name.
 _logger = logging.getLogger("lockgate.identity")
@@ -302,6 +304,58 @@ class Directory:
                 self._issuers = issuers_by_name(issuers)
             except IdentityError as error:
                 _logger.warning("Keeping the last good directory: %s", error)
+
+
+def add_directory_entry(
+    path: str | os.PathLike[str], principal: str, entry: Callable[[], str]
+) -> Path:
+    """Adds ``principal``'s ``[principals.NAME]`` table to the Directory file at ``path``,
+    creating the file if it is missing.
+
+    The file is checked first (a valid Directory that does not list ``principal`` yet); only
+    then is ``entry`` called for the table (``lockgate keys new`` writes the key file there, so
+    a refusal leaves no key behind). The table is appended, so the rest of the file, comments
+    too, stays as it was; the new text is checked as a whole and replaces the file in one step,
+    so a worker watching it never reads half of it.
+
+    Args:
+        path: The Directory file.
+        principal: Whose entry it is.
+        entry: Makes the table, as :func:`~lockgate.identity._keys.directory_entry_toml` writes
+            it for ``principal``.
+
+    Returns:
+        The file written.
+
+    Raises:
+        IdentityError: The file is not a valid Directory, already lists ``principal``, or
+            cannot be written; the file is unchanged then.
+    """
+    file_path = Path(path)
+    before = _read_directory_text(file_path) if file_path.exists() else ""
+    _parse_directory(before, str(file_path))
+    if principal in tomllib.loads(before).get("principals", {}):
+        raise IdentityError(
+            f"{file_path} already lists the principal {quoted(principal)}; nothing was written "
+            "(an entry is changed by editing the file, never replaced)."
+        )
+    separator = "\n" if before.endswith("\n") else "\n\n" if before else ""
+    after = before + separator + entry()
+    Directory.from_toml(after, str(file_path))
+    file_path.parent.mkdir(parents=True, exist_ok=True)
+    mode = file_path.stat().st_mode & 0o777 if before else 0o644
+    handle, scratch = tempfile.mkstemp(dir=file_path.parent, prefix=f".{file_path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as written:
+            written.write(after)
+        os.chmod(scratch, mode)
+        os.replace(scratch, file_path)
+    except OSError as error:
+        Path(scratch).unlink(missing_ok=True)
+        raise IdentityError(
+            f"Cannot write the directory file {file_path}: {error.strerror or error}."
+        ) from error
+    return file_path
 
 
 def _check_keys_are_distinct(

@@ -47,6 +47,7 @@ __all__ = [
     "TrustedIssuer",
     "issuer_principal",
     "token_nonce",
+    "unverified_claims",
     "verify_id_token",
 ]
 
@@ -177,6 +178,23 @@ def issuer_principal(issuer: str, value: str) -> str:
 def token_nonce(challenge: bytes) -> str:
     """The ``nonce`` an ID token carries to sign ``challenge``: base64url without padding."""
     return base64.urlsafe_b64encode(challenge).rstrip(b"=").decode("ascii")
+
+
+def unverified_claims(token: str) -> dict[str, Any] | None:
+    """The claims of an ID token, read without checking its signature; None if it is not a JWT.
+
+    Only for a client reading the token it was just handed by the provider's token endpoint (an
+    answer the provider gave it directly, as OpenID Connect allows a client to trust): to see
+    whom the provider signed in and that the token is for its own nonce. A worker judging a
+    proof uses :func:`verify_id_token`.
+    """
+    parts = token.split(".") if isinstance(token, str) else []
+    raw = decode_base64url(parts[1]) if len(parts) == 3 else None
+    try:
+        claims = json.loads(raw) if raw is not None else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return claims if isinstance(claims, dict) else None
 
 
 def keys_of(jwks: Mapping[str, Any], where: str) -> dict[str, tuple[str, Any]]:

@@ -220,7 +220,9 @@ class Signer:
         """Makes a signer whose proofs carry an ID token in place of a signature, one fresh
         token per proof: ``get_token(nonce)`` asks the identity provider for an ID token whose
         ``nonce`` is the digest of the rest of the proof (a sign-in with that nonce), so the
-        provider vouches for exactly this act. ``principal`` is ``sso:ISSUER:PERSON``."""
+        provider vouches for exactly this act. ``principal`` is ``sso:ISSUER:PERSON``.
+        :func:`lockgate.sso.browser_sign_in` makes one that signs the person in through their
+        browser."""
         return cls(principal, None, channel, clock, get_token=get_token)
 
     @classmethod

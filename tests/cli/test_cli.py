@@ -67,6 +67,77 @@ async def test_keys_new_refuses_to_overwrite_an_identity(lockgate_command: Comma
     assert "already exists" in again.err
 
 
+DIRECTORY_WITH_COMMENTS = """\
+# The people of the essay desk.
+[principals.ada]  # the author
+public_key = "ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+roles = []
+"""
+
+
+async def test_keys_new_with_a_directory_writes_the_entry_there_keeping_the_rest_of_the_file(
+    tmp_path: Path,
+) -> None:
+    command = Command(tmp_path, None, "unused")
+    (tmp_path / "directory.toml").write_text(DIRECTORY_WITH_COMMENTS)
+
+    made = await command(
+        "keys", "new", "zoe", "--role", "editor", "--scope", "essay:publish",
+        "--scope", "essay:grade", "--directory", "directory.toml",
+    )  # fmt: skip
+
+    text = (tmp_path / "directory.toml").read_text()
+    directory = Directory.load(tmp_path / "directory.toml")
+    key = (tmp_path / ".lockgate" / "keys" / "zoe.key").read_bytes()
+    assert made.status == 0, made.err
+    assert text.startswith(DIRECTORY_WITH_COMMENTS + "\n[principals.zoe]\n")
+    assert directory.roles_of("zoe") == {"editor"}
+    assert directory.scopes_of("zoe") == {"essay:publish", "essay:grade"}
+    assert directory.public_key_of("zoe") is not None
+    assert directory.principals() == ("ada", "zoe")
+    assert b"PRIVATE KEY" in key and "PRIVATE" not in text
+    assert "[principals.zoe]" not in made.out  # written, not printed
+    assert "zoe added to the Directory directory.toml" in made.out
+
+
+async def test_keys_new_with_a_directory_that_is_missing_creates_it(tmp_path: Path) -> None:
+    command = Command(tmp_path, None, "unused")
+
+    made = await command("keys", "new", "zoe", "--role", "editor", "--directory", "people.toml")
+
+    assert made.status == 0, made.err
+    assert Directory.load(tmp_path / "people.toml").roles_of("zoe") == {"editor"}
+
+
+async def test_keys_new_refuses_a_principal_the_directory_lists_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    command = Command(tmp_path, None, "unused")
+    (tmp_path / "directory.toml").write_text(DIRECTORY_WITH_COMMENTS)
+
+    again = await command("keys", "new", "ada", "--role", "admin", "--directory", "directory.toml")
+
+    assert again.status == 2
+    assert again.err.strip() == (
+        "lockgate: directory.toml already lists the principal 'ada'; nothing was written (an "
+        "entry is changed by editing the file, never replaced)."
+    )
+    assert (tmp_path / "directory.toml").read_text() == DIRECTORY_WITH_COMMENTS
+    assert not (tmp_path / ".lockgate" / "keys" / "ada.key").exists()
+
+
+async def test_keys_new_refuses_to_add_to_a_file_that_is_not_a_directory(tmp_path: Path) -> None:
+    command = Command(tmp_path, None, "unused")
+    (tmp_path / "directory.toml").write_text("[principals.ada\n")
+
+    refused = await command("keys", "new", "zoe", "--directory", "directory.toml")
+
+    assert refused.status == 2
+    assert "lockgate: directory.toml is not valid TOML" in refused.err
+    assert (tmp_path / "directory.toml").read_text() == "[principals.ada\n"
+    assert not (tmp_path / ".lockgate" / "keys" / "zoe.key").exists()
+
+
 async def test_tools_list_shows_the_workers_tools_through_temporal(
     lockgate_command: Command, lockgate_worker: WorkerFactory
 ) -> None:

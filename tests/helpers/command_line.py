@@ -43,15 +43,25 @@ class Command:
     applies, as in a terminal where nobody typed it)."""
 
     async def __call__(self, *arguments: str, timeout: float = 60) -> Ran:
+        process = await self.spawn(*arguments)
+        out, err = await asyncio.wait_for(process.communicate(), timeout)
+        assert process.returncode is not None
+        return Ran(process.returncode, out.decode(), err.decode())
+
+    async def spawn(self, *arguments: str) -> asyncio.subprocess.Process:
+        """Starts `lockgate ...` and returns the running process (its stdout and stderr piped),
+        for a test that acts while the command waits (a sign-in in the browser)."""
         environment = {
             **os.environ,
             "PYTHONPATH": str(REPOSITORY),
+            # `lockgate login`'s file is per user: each test's folder is its user's.
+            "XDG_CONFIG_HOME": str(self.cwd / ".config"),
             **(self.extra_environment or {}),
         }
         environment.pop("TEMPORAL_ADDRESS", None)
         if self.address is not None:
             environment["TEMPORAL_ADDRESS"] = self.address
-        process = await asyncio.create_subprocess_exec(
+        return await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "lockgate.cli",
@@ -66,9 +76,6 @@ class Command:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        out, err = await asyncio.wait_for(process.communicate(), timeout)
-        assert process.returncode is not None
-        return Ran(process.returncode, out.decode(), err.decode())
 
 
 def _takes_task_queue(arguments: tuple[str, ...]) -> bool:

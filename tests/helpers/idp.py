@@ -5,8 +5,10 @@ idp`` (which ``make test`` runs) installs it with ``npm ci``. Each :class:`Ident
 it on a free port of 127.0.0.1 with signing keys and people of its own, and obtains real ID
 tokens from it the way a browser would: its authorization endpoint (a scripted sign-in of the
 person named by ``login_hint``), then its token endpoint with the code and PKCE verifier. The
-test sets each token's nonce. Where Node or the installed provider is missing the tests are
-skipped, saying how to install them; with ``CI`` set they fail instead.
+test sets each token's nonce. A :class:`Browser` in which a person signed in follows an
+authorization URL another program made (``lockgate login``) back to that program's redirect.
+Where Node or the installed provider is missing the tests are skipped, saying how to install
+them; with ``CI`` set they fail instead.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ IDP_FOLDER = Path(__file__).resolve().parents[1] / "idp"
 NODE = shutil.which("node")
 REDIRECT_URI = "http://127.0.0.1/callback"
 CLIENT_ID = "lockgate"
+COMMAND_LINE_CLIENT_ID = "lockgate-cli"
+"""The provider's native public client, for ``lockgate login`` (a loopback redirect, any port)."""
 
 require_installed(
     NODE is None or not (IDP_FOLDER / "node_modules" / "oidc-provider").is_dir(),
@@ -79,6 +83,22 @@ def public_jwks(keys: list[dict[str, Any]]) -> dict[str, Any]:
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args: Any, **kwargs: Any) -> None:
         return None
+
+
+class Browser:
+    """A person's browser at the provider: a cookie jar, and redirects seen one at a time."""
+
+    def __init__(self, provider: IdentityProvider) -> None:
+        self.provider = provider
+        self.opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()), _NoRedirects()
+        )
+
+    def follow(self, url: str) -> str:
+        """Opens ``url`` (an authorization request) and follows the provider's redirects;
+        returns where it sends the browser back to (the client's redirect URI, with the code
+        and state)."""
+        return self.provider._follow(self.opener, url)
 
 
 class IdentityProvider:
@@ -168,12 +188,11 @@ class IdentityProvider:
         *,
         client: str = CLIENT_ID,
         scope: str = "openid email groups",
+        opener: urllib.request.OpenerDirector | None = None,
     ) -> str:
-        """A real ID token for ``person``, issued to ``client``, carrying ``nonce``."""
-        jar = http.cookiejar.CookieJar()
-        opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(jar), _NoRedirects()
-        )
+        """A real ID token for ``person``, issued to ``client``, carrying ``nonce`` (signed in
+        in a fresh browser, or in ``opener``'s)."""
+        opener = opener or Browser(self).opener
         verifier = secrets.token_urlsafe(48)
         challenge = (
             base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
@@ -199,6 +218,21 @@ class IdentityProvider:
                 }
             )
         )
+        location = self._follow(opener, url)
+        assert location.startswith(REDIRECT_URI), location
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(location).query)
+        assert "code" in query, query
+        return self._exchange(query["code"][0], verifier, client)
+
+    def browser(self, person: str) -> Browser:
+        """A browser in which ``person`` is signed in at the provider (its session cookie)."""
+        browser = Browser(self)
+        self.id_token(person, "a-first-sign-in", opener=browser.opener)
+        return browser
+
+    def _follow(self, opener: urllib.request.OpenerDirector, url: str) -> str:
+        """Follows the provider's redirects from ``url`` (its sign-in and consent, scripted) to
+        the one that leaves it, back to the client; returns that location."""
         for _ in range(10):
             try:
                 response = opener.open(url, timeout=10)
@@ -208,11 +242,9 @@ class IdentityProvider:
                     raise AssertionError(
                         f"the provider answered {redirect.code}: {redirect.read()[:500]!r}"
                     ) from None
-                location = urllib.parse.urljoin(url, redirect.headers["Location"])
-            if location.startswith(REDIRECT_URI):
-                query = urllib.parse.parse_qs(urllib.parse.urlsplit(location).query)
-                assert "code" in query, query
-                return self._exchange(query["code"][0], verifier, client)
+                location = urllib.parse.urljoin(url, str(redirect.headers["Location"]))
+            if not location.startswith(self.issuer + "/"):
+                return location
             url = location
         raise AssertionError("the sign-in never came back to the client")
 

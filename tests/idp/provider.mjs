@@ -7,7 +7,9 @@
 // at every sign-in, so a test takes a person out of a group by rewriting it. Sign-in is scripted:
 // the interaction signs in the person the request's login_hint names (with the amr and acr the
 // people file gives them) and grants what the client asked for; there is no password page. The
-// clients are lockgate's ("lockgate") and another application's ("other-app").
+// clients are lockgate's ("lockgate"), another application's ("other-app"), and lockgate's
+// command line ("lockgate-cli"): a native public client, whose loopback redirect takes any port
+// (RFC 8252) and which authenticates with PKCE alone.
 import { readFileSync } from 'node:fs';
 import Provider from 'oidc-provider';
 
@@ -23,8 +25,17 @@ const client = (id) => ({
   token_endpoint_auth_method: 'client_secret_basic',
 });
 
+const commandLine = {
+  client_id: 'lockgate-cli',
+  application_type: 'native',
+  redirect_uris: ['http://127.0.0.1/callback'],
+  response_types: ['code'],
+  grant_types: ['authorization_code'],
+  token_endpoint_auth_method: 'none',
+};
+
 const provider = new Provider(settings.issuer, {
-  clients: [client('lockgate'), client('other-app')],
+  clients: [client('lockgate'), client('other-app'), commandLine],
   jwks: keys,
   claims: {
     acr: null,
