@@ -31,6 +31,7 @@ from temporalio.service import RPCError
 from lockgate.contracts import refusal
 from lockgate.identity._bindings import schedule_binding
 from lockgate.identity._proofs import Signer
+from lockgate.identity._verifier import utc_moment
 from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._graph_inputs import StartGraphInput
 
@@ -109,17 +110,13 @@ async def create_schedule(
         "schedule_id": schedule_id,
         "graph": graph,
         "owner": signer.principal,
-        "not_before": _iso(not_before),
-        "not_after": _iso(not_after),
+        "not_before": utc_moment(not_before),
+        "not_after": utc_moment(not_after),
     }
 
 
 def _invalid(sentence: str) -> dict[str, Any]:
     return dict(refusal(ErrorCode.VALIDATION_ERROR, sentence))
-
-
-def _iso(unix_seconds: int) -> str:
-    return datetime.fromtimestamp(unix_seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

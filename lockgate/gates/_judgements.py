@@ -9,7 +9,6 @@ Judgements return sentences, never scopes: a refusal names what was missing, not
 from __future__ import annotations
 
 import dataclasses
-import datetime
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +24,7 @@ from lockgate.identity._actors import Actor
 from lockgate.identity._canonical import digest
 from lockgate.identity._identity_errors import ProofRefused
 from lockgate.identity._proofs import Proof
+from lockgate.identity._verifier import utc_moment
 from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
@@ -296,9 +296,9 @@ def judge_scheduled_start(
     assert isinstance(not_before, int) and isinstance(not_after, int)
     if not not_before <= started_at <= not_after:
         return _unauthorized(
-            f"Run '{run}' started at {_moment(started_at)}, outside the window of "
-            f"{actor.actor}'s grant for schedule {schedule!r} ({_moment(not_before)} to "
-            f"{_moment(not_after)}): a grant runs nothing before or after its window.",
+            f"Run '{run}' started at {utc_moment(started_at)}, outside the window of "
+            f"{actor.actor}'s grant for schedule {schedule!r} ({utc_moment(not_before)} to "
+            f"{utc_moment(not_after)}): a grant runs nothing before or after its window.",
             actor,
         )
     return Judgement(True, actor=actor)
@@ -306,14 +306,6 @@ def judge_scheduled_start(
 
 def _whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _moment(unix_seconds: float) -> str:
-    try:
-        moment = datetime.datetime.fromtimestamp(unix_seconds, tz=datetime.timezone.utc)
-    except (OverflowError, ValueError, OSError):
-        return f"{unix_seconds:g} unix seconds"
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def judge_call(

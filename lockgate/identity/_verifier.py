@@ -44,7 +44,7 @@ from lockgate.identity._passkeys import RelyingParty, passkey_challenge, verify_
 from lockgate.identity._proofs import Proof, decode_signature
 from lockgate.identity._quoting import quoted
 
-__all__ = ["Verifier"]
+__all__ = ["Verifier", "utc_moment"]
 
 
 class Verifier:
@@ -255,9 +255,9 @@ class Verifier:
         if now > expires_at:
             raise ProofRefused(
                 "expired",
-                f"The proof was issued at {_iso(proof.issued_at)} and expired at "
-                f"{_iso(expires_at)} (a proof is good for {self.window_seconds:g} seconds): sign "
-                "a fresh one.",
+                f"The proof was issued at {utc_moment(proof.issued_at)} and expired at "
+                f"{utc_moment(expires_at)} (a proof is good for {self.window_seconds:g} "
+                "seconds): sign a fresh one.",
             )
         self._check_not_ahead(proof)
 
@@ -266,13 +266,15 @@ class Verifier:
         if proof.issued_at > now + self.future_skew_seconds:
             raise ProofRefused(
                 "not_yet_valid",
-                f"The proof says it was issued at {_iso(proof.issued_at)}, but it is only "
-                f"{_iso(now)} here, more than the {self.future_skew_seconds:g} seconds of clock "
-                "skew allowed: check the signer's clock.",
+                f"The proof says it was issued at {utc_moment(proof.issued_at)}, but it is "
+                f"only {utc_moment(now)} here, more than the {self.future_skew_seconds:g} "
+                "seconds of clock skew allowed: check the signer's clock.",
             )
 
 
-def _iso(unix_seconds: float) -> str:
+def utc_moment(unix_seconds: float) -> str:
+    """``unix_seconds`` as a UTC moment a person reads (``2026-12-04T21:30:00Z``), or as
+    seconds where no calendar holds it."""
     try:
         moment = datetime.datetime.fromtimestamp(unix_seconds, tz=datetime.timezone.utc)
     except (OverflowError, ValueError, OSError):
