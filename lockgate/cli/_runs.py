@@ -10,7 +10,7 @@ from typing import Any
 
 from lockgate._defaults import task_queue_flag
 from lockgate.cli._arguments import json_argument
-from lockgate.cli._output import CommandError, fail, is_refused, print_json, report_result
+from lockgate.cli._output import CommandError, is_refused, print_json, report_result
 from lockgate.cli._settings import local_directory, operations, signer
 from lockgate.contracts import ChoiceView, GateView, PendingGate, RunView
 from lockgate.gates._gates import ENDS_RUN
@@ -306,7 +306,7 @@ async def list_graphs(arguments: argparse.Namespace) -> int:
     door = await operations(arguments)
     listed = await door.list_graphs()
     if is_refused(listed):
-        fail(listed["error"]["message"], 1)
+        return report_result(listed, arguments)
     graphs: list[dict[str, Any]] = listed["graphs"]
     if arguments.json:
         print_json(graphs)
