@@ -214,8 +214,9 @@ class GraphClient:
         but for the trail: a start's answer carries none of its rows (``trail_total`` says how
         many there are; :meth:`show` and a finished run's result have them).
 
-        The run's id is ``<graph>-<12 hex>`` unless given. Inputs that are not fields of the
-        graph are dropped by the run (listed in ``ignored_inputs``).
+        The run's id is ``<graph>-<12 hex>`` unless given. An input that is not a field of the
+        graph is refused by the run, naming the fields it takes (unless the graph's model
+        declares ``extra="allow"``: then it is dropped and listed in ``ignored_inputs``).
 
         A graph named by a string is first looked up in the task queue's catalogue (see
         :meth:`unserved`): a name no worker serves is refused (``NOT_FOUND``, naming the graphs

@@ -275,6 +275,23 @@ async def test_start_of_a_mistyped_graph_is_refused_at_once_naming_the_served_on
     )
 
 
+async def test_start_with_a_mistyped_input_is_refused_naming_the_inputs_the_graph_takes(
+    lockgate_command: Command, lockgate_worker: WorkerFactory
+) -> None:
+    mistyped = json.dumps({"titel": "Tides", "rubric": "gravity"})
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        started = await lockgate_command(
+            "start", "essay:review", "--inputs", mistyped, "--as", "ada"
+        )
+
+    assert started.status == 1
+    assert started.err.strip() == (
+        "refused [VALIDATION_ERROR]: 'essay:review' takes no input 'titel' (did you mean "
+        "'title'?): the inputs it takes are title, rubric, draft, feedback, drafts, verdict, url. "
+        "Nothing was run."
+    )
+
+
 async def test_cancel_ends_a_run_for_its_requester_and_refuses_anyone_else(
     lockgate_command: Command, lockgate_worker: WorkerFactory
 ) -> None:
