@@ -138,6 +138,20 @@ async def test_keys_new_refuses_to_add_to_a_file_that_is_not_a_directory(tmp_pat
     assert not (tmp_path / ".lockgate" / "keys" / "zoe.key").exists()
 
 
+async def test_as_a_principal_without_a_key_lists_the_keys_there_are(tmp_path: Path) -> None:
+    command = Command(tmp_path, None, "unused")
+    for principal in ("ada", "ed"):
+        assert (await command("keys", "new", principal)).status == 0
+
+    mistyped = await command("decide", "essay:review-1", "publish_as_is", "--as", "adda")
+
+    assert mistyped.status == 2
+    assert mistyped.err.strip() == (
+        "lockgate: No private key for 'adda' in .lockgate/keys: the keys there are ada, ed (did "
+        "you mean ada?). Run `lockgate keys new adda` to make one, or point to the keys "
+        "directory that holds it."
+    )
+
 async def test_tools_list_shows_the_workers_tools_through_temporal(
     lockgate_command: Command, lockgate_worker: WorkerFactory
 ) -> None:
