@@ -316,11 +316,13 @@ async def list_graphs(arguments: argparse.Namespace) -> int:
 
 
 async def show_run(arguments: argparse.Namespace) -> int:
-    """``lockgate show RUN``: a run, the gate it waits at, and its trail."""
+    """``lockgate show RUN``: a run, the gate it waits at, and its trail; and, where it waits or
+    is parked, the command that carries it on."""
     door = await operations(arguments)
     result = await door.show(arguments.run)
     if not arguments.json and not is_refused(result):
         print(_run_as_text(result))
+        _print_next_step(result, arguments)
     return report_result(result, arguments)
 
 

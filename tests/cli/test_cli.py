@@ -38,7 +38,7 @@ from lockgate.namespace import check_search_attributes
 from lockgate.testing import WorkerFactory
 from lockgate.worker import load_components
 from tests.helpers.command_line import Command, Ran, lockgate_command
-from tests.helpers.graphs import ALWAYS_FAILS
+from tests.helpers.graphs import ALWAYS_FAILS, PASSES_FIRST_TIME
 from tests.helpers.support import REPOSITORY
 
 __all__ = ["lockgate_command"]  # the fixture the tests here use
@@ -152,6 +152,7 @@ async def test_as_a_principal_without_a_key_lists_the_keys_there_are(tmp_path: P
         "directory that holds it."
     )
 
+
 async def test_tools_list_shows_the_workers_tools_through_temporal(
     lockgate_command: Command, lockgate_worker: WorkerFactory
 ) -> None:
@@ -229,6 +230,29 @@ async def test_a_newcomer_runs_an_essay_to_its_gate_and_an_editor_answers_from_t
     assert "status finished" in shown.out
     assert "answered  editor_call (ask:editor) by ed → publish_as_is" in shown.out
     assert "ran  publish (essay:publish) by ed" in shown.out
+
+
+async def test_a_parked_run_prints_how_to_resume_it_where_it_starts_and_where_it_is_shown(
+    lockgate_command: Command, lockgate_worker: WorkerFactory
+) -> None:
+    """ada may not publish: the essay that passes at once parks before its publish node."""
+    queue = lockgate_command.task_queue
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        started = await lockgate_command(
+            "start", "essay:review", "--inputs", json.dumps(PASSES_FIRST_TIME), "--as", "ada"
+        )
+        run = started.out.split()[1]
+        shown = await lockgate_command("show", run)
+
+    hint = (
+        f"resume it: lockgate resume {run} --as <someone who may run essay:publish> "
+        f"--task-queue {queue}"
+    )
+    assert started.status == 0, started.err
+    assert "parked at node publish (essay:publish)" in started.out
+    assert hint in started.out.splitlines()
+    assert shown.status == 0, shown.err
+    assert hint in shown.out.splitlines()
 
 
 async def test_graphs_lists_each_graph_with_its_inputs_gates_and_roles(
