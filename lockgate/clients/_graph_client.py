@@ -1223,8 +1223,8 @@ class GraphClient:
         return gate.execution == described.raw_description.workflow_execution_info.first_run_id
 
     async def list(self, graph: str | type | None = None) -> list[dict[str, Any]]:
-        """Every lockgate run (of ``graph``) on this client's task queue, newest visibility first
-        as the server returns them.
+        """Every lockgate run (of ``graph``) on this client's task queue, the newest start first
+        (the server lists running runs before closed ones, and closed ones by when they closed).
 
         A closed run's ``status`` is how it closed (``completed``, ``terminated``...; ``refused``
         for a run refused, ``cancelled`` for one its requester cancelled); a running run's is
@@ -1270,6 +1270,8 @@ class GraphClient:
                     "execution": execution.status.name.lower() if execution.status else None,
                 }
             )
+        # Every start_time is UTC, so its ISO text sorts as the moment does.
+        rows.sort(key=lambda row: row["started_at"] or "", reverse=True)
         return rows
 
     async def catalogue(self) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from lockgate.namespace import check_search_attributes
 from lockgate.testing import WorkerFactory
 from lockgate.worker import load_components
 from tests.helpers.command_line import Command, Ran, lockgate_command
-from tests.helpers.graphs import ALWAYS_FAILS, PASSES_FIRST_TIME
+from tests.helpers.graphs import ALWAYS_FAILS, PASSES_FIRST_TIME, eventually
 from tests.helpers.support import REPOSITORY
 
 __all__ = ["lockgate_command"]  # the fixture the tests here use
@@ -253,6 +253,35 @@ async def test_a_parked_run_prints_how_to_resume_it_where_it_starts_and_where_it
     assert hint in started.out.splitlines()
     assert shown.status == 0, shown.err
     assert hint in shown.out.splitlines()
+
+
+async def test_list_shows_runs_newest_first_whether_they_are_running_or_closed(
+    lockgate_command: Command, lockgate_worker: WorkerFactory, temporal_client: Client
+) -> None:
+    """The oldest run still waits at its gate, the two newer ones finished: visibility puts
+    running runs before closed ones, and `list` still shows the newest first."""
+    queue = lockgate_command.task_queue
+    started = []
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        for inputs in (ALWAYS_FAILS, PASSES_FIRST_TIME, PASSES_FIRST_TIME):
+            ran = await lockgate_command(
+                "start", "essay:review", "--inputs", json.dumps(inputs), "--as", "ed", "--json"
+            )
+            started.append(json.loads(ran.out)["run_id"])
+        await eventually(
+            lambda: temporal_client.count_workflows(
+                f"TaskQueue = '{queue}' AND LockgateGraph = 'essay:review' "
+                "AND ExecutionStatus = 'Completed'"
+            ),
+            lambda counted: counted.count == 2,
+            what="the two finished runs in visibility",
+        )
+        listed = await lockgate_command("list", "--json")
+
+    assert listed.status == 0, listed.err
+    rows = json.loads(listed.out)
+    assert [row["run_id"] for row in rows] == started[::-1]
+    assert [row["status"] for row in rows] == ["completed", "completed", "waiting"]
 
 
 async def test_graphs_lists_each_graph_with_its_inputs_gates_and_roles(
