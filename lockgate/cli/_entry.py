@@ -90,7 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if arguments.command in _LONG_RUNNING:
             return run_on_the_fastest_loop(command)
         return asyncio.run(command)
-    except (CommandError, PayloadDecryptionError) as error:
+    except CommandError as error:
+        fail(str(error), 2, as_json=arguments.json, code=error.code)
+    except PayloadDecryptionError as error:
         fail(str(error), 2, as_json=arguments.json)
     except KeyboardInterrupt:
         return 130

@@ -32,10 +32,14 @@ __all__ = [
 
 
 class CommandError(LockgateError):
-    """A mistake in how the command was called; exits 2 with the message."""
+    """A mistake in how the command was called, or what it needs missing; exits 2 with the
+    message (under ``--json``, the refusal of ``code`` with it)."""
 
-    def __init__(self, message: str, *, usage: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, code: str = ErrorCode.VALIDATION_ERROR, usage: str | None = None
+    ) -> None:
         super().__init__(message)
+        self.code = code
         self.usage = usage
         """argparse's usage line, for a usage mistake: printed above the sentence, without
         ``--json``."""

@@ -31,7 +31,7 @@ from lockgate.authorization import ChannelPolicy
 from lockgate.cli._loop import event_loop_name, run_on_the_fastest_loop
 from lockgate.cli._output import CommandError
 from lockgate.cli._worker import channel_policies_of, rate_limiter_of, unsealed_runs_before
-from lockgate.devserver import temporal_binary
+from lockgate.devserver import free_port, temporal_binary
 from lockgate.errors import WorkerSecretError
 from lockgate.examples.essay_review import EssayReview
 from lockgate.namespace import check_search_attributes
@@ -151,6 +151,28 @@ async def test_as_a_principal_without_a_key_lists_the_keys_there_are(tmp_path: P
         "you mean ada?). Run `lockgate keys new adda` to make one, or point to the keys "
         "directory that holds it."
     )
+
+
+async def test_a_server_that_is_not_there_is_said_in_one_sentence_without_the_transport_dump(
+    tmp_path: Path,
+) -> None:
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    command = Command(tmp_path, None, "unused")
+
+    listed = await command("list", "--address", address)
+    as_json = await command("list", "--address", address, "--json")
+
+    sentence = (
+        f"Cannot reach Temporal at {address}: nothing listens there (connection refused). Check "
+        "the address (--address, TEMPORAL_ADDRESS or the profile's) and that a server runs "
+        "there: `lockgate dev` (or `make dev`) starts one here."
+    )
+    assert (listed.status, listed.out, listed.err) == (2, "", f"lockgate: {sentence}\n")
+    assert as_json.status == 2 and as_json.err == ""
+    assert json.loads(as_json.out) == {
+        "ok": False,
+        "error": {"code": "UNAVAILABLE", "message": sentence},
+    }
 
 
 async def test_tools_list_shows_the_workers_tools_through_temporal(
