@@ -61,6 +61,7 @@ from temporalio.types import (
     SelfType,
 )
 
+from lockgate._defaults import task_queue_flag
 from lockgate.clients._client_support import (
     DEFAULT_POLL_SECONDS,
     DEFAULT_TASK_QUEUE,
@@ -1062,15 +1063,51 @@ class GraphClient:
                 return description
             if description.status != WorkflowExecutionStatus.RUNNING:
                 return await self._ended(run_id, handle, description.status)
-            # A run whose task is failing (or with no worker) cannot answer; say so plainly.
-            return refusal(
-                ErrorCode.INTERNAL_ERROR,
-                f"Run '{run_id}' did not answer `show` ({error}); is a lockgate worker serving "
-                f"'{description.task_queue}', and is the run's task failing? The Temporal UI "
-                "shows its history.",
-                run_id=run_id,
-            )
+            return await self._unanswered(run_id, description, error)
         return shown
+
+    async def _unanswered(
+        self, run_id: str, description: WorkflowExecutionDescription, error: Exception
+    ) -> RunView:
+        """The refusal of ``show`` for a running run that did not answer: no worker polls its
+        task queue (said so, with the command that starts one), or its worker did not answer
+        in time (its task may be failing)."""
+        queue = description.task_queue
+        start = f"`lockgate worker{task_queue_flag(queue)} --graphs MODULE`"
+        facts = {
+            "run_id": run_id,
+            "graph": description.workflow_type,
+            "status": "running",
+            "task_queue": queue,
+        }
+        if not await self._polled(queue):
+            return refusal(
+                ErrorCode.UNAVAILABLE,
+                f"Run '{run_id}' is running, and no worker polls its task queue '{queue}' to "
+                f"show it: start one with {start} (the modules that serve "
+                f"{description.workflow_type}).",
+                **facts,
+            )
+        return refusal(
+            ErrorCode.UNAVAILABLE,
+            f"Run '{run_id}' is running, and did not answer `show` ({error}): a worker that "
+            f"has stopped may still be listed on its task queue '{queue}' for a while (start "
+            f"one with {start}), or the run's task is failing (the Temporal UI shows its "
+            "history).",
+            **facts,
+        )
+
+    async def _polled(self, queue: str) -> bool:
+        """Whether the server lists a worker polling ``queue`` for workflow tasks (one that
+        stopped stays listed for a few minutes)."""
+        described = await self.client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=self.client.namespace,
+                task_queue=TaskQueue(name=queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+        return bool(described.pollers)
 
     async def _ended(
         self,
@@ -1197,14 +1234,7 @@ class GraphClient:
     async def _answers_as_lockgate(self, queue: str) -> bool:
         """Whether a worker of ``queue`` answers lockgate's catalogue. A queue nobody polls is
         not asked at all, so nothing is started on it (its catalogue run would wait for ever)."""
-        described = await self.client.workflow_service.describe_task_queue(
-            DescribeTaskQueueRequest(
-                namespace=self.client.namespace,
-                task_queue=TaskQueue(name=queue),
-                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-            )
-        )
-        if not described.pollers:
+        if not await self._polled(queue):
             return False
         try:
             await read_catalogue(self.client, queue, wait=_CATALOGUE_WAIT)

@@ -12,6 +12,7 @@ import socket
 import stat
 import subprocess
 import sys
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -37,6 +38,7 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.namespace import check_search_attributes
 from lockgate.testing import WorkerFactory
 from lockgate.worker import load_components
+from lockgate.workflows._graph_inputs import StartGraphInput
 from tests.helpers.command_line import Command, Ran, lockgate_command
 from tests.helpers.graphs import ALWAYS_FAILS, PASSES_FIRST_TIME, eventually
 from tests.helpers.support import REPOSITORY
@@ -304,6 +306,38 @@ async def test_list_shows_runs_newest_first_whether_they_are_running_or_closed(
     rows = json.loads(listed.out)
     assert [row["run_id"] for row in rows] == started[::-1]
     assert [row["status"] for row in rows] == ["completed", "completed", "waiting"]
+
+
+async def test_show_of_a_running_run_no_worker_serves_says_to_start_one(
+    lockgate_command: Command, temporal_client: Client
+) -> None:
+    """A run started where no worker ever polled: its `show` query goes unanswered."""
+    queue = f"unserved-{uuid.uuid4().hex[:8]}"
+    run = f"essay:review-{uuid.uuid4().hex[:12]}"
+    await temporal_client.start_workflow(
+        "essay:review", StartGraphInput(inputs=dict(ALWAYS_FAILS)), id=run, task_queue=queue
+    )
+    on_its_queue = Command(lockgate_command.cwd, lockgate_command.address, queue)
+
+    shown = await on_its_queue("show", run)
+    as_json = await on_its_queue("show", run, "--json")
+
+    sentence = (
+        f"Run '{run}' is running, and no worker polls its task queue '{queue}' to show it: "
+        f"start one with `lockgate worker --task-queue {queue} --graphs MODULE` (the modules "
+        "that serve essay:review)."
+    )
+    assert (shown.status, shown.out) == (1, "")
+    assert shown.err.strip() == f"refused [UNAVAILABLE]: {sentence}"
+    assert as_json.status == 1
+    assert json.loads(as_json.out) == {
+        "ok": False,
+        "error": {"code": "UNAVAILABLE", "message": sentence},
+        "run_id": run,
+        "graph": "essay:review",
+        "status": "running",
+        "task_queue": queue,
+    }
 
 
 async def test_graphs_lists_each_graph_with_its_inputs_gates_and_roles(
