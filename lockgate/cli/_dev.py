@@ -171,6 +171,7 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
             inbox_listening.close()
         raise CommandError(str(error)) from None
     inbox = None
+    stopped_by: list[str] = []
     try:
         client = server.client
         if inbox_listening is not None and inbox_origin is not None:
@@ -208,6 +209,7 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
                 ),
                 flush=True,
             ),
+            on_stopped=stopped_by.append,
         )
     finally:
         if inbox is not None:
@@ -218,6 +220,14 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
         await server.stop()
         if codec is not None:
             codec.stop()
+    if stopped_by:
+        print(
+            f"lockgate dev stopped ({stopped_by[0]}): the worker"
+            + (", the inbox" if inbox is not None else "")
+            + f" and the Temporal server are down; runs are kept in "
+            f"{STATE_DIRECTORY / 'temporal.db'}",
+            flush=True,
+        )
     return 0
 
 

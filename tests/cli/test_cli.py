@@ -575,7 +575,12 @@ async def test_the_worker_command_serves_tools_and_stops_cleanly_on_sigterm(
     )
     process.send_signal(signal.SIGTERM)
     status = await asyncio.wait_for(process.wait(), 30)
+    last_words = (await process.stdout.read()).decode()
 
+    assert last_words == (
+        f"lockgate worker stopped (SIGTERM): task queue '{task_queue}' is no longer served by "
+        "this process\n"
+    )
     assert b"worker ready" in ready
     assert b"on uvloop" in ready  # the `dev` extra installs the `uvloop` one
     assert result["data"] == {"url": "https://essays.example/tides"}

@@ -85,8 +85,13 @@ async def test_lockgate_dev_serves_the_examples_to_demo_people_and_stops_on_ctrl
     inbox_page = await asyncio.to_thread(_get, f"http://localhost:{inbox_port}/")
     dev.send_signal(signal.SIGINT)
     status = await asyncio.wait_for(dev.wait(), 30)
+    last_words = (await dev.stdout.read()).decode()
 
     next_steps = "".join(printed)
+    assert last_words.splitlines()[-1] == (
+        "lockgate dev stopped (SIGINT): the worker, the inbox and the Temporal server are down; "
+        "runs are kept in .lockgate/temporal.db"
+    )
     assert f"Inbox:            http://localhost:{inbox_port}" in next_steps
     assert "Open gates" in inbox_page
     assert f"export TEMPORAL_ADDRESS=127.0.0.1:{port}" in next_steps
