@@ -1256,8 +1256,10 @@ class GraphClient:
         """Every lockgate run (of ``graph``) on this client's task queue, the newest start first
         (the server lists running runs before closed ones, and closed ones by when they closed).
 
-        A closed run's ``status`` is how it closed (``completed``, ``terminated``...; ``refused``
-        for a run refused, ``cancelled`` for one its requester cancelled); a running run's is
+        A run's ``status`` is the word :meth:`show` uses for it: a closed run's is how it closed
+        (``finished`` for one that ran to its end, ``refused`` for a run refused, ``cancelled``
+        for one its requester cancelled; else the server's word, ``terminated``, ``failed``,
+        ``timed_out``...), and ``execution`` is the server's word for every run; a running run's is
         what its memo says it waits for (``waiting`` at a gate, ``parked`` at a node, else
         ``running``): a run writes its search attributes only when it settles, so they may still
         name a gate it has since been answered at.
@@ -1275,8 +1277,8 @@ class GraphClient:
             written = attributes.get(LOCKGATE_STATE)
             refused = written == "refused"
             status = "refused" if refused else status_name(execution.status)
-            if written == "cancelled" and execution.status == WorkflowExecutionStatus.COMPLETED:
-                status = "cancelled"
+            if not refused and execution.status == WorkflowExecutionStatus.COMPLETED:
+                status = "cancelled" if written == "cancelled" else "finished"
             awaiting = None
             if execution.status == WorkflowExecutionStatus.RUNNING and not refused:
                 try:

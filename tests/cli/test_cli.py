@@ -305,7 +305,7 @@ async def test_list_shows_runs_newest_first_whether_they_are_running_or_closed(
     assert listed.status == 0, listed.err
     rows = json.loads(listed.out)
     assert [row["run_id"] for row in rows] == started[::-1]
-    assert [row["status"] for row in rows] == ["completed", "completed", "waiting"]
+    assert [row["status"] for row in rows] == ["finished", "finished", "waiting"]
 
 
 async def test_show_of_a_running_run_no_worker_serves_says_to_start_one(
