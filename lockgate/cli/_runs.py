@@ -309,7 +309,7 @@ async def list_graphs(arguments: argparse.Namespace) -> int:
         return report_result(listed, arguments)
     graphs: list[dict[str, Any]] = listed["graphs"]
     if arguments.json:
-        print_json(graphs)
+        print_json(listed)  # {ok, count, graphs}: every --json answer is one object
     else:
         print(graphs_as_text(graphs, task_queue_flag(arguments.task_queue, os.environ)))
     return 0
@@ -334,7 +334,7 @@ async def list_pending_gates(arguments: argparse.Namespace) -> int:
         return report_result(listed, arguments)
     rows: list[PendingGate] = listed["pending"]
     if arguments.json:
-        print_json(rows)
+        print_json(listed)  # {ok, count, pending}
         return 0
     if not rows:
         print("no open gates" + (f" for {arguments.of}" if arguments.of else ""))
@@ -367,7 +367,7 @@ async def list_runs(arguments: argparse.Namespace) -> int:
         return report_result(listed, arguments)
     rows: list[dict[str, Any]] = listed["runs"]
     if arguments.json:
-        print_json(rows)
+        print_json(listed)  # {ok, count, runs}
         return 0
     for row in rows:
         awaiting = f" (awaiting {row['awaiting']})" if row["awaiting"] else ""

@@ -183,7 +183,7 @@ async def test_tools_list_shows_the_workers_tools_through_temporal(
     async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
         listed = await lockgate_command("tools", "list", "--json")
 
-    names = [tool["name"] for tool in json.loads(listed.out)]
+    names = [tool["name"] for tool in json.loads(listed.out)["tools"]]
     assert listed.status == 0
     assert names == ["essay:write", "essay:grade", "essay:publish", "essay:abandon"]
 
@@ -303,7 +303,7 @@ async def test_list_shows_runs_newest_first_whether_they_are_running_or_closed(
         listed = await lockgate_command("list", "--json")
 
     assert listed.status == 0, listed.err
-    rows = json.loads(listed.out)
+    rows = json.loads(listed.out)["runs"]
     assert [row["run_id"] for row in rows] == started[::-1]
     assert [row["status"] for row in rows] == ["finished", "finished", "waiting"]
 
@@ -340,6 +340,27 @@ async def test_show_of_a_running_run_no_worker_serves_says_to_start_one(
     }
 
 
+async def test_every_listing_under_json_prints_one_object_as_a_refusal_does(
+    lockgate_command: Command, lockgate_worker: WorkerFactory
+) -> None:
+    listings = {
+        ("graphs",): "graphs",
+        ("list",): "runs",
+        ("pending",): "pending",
+        ("tools", "list"): "tools",
+    }
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        printed = {
+            key: await lockgate_command(*command, "--json") for command, key in listings.items()
+        }
+
+    for key, ran in printed.items():
+        assert ran.status == 0, ran.err
+        listed = json.loads(ran.out)
+        assert set(listed) == {"ok", "count", key} and listed["ok"] is True
+        assert listed["count"] == len(listed[key])
+
+
 async def test_graphs_lists_each_graph_with_its_inputs_gates_and_roles(
     lockgate_command: Command, lockgate_worker: WorkerFactory
 ) -> None:
@@ -365,7 +386,7 @@ async def test_graphs_lists_each_graph_with_its_inputs_gates_and_roles(
         "  start: lockgate start essay:review --as YOU --inputs '{...}' "
         f"--task-queue {lockgate_command.task_queue}"
     ) in lines
-    graphs = json.loads(as_json.out)
+    graphs = json.loads(as_json.out)["graphs"]
     assert [graph["name"] for graph in graphs] == ["essay:review"]
     assert graphs[0]["versions"] == [1]
     assert graphs[0]["inputs"][0] == {
