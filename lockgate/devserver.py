@@ -365,19 +365,24 @@ class DevServer:
             command += ["--search-attribute", f"{key.name}=Keyword"]
         return [*command, *self._settings, *self._extra_args]
 
-    def _check_ports_free(self) -> None:
+    def taken_ports(self) -> list[str]:
+        """A sentence for each port the server would listen on that something else holds now
+        (its frontend's, its Web UI's), each with the flag that moves it; empty when all are
+        free. :meth:`start` refuses with all of them at once."""
+        taken = []
         if not _port_is_free(self._ip, self._port):
-            raise DevServerError(
+            taken.append(
                 f"Port {self._port} on {self._ip} is already in use. Another Temporal dev server "
                 f"may be running there (its Web UI would be at http://{self._ip}:{self._ui_port})."
                 " Stop it, or pass another port (`lockgate dev --port N`)."
             )
         if self._ui and not _port_is_free(self._ip, self._ui_port):
-            raise DevServerError(
+            taken.append(
                 f"Web UI port {self._ui_port} on {self._ip} is already in use. Stop whatever "
                 "listens there, pass another UI port (`lockgate dev --ui-port N`), or run "
                 "headless (`--headless`)."
             )
+        return taken
 
     async def start(self) -> None:
         """Start the server and wait until it answers on `target`.
@@ -389,7 +394,9 @@ class DevServer:
         if self.running:
             return
         binary = temporal_binary()
-        self._check_ports_free()
+        taken = self.taken_ports()
+        if taken:
+            raise DevServerError(" ".join(taken))
         self._db_file.parent.mkdir(parents=True, exist_ok=True)
         log: IO[bytes] | None = None
         if self._log_file is not None:

@@ -745,9 +745,11 @@ async def run_worker(
     grace: timedelta = DEFAULT_GRACE,
     health: WorkerHealth | None = None,
     deployment_version: WorkerDeploymentVersion | None = None,
+    on_stopped: Callable[[str], None] | None = None,
 ) -> None:
     """Serves ``task_queue`` until ``stop`` is set, or until SIGINT, SIGTERM or SIGHUP (the
-    terminal closing).
+    terminal closing); then calls ``on_stopped`` (if given) with what stopped it (``SIGTERM``,
+    or ``stop`` for the event) once the worker has shut down.
 
     Shuts down gracefully: polling stops at once, so other workers on the queue take the new
     work, and the activities running here get ``grace`` to finish and report their results.
@@ -778,9 +780,15 @@ async def run_worker(
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
     hangup = getattr(signal, "SIGHUP", None)
+    stopped_by: list[str] = []
+
+    def stop_on(signum: signal.Signals) -> None:
+        stopped_by.append(signum.name)
+        stop.set()
+
     for signum in (signal.SIGINT, signal.SIGTERM, *([hangup] if hangup is not None else [])):
         try:
-            loop.add_signal_handler(signum, stop.set)
+            loop.add_signal_handler(signum, stop_on, signum)
             installed.append(signum)
         except (NotImplementedError, RuntimeError, ValueError):
             pass  # not the main thread, or no signals here: the caller stops us with `stop`
@@ -802,6 +810,8 @@ async def run_worker(
             await stop.wait()
             health.drain()
             _log.info("lockgate worker draining: polling stops, running activities get %s", grace)
+        if on_stopped is not None:
+            on_stopped(stopped_by[0] if stopped_by else "stop")
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)

@@ -46,7 +46,7 @@ from lockgate.activities._scheduled_starts import open_scheduled_start
 from lockgate.activities._sealed_calls import own_run_sealed, sealed_by_own_run
 from lockgate.gates._authority import Authority, why_node_refuses
 from lockgate.gates._gates import OpenGate, ParkedNode
-from lockgate.gates._judgements import Judgement, judge_answer, judge_resume
+from lockgate.gates._judgements import Judgement, judge_answer, judge_resume, unknown_inputs
 from lockgate.identity._actors import Actor
 from lockgate.identity._identity_errors import IdentityError
 from lockgate.tools._events import ToolFailure
@@ -302,6 +302,10 @@ class ToolActivities:
                 "runs that started on them.",
             )
         fields = model.model_fields
+        if model.model_config.get("extra") != "allow":
+            unknown = unknown_inputs(start.graph, start.inputs, list(fields))
+            if unknown is not None:
+                return _start_refused(ErrorCode.VALIDATION_ERROR, unknown)
         declared = {key: value for key, value in start.inputs.items() if key in fields}
         ignored = sorted(str(key)[:64] for key in start.inputs if key not in fields)[:20]
         try:

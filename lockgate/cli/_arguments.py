@@ -11,7 +11,7 @@ import argparse
 import json
 import math
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from lockgate._defaults import (
     AUDIT_FILE_ENV,
@@ -56,6 +56,15 @@ def _seconds(text: str) -> float:
     return seconds
 
 
+class _Parser(argparse.ArgumentParser):
+    """A parser that raises its usage mistakes as a :class:`CommandError` (exit 2), for the
+    command to print as text or, under ``--json``, as a refusal, where argparse would print
+    them itself; its commands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CommandError(f"{message} (see `{self.prog} --help`)", usage=self.format_usage())
+
+
 _TAKES_GLOBAL_OPTIONS = (
     "It takes lockgate's global options too (--address, --namespace, --json, ...: see "
     "`lockgate --help`), before or after its name."
@@ -80,20 +89,20 @@ class _Commands(_SubParsersAction):
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``lockgate`` parser, with every command and its flags."""
-    common = argparse.ArgumentParser(add_help=False)  # every command's parent
+    common = _Parser(add_help=False)  # every command's parent
     _add_global_options(common, shown=False)
-    enrolling = argparse.ArgumentParser(add_help=False)
+    enrolling = _Parser(add_help=False)
     enrolling.add_argument(
         "--enrolment-secret",
         metavar="FILE",
         help=f"the secret enrolment codes are made with (default {ENROLMENT_SECRET_FILE_ENV} or "
         ".lockgate/enrolment.secret)",
     )
-    keyed = argparse.ArgumentParser(add_help=False)  # a server that signs with a key only
+    keyed = _Parser(add_help=False)  # a server that signs with a key only
     keyed.add_argument(
         "--as", dest="as_principal", metavar="PRINCIPAL", help="sign as this principal"
     )
-    signed = argparse.ArgumentParser(add_help=False)
+    signed = _Parser(add_help=False)
     signer = signed.add_mutually_exclusive_group()
     signer.add_argument(
         "--as", dest="as_principal", metavar="PRINCIPAL", help="sign as this principal"
@@ -111,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --sso: only print the sign-in link (to open in a browser elsewhere)",
     )
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="lockgate",
         description="Governed tools and declared graphs on Temporal.",
         epilog="`lockgate COMMAND --help` says what a command takes.",
@@ -508,7 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="every task queue whose workers serve lockgate, not only --task-queue",
     )
 
-    answer = argparse.ArgumentParser(add_help=False)  # what `decide` and `sign decide` take
+    answer = _Parser(add_help=False)  # what `decide` and `sign decide` take
     answer.add_argument("run", help="the run whose gate to answer")
     answer.add_argument("choice", help="one of the options the gate offers")
     answer.add_argument(

@@ -141,16 +141,6 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
         inbox_origin = f"http://localhost:{arguments.inbox_port}"
         arguments.passkey_origin = [inbox_origin]
     plugin = plugin_for(arguments, list(arguments.examples or EXAMPLES))
-    # Before the server starts: a taken inbox port is said at once, with the flags that help.
-    inbox_listening = (
-        inbox_socket(
-            "127.0.0.1",
-            arguments.inbox_port,
-            "Move it with `lockgate dev --inbox-port N`, or start without it: `--no-inbox`.",
-        )
-        if inbox_origin is not None
-        else None
-    )
     keys = payload_keys(arguments)
     codec = _codec_server(arguments, keys) if keys is not None else None
     server = DevServer(
@@ -162,6 +152,30 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
         extra_args=("--ui-codec-endpoint", codec.url) if codec is not None else (),
         log_file=SERVER_LOG,
     )
+    # Before the server starts: every taken port is said at once, each with the flag that moves
+    # it (a second `lockgate dev` finds them all taken).
+    taken = server.taken_ports()
+    inbox_listening = None
+    if inbox_origin is not None:
+        try:
+            inbox_listening = inbox_socket(
+                "127.0.0.1",
+                arguments.inbox_port,
+                "Move it with `lockgate dev --inbox-port N`, or start without it: `--no-inbox`.",
+            )
+        except CommandError as error:
+            taken.append(str(error))
+    if taken:
+        if codec is not None:
+            codec.stop()
+        if inbox_listening is not None:
+            inbox_listening.close()
+        if len(taken) == 1:
+            raise CommandError(taken[0])
+        raise CommandError(
+            f"lockgate dev needs {len(taken)} ports that are taken:\n"
+            + "\n".join(f"  - {sentence}" for sentence in taken)
+        )
     try:
         await server.start()
     except DevServerError as error:
@@ -171,6 +185,7 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
             inbox_listening.close()
         raise CommandError(str(error)) from None
     inbox = None
+    stopped_by: list[str] = []
     try:
         client = server.client
         if inbox_listening is not None and inbox_origin is not None:
@@ -208,6 +223,7 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
                 ),
                 flush=True,
             ),
+            on_stopped=stopped_by.append,
         )
     finally:
         if inbox is not None:
@@ -218,6 +234,14 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
         await server.stop()
         if codec is not None:
             codec.stop()
+    if stopped_by:
+        print(
+            f"lockgate dev stopped ({stopped_by[0]}): the worker"
+            + (", the inbox" if inbox is not None else "")
+            + f" and the Temporal server are down; runs are kept in "
+            f"{STATE_DIRECTORY / 'temporal.db'}",
+            flush=True,
+        )
     return 0
 
 

@@ -68,7 +68,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Like uvicorn and gunicorn: `--tools myapp.tools` names modules relative to where you are.
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    arguments = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    try:
+        arguments = build_parser().parse_args(words)
+    except CommandError as mistake:
+        # The parse failed, so the words say whether --json was asked for.
+        if "--json" not in words:
+            print(mistake.usage or "", end="", file=sys.stderr)
+        fail(str(mistake), 2, as_json="--json" in words)
     from lockgate.encryption import PayloadDecryptionError
 
     if arguments.command in _LONG_RUNNING and arguments.command != "dev":
@@ -83,8 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if arguments.command in _LONG_RUNNING:
             return run_on_the_fastest_loop(command)
         return asyncio.run(command)
-    except (CommandError, PayloadDecryptionError) as error:
-        fail(str(error), 2)
+    except CommandError as error:
+        fail(str(error), 2, as_json=arguments.json, code=error.code)
+    except PayloadDecryptionError as error:
+        fail(str(error), 2, as_json=arguments.json)
     except KeyboardInterrupt:
         return 130
 

@@ -1,7 +1,10 @@
 """What a command prints and how it exits: ``--json``, refusals, and usage mistakes.
 
 A refusal prints ``refused [CODE]: sentence`` to stderr and exits 1 (or, with ``--json``, the
-result as it came); a :class:`CommandError` prints ``lockgate: message`` and exits 2.
+result as it came); a :class:`CommandError`, argparse's usage mistakes among them, prints
+``lockgate: message`` (a usage mistake: the usage, then its sentence) and exits 2. With
+``--json`` every one of them prints the one refusal shape, ``{"ok": false, "error": {"code",
+"message"}}`` (:func:`~lockgate.contracts.refusal`), on stdout.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from lockgate._errors import LockgateError
+from lockgate.contracts import refusal
 from lockgate.identity._keyrings import Keyring
+from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
     "CommandError",
@@ -27,12 +32,28 @@ __all__ = [
 
 
 class CommandError(LockgateError):
-    """A mistake in how the command was called; exits 2 with the message."""
+    """A mistake in how the command was called, or what it needs missing; exits 2 with the
+    message (under ``--json``, the refusal of ``code`` with it)."""
+
+    def __init__(
+        self, message: str, *, code: str = ErrorCode.VALIDATION_ERROR, usage: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.usage = usage
+        """argparse's usage line, for a usage mistake: printed above the sentence, without
+        ``--json``."""
 
 
-def fail(message: str, status: int) -> NoReturn:
-    """Prints ``lockgate: message`` to stderr and leaves with ``status``."""
-    print(f"lockgate: {message}", file=sys.stderr)
+def fail(
+    message: str, status: int, *, as_json: bool = False, code: str = ErrorCode.VALIDATION_ERROR
+) -> NoReturn:
+    """Prints ``lockgate: message`` to stderr (with ``as_json``, the refusal of ``code`` with
+    ``message`` to stdout) and leaves with ``status``."""
+    if as_json:
+        print_json(refusal(code, message))
+    else:
+        print(f"lockgate: {message}", file=sys.stderr)
     raise SystemExit(status)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from lockgate._defaults import task_queue_flag
 from lockgate.cli._arguments import json_argument
-from lockgate.cli._output import CommandError, fail, is_refused, print_json, report_result
+from lockgate.cli._output import CommandError, is_refused, print_json, report_result
 from lockgate.cli._settings import local_directory, operations, signer
 from lockgate.contracts import ChoiceView, GateView, PendingGate, RunView
 from lockgate.gates._gates import ENDS_RUN
@@ -306,21 +306,23 @@ async def list_graphs(arguments: argparse.Namespace) -> int:
     door = await operations(arguments)
     listed = await door.list_graphs()
     if is_refused(listed):
-        fail(listed["error"]["message"], 1)
+        return report_result(listed, arguments)
     graphs: list[dict[str, Any]] = listed["graphs"]
     if arguments.json:
-        print_json(graphs)
+        print_json(listed)  # {ok, count, graphs}: every --json answer is one object
     else:
         print(graphs_as_text(graphs, task_queue_flag(arguments.task_queue, os.environ)))
     return 0
 
 
 async def show_run(arguments: argparse.Namespace) -> int:
-    """``lockgate show RUN``: a run, the gate it waits at, and its trail."""
+    """``lockgate show RUN``: a run, the gate it waits at, and its trail; and, where it waits or
+    is parked, the command that carries it on."""
     door = await operations(arguments)
     result = await door.show(arguments.run)
     if not arguments.json and not is_refused(result):
         print(_run_as_text(result))
+        _print_next_step(result, arguments)
     return report_result(result, arguments)
 
 
@@ -332,7 +334,7 @@ async def list_pending_gates(arguments: argparse.Namespace) -> int:
         return report_result(listed, arguments)
     rows: list[PendingGate] = listed["pending"]
     if arguments.json:
-        print_json(rows)
+        print_json(listed)  # {ok, count, pending}
         return 0
     if not rows:
         print("no open gates" + (f" for {arguments.of}" if arguments.of else ""))
@@ -365,7 +367,7 @@ async def list_runs(arguments: argparse.Namespace) -> int:
         return report_result(listed, arguments)
     rows: list[dict[str, Any]] = listed["runs"]
     if arguments.json:
-        print_json(rows)
+        print_json(listed)  # {ok, count, runs}
         return 0
     for row in rows:
         awaiting = f" (awaiting {row['awaiting']})" if row["awaiting"] else ""

@@ -49,6 +49,7 @@ from lockgate.identity._seals import (
 )
 from lockgate.operations._operations import Operations
 from lockgate.sso import SignInError, browser_sign_in
+from lockgate.tools._tool_result import ErrorCode
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -323,12 +324,34 @@ async def connect(arguments: argparse.Namespace, *, runtime: Runtime | None = No
         config["runtime"] = runtime
     try:
         return await Client.connect(**config)
-    except RuntimeError as error:
+    except (RuntimeError, ValueError) as error:
         target = config["target_host"]
         raise CommandError(
-            f"Cannot reach Temporal at {target}: {error}. Start one with `lockgate dev` (or "
-            "`make dev`), or point TEMPORAL_ADDRESS / --address at your cluster."
+            f"Cannot reach Temporal at {target}: {_why_unreachable(error)}. Check the address "
+            "(--address, TEMPORAL_ADDRESS or the profile's) and that a server runs there: "
+            "`lockgate dev` (or `make dev`) starts one here.",
+            code=ErrorCode.UNAVAILABLE,
         ) from None
+
+
+def _why_unreachable(error: Exception) -> str:
+    """What a failed connection's error says went wrong, in a few words: the SDK's text carries
+    the transport's whole dump (``tonic::transport::Error(...)``), which helps nobody here."""
+    text = str(error)
+    lowered = text.lower()
+    if isinstance(error, ValueError):
+        return f"that is not an address ({text})"
+    if "dns error" in lowered:
+        return "its host name does not resolve"
+    if "connectionrefused" in lowered or "connection refused" in lowered:
+        return "nothing listens there (connection refused)"
+    if "timed out" in lowered or "deadline" in lowered:
+        return "nothing answered in time"
+    if "tls" in lowered or "certificate" in lowered:
+        return "the TLS handshake failed (check the TLS settings and the server's certificate)"
+    if "get_system_info" in lowered:
+        return "what answers there is not a Temporal frontend"
+    return text.split("tonic::")[0].split("Status {")[0].rstrip(" :(") or "it did not answer"
 
 
 async def operations(

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lockgate.cli._arguments import json_argument
-from lockgate.cli._output import CommandError, is_refused, print_json, report_result
+from lockgate.cli._output import is_refused, print_json, report_result
 from lockgate.cli._settings import operations, signer
 
 __all__ = ["use_tools"]
@@ -20,9 +20,9 @@ async def use_tools(arguments: argparse.Namespace) -> int:
     if arguments.tools_command == "list":
         listed = await door.list_tools()
         if is_refused(listed):
-            raise CommandError(listed["error"]["message"])
+            return report_result(listed, arguments)
         if arguments.json:
-            print_json(listed["tools"])
+            print_json(listed)  # {ok, count, tools}: every --json answer is one object
         else:
             for definition in listed["tools"]:
                 schema = definition["inputSchema"].get("properties", {})

@@ -335,6 +335,11 @@ async def _serve(
                 flush=True,
             ),
             deployment_version=version,
+            on_stopped=lambda how: print(
+                f"lockgate worker stopped ({how}): task queue '{arguments.task_queue}' is no "
+                "longer served by this process",
+                flush=True,
+            ),
         )
     except SearchAttributesMissingError as error:
         # Its message is the fix (`lockgate setup`, or the commands to hand an operator).

@@ -61,6 +61,7 @@ from temporalio.types import (
     SelfType,
 )
 
+from lockgate._defaults import task_queue_flag
 from lockgate.clients._client_support import (
     DEFAULT_POLL_SECONDS,
     DEFAULT_TASK_QUEUE,
@@ -214,8 +215,9 @@ class GraphClient:
         but for the trail: a start's answer carries none of its rows (``trail_total`` says how
         many there are; :meth:`show` and a finished run's result have them).
 
-        The run's id is ``<graph>-<12 hex>`` unless given. Inputs that are not fields of the
-        graph are dropped by the run (listed in ``ignored_inputs``).
+        The run's id is ``<graph>-<12 hex>`` unless given. An input that is not a field of the
+        graph is refused by the run, naming the fields it takes (unless the graph's model
+        declares ``extra="allow"``: then it is dropped and listed in ``ignored_inputs``).
 
         A graph named by a string is first looked up in the task queue's catalogue (see
         :meth:`unserved`): a name no worker serves is refused (``NOT_FOUND``, naming the graphs
@@ -1061,15 +1063,51 @@ class GraphClient:
                 return description
             if description.status != WorkflowExecutionStatus.RUNNING:
                 return await self._ended(run_id, handle, description.status)
-            # A run whose task is failing (or with no worker) cannot answer; say so plainly.
-            return refusal(
-                ErrorCode.INTERNAL_ERROR,
-                f"Run '{run_id}' did not answer `show` ({error}); is a lockgate worker serving "
-                f"'{description.task_queue}', and is the run's task failing? The Temporal UI "
-                "shows its history.",
-                run_id=run_id,
-            )
+            return await self._unanswered(run_id, description, error)
         return shown
+
+    async def _unanswered(
+        self, run_id: str, description: WorkflowExecutionDescription, error: Exception
+    ) -> RunView:
+        """The refusal of ``show`` for a running run that did not answer: no worker polls its
+        task queue (said so, with the command that starts one), or its worker did not answer
+        in time (its task may be failing)."""
+        queue = description.task_queue
+        start = f"`lockgate worker{task_queue_flag(queue)} --graphs MODULE`"
+        facts = {
+            "run_id": run_id,
+            "graph": description.workflow_type,
+            "status": "running",
+            "task_queue": queue,
+        }
+        if not await self._polled(queue):
+            return refusal(
+                ErrorCode.UNAVAILABLE,
+                f"Run '{run_id}' is running, and no worker polls its task queue '{queue}' to "
+                f"show it: start one with {start} (the modules that serve "
+                f"{description.workflow_type}).",
+                **facts,
+            )
+        return refusal(
+            ErrorCode.UNAVAILABLE,
+            f"Run '{run_id}' is running, and did not answer `show` ({error}): a worker that "
+            f"has stopped may still be listed on its task queue '{queue}' for a while (start "
+            f"one with {start}), or the run's task is failing (the Temporal UI shows its "
+            "history).",
+            **facts,
+        )
+
+    async def _polled(self, queue: str) -> bool:
+        """Whether the server lists a worker polling ``queue`` for workflow tasks (one that
+        stopped stays listed for a few minutes)."""
+        described = await self.client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=self.client.namespace,
+                task_queue=TaskQueue(name=queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+        return bool(described.pollers)
 
     async def _ended(
         self,
@@ -1196,14 +1234,7 @@ class GraphClient:
     async def _answers_as_lockgate(self, queue: str) -> bool:
         """Whether a worker of ``queue`` answers lockgate's catalogue. A queue nobody polls is
         not asked at all, so nothing is started on it (its catalogue run would wait for ever)."""
-        described = await self.client.workflow_service.describe_task_queue(
-            DescribeTaskQueueRequest(
-                namespace=self.client.namespace,
-                task_queue=TaskQueue(name=queue),
-                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-            )
-        )
-        if not described.pollers:
+        if not await self._polled(queue):
             return False
         try:
             await read_catalogue(self.client, queue, wait=_CATALOGUE_WAIT)
@@ -1222,11 +1253,13 @@ class GraphClient:
         return gate.execution == described.raw_description.workflow_execution_info.first_run_id
 
     async def list(self, graph: str | type | None = None) -> list[dict[str, Any]]:
-        """Every lockgate run (of ``graph``) on this client's task queue, newest visibility first
-        as the server returns them.
+        """Every lockgate run (of ``graph``) on this client's task queue, the newest start first
+        (the server lists running runs before closed ones, and closed ones by when they closed).
 
-        A closed run's ``status`` is how it closed (``completed``, ``terminated``...; ``refused``
-        for a run refused, ``cancelled`` for one its requester cancelled); a running run's is
+        A run's ``status`` is the word :meth:`show` uses for it: a closed run's is how it closed
+        (``finished`` for one that ran to its end, ``refused`` for a run refused, ``cancelled``
+        for one its requester cancelled; else the server's word, ``terminated``, ``failed``,
+        ``timed_out``...), and ``execution`` is the server's word for every run; a running run's is
         what its memo says it waits for (``waiting`` at a gate, ``parked`` at a node, else
         ``running``): a run writes its search attributes only when it settles, so they may still
         name a gate it has since been answered at.
@@ -1244,8 +1277,8 @@ class GraphClient:
             written = attributes.get(LOCKGATE_STATE)
             refused = written == "refused"
             status = "refused" if refused else status_name(execution.status)
-            if written == "cancelled" and execution.status == WorkflowExecutionStatus.COMPLETED:
-                status = "cancelled"
+            if not refused and execution.status == WorkflowExecutionStatus.COMPLETED:
+                status = "cancelled" if written == "cancelled" else "finished"
             awaiting = None
             if execution.status == WorkflowExecutionStatus.RUNNING and not refused:
                 try:
@@ -1269,6 +1302,8 @@ class GraphClient:
                     "execution": execution.status.name.lower() if execution.status else None,
                 }
             )
+        # Every start_time is UTC, so its ISO text sorts as the moment does.
+        rows.sort(key=lambda row: row["started_at"] or "", reverse=True)
         return rows
 
     async def catalogue(self) -> dict[str, Any]:

@@ -9,6 +9,7 @@ Judgements return sentences, never scopes: a refusal names what was missing, not
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,7 @@ __all__ = [
     "judge_start_inputs",
     "judge_viewer",
     "schedule_of_grant",
+    "unknown_inputs",
 ]
 
 _UNVERIFIED_ANSWER = (
@@ -215,6 +217,29 @@ def judge_start_inputs(
         "with: a start proof names exactly what it starts.",
     )
     return refused or Judgement(True, actor=actor)
+
+
+def unknown_inputs(graph: str, given: Collection[str], takes: Collection[str]) -> str | None:
+    """The sentence that refuses a start of ``graph`` with inputs it does not take: each one
+    named, with the field it is close to ("did you mean"), and the fields ``takes`` lists; None
+    when every one of ``given`` is taken.
+
+    A graph whose model declares ``extra="allow"`` takes more than its fields, and is not judged
+    by this (its start drops the others and lists them in ``ignored_inputs``).
+    """
+    unknown = sorted(str(name) for name in given if name not in takes)
+    if not unknown:
+        return None
+    named = []
+    for name in unknown[:10]:
+        close = difflib.get_close_matches(name, list(takes), n=1)
+        named.append(shorten(repr(name), 66) + (f" (did you mean '{close[0]}'?)" if close else ""))
+    more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+    inputs = "input" if len(unknown) == 1 else "inputs"
+    return (
+        f"'{graph}' takes no {inputs} {', '.join(named)}{more}: the inputs it takes are "
+        f"{', '.join(takes) or 'none'}. Nothing was run."
+    )
 
 
 def schedule_of_grant(value: object) -> str | None:

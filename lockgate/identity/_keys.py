@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import difflib
 import functools
 import json
 import os
@@ -42,6 +43,7 @@ __all__ = [
     "parse_public_key",
     "private_key_path",
     "public_key_text",
+    "read_principal_key",
     "read_private_key",
     "write_private_key",
 ]
@@ -191,6 +193,30 @@ def write_private_key(
             f"Cannot write the private key to {key_path}: {error.strerror or error}."
         ) from error
     return key_path
+
+
+def read_principal_key(principal: str, keys_dir: str | os.PathLike[str]) -> Ed25519PrivateKey:
+    """Reads ``principal``'s private key from ``keys_dir`` (see :func:`private_key_path`).
+
+    Raises:
+        IdentityError: The key is missing (the sentence names the keys ``keys_dir`` holds, and
+            the one ``principal`` is close to), unreadable, or not an Ed25519 key.
+    """
+    path = private_key_path(principal, keys_dir)
+    if path.exists():
+        return read_private_key(path)
+    folder = path.parent
+    held = sorted(key.stem for key in folder.glob("*.key")) if folder.is_dir() else []
+    close = difflib.get_close_matches(principal, held, n=1)
+    if held:
+        there = f"the keys there are {', '.join(held)}"
+        there += f" (did you mean {close[0]}?)" if close else ""
+    else:
+        there = "it holds no keys" if folder.is_dir() else "there is no such folder"
+    raise IdentityError(
+        f"No private key for {quoted(principal)} in {folder}: {there}. Run `lockgate keys new "
+        f"{principal}` to make one, or point to the keys directory that holds it."
+    )
 
 
 def read_private_key(path: str | os.PathLike[str]) -> Ed25519PrivateKey:

@@ -24,9 +24,8 @@ from lockgate.identity._issuers import Holdings, token_nonce
 from lockgate.identity._keys import (
     decode_base64url,
     encode_base64url,
-    private_key_path,
     public_key_text,
-    read_private_key,
+    read_principal_key,
 )
 from lockgate.identity._names import check_channel_name, check_principal_name
 from lockgate.identity._quoting import kind_of, quoted
@@ -245,9 +244,7 @@ class Signer:
             IdentityError: The name is invalid or the key file is missing or unusable.
         """
         check_principal_name(principal)
-        return cls(
-            principal, read_private_key(private_key_path(principal, keys_dir)), channel, clock
-        )
+        return cls(principal, read_principal_key(principal, keys_dir), channel, clock)
 
     @property
     def public_key(self) -> str:

@@ -31,6 +31,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "CONFIRMATION_REQUIRED": 409,
     "RATE_LIMITED": 429,
     "TIMEOUT": 504,
+    "UNAVAILABLE": 503,
 }
 """The HTTP status of each refusal code; any other code is a 400, and lockgate's own failure
 (``INTERNAL_ERROR``) a 500."""

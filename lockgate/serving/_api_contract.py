@@ -96,8 +96,9 @@ class StartBody(_Body):
     graph: str = Field(min_length=1, description="The graph's name, as GET /api/graphs lists it.")
     inputs: JsonObject = Field(
         default_factory=dict,
-        description="The starting fields: a JSON object (or its text). Keys the graph does not "
-        "declare are dropped and listed in the answer's `ignored_inputs`.",
+        description="The starting fields: a JSON object (or its text). A key the graph does not "
+        "declare is refused, naming the fields it takes; a graph whose model declares "
+        'extra="allow" drops such keys and lists them in the answer\'s `ignored_inputs`.',
     )
 
 

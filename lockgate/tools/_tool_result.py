@@ -18,7 +18,9 @@ class ErrorCode(str, enum.Enum):
 
     The first nine are the tool pipeline's; the rest are answered by human gates and runs, and
     ``PAYLOAD_TOO_LARGE`` by anything that measures what a caller sent (see ``_limits``), and
-    ``CONFIRMATION_DECLINED`` when the person asked to confirm a call (over MCP) said no.
+    ``CONFIRMATION_DECLINED`` when the person asked to confirm a call (over MCP) said no;
+    ``UNAVAILABLE`` when what would answer (the Temporal server, a worker polling the task
+    queue) is not there.
     """
 
     TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
@@ -41,6 +43,7 @@ class ErrorCode(str, enum.Enum):
     INVALID_EVIDENCE = "INVALID_EVIDENCE"
     NOT_WAIVABLE = "NOT_WAIVABLE"
     NOTHING_TO_CANCEL = "NOTHING_TO_CANCEL"
+    UNAVAILABLE = "UNAVAILABLE"
 
     def __str__(self) -> str:
         return self.value

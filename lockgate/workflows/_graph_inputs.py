@@ -56,7 +56,8 @@ class StartGraphInput:
     """The input a graph run starts with.
 
     Attributes:
-        inputs: Starting field values; keys that are not fields of the graph are dropped.
+        inputs: Starting field values; a key that is not a field of the graph refuses the start
+            (a graph whose model declares ``extra="allow"`` drops it and lists it instead).
         signed: The starter signs this run: it runs nothing until the ``start`` update brings
             a proof naming this execution
             (:func:`~lockgate.identity._bindings.start_binding`), whose verified signer becomes

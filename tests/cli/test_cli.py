@@ -12,6 +12,7 @@ import socket
 import stat
 import subprocess
 import sys
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -31,14 +32,15 @@ from lockgate.authorization import ChannelPolicy
 from lockgate.cli._loop import event_loop_name, run_on_the_fastest_loop
 from lockgate.cli._output import CommandError
 from lockgate.cli._worker import channel_policies_of, rate_limiter_of, unsealed_runs_before
-from lockgate.devserver import temporal_binary
+from lockgate.devserver import free_port, temporal_binary
 from lockgate.errors import WorkerSecretError
 from lockgate.examples.essay_review import EssayReview
 from lockgate.namespace import check_search_attributes
 from lockgate.testing import WorkerFactory
 from lockgate.worker import load_components
+from lockgate.workflows._graph_inputs import StartGraphInput
 from tests.helpers.command_line import Command, Ran, lockgate_command
-from tests.helpers.graphs import ALWAYS_FAILS
+from tests.helpers.graphs import ALWAYS_FAILS, PASSES_FIRST_TIME, eventually
 from tests.helpers.support import REPOSITORY
 
 __all__ = ["lockgate_command"]  # the fixture the tests here use
@@ -138,13 +140,50 @@ async def test_keys_new_refuses_to_add_to_a_file_that_is_not_a_directory(tmp_pat
     assert not (tmp_path / ".lockgate" / "keys" / "zoe.key").exists()
 
 
+async def test_as_a_principal_without_a_key_lists_the_keys_there_are(tmp_path: Path) -> None:
+    command = Command(tmp_path, None, "unused")
+    for principal in ("ada", "ed"):
+        assert (await command("keys", "new", principal)).status == 0
+
+    mistyped = await command("decide", "essay:review-1", "publish_as_is", "--as", "adda")
+
+    assert mistyped.status == 2
+    assert mistyped.err.strip() == (
+        "lockgate: No private key for 'adda' in .lockgate/keys: the keys there are ada, ed (did "
+        "you mean ada?). Run `lockgate keys new adda` to make one, or point to the keys "
+        "directory that holds it."
+    )
+
+
+async def test_a_server_that_is_not_there_is_said_in_one_sentence_without_the_transport_dump(
+    tmp_path: Path,
+) -> None:
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    command = Command(tmp_path, None, "unused")
+
+    listed = await command("list", "--address", address)
+    as_json = await command("list", "--address", address, "--json")
+
+    sentence = (
+        f"Cannot reach Temporal at {address}: nothing listens there (connection refused). Check "
+        "the address (--address, TEMPORAL_ADDRESS or the profile's) and that a server runs "
+        "there: `lockgate dev` (or `make dev`) starts one here."
+    )
+    assert (listed.status, listed.out, listed.err) == (2, "", f"lockgate: {sentence}\n")
+    assert as_json.status == 2 and as_json.err == ""
+    assert json.loads(as_json.out) == {
+        "ok": False,
+        "error": {"code": "UNAVAILABLE", "message": sentence},
+    }
+
+
 async def test_tools_list_shows_the_workers_tools_through_temporal(
     lockgate_command: Command, lockgate_worker: WorkerFactory
 ) -> None:
     async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
         listed = await lockgate_command("tools", "list", "--json")
 
-    names = [tool["name"] for tool in json.loads(listed.out)]
+    names = [tool["name"] for tool in json.loads(listed.out)["tools"]]
     assert listed.status == 0
     assert names == ["essay:write", "essay:grade", "essay:publish", "essay:abandon"]
 
@@ -217,6 +256,111 @@ async def test_a_newcomer_runs_an_essay_to_its_gate_and_an_editor_answers_from_t
     assert "ran  publish (essay:publish) by ed" in shown.out
 
 
+async def test_a_parked_run_prints_how_to_resume_it_where_it_starts_and_where_it_is_shown(
+    lockgate_command: Command, lockgate_worker: WorkerFactory
+) -> None:
+    """ada may not publish: the essay that passes at once parks before its publish node."""
+    queue = lockgate_command.task_queue
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        started = await lockgate_command(
+            "start", "essay:review", "--inputs", json.dumps(PASSES_FIRST_TIME), "--as", "ada"
+        )
+        run = started.out.split()[1]
+        shown = await lockgate_command("show", run)
+
+    hint = (
+        f"resume it: lockgate resume {run} --as <someone who may run essay:publish> "
+        f"--task-queue {queue}"
+    )
+    assert started.status == 0, started.err
+    assert "parked at node publish (essay:publish)" in started.out
+    assert hint in started.out.splitlines()
+    assert shown.status == 0, shown.err
+    assert hint in shown.out.splitlines()
+
+
+async def test_list_shows_runs_newest_first_whether_they_are_running_or_closed(
+    lockgate_command: Command, lockgate_worker: WorkerFactory, temporal_client: Client
+) -> None:
+    """The oldest run still waits at its gate, the two newer ones finished: visibility puts
+    running runs before closed ones, and `list` still shows the newest first."""
+    queue = lockgate_command.task_queue
+    started = []
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        for inputs in (ALWAYS_FAILS, PASSES_FIRST_TIME, PASSES_FIRST_TIME):
+            ran = await lockgate_command(
+                "start", "essay:review", "--inputs", json.dumps(inputs), "--as", "ed", "--json"
+            )
+            started.append(json.loads(ran.out)["run_id"])
+        await eventually(
+            lambda: temporal_client.count_workflows(
+                f"TaskQueue = '{queue}' AND LockgateGraph = 'essay:review' "
+                "AND ExecutionStatus = 'Completed'"
+            ),
+            lambda counted: counted.count == 2,
+            what="the two finished runs in visibility",
+        )
+        listed = await lockgate_command("list", "--json")
+
+    assert listed.status == 0, listed.err
+    rows = json.loads(listed.out)["runs"]
+    assert [row["run_id"] for row in rows] == started[::-1]
+    assert [row["status"] for row in rows] == ["finished", "finished", "waiting"]
+
+
+async def test_show_of_a_running_run_no_worker_serves_says_to_start_one(
+    lockgate_command: Command, temporal_client: Client
+) -> None:
+    """A run started where no worker ever polled: its `show` query goes unanswered."""
+    queue = f"unserved-{uuid.uuid4().hex[:8]}"
+    run = f"essay:review-{uuid.uuid4().hex[:12]}"
+    await temporal_client.start_workflow(
+        "essay:review", StartGraphInput(inputs=dict(ALWAYS_FAILS)), id=run, task_queue=queue
+    )
+    on_its_queue = Command(lockgate_command.cwd, lockgate_command.address, queue)
+
+    shown = await on_its_queue("show", run)
+    as_json = await on_its_queue("show", run, "--json")
+
+    sentence = (
+        f"Run '{run}' is running, and no worker polls its task queue '{queue}' to show it: "
+        f"start one with `lockgate worker --task-queue {queue} --graphs MODULE` (the modules "
+        "that serve essay:review)."
+    )
+    assert (shown.status, shown.out) == (1, "")
+    assert shown.err.strip() == f"refused [UNAVAILABLE]: {sentence}"
+    assert as_json.status == 1
+    assert json.loads(as_json.out) == {
+        "ok": False,
+        "error": {"code": "UNAVAILABLE", "message": sentence},
+        "run_id": run,
+        "graph": "essay:review",
+        "status": "running",
+        "task_queue": queue,
+    }
+
+
+async def test_every_listing_under_json_prints_one_object_as_a_refusal_does(
+    lockgate_command: Command, lockgate_worker: WorkerFactory
+) -> None:
+    listings = {
+        ("graphs",): "graphs",
+        ("list",): "runs",
+        ("pending",): "pending",
+        ("tools", "list"): "tools",
+    }
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        printed = {
+            key: await lockgate_command(*command, "--json") for command, key in listings.items()
+        }
+
+    for key, ran in printed.items():
+        assert ran.status == 0, ran.err
+        listed = json.loads(ran.out)
+        assert set(listed) == {"ok", "count", key} and listed["ok"] is True
+        assert listed["count"] == len(listed[key])
+
+
 async def test_graphs_lists_each_graph_with_its_inputs_gates_and_roles(
     lockgate_command: Command, lockgate_worker: WorkerFactory
 ) -> None:
@@ -242,7 +386,7 @@ async def test_graphs_lists_each_graph_with_its_inputs_gates_and_roles(
         "  start: lockgate start essay:review --as YOU --inputs '{...}' "
         f"--task-queue {lockgate_command.task_queue}"
     ) in lines
-    graphs = json.loads(as_json.out)
+    graphs = json.loads(as_json.out)["graphs"]
     assert [graph["name"] for graph in graphs] == ["essay:review"]
     assert graphs[0]["versions"] == [1]
     assert graphs[0]["inputs"][0] == {
@@ -272,6 +416,23 @@ async def test_start_of_a_mistyped_graph_is_refused_at_once_naming_the_served_on
         f"refused [NOT_FOUND]: No graph named 'nope:graph' on task queue "
         f"'{lockgate_command.task_queue}'; served: essay:review. Nothing was started "
         "(`lockgate graphs` lists them with their inputs)."
+    )
+
+
+async def test_start_with_a_mistyped_input_is_refused_naming_the_inputs_the_graph_takes(
+    lockgate_command: Command, lockgate_worker: WorkerFactory
+) -> None:
+    mistyped = json.dumps({"titel": "Tides", "rubric": "gravity"})
+    async with lockgate_worker(graphs=[EssayReview], directory=_directory(lockgate_command)):
+        started = await lockgate_command(
+            "start", "essay:review", "--inputs", mistyped, "--as", "ada"
+        )
+
+    assert started.status == 1
+    assert started.err.strip() == (
+        "refused [VALIDATION_ERROR]: 'essay:review' takes no input 'titel' (did you mean "
+        "'title'?): the inputs it takes are title, rubric, draft, feedback, drafts, verdict, url. "
+        "Nothing was run."
     )
 
 
@@ -435,7 +596,12 @@ async def test_the_worker_command_serves_tools_and_stops_cleanly_on_sigterm(
     )
     process.send_signal(signal.SIGTERM)
     status = await asyncio.wait_for(process.wait(), 30)
+    last_words = (await process.stdout.read()).decode()
 
+    assert last_words == (
+        f"lockgate worker stopped (SIGTERM): task queue '{task_queue}' is no longer served by "
+        "this process\n"
+    )
     assert b"worker ready" in ready
     assert b"on uvloop" in ready  # the `dev` extra installs the `uvloop` one
     assert result["data"] == {"url": "https://essays.example/tides"}

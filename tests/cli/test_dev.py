@@ -7,6 +7,7 @@ the package, and the state it makes lands in that folder's `.lockgate/`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -85,8 +86,13 @@ async def test_lockgate_dev_serves_the_examples_to_demo_people_and_stops_on_ctrl
     inbox_page = await asyncio.to_thread(_get, f"http://localhost:{inbox_port}/")
     dev.send_signal(signal.SIGINT)
     status = await asyncio.wait_for(dev.wait(), 30)
+    last_words = (await dev.stdout.read()).decode()
 
     next_steps = "".join(printed)
+    assert last_words.splitlines()[-1] == (
+        "lockgate dev stopped (SIGINT): the worker, the inbox and the Temporal server are down; "
+        "runs are kept in .lockgate/temporal.db"
+    )
     assert f"Inbox:            http://localhost:{inbox_port}" in next_steps
     assert "Open gates" in inbox_page
     assert f"export TEMPORAL_ADDRESS=127.0.0.1:{port}" in next_steps
@@ -288,6 +294,37 @@ async def test_a_taken_inbox_port_is_said_at_once_with_the_flags_that_move_it(
     assert "--no-inbox" in err
     assert "Traceback" not in err
     assert not _accepts_connections(port)  # said before the server started
+
+
+async def test_a_second_lockgate_dev_says_every_taken_port_at_once(tmp_path: Path) -> None:
+    port, ui_port, inbox_port = free_port(), free_port(), free_port()
+    with contextlib.ExitStack() as held:
+        for taken_port in (port, ui_port, inbox_port):
+            taken = held.enter_context(socket.socket())
+            taken.bind(("127.0.0.1", taken_port))
+            taken.listen()
+        status, _, err = await _run(
+            tmp_path,
+            {**os.environ, "PYTHONPATH": str(REPOSITORY)},
+            "dev",
+            "--port",
+            str(port),
+            "--ui-port",
+            str(ui_port),
+            "--inbox-port",
+            str(inbox_port),
+        )
+
+    lines = err.splitlines()
+    assert status == 2
+    assert lines[0] == "lockgate: lockgate dev needs 3 ports that are taken:"
+    assert lines[1].startswith(f"  - Port {port} on 127.0.0.1 is already in use.")
+    assert lines[1].endswith("(`lockgate dev --port N`).")
+    assert lines[2].startswith(f"  - Web UI port {ui_port} on 127.0.0.1 is already in use.")
+    assert "(`lockgate dev --ui-port N`)" in lines[2]
+    assert lines[3].startswith(f"  - The inbox cannot listen on 127.0.0.1:{inbox_port}")
+    assert lines[3].endswith("`--no-inbox`.")
+    assert len(lines) == 4
 
 
 async def _start_dev(tmp_path: Path, port: int) -> asyncio.subprocess.Process:

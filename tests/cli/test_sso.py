@@ -18,6 +18,7 @@ import pytest
 from temporalio.client import Client
 
 from lockgate import Directory, GraphClient, LockgatePlugin, WorkerSecret
+from lockgate.cli._output import CommandError
 from lockgate.examples.essay_review import EssayReview
 from lockgate.identity._bindings import answer_binding
 from lockgate.testing import WorkerFactory
@@ -289,7 +290,7 @@ async def test_login_without_an_issuer_it_can_find_says_what_to_give(tmp_path: P
 def test_as_and_sso_together_are_refused_as_a_usage_mistake() -> None:
     from lockgate.cli import _parser
 
-    with pytest.raises(SystemExit) as usage:
+    with pytest.raises(CommandError) as usage:  # the command prints it and exits 2
         _parser().parse_args(["decide", "run", "ok", "--as", "ed", "--sso"])
 
-    assert usage.value.code == 2
+    assert "not allowed with argument" in str(usage.value)

@@ -78,9 +78,14 @@ async def test_a_command_without_the_keys_cannot_read_an_encrypted_run(
         shown = await lockgate_command("show", run, "--json")
 
     assert started.status == 0, started.err
-    assert shown.status == 2
-    assert "is encrypted (payload key 'k1') and no payload keys are configured" in shown.err
-    assert "Traceback" not in shown.err and "gravity" not in shown.out
+    assert shown.status == 2 and shown.err == ""  # under --json, the refusal on stdout
+    refused = json.loads(shown.out)
+    assert refused["ok"] is False
+    assert (
+        "is encrypted (payload key 'k1') and no payload keys are configured"
+        in (refused["error"]["message"])
+    )
+    assert "gravity" not in shown.out
 
 
 async def test_payload_keys_rotate_adds_a_current_key_and_keeps_the_old_one(

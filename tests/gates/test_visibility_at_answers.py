@@ -64,7 +64,7 @@ async def test_answers_write_no_search_attributes_and_pending_still_shows_only_t
     # has ended.
     assert ended == []
     assert [(row["run_id"], row["status"], row["awaiting"]) for row in listed] == [
-        (run_id, "completed", None)
+        (run_id, "finished", None)
     ]
     # The last answer's gate left the memo in the workflow task that sent the run on to its
     # publish node, before the node's activity was scheduled: no one saw it open meanwhile.
@@ -97,4 +97,4 @@ async def test_an_answer_that_ends_the_run_takes_nothing_out_of_its_memo(
     # The run ended in the workflow task that took the answer: no memo, no search attributes.
     assert MEMO not in after and UPSERT not in after
     assert pending == []
-    assert [(row["status"], row["awaiting"]) for row in listed] == [("completed", None)]
+    assert [(row["status"], row["awaiting"]) for row in listed] == [("finished", None)]

@@ -13,7 +13,7 @@ from enum import Enum
 from typing import Annotated, Any, TypeVar
 from uuid import uuid4
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
@@ -476,6 +476,18 @@ def _essay_routes(at_most: int) -> list[Route]:
 )
 class OpenEssay(essay.EssayReview):
     pass
+
+
+@graph(
+    "test:essay-taking-more",
+    'essay:review whose model declares extra="allow": inputs beyond its fields are dropped.',
+    start=essay.write,
+    edges=[Edge(essay.write, essay.grade)],
+    routes=_essay_routes(at_most=3),
+    asks=[Ask(essay.EditorCall, of="editor", because="Three drafts in a row failed the rubric.")],
+)
+class EssayTakingMore(essay.EssayReview):
+    model_config = ConfigDict(extra="allow")
 
 
 # --- Helpers the graph tests share ---------------------------------------------------------------

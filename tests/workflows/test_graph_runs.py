@@ -27,6 +27,7 @@ from tests.helpers.graphs import (
     FAILS_ONCE,
     PASSES_FIRST_TIME,
     BrokenClockDesk,
+    EssayTakingMore,
     OpenEssay,
     TicketDesk,
     essay_people,
@@ -127,7 +128,26 @@ async def test_a_finished_runs_result_carries_its_whole_trail(
     assert shown["trail"] == result["trail"]
 
 
-async def test_forged_budget_and_engine_inputs_are_ignored_and_listed(
+async def test_inputs_the_graph_does_not_take_are_refused_naming_the_ones_it_takes(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    who = people()
+    mistyped = {"titel": "Tides", "rubric": "gravity", "_taken": {"FAILED": 99}}
+    async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
+        wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
+        run = await wren.start(EssayReview, mistyped)
+
+    assert run["ok"] is False and run["status"] == "refused"
+    assert run["error"] == {
+        "code": "VALIDATION_ERROR",
+        "message": "'essay:review' takes no inputs '_taken', 'titel' (did you mean 'title'?): "
+        "the inputs it takes are title, rubric, draft, feedback, drafts, verdict, url. Nothing "
+        "was run.",
+    }
+    assert run["trail_total"] == 0
+
+
+async def test_forged_budget_and_engine_inputs_are_ignored_and_listed_where_extra_is_allowed(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     who = people()
@@ -138,9 +158,9 @@ async def test_forged_budget_and_engine_inputs_are_ignored_and_listed(
         "_requester": "ed",
         "junk": 1,
     }
-    async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
+    async with lockgate_worker(graphs=[EssayTakingMore], directory=who.directory):
         wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
-        run = await wren.start(EssayReview, forged)
+        run = await wren.start(EssayTakingMore, forged)
         whole = await wren.show(run["run_id"])
 
     assert run["ignored_inputs"] == ["_ran", "_requester", "_taken", "junk"]
@@ -148,7 +168,6 @@ async def test_forged_budget_and_engine_inputs_are_ignored_and_listed(
     assert [node for node, _, _ in trail_of(whole)] == ["write", "grade"] * 4
     assert run["budgets"] == {"FAILED": {"taken": 3, "at_most": 3}}
     assert gate_of(run)["requester"] == "wren"
-    assert set(run["fields"]) == set(EssayReview.model_fields)
 
 
 async def test_an_unsigned_start_of_a_graph_with_gates_is_refused_as_unauthorized(
