@@ -13,7 +13,7 @@ PORT ?=
 UI_PORT ?=
 DURABILITY ?=
 
-.PHONY: dev test test-main test-other-pythons browser redis helm signers idp soak bench lint typecheck package-check clean
+.PHONY: dev test test-plan test-main test-other-pythons browser redis helm signers idp soak bench lint typecheck package-check clean
 
 # An editable install writes the version into its metadata once: a new one reinstalls.
 $(STAMP): pyproject.toml lockgate/_version.py
@@ -30,9 +30,18 @@ dev: $(STAMP)
 	$(BIN)/lockgate dev $(if $(PORT),--port $(PORT)) $(if $(UI_PORT),--ui-port $(UI_PORT)) \
 		$(if $(DURABILITY),--durability $(DURABILITY))
 
-test: test-main test-other-pythons
+test: test-plan test-main test-other-pythons
+
+# Said first, so nobody waits without knowing what for.
+test-plan:
+	@echo "make test: the whole suite on this Python ($$($(PYTHON) --version 2>&1)), then again on" \
+		"Python $(OTHER_PYTHONS) where they are installed: about 10 minutes each on 2 cores. First" \
+		"it installs what the tests drive where it can: chromium and redis-server with apt-get (as" \
+		"root), Helm's binary (checked by its SHA-256) and the Node packages of the TypeScript signer" \
+		"and the test identity provider (npm ci); what it cannot install is skipped, and said."
 
 test-main: $(STAMP) browser redis helm signers idp
+	@echo "make test: the suite on $$($(BIN)/python --version 2>&1) ($(BIN)/python)"
 	$(BIN)/python -m pytest -q
 
 # The Temporal UI test drives Debian's Chromium headless: installed here with apt-get where that
