@@ -302,10 +302,9 @@ class ToolActivities:
                 "runs that started on them.",
             )
         fields = model.model_fields
-        if model.model_config.get("extra") != "allow":
-            unknown = unknown_inputs(start.graph, start.inputs, list(fields))
-            if unknown is not None:
-                return _start_refused(ErrorCode.VALIDATION_ERROR, unknown)
+        unknown = unknown_inputs(start.graph, start.inputs, model)
+        if unknown is not None:
+            return _start_refused(ErrorCode.VALIDATION_ERROR, unknown)
         declared = {key: value for key, value in start.inputs.items() if key in fields}
         ignored = sorted(str(key)[:64] for key in start.inputs if key not in fields)[:20]
         try:

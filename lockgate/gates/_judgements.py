@@ -183,13 +183,11 @@ def judge_start(
             "the server started, and is good for that one only.",
             actor,
         )
-    signed_version = act.get("version")
-    if signed_version is not None and signed_version != version:
-        return _unauthorized(
-            f"The proof starts version {signed_version!r} of '{graph}', and this run follows "
-            f"version {version!r}.",
-            actor,
-        )
+    other_version = _other_version(
+        act, version, actor, says="The proof starts", graph=graph, run="this run"
+    )
+    if other_version is not None:
+        return other_version
     if inputs is not None:
         return judge_start_inputs(proof, run, inputs)
     return Judgement(True, actor=actor)
@@ -219,14 +217,17 @@ def judge_start_inputs(
     return refused or Judgement(True, actor=actor)
 
 
-def unknown_inputs(graph: str, given: Collection[str], takes: Collection[str]) -> str | None:
-    """The sentence that refuses a start of ``graph`` with inputs it does not take: each one
-    named, with the field it is close to ("did you mean"), and the fields ``takes`` lists; None
-    when every one of ``given`` is taken.
+def unknown_inputs(graph: str, given: Collection[str], model: type[BaseModel]) -> str | None:
+    """The sentence that refuses a start of ``graph`` with inputs its ``model`` does not take:
+    each one named, with the field it is close to ("did you mean"), and the fields it takes;
+    None when every one of ``given`` is taken.
 
-    A graph whose model declares ``extra="allow"`` takes more than its fields, and is not judged
-    by this (its start drops the others and lists them in ``ignored_inputs``).
+    A model that declares ``extra="allow"`` takes more than its fields, so nothing is refused
+    (its start drops the others and lists them in ``ignored_inputs``).
     """
+    if model.model_config.get("extra") == "allow":
+        return None
+    takes = list(model.model_fields)
     unknown = sorted(str(name) for name in given if name not in takes)
     if not unknown:
         return None
@@ -290,13 +291,16 @@ def judge_scheduled_start(
         )
     actor = Actor.of_proof(proof)
     act = proof.authorizes
-    signed_version = act.get("version")
-    if signed_version is not None and signed_version != version:
-        return _unauthorized(
-            f"The schedule grant runs version {signed_version!r} of '{graph}', and run '{run}' "
-            f"follows version {version!r}.",
-            actor,
-        )
+    other_version = _other_version(
+        act,
+        version,
+        actor,
+        says="The schedule grant runs",
+        graph=graph,
+        run=f"run '{run}'",
+    )
+    if other_version is not None:
+        return other_version
     other_inputs = _not_named(
         act.get("inputs"),
         inputs,
@@ -409,6 +413,21 @@ def _not_named(
     if signed != named:
         return _unauthorized(differs, actor)
     return None
+
+
+def _other_version(
+    act: Mapping[str, Any], version: int | None, actor: Actor, *, says: str, graph: str, run: str
+) -> Judgement | None:
+    """Why a proof whose act names a version of ``graph`` other than ``version`` (the one
+    ``run`` follows) is refused, in a sentence that opens with what the proof ``says`` it does;
+    None when it names no version, or that one."""
+    signed_version = act.get("version")
+    if signed_version is None or signed_version == version:
+        return None
+    return _unauthorized(
+        f"{says} version {signed_version!r} of '{graph}', and {run} follows version {version!r}.",
+        actor,
+    )
 
 
 def judge_answer(
