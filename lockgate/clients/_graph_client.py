@@ -143,6 +143,10 @@ _CATALOGUE_WAIT = timedelta(seconds=3)
 QUERY_TIMEOUT = timedelta(seconds=10)
 """How long a client waits for a run's worker to answer a query."""
 
+UNANSWERED_AFTER = timedelta(seconds=1)
+"""How long `show` waits for a running run's query before asking whether any worker polls for
+it (no worker: said at once, not after the whole :data:`QUERY_TIMEOUT`)."""
+
 SERVED_GRAPHS_FOR = 30.0
 """Seconds a client believes a graph it found in its task queue's catalogue is still served."""
 
@@ -1044,17 +1048,23 @@ class GraphClient:
             page["trail_from"] = trail_from
         if trail_limit is not None:
             page["trail_limit"] = trail_limit
-        try:
-            # The server turns the query away, without a worker, once the run has closed: a
-            # running run is shown in one round trip, a closed one read from its result (never
-            # replayed for a query).
-            shown: RunView = await handle.query(
+        # The server turns the query away, without a worker, once the run has closed: a running
+        # run is shown in one round trip, a closed one read from its result (never replayed for
+        # a query).
+        query = asyncio.ensure_future(
+            handle.query(
                 "show",
                 page or None,
                 result_type=dict,
                 rpc_timeout=QUERY_TIMEOUT,
                 reject_condition=QueryRejectCondition.NOT_OPEN,
             )
+        )
+        try:
+            unserved = await self._unserved_while(query, handle)
+            if unserved is not None:
+                return unserved
+            shown: RunView = await query
         except WorkflowQueryRejectedError as rejected:
             return await self._ended(run_id, handle, rejected.status)
         except (WorkflowQueryFailedError, RPCError) as error:
@@ -1064,10 +1074,28 @@ class GraphClient:
             if description.status != WorkflowExecutionStatus.RUNNING:
                 return await self._ended(run_id, handle, description.status)
             return await self._unanswered(run_id, description, error)
+        finally:
+            query.cancel()  # nothing once it has answered; else nobody waits for it any more
         return shown
 
+    async def _unserved_while(
+        self, query: asyncio.Future[Any], handle: WorkflowHandle[Any, Any]
+    ) -> RunView | None:
+        """The refusal for a running run no worker polls for, said as soon as that is known
+        rather than after the query's whole timeout; None once the query has answered, or while
+        a worker polls its task queue."""
+        done, _ = await asyncio.wait({query}, timeout=UNANSWERED_AFTER.total_seconds())
+        if done:
+            return None
+        description = await describe_run(handle)
+        if isinstance(description, dict) or description.status != WorkflowExecutionStatus.RUNNING:
+            return None  # the query says how it ended, or that there is no such run
+        if query.done() or await self._polled(description.task_queue):
+            return None
+        return await self._unanswered(run_id=handle.id, description=description, error=None)
+
     async def _unanswered(
-        self, run_id: str, description: WorkflowExecutionDescription, error: Exception
+        self, run_id: str, description: WorkflowExecutionDescription, error: Exception | None
     ) -> RunView:
         """The refusal of ``show`` for a running run that did not answer: no worker polls its
         task queue (said so, with the command that starts one), or its worker did not answer
@@ -1080,7 +1108,7 @@ class GraphClient:
             "status": "running",
             "task_queue": queue,
         }
-        if not await self._polled(queue):
+        if error is None or not await self._polled(queue):
             return refusal(
                 ErrorCode.UNAVAILABLE,
                 f"Run '{run_id}' is running, and no worker polls its task queue '{queue}' to "
