@@ -141,7 +141,7 @@ class _SigningOutbound(OutboundInterceptor):
         if described.workflow_type not in self.plugin.workflows:
             return await self.next.start_workflow_update(input)
         runs = GraphClient(self.reader, described.task_queue, signer)
-        signed = await runs.sign_decide(input.id, choice)
+        signed = await runs.sign_decide(input.id, choice, described=described)
         if "error" in signed:
             # Refused before anything is sent, as the run's validator would refuse it.
             error = signed["error"]

@@ -725,14 +725,17 @@ class GraphClient:
         evidence: Mapping[str, Any] | None = None,
         waiver: str | None = None,
         shown: Mapping[str, Any] | None = None,
+        described: WorkflowExecutionDescription | None = None,
     ) -> dict[str, Any]:
         """The signed answer to paste into the Temporal UI's or CLI's ``decide``, or a refusal.
 
         It answers the gate open now (or the one ``shown``, see :meth:`decide`), in this
         execution, as it shows, and is good for the worker's proof window, once.
+        ``described`` is the server's description of the run where the caller has just read
+        it: it is not read again, and is believed no more than one read here.
         """
         binding = await self.decide_binding(
-            run_id, choice, evidence=evidence, waiver=waiver, shown=shown
+            run_id, choice, evidence=evidence, waiver=waiver, shown=shown, described=described
         )
         if "error" in binding:
             return binding
@@ -747,15 +750,19 @@ class GraphClient:
         waiver: str | None = None,
         shown: Mapping[str, Any] | None = None,
         gate_shown: str | None = None,
+        described: WorkflowExecutionDescription | None = None,
     ) -> dict[str, Any]:
         """What an answer of ``choice`` to the gate open on ``run_id`` authorizes, for a proof
         signed elsewhere (a passkey in the inbox), or a refusal. Signs nothing.
 
         ``shown`` is the run as the signer saw it (see :meth:`decide`); ``gate_shown`` the key of
-        the gate a page showed them (``editor_call#2``), refused if another is open now.
+        the gate a page showed them (``editor_call#2``), refused if another is open now;
+        ``described`` the server's description of it, where the caller has just read one.
         """
         found = (
-            await self._shown(run_id, shown) if shown is not None else await self._awaiting(run_id)
+            await self._shown(run_id, shown)
+            if shown is not None
+            else await self._awaiting(run_id, described)
         )
         if "error" in found:
             return found
@@ -890,7 +897,9 @@ class GraphClient:
             raise ValueError("Signing needs a GraphClient with a signer.")
         return self.signer
 
-    async def _awaiting(self, run_id: str) -> dict[str, Any]:
+    async def _awaiting(
+        self, run_id: str, described: WorkflowExecutionDescription | None = None
+    ) -> dict[str, Any]:
         """``{graph, execution, gate, parked, closed}`` of a run of ours, or a refusal.
 
         One description from the server, no worker asked (a query that reaches a worker is a
@@ -900,8 +909,9 @@ class GraphClient:
         starter's memo is written before the server picks the execution). A run on another task
         queue is not ours to answer, whatever it calls itself. What is signed is judged again by
         the run itself, before anything is written: a gate that changed since is refused.
+        ``described`` is that description where the caller has just read it.
         """
-        description = await self._ours(run_id, self.client.get_workflow_handle(run_id))
+        description = await self._ours(run_id, self.client.get_workflow_handle(run_id), described)
         if isinstance(description, dict):
             return description
         execution = description.raw_description.workflow_execution_info.first_run_id
@@ -932,11 +942,15 @@ class GraphClient:
         }
 
     async def _ours(
-        self, run_id: str, handle: WorkflowHandle[Any, Any]
+        self,
+        run_id: str,
+        handle: WorkflowHandle[Any, Any],
+        described: WorkflowExecutionDescription | None = None,
     ) -> WorkflowExecutionDescription | dict[str, Any]:
-        """The server's description of a running run of this client's task queue; else what
-        stands instead: a refusal, or ``{closed, gate: None, parked: None}``."""
-        description = await describe_run(handle)
+        """The server's description of a running run of this client's task queue (``described``
+        where the caller has just read it, else read now); else what stands instead: a refusal,
+        or ``{closed, gate: None, parked: None}``."""
+        description = described if described is not None else await describe_run(handle)
         if isinstance(description, dict):
             return cast(dict[str, Any], description)
         if description.status != WorkflowExecutionStatus.RUNNING:

@@ -8,7 +8,7 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from lockgate import GraphClient, LockgateClientPlugin, LockgatePlugin
@@ -115,13 +115,24 @@ async def test_execute_workflow_runs_as_the_service_and_other_types_pass_through
 
 
 async def test_the_shops_own_execute_update_answers_a_gate_signed_as_the_service(
-    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """lee's approval desk sends a bare option with the SDK's own call; the plugin signs it for
-    the gate open now. The requester's service, sending the same, is refused by four eyes."""
+    the gate open now, from the one description it reads to know the run is governed. The
+    requester's service, sending the same, is refused by four eyes."""
     people = shop_people()
     requester = shop_client(temporal_client, people.signer("refund-service"))
     desk = shop_client(temporal_client, people.signer("lee"))
+    described: list[str] = []
+    describe = WorkflowHandle.describe
+
+    async def counted_describe(self: WorkflowHandle[Any, Any], *args: Any, **kwargs: Any) -> Any:
+        described.append(self.id)
+        return await describe(self, *args, **kwargs)
+
     async with lockgate_worker(plugin=plugin_for(people), workflows=[RefundWorkflow]):
         handle = await requester.start_workflow(
             RefundWorkflow.run,
@@ -132,9 +143,11 @@ async def test_the_shops_own_execute_update_answers_a_gate_signed_as_the_service
         await open_gate_of(temporal_client, task_queue, handle.id, "refund#1")
         with pytest.raises(WorkflowUpdateFailedError) as refused:
             await requester.get_workflow_handle(handle.id).execute_update("decide", "issue")
+        monkeypatch.setattr(WorkflowHandle, "describe", counted_describe)
         answered = await desk.get_workflow_handle(handle.id).execute_update(
             "decide", Refund.ISSUE, result_type=dict
         )
+        monkeypatch.undo()
         await open_gate_of(temporal_client, task_queue, handle.id, "closure#2")
         shown = await GraphClient(temporal_client, task_queue).show(handle.id)
         with pytest.raises(WorkflowUpdateFailedError) as not_an_option:
@@ -143,6 +156,7 @@ async def test_the_shops_own_execute_update_answers_a_gate_signed_as_the_service
 
     assert update_refused(refused.value)["code"] == "SELF_APPROVAL_FORBIDDEN"
     assert answered["ok"] is True
+    assert described == [handle.id]
     rows = [(row["operation"], row["outcome"], row["by"]["actor"]) for row in shown["trail"]]
     assert ("ask:support-lead", "answered", "lee") in rows
     assert update_refused(not_an_option.value)["code"] == "INVALID_DECISION"
