@@ -21,15 +21,18 @@ from temporalio.converter import PayloadConverter
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
 
 from lockgate.gates._authority import Authority
+from lockgate.identity._actors import Actor
 from lockgate.identity._canonical import fingerprint
 from lockgate.identity._seals import WorkerSecret
 from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
+    "HELD_HEADER",
     "SEAL_HEADER",
     "SealReader",
     "as_data",
     "current_seal",
+    "handed_holdings",
     "header_text",
     "own_run_sealed",
     "sealed_by_own_run",
@@ -39,7 +42,13 @@ __all__ = [
 SEAL_HEADER = "lockgate-seal"
 """The activity header that carries a tool call's seal."""
 
+HELD_HEADER = "lockgate-held"
+"""The activity header that hands the worker running a call what the person from an identity
+provider who authorized it was judged to hold (sealed and encrypted, see
+:meth:`~lockgate.gates._authority.Authority.handover_of`)."""
+
 _SEAL: contextvars.ContextVar[str | None] = contextvars.ContextVar("lockgate_seal", default=None)
+_HELD: contextvars.ContextVar[str | None] = contextvars.ContextVar("lockgate_held", default=None)
 
 _OPENED: contextvars.ContextVar[tuple[Any, bool] | None] = contextvars.ContextVar(
     "lockgate_seal_opened", default=None
@@ -108,6 +117,21 @@ def current_seal() -> str | None:
     return _SEAL.get()
 
 
+def handed_holdings(authority: Authority, actor: Actor, call: Any) -> None:
+    """Keeps, for the activity running now, what its header hands over that ``actor``'s proof
+    was judged to hold on the worker that scheduled it (``HELD_HEADER``), opened under the
+    worker secret for exactly this call from this execution; the caller has already opened
+    the call's own seal. Nothing is kept from a header that does not open."""
+    held = _HELD.get()
+    if held is None or authority.secret is None:
+        return
+    info = activity.info()
+    binding = tool_activity_binding(
+        info.workflow_id or "", info.workflow_run_id or "", info.activity_type, call
+    )
+    authority.take_handover(actor, authority.secret.open_data(held, "held", binding))
+
+
 def header_text(
     headers: Mapping[str, Payload], name: str, converter: PayloadConverter
 ) -> str | None:
@@ -124,14 +148,18 @@ def header_text(
 
 
 class SealReader(ActivityInboundInterceptor):
-    """Hands the activity the seal its header carries (and nothing when it carries none)."""
+    """Hands the activity the seal its header carries, and the holdings handed over with it
+    (and nothing when it carries none)."""
 
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         """Runs the activity with :func:`current_seal` set from its header."""
-        seal = header_text(input.headers, SEAL_HEADER, activity.payload_converter())
-        token, opened = _SEAL.set(seal), _OPENED.set(None)
+        converter = activity.payload_converter()
+        seal = header_text(input.headers, SEAL_HEADER, converter)
+        held = header_text(input.headers, HELD_HEADER, converter)
+        token, opened, handed = _SEAL.set(seal), _OPENED.set(None), _HELD.set(held)
         try:
             return await self.next.execute_activity(input)
         finally:
+            _HELD.reset(handed)
             _OPENED.reset(opened)
             _SEAL.reset(token)

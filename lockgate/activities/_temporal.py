@@ -43,7 +43,11 @@ from lockgate.activities._handover import open_handover, seal_problem
 from lockgate.activities._handover import start_refused as _start_refused
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._scheduled_starts import open_scheduled_start
-from lockgate.activities._sealed_calls import own_run_sealed, sealed_by_own_run
+from lockgate.activities._sealed_calls import (
+    handed_holdings,
+    own_run_sealed,
+    sealed_by_own_run,
+)
 from lockgate.gates._authority import Authority, why_node_refuses
 from lockgate.gates._gates import OpenGate, ParkedNode
 from lockgate.gates._judgements import Judgement, judge_answer, judge_resume, unknown_inputs
@@ -242,9 +246,11 @@ class ToolActivities:
         if call.actor is None:
             return Actor.unverified(call.channel)
         try:
-            return Actor.from_dict(call.actor)
+            actor = Actor.from_dict(call.actor)
         except IdentityError as error:
             raise _refusal(ErrorCode.UNAUTHORIZED.value, str(error)) from None
+        handed_holdings(self.authority, actor, call)
+        return actor
 
     def _mistake(self, name: str, actor: Actor, result: ToolResult) -> ApplicationError:
         error = result.error

@@ -28,6 +28,9 @@ from lockgate.tools._context import ToolContext
 _HELD_PROOFS = 4096
 """How many judged proofs of people from issuers a worker remembers the holdings of."""
 
+_CLOCK_SKEW = 60.0
+"""Seconds another worker's clock may run ahead of this one's."""
+
 __all__ = [
     "Authority",
     "answer_refusal_sentence",
@@ -118,17 +121,16 @@ class Authority:
 
         At a judgement, what their ID token's groups grant (``actor.held``). The node an answer
         leads to is judged again when it runs, as the actor the run hands over, which carries no
-        token: it holds what its proof held when this worker judged it, kept in this worker's
-        memory under that proof's nonce for as long as the proof is fresh (``window_seconds``),
-        and nothing after that or on another worker (the node then parks, failing closed).
-        The person's groups are never kept: their next proof is judged by its own token.
+        token: it holds what its proof held when it was judged, for as long as the proof is
+        fresh (``window_seconds``), and nothing after that (the node then parks, failing
+        closed). This worker keeps that in memory under the proof's nonce; a node that runs on
+        another worker of the deployment is handed it sealed (:meth:`handover_of`,
+        :meth:`take_handover`). The person's groups are never kept: their next proof is judged
+        by its own token.
         """
         if actor.held is not None:
             if actor.authorization is not None:
-                with self._held_lock:
-                    self._held[actor.authorization] = (actor.held, self._clock())
-                    while len(self._held) > _HELD_PROOFS:
-                        self._held.popitem(last=False)
+                self._remember(actor.authorization, actor.held, self._clock())
             return actor.held
         if actor.principal is None or not actor.principal.startswith(ISSUER_PREFIX):
             return None
@@ -137,6 +139,60 @@ class Authority:
         if found is None or self._clock() - found[1] > self.window_seconds:
             return Holdings()
         return found[0]
+
+    def handover_of(self, actor: Actor) -> dict[str, Any] | None:
+        """What a person from a trusted issuer was judged to hold for ``actor``'s proof, as
+        JSON data to hand the worker that runs the call it authorized (sealed and encrypted
+        under the worker secret: never readable in history); None for anyone else, or once the
+        proof is no longer fresh or was not judged here."""
+        if actor.principal is None or not actor.principal.startswith(ISSUER_PREFIX):
+            return None
+        with self._held_lock:
+            found = self._held.get(actor.authorization or "")
+        if found is None or self._clock() - found[1] > self.window_seconds:
+            return None
+        held, judged_at = found
+        return {
+            "authorization": actor.authorization,
+            "judged_at": judged_at,
+            "roles": sorted(held.roles),
+            "scopes": sorted(held.scopes),
+            "authenticated_at": held.authenticated_at,
+            "methods": sorted(held.methods),
+        }
+
+    def take_handover(self, actor: Actor, handed: object) -> None:
+        """Keeps what another worker judged ``actor``'s proof to hold (:meth:`handover_of`, as
+        the seal of the call that carries it opened it), for as long as that proof is fresh;
+        anything that names another proof, or that proof no longer fresh, is ignored."""
+        if (
+            actor.principal is None
+            or not actor.principal.startswith(ISSUER_PREFIX)
+            or not isinstance(handed, dict)
+            or handed.get("authorization") != actor.authorization
+        ):
+            return
+        judged_at = handed.get("judged_at")
+        if not isinstance(judged_at, (int, float)) or not (
+            -_CLOCK_SKEW <= self._clock() - judged_at <= self.window_seconds
+        ):
+            return
+        try:
+            held = Holdings(
+                roles=frozenset(str(role) for role in handed["roles"]),
+                scopes=frozenset(str(scope) for scope in handed["scopes"]),
+                authenticated_at=handed.get("authenticated_at"),
+                methods=frozenset(str(method) for method in handed["methods"]),
+            )
+        except (KeyError, TypeError):
+            return
+        self._remember(str(actor.authorization), held, float(judged_at))
+
+    def _remember(self, authorization: str, held: Holdings, judged_at: float) -> None:
+        with self._held_lock:
+            self._held[authorization] = (held, judged_at)
+            while len(self._held) > _HELD_PROOFS:
+                self._held.popitem(last=False)
 
     def context_for(
         self, actor: Actor, *, request_id: str | None = None, **extra: Any

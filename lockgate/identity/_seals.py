@@ -27,15 +27,19 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from lockgate._defaults import WORKER_SECRET_FILE_ENV
 from lockgate._errors import ConfigurationError
 from lockgate.identity._canonical import canonical_json
 from lockgate.identity._keyrings import Keyring
-from lockgate.identity._keys import encode_base64url
+from lockgate.identity._keys import decode_base64url, encode_base64url
 
 __all__ = ["WORKER_SECRET_ENV", "WORKER_SECRET_FILE_ENV", "WorkerSecret", "WorkerSecretError"]
 
@@ -44,6 +48,7 @@ WORKER_SECRET_ENV = "LOCKGATE_WORKER_SECRET"
 
 
 _SEAL = re.compile(r"lgs1\.([a-z0-9][a-z0-9-]{0,39})\.([A-Za-z0-9_-]{43})")
+_SEALED_DATA = re.compile(r"lge1\.([a-z0-9][a-z0-9-]{0,39})\.([A-Za-z0-9_-]{38,20000})")
 
 
 class WorkerSecretError(ConfigurationError):
@@ -136,6 +141,48 @@ class WorkerSecret(Keyring):
             hmac.compare_digest(token, self._mac(key, "token:" + purpose, binding))
             for key in self._keys.values()
         )
+
+    # Sealed data ---------------------------------------------------------------------------------
+
+    def seal_data(self, purpose: str, binding: Mapping[str, Any], data: Mapping[str, Any]) -> str:
+        """``data`` encrypted and sealed for ``purpose`` and ``binding``, under the current key:
+        what one worker hands another through history that nobody else may read or change.
+
+        AES-256-GCM under a key derived from the secret's for ``purpose``, with ``binding`` as
+        its associated data. Its nonce is derived from the binding and the data, so the same
+        data sealed twice for the same binding (a workflow replayed) reads the same; anything
+        else never shares a nonce.
+        """
+        key = self._data_key(self._keys[self.current], purpose)
+        associated = canonical_json(binding)
+        plain = canonical_json(dict(data))
+        nonce = hmac.new(key, associated + b"\x00" + plain, hashlib.sha256).digest()[:12]
+        sealed = nonce + AESGCM(key).encrypt(nonce, plain, associated)
+        return f"lge1.{self.current}.{encode_base64url(sealed)}"
+
+    def open_data(self, text: object, purpose: str, binding: Mapping[str, Any]) -> Any:
+        """The data :meth:`seal_data` sealed in ``text`` for exactly ``purpose`` and
+        ``binding`` under one of these keys; None for anything else (nothing is raised because
+        of ``text``)."""
+        match = _SEALED_DATA.fullmatch(text) if isinstance(text, str) else None
+        key = self._keys.get(match.group(1)) if match is not None else None
+        if match is None or key is None:
+            return None
+        sealed = decode_base64url(match.group(2))
+        if sealed is None:
+            return None
+        try:
+            data_key = self._data_key(key, purpose)
+            plain = AESGCM(data_key).decrypt(sealed[:12], sealed[12:], canonical_json(binding))
+            return json.loads(plain)
+        except (InvalidTag, ValueError):
+            return None
+
+    @staticmethod
+    def _data_key(key: bytes, purpose: str) -> bytes:
+        return hmac.new(
+            key, b"lockgate-data\x00" + purpose.encode("utf-8"), hashlib.sha256
+        ).digest()
 
     @staticmethod
     def _mac(key: bytes, purpose: str, binding: Mapping[str, Any]) -> str:

@@ -53,6 +53,7 @@ from lockgate.activities._activity_inputs import (
 )
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._sealed_calls import (
+    HELD_HEADER,
     SEAL_HEADER,
     SealReader,
     header_text,
@@ -61,6 +62,8 @@ from lockgate.activities._sealed_calls import (
 from lockgate.activities._sealed_results import ResultSealer
 from lockgate.gates._authority import Authority
 from lockgate.identity._actors import Actor
+from lockgate.identity._identity_errors import IdentityError
+from lockgate.identity._issuers import ISSUER_PREFIX
 from lockgate.tools._audit import AuditLogger
 from lockgate.tools._registry import ToolRegistry
 from lockgate.tools._tool_result import ErrorCode
@@ -323,6 +326,21 @@ class _SealingOutbound(WorkflowOutboundInterceptor):
             binding = tool_activity_binding(info.workflow_id, info.run_id, input.activity, call)
             seal = self.authority.sealer.seal("tool-activity", binding)
             input.headers = {**input.headers, SEAL_HEADER: self._payload(seal)}
+            handover = self._handover(call)
+            if handover is not None:
+                held = self.authority.sealer.seal_data("held", binding, handover)
+                input.headers = {**input.headers, HELD_HEADER: self._payload(held)}
+
+    def _handover(self, call: object) -> dict[str, Any] | None:
+        """What the person from an identity provider a tool call runs as was judged to hold
+        here, for the worker that runs it (None for anyone else, as for every other call)."""
+        actor = call.actor if isinstance(call, ToolActivityInput) else None
+        if actor is None or not str(actor.get("principal") or "").startswith(ISSUER_PREFIX):
+            return None
+        try:
+            return self.authority.handover_of(Actor.from_dict(actor))
+        except IdentityError:
+            return None  # the activity refuses such an actor itself
 
     def start_child_workflow(self, input: StartChildWorkflowInput) -> Any:
         # A sub-graph believes who its parent handed it only under this seal, bound to the

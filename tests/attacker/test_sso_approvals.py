@@ -13,6 +13,8 @@ what each checks now is that the token answers exactly the act it names, and not
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
@@ -21,20 +23,24 @@ from typing import Any, cast
 
 import pytest
 from temporalio.client import Client
+from temporalio.worker import Worker
 
 from lockgate import Directory, GraphClient, LockgatePlugin
 from lockgate.clients._issuer_keys import IssuerKeyFetcher
 from lockgate.errors import IdentityError, ProofRefused
+from lockgate.gates._authority import Authority
+from lockgate.identity._actors import Actor
 from lockgate.identity._bindings import answer_binding, sign_in_binding
 from lockgate.identity._canonical import canonical_json
 from lockgate.identity._directory import DirectoryEntry
-from lockgate.identity._issuers import IssuerKeyring, token_nonce
+from lockgate.identity._issuers import Holdings, IssuerKeyring, token_nonce
 from lockgate.identity._passkeys import passkey_challenge
 from lockgate.identity._proofs import Signer
 from lockgate.identity._seals import WorkerSecret
 from lockgate.identity._verifier import Verifier
 from lockgate.testing import Identities, WorkerFactory
 from tests.helpers.gate_graphs import PAYMENT, POLICY_GRAPHS, DualPayment, MfaPayment
+from tests.helpers.graphs import eventually
 from tests.helpers.idp import IdentityProvider
 from tests.helpers.support import gate_of
 
@@ -370,6 +376,100 @@ async def test_an_officer_who_left_the_group_is_refused_at_the_next_decision(
     assert after["ok"] is False, after
     assert after["error"]["code"] == "FORBIDDEN", after
     assert "does not hold the role 'officer'" in after["error"]["message"]
+
+
+# A fleet: the node an answer leads to runs on another worker ------------------------------------
+
+
+async def test_a_node_an_sso_answer_leads_to_runs_on_another_worker_of_the_deployment(
+    lockgate_worker: WorkerFactory,
+    temporal_client: Client,
+    task_queue: str,
+    idp: IdentityProvider,
+    keys: Identities,
+) -> None:
+    """The officers answer on a worker that runs no regular activities, so `pay:send` runs on
+    another worker of the deployment, which never saw their tokens: it is handed what their
+    groups granted, sealed and encrypted under the worker secret, and the payment is sent."""
+    secret = WorkerSecret.generate()
+    directory = directory_of(idp, keys)
+
+    def deployment_plugin() -> LockgatePlugin:
+        return LockgatePlugin(graphs=POLICY_GRAPHS, directory=directory, secret=secret)
+
+    async with lockgate_worker(plugin=deployment_plugin(), no_remote_activities=True):
+        ada, run_id = await checked_payment(temporal_client, task_queue, idp, keys)
+        await client_of(temporal_client, task_queue, sso(idp, "olu")).decide(run_id, "release")
+        rod = client_of(temporal_client, task_queue, sso(idp, "rod"))
+        released = asyncio.ensure_future(rod.decide(run_id, "release"))
+        handle = temporal_client.get_workflow_handle(run_id)
+        send = await eventually(
+            lambda: scheduled_send(handle), lambda found: found is not None, what="pay:send"
+        )
+        # Another process of the deployment: its own connection, its own memory.
+        elsewhere = await Client.connect(
+            temporal_client.service_client.config.target_host, namespace=temporal_client.namespace
+        )
+        async with Worker(elsewhere, task_queue=task_queue, plugins=[deployment_plugin()]):
+            await released
+            shown = await eventually(
+                lambda: ada.show(run_id),
+                lambda view: view.get("status") not in ("waiting", "running"),
+                seconds=30,
+                what="the payment settled",
+            )
+
+    assert shown["status"] == "finished", shown  # parked, where the node could not run
+    assert shown["fields"]["sent"] is True
+    assert shown["trail"][-1]["node"] == "send"
+    assert shown["trail"][-1]["by"]["principal"] == "sso:corp:rod@example.com"
+    held = send.header.fields["lockgate-held"].data.decode()
+    assert held.startswith('"lge1.') and "payment:send" not in held and "officer" not in held
+
+
+async def scheduled_send(handle: Any) -> Any:
+    """The event that scheduled the run's `pay:send` activity, once there is one."""
+    async for event in handle.fetch_history_events():
+        scheduled = event.activity_task_scheduled_event_attributes
+        if event.HasField("activity_task_scheduled_event_attributes") and (
+            scheduled.activity_type.name == "lockgate.tool:pay:send"
+        ):
+            return scheduled
+    return None
+
+
+def test_holdings_handed_over_open_only_for_their_call_and_their_proof() -> None:
+    """What one worker hands another through history: encrypted, bound to one call of one
+    execution, and taken only for the proof it names while that proof is fresh."""
+    secret = WorkerSecret.generate()
+    binding = {"workflow_id": "pay-1", "run_id": "r1", "activity": "send", "input": "f"}
+    now = [1_000_000.0]
+    authority = Authority(Directory.from_toml(""), secret=secret, clock=lambda: now[0])
+    olu = Actor("sso:corp:olu@example.com", True, "temporal", "sso:corp:olu@example.com", "n-1")
+    granted = Holdings(roles=frozenset({"officer"}), scopes=frozenset({"payment:send"}))
+    authority.scopes_of(dataclasses.replace(olu, held=granted))  # judged here, at its answer
+    handed = authority.handover_of(olu)
+    sealed = secret.seal_data("held", binding, handed or {})
+
+    assert handed is not None and handed["scopes"] == ["payment:send"]
+    assert "payment:send" not in sealed and "officer" not in sealed
+    assert secret.open_data(sealed, "held", binding) == handed
+    assert secret.open_data(sealed, "held", {**binding, "run_id": "r2"}) is None  # another call
+    assert secret.open_data(sealed, "tool-activity", binding) is None  # another purpose
+    assert WorkerSecret.generate().open_data(sealed, "held", binding) is None  # another deployment
+    assert secret.open_data(sealed[:-4] + "AAAA", "held", binding) is None  # altered
+
+    def taken(actor: Actor, handed: object, *, after: float = 0) -> frozenset[str]:
+        other = Authority(Directory.from_toml(""), secret=secret, clock=lambda: now[0] + after)
+        other.take_handover(actor, handed)
+        return other.scopes_of(actor)
+
+    assert taken(olu, handed) == {"payment:send"}
+    assert taken(dataclasses.replace(olu, authorization="n-2"), handed) == frozenset()
+    assert taken(olu, handed, after=301) == frozenset()  # the proof is no longer fresh
+    ada = Actor("ada", True, "temporal", "ada", "n-1")  # a Directory name holds what it lists
+    assert taken(ada, {**(handed or {}), "authorization": "n-1"}) == frozenset()
+    assert authority.handover_of(ada) is None
 
 
 async def test_the_requester_signed_in_with_sso_cannot_answer_their_own_gate(
