@@ -214,7 +214,7 @@ class ToolActivities:
                     tool=name,
                 )
             raise self._mistake(name, actor, result)
-        return result.to_dict()
+        return result.to_compact_dict() if call.compact else result.to_dict()
 
     def _caller(self, name: str, call: ToolActivityInput) -> Actor:
         if call.actor is not None or call.confirmed:

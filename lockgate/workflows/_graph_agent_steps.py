@@ -325,6 +325,7 @@ class AgentStepRunner:
                 # on the driver's channel is refused back to it.
                 confirmed=False,
                 node=node.state,
+                compact=True,
             )
             try:
                 result = await execute_defined(

@@ -1224,6 +1224,8 @@ class GraphRun:
             idempotency_key=f"{self._run_id}/{self._execution}:{state}:{visit}",
             confirmed=True,
             node=state,
+            # The run reads whether it succeeded, its data and its error: nothing more kept.
+            compact=True,
         )
         definition = node.definition
         assert definition is not None
