@@ -516,11 +516,10 @@ class ToolActivities:
         if not plan.success:
             return {"ok": False, "result": plan.to_dict()}
         planned = plan.data["plan"]
-        return {
+        prepared: dict[str, Any] = {
             "ok": True,
             "actor": actor.to_dict(),
             "needs_confirmation": bool(planned["requires_confirmation"]),
-            "plan": planned,
             "summary": f"{definition.name} as {actor.actor}",
             "timeout_seconds": definition.timeout,
             "heartbeat_seconds": definition.heartbeat_seconds,
@@ -536,6 +535,10 @@ class ToolActivities:
                 "max_interval_seconds": definition.retry.max_interval_seconds,
             },
         }
+        if call.plan:
+            # Only a call that asks for its plan reads it: no other records a copy of it.
+            prepared["plan"] = planned
+        return prepared
 
     def tools_and_graphs(self) -> dict[str, Any]:
         """The worker's tools (MCP / LLM wire shape) and graphs, for its catalogue query."""
