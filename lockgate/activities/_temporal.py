@@ -41,6 +41,7 @@ from lockgate.activities._activity_inputs import (
 )
 from lockgate.activities._handover import open_handover, seal_problem
 from lockgate.activities._handover import start_refused as _start_refused
+from lockgate.activities._opened_fields import recorded_fields
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._scheduled_starts import open_scheduled_start
 from lockgate.activities._sealed_calls import own_run_sealed, sealed_by_own_run
@@ -278,7 +279,8 @@ class ToolActivities:
         if start.scheduled is not None and opened["fields"] is not None:
             opened = await open_scheduled_start(self.authority, start, opened)
         return {
-            **opened,
+            # The fields the start's inputs hold as they are are named, not copied.
+            **recorded_fields(opened, start.inputs),
             "local_tools": list(start.local_tools),
             "protocol": RUN_PROTOCOL,
             "accepted": start.accepted,

@@ -66,6 +66,7 @@ from lockgate.activities._activity_inputs import (
     VerifyCarriedInput,
     carry_binding,
 )
+from lockgate.activities._opened_fields import SAME_AS_INPUTS, opened_fields
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._temporal import CALLER_MISTAKES
 from lockgate.gates._authority import Authority, node_refusal_sentence
@@ -1131,7 +1132,7 @@ class GraphRun:
         if fields is None:
             self._standing.refusal = PayloadProblem(str(opened["code"]), str(opened["reason"]))
             return
-        self._run.fields = fields
+        self._run.fields = opened_fields(fields, opened.get(SAME_AS_INPUTS), self._start.inputs)
         self._local_tools = recorded_local_tools(opened)
         self._run.ignored_inputs = list(opened.get("ignored_inputs") or [])
         if opened.get("actor") is not None:

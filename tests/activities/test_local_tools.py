@@ -397,6 +397,28 @@ async def test_a_run_names_its_local_tools_once_in_its_start_check_and_writes_no
     assert "TemporalChangeVersion" not in upserted_search_attributes(events)
 
 
+async def test_a_start_check_names_the_inputs_it_kept_as_sent_and_the_run_opens_with_them(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    """The run's started event holds its inputs already: its start check's sealed result names
+    the ones the graph's model kept as they were sent, instead of a second copy of them."""
+    run, subject = await run_relay(
+        lockgate_worker, temporal_client, task_queue, LOCAL_RELAY, people(), "poppy"
+    )
+    events = await history_of(temporal_client, run["run_id"])
+
+    assert run["status"] == "finished" and run["fields"]["subject"] == subject, run
+    start_check = next(
+        event.marker_recorded_event_attributes.details["result"].payloads[0]
+        for event, name in zip(events, local_activity_types(temporal_client, events), strict=True)
+        if name == "lockgate.open_start"
+    )
+    assert subject.encode() not in start_check.data
+    opened = temporal_client.data_converter.payload_converter.from_payload(start_check, dict)
+    assert opened["same_as_inputs"] == ["subject"] and "subject" not in opened["fields"]
+    assert start_check.metadata[SEAL_METADATA]
+
+
 async def test_a_nodes_recorded_result_keeps_only_what_the_run_reads_under_its_seal(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
