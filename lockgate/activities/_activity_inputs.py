@@ -118,10 +118,6 @@ class ToolActivityInput:
             effects can use it to make them happen once. Handed to the tool in ``ctx.extra``.
         confirmed: The workflow received the confirmation this call needed (sealed, as ``actor``).
         node: The graph node this call runs, for the audit record of a refusal.
-        compact: The caller reads only whether the call succeeded, its data and its error (a
-            graph run's node or agent step): the activity returns those alone
-            (:meth:`ToolResult.to_compact_dict`), so the run's history keeps no copy of the
-            meta (who called, the request id, timings), which the audit record has.
     """
 
     arguments: dict[str, Any] = field(default_factory=dict)
@@ -132,7 +128,6 @@ class ToolActivityInput:
     idempotency_key: str | None = None
     confirmed: bool = False
     node: str | None = None
-    compact: bool = False
 
 
 @dataclass

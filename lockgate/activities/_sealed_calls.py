@@ -26,9 +26,11 @@ from lockgate.identity._seals import WorkerSecret
 from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
+    "COMPACT_HEADER",
     "SEAL_HEADER",
     "SealReader",
     "as_data",
+    "compact_result_wanted",
     "current_seal",
     "header_text",
     "own_run_sealed",
@@ -39,7 +41,17 @@ __all__ = [
 SEAL_HEADER = "lockgate-seal"
 """The activity header that carries a tool call's seal."""
 
+COMPACT_HEADER = "lockgate-compact"
+"""The activity header by which a caller that reads only whether a tool call succeeded, its
+data and its error (a graph run's node or agent step) asks for those alone
+(:meth:`~lockgate.tools._tool_result.ToolResult.to_compact_dict`), so its history keeps no copy
+of the meta (who called, the request id, timings), which the audit record has. A header, not a
+field of the input: the input's fingerprint, which its seal covers, stays what workers of the
+previous build compute, and such a worker, which reads no such header, answers the whole
+result, which the run reads as well."""
+
 _SEAL: contextvars.ContextVar[str | None] = contextvars.ContextVar("lockgate_seal", default=None)
+_COMPACT: contextvars.ContextVar[bool] = contextvars.ContextVar("lockgate_compact", default=False)
 
 _OPENED: contextvars.ContextVar[tuple[Any, bool] | None] = contextvars.ContextVar(
     "lockgate_seal_opened", default=None
@@ -108,6 +120,12 @@ def current_seal() -> str | None:
     return _SEAL.get()
 
 
+def compact_result_wanted() -> bool:
+    """Whether the caller of the activity running now asked for its result compact
+    (``COMPACT_HEADER``)."""
+    return _COMPACT.get()
+
+
 def header_text(
     headers: Mapping[str, Payload], name: str, converter: PayloadConverter
 ) -> str | None:
@@ -129,9 +147,11 @@ class SealReader(ActivityInboundInterceptor):
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         """Runs the activity with :func:`current_seal` set from its header."""
         seal = header_text(input.headers, SEAL_HEADER, activity.payload_converter())
+        compact = _COMPACT.set(COMPACT_HEADER in input.headers)
         token, opened = _SEAL.set(seal), _OPENED.set(None)
         try:
             return await self.next.execute_activity(input)
         finally:
             _OPENED.reset(opened)
             _SEAL.reset(token)
+            _COMPACT.reset(compact)

@@ -44,7 +44,11 @@ from lockgate.activities._handover import start_refused as _start_refused
 from lockgate.activities._opened_fields import recorded_fields
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._scheduled_starts import open_scheduled_start
-from lockgate.activities._sealed_calls import own_run_sealed, sealed_by_own_run
+from lockgate.activities._sealed_calls import (
+    compact_result_wanted,
+    own_run_sealed,
+    sealed_by_own_run,
+)
 from lockgate.gates._authority import Authority, why_node_refuses
 from lockgate.gates._gates import OpenGate, ParkedNode
 from lockgate.gates._judgements import Judgement, judge_answer, judge_resume, unknown_inputs
@@ -215,7 +219,7 @@ class ToolActivities:
                     tool=name,
                 )
             raise self._mistake(name, actor, result)
-        return result.to_compact_dict() if call.compact else result.to_dict()
+        return result.to_compact_dict() if compact_result_wanted() else result.to_dict()
 
     def _caller(self, name: str, call: ToolActivityInput) -> Actor:
         if call.actor is not None or call.confirmed:

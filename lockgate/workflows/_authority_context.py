@@ -53,6 +53,7 @@ from lockgate.activities._activity_inputs import (
 )
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._sealed_calls import (
+    COMPACT_HEADER,
     SEAL_HEADER,
     SealReader,
     header_text,
@@ -75,6 +76,7 @@ __all__ = [
     "OWN_RUN_FINISHED",
     "AuthorityInterceptor",
     "carry_seal",
+    "compact_results",
     "current_audit",
     "current_authority",
     "current_own_start",
@@ -128,6 +130,10 @@ _UNSIGNED_STARTS: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVa
 
 _OWN_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("lockgate_own_call", default=False)
 
+_COMPACT_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "lockgate_compact_call", default=False
+)
+
 _OWN_START: contextvars.ContextVar[OwnStart | None] = contextvars.ContextVar(
     "lockgate_own_start", default=None
 )
@@ -149,6 +155,18 @@ def unsigned_start_allowed() -> bool:
 def run_arguments() -> Sequence[Any]:
     """The arguments this run was started with, as its workflow function received them."""
     return _ARGUMENTS.get()
+
+
+@contextlib.contextmanager
+def compact_results() -> Iterator[None]:
+    """Asks the tool activity scheduled inside this block for its result compact (whether it
+    succeeded, its data and its error: see ``COMPACT_HEADER``), for a caller that reads nothing
+    more."""
+    token = _COMPACT_CALL.set(True)
+    try:
+        yield
+    finally:
+        _COMPACT_CALL.reset(token)
 
 
 @contextlib.contextmanager
@@ -323,6 +341,8 @@ class _SealingOutbound(WorkflowOutboundInterceptor):
             binding = tool_activity_binding(info.workflow_id, info.run_id, input.activity, call)
             seal = self.authority.sealer.seal("tool-activity", binding)
             input.headers = {**input.headers, SEAL_HEADER: self._payload(seal)}
+        if isinstance(call, ToolActivityInput) and _COMPACT_CALL.get():
+            input.headers = {**input.headers, COMPACT_HEADER: self._payload("compact")}
 
     def start_child_workflow(self, input: StartChildWorkflowInput) -> Any:
         # A sub-graph believes who its parent handed it only under this seal, bound to the

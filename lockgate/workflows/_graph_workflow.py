@@ -108,6 +108,7 @@ from lockgate.workflows._activity_options import (
 from lockgate.workflows._authority_context import (
     LOCKGATE_WORKFLOW,
     carry_seal,
+    compact_results,
     handover_seal,
     judging_authority,
     record_once,
@@ -1225,18 +1226,18 @@ class GraphRun:
             idempotency_key=f"{self._run_id}/{self._execution}:{state}:{visit}",
             confirmed=True,
             node=state,
-            # The run reads whether it succeeded, its data and its error: nothing more kept.
-            compact=True,
         )
         definition = node.definition
         assert definition is not None
         try:
-            result = await execute_defined(
-                definition,
-                call,
-                local=self._runs_local(definition),
-                summary=f"{node.tool} as {self._run.driver.actor}",
-            )
+            # The run reads whether it succeeded, its data and its error: nothing more kept.
+            with compact_results():
+                result = await execute_defined(
+                    definition,
+                    call,
+                    local=self._runs_local(definition),
+                    summary=f"{node.tool} as {self._run.driver.actor}",
+                )
         except ActivityError as error:
             await self._park_after_error(node, error)
             return _PARKED
