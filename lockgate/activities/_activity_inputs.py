@@ -312,6 +312,8 @@ class PrepareCallInput:
             unsigned call.
         accepted: The seal this worker made on the ``call`` update its validator accepted,
             handed back so that the call's history records it; None for an unsigned call.
+        plan: The call asks for its plan only: the plan is handed back (and recorded) for such
+            a call alone; a call that runs reads nothing of it.
     """
 
     tool: str
@@ -322,3 +324,4 @@ class PrepareCallInput:
     execution: str = ""
     actor: dict[str, Any] | None = None
     accepted: str | None = None
+    plan: bool = False

@@ -27,10 +27,12 @@ from lockgate.identity._seals import WorkerSecret
 from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
+    "COMPACT_HEADER",
     "HELD_HEADER",
     "SEAL_HEADER",
     "SealReader",
     "as_data",
+    "compact_result_wanted",
     "current_seal",
     "handed_holdings",
     "header_text",
@@ -42,6 +44,15 @@ __all__ = [
 SEAL_HEADER = "lockgate-seal"
 """The activity header that carries a tool call's seal."""
 
+COMPACT_HEADER = "lockgate-compact"
+"""The activity header by which a caller that reads only whether a tool call succeeded, its
+data and its error (a graph run's node or agent step) asks for those alone
+(:meth:`~lockgate.tools._tool_result.ToolResult.to_compact_dict`), so its history keeps no copy
+of the meta (who called, the request id, timings), which the audit record has. A header, not a
+field of the input: the input's fingerprint, which its seal covers, stays what workers of the
+previous build compute, and such a worker, which reads no such header, answers the whole
+result, which the run reads as well."""
+
 HELD_HEADER = "lockgate-held"
 """The activity header that hands the worker running a call what the person from an identity
 provider who authorized it was judged to hold (sealed and encrypted, see
@@ -49,6 +60,7 @@ provider who authorized it was judged to hold (sealed and encrypted, see
 
 _SEAL: contextvars.ContextVar[str | None] = contextvars.ContextVar("lockgate_seal", default=None)
 _HELD: contextvars.ContextVar[str | None] = contextvars.ContextVar("lockgate_held", default=None)
+_COMPACT: contextvars.ContextVar[bool] = contextvars.ContextVar("lockgate_compact", default=False)
 
 _OPENED: contextvars.ContextVar[tuple[Any, bool] | None] = contextvars.ContextVar(
     "lockgate_seal_opened", default=None
@@ -117,6 +129,12 @@ def current_seal() -> str | None:
     return _SEAL.get()
 
 
+def compact_result_wanted() -> bool:
+    """Whether the caller of the activity running now asked for its result compact
+    (``COMPACT_HEADER``)."""
+    return _COMPACT.get()
+
+
 def handed_holdings(authority: Authority, actor: Actor, call: Any) -> None:
     """Keeps, for the activity running now, what its header hands over that ``actor``'s proof
     was judged to hold on the worker that scheduled it (``HELD_HEADER``), opened under the
@@ -157,9 +175,11 @@ class SealReader(ActivityInboundInterceptor):
         seal = header_text(input.headers, SEAL_HEADER, converter)
         held = header_text(input.headers, HELD_HEADER, converter)
         token, opened, handed = _SEAL.set(seal), _OPENED.set(None), _HELD.set(held)
+        compact = _COMPACT.set(COMPACT_HEADER in input.headers)
         try:
             return await self.next.execute_activity(input)
         finally:
             _HELD.reset(handed)
             _OPENED.reset(opened)
             _SEAL.reset(token)
+            _COMPACT.reset(compact)

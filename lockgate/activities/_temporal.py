@@ -41,9 +41,11 @@ from lockgate.activities._activity_inputs import (
 )
 from lockgate.activities._handover import open_handover, seal_problem
 from lockgate.activities._handover import start_refused as _start_refused
+from lockgate.activities._opened_fields import recorded_fields
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._scheduled_starts import open_scheduled_start
 from lockgate.activities._sealed_calls import (
+    compact_result_wanted,
     handed_holdings,
     own_run_sealed,
     sealed_by_own_run,
@@ -218,7 +220,7 @@ class ToolActivities:
                     tool=name,
                 )
             raise self._mistake(name, actor, result)
-        return result.to_dict()
+        return result.to_compact_dict() if compact_result_wanted() else result.to_dict()
 
     def _caller(self, name: str, call: ToolActivityInput) -> Actor:
         if call.actor is not None or call.confirmed:
@@ -284,7 +286,8 @@ class ToolActivities:
         if start.scheduled is not None and opened["fields"] is not None:
             opened = await open_scheduled_start(self.authority, start, opened)
         return {
-            **opened,
+            # The fields the start's inputs hold as they are are named, not copied.
+            **recorded_fields(opened, start.inputs),
             "local_tools": list(start.local_tools),
             "protocol": RUN_PROTOCOL,
             "accepted": start.accepted,
@@ -521,11 +524,10 @@ class ToolActivities:
         if not plan.success:
             return {"ok": False, "result": plan.to_dict()}
         planned = plan.data["plan"]
-        return {
+        prepared: dict[str, Any] = {
             "ok": True,
             "actor": actor.to_dict(),
             "needs_confirmation": bool(planned["requires_confirmation"]),
-            "plan": planned,
             "summary": f"{definition.name} as {actor.actor}",
             "timeout_seconds": definition.timeout,
             "heartbeat_seconds": definition.heartbeat_seconds,
@@ -541,6 +543,10 @@ class ToolActivities:
                 "max_interval_seconds": definition.retry.max_interval_seconds,
             },
         }
+        if call.plan:
+            # Only a call that asks for its plan reads it: no other records a copy of it.
+            prepared["plan"] = planned
+        return prepared
 
     def tools_and_graphs(self) -> dict[str, Any]:
         """The worker's tools (MCP / LLM wire shape) and graphs, for its catalogue query."""

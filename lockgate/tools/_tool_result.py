@@ -214,6 +214,18 @@ class ToolResult:
             "meta": to_jsonable(self.meta),
         }
 
+    def to_compact_dict(self) -> dict[str, Any]:
+        """The wire shape as a caller that reads only ``success``, ``data`` and ``error`` needs
+        it: those three, each left out when it holds nothing (``message`` and ``meta`` never).
+        :meth:`from_dict` reads it back with the rest empty."""
+        compact: dict[str, Any] = {"success": self.__dict__["success"]}
+        if self.data is not None:
+            compact["data"] = to_jsonable(self.data)
+        error: ToolError | None = self.__dict__["error"]
+        if error is not None:
+            compact["error"] = error.to_dict()
+        return compact
+
     def to_json(self) -> str:
         """The wire shape as a JSON string."""
         return json.dumps(self.to_dict(), ensure_ascii=False)

@@ -53,6 +53,7 @@ from lockgate.activities._activity_inputs import (
 )
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._sealed_calls import (
+    COMPACT_HEADER,
     HELD_HEADER,
     SEAL_HEADER,
     SealReader,
@@ -78,6 +79,7 @@ __all__ = [
     "OWN_RUN_FINISHED",
     "AuthorityInterceptor",
     "carry_seal",
+    "compact_results",
     "current_audit",
     "current_authority",
     "current_own_start",
@@ -131,6 +133,10 @@ _UNSIGNED_STARTS: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVa
 
 _OWN_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("lockgate_own_call", default=False)
 
+_COMPACT_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "lockgate_compact_call", default=False
+)
+
 _OWN_START: contextvars.ContextVar[OwnStart | None] = contextvars.ContextVar(
     "lockgate_own_start", default=None
 )
@@ -152,6 +158,18 @@ def unsigned_start_allowed() -> bool:
 def run_arguments() -> Sequence[Any]:
     """The arguments this run was started with, as its workflow function received them."""
     return _ARGUMENTS.get()
+
+
+@contextlib.contextmanager
+def compact_results() -> Iterator[None]:
+    """Asks the tool activity scheduled inside this block for its result compact (whether it
+    succeeded, its data and its error: see ``COMPACT_HEADER``), for a caller that reads nothing
+    more."""
+    token = _COMPACT_CALL.set(True)
+    try:
+        yield
+    finally:
+        _COMPACT_CALL.reset(token)
 
 
 @contextlib.contextmanager
@@ -330,6 +348,8 @@ class _SealingOutbound(WorkflowOutboundInterceptor):
             if handover is not None:
                 held = self.authority.sealer.seal_data("held", binding, handover)
                 input.headers = {**input.headers, HELD_HEADER: self._payload(held)}
+        if isinstance(call, ToolActivityInput) and _COMPACT_CALL.get():
+            input.headers = {**input.headers, COMPACT_HEADER: self._payload("compact")}
 
     def _handover(self, call: object) -> dict[str, Any] | None:
         """What the person from an identity provider a tool call runs as was judged to hold

@@ -41,7 +41,7 @@ from lockgate.workflows._activity_options import (
     failure_message,
     refused_tool_call,
 )
-from lockgate.workflows._authority_context import current_audit, record_once
+from lockgate.workflows._authority_context import compact_results, current_audit, record_once
 from lockgate.workflows._carry import RunState, ThisRun
 
 __all__ = [
@@ -327,14 +327,15 @@ class AgentStepRunner:
                 node=node.state,
             )
             try:
-                result = await execute_defined(
-                    definition,
-                    call,
-                    local=self._runs_local(definition),
-                    summary=(
-                        f"{definition.name} as {self._run.driver.actor}, asked by {agent.model}"
-                    ),
-                )
+                with compact_results():
+                    result = await execute_defined(
+                        definition,
+                        call,
+                        local=self._runs_local(definition),
+                        summary=(
+                            f"{definition.name} as {self._run.driver.actor}, asked by {agent.model}"
+                        ),
+                    )
             except ActivityError as error:
                 code, message = _tool_refusal(error)
             else:

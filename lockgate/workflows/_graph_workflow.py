@@ -66,6 +66,7 @@ from lockgate.activities._activity_inputs import (
     VerifyCarriedInput,
     carry_binding,
 )
+from lockgate.activities._opened_fields import SAME_AS_INPUTS, opened_fields
 from lockgate.activities._refusal import Refusal
 from lockgate.activities._temporal import CALLER_MISTAKES
 from lockgate.gates._authority import Authority, node_refusal_sentence
@@ -107,6 +108,7 @@ from lockgate.workflows._activity_options import (
 from lockgate.workflows._authority_context import (
     LOCKGATE_WORKFLOW,
     carry_seal,
+    compact_results,
     handover_seal,
     judging_authority,
     record_once,
@@ -1131,7 +1133,7 @@ class GraphRun:
         if fields is None:
             self._standing.refusal = PayloadProblem(str(opened["code"]), str(opened["reason"]))
             return
-        self._run.fields = fields
+        self._run.fields = opened_fields(fields, opened.get(SAME_AS_INPUTS), self._start.inputs)
         self._local_tools = recorded_local_tools(opened)
         self._run.ignored_inputs = list(opened.get("ignored_inputs") or [])
         if opened.get("actor") is not None:
@@ -1228,12 +1230,14 @@ class GraphRun:
         definition = node.definition
         assert definition is not None
         try:
-            result = await execute_defined(
-                definition,
-                call,
-                local=self._runs_local(definition),
-                summary=f"{node.tool} as {self._run.driver.actor}",
-            )
+            # The run reads whether it succeeded, its data and its error: nothing more kept.
+            with compact_results():
+                result = await execute_defined(
+                    definition,
+                    call,
+                    local=self._runs_local(definition),
+                    summary=f"{node.tool} as {self._run.driver.actor}",
+                )
         except ActivityError as error:
             await self._park_after_error(node, error)
             return _PARKED

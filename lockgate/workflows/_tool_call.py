@@ -227,6 +227,7 @@ class ToolCallWorkflow:
                     execution=workflow.info().first_execution_run_id,
                     actor=self._caller.to_dict() if self._caller is not None else None,
                     accepted=self._acceptance.made if self._acceptance else None,
+                    plan=call.plan,
                 ),
             )
         except ActivityError as error:

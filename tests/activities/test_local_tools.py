@@ -47,6 +47,7 @@ from lockgate import (
 )
 from lockgate.activities._activity_inputs import tool_activity_name
 from lockgate.activities._sealed_calls import SEAL_HEADER
+from lockgate.activities._sealed_results import SEAL_METADATA
 from lockgate.contracts import RunView
 from lockgate.errors import ToolDeclarationError
 from lockgate.testing import Identities, WorkerFactory
@@ -394,6 +395,53 @@ async def test_a_run_names_its_local_tools_once_in_its_start_check_and_writes_no
     assert opened["local_tools"] == ["quick:look", "quick:note"]
     assert patches(events) == []
     assert "TemporalChangeVersion" not in upserted_search_attributes(events)
+
+
+async def test_a_start_check_names_the_inputs_it_kept_as_sent_and_the_run_opens_with_them(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    """The run's started event holds its inputs already: its start check's sealed result names
+    the ones the graph's model kept as they were sent, instead of a second copy of them."""
+    run, subject = await run_relay(
+        lockgate_worker, temporal_client, task_queue, LOCAL_RELAY, people(), "poppy"
+    )
+    events = await history_of(temporal_client, run["run_id"])
+
+    assert run["status"] == "finished" and run["fields"]["subject"] == subject, run
+    start_check = next(
+        event.marker_recorded_event_attributes.details["result"].payloads[0]
+        for event, name in zip(events, local_activity_types(temporal_client, events), strict=True)
+        if name == "lockgate.open_start"
+    )
+    assert subject.encode() not in start_check.data
+    opened = temporal_client.data_converter.payload_converter.from_payload(start_check, dict)
+    assert opened["same_as_inputs"] == ["subject"] and "subject" not in opened["fields"]
+    assert start_check.metadata[SEAL_METADATA]
+
+
+async def test_a_nodes_recorded_result_keeps_only_what_the_run_reads_under_its_seal(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    """A node's tool result in the history (a local marker or a completed activity) holds
+    whether it succeeded and its data, and the seal of the worker that ran it: no copy of who
+    called, the request id or timings, which the audit record has."""
+    run, _ = await run_relay(
+        lockgate_worker, temporal_client, task_queue, LOCAL_RELAY, people(), "poppy"
+    )
+    events = await history_of(temporal_client, run["run_id"])
+
+    assert run["status"] == "finished", run
+    recorded = []
+    for event, name in zip(events, local_activity_types(temporal_client, events), strict=True):
+        if name is not None and name.startswith(tool_activity_name("")):
+            recorded.append(event.marker_recorded_event_attributes.details["result"].payloads[0])
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            recorded.append(event.activity_task_completed_event_attributes.result.payloads[0])
+    assert len(recorded) == 3
+    for payload in recorded:
+        result = temporal_client.data_converter.payload_converter.from_payload(payload, dict)
+        assert set(result) <= {"success", "data"} and result["success"] is True, result
+        assert payload.metadata[SEAL_METADATA], payload
 
 
 async def test_a_local_node_leaves_the_same_trail_audit_records_and_idempotency_keys_as_a_regular(

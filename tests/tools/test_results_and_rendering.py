@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -205,6 +206,31 @@ def test_from_dict_rebuilds_what_to_dict_wrote(result: ToolResult) -> None:
 
     assert rebuilt == result
     assert (rebuilt.success, rebuilt.code) == (result.success, result.code)
+
+
+@pytest.mark.parametrize(
+    ("result", "compact"),
+    [
+        (ToolResult.ok({"id": 1}, "Done.", {"k": "v"}), {"success": True, "data": {"id": 1}}),
+        (ToolResult.ok(), {"success": True}),
+        (
+            ToolResult.failed(ErrorCode.NOT_FOUND, "Missing."),
+            {"success": False, "error": {"code": "NOT_FOUND", "message": "Missing."}},
+        ),
+    ],
+)
+def test_the_compact_wire_shape_keeps_success_data_and_error_and_reads_back(
+    result: ToolResult, compact: dict[str, Any]
+) -> None:
+    rebuilt = ToolResult.from_dict(result.to_compact_dict())
+
+    assert result.to_compact_dict() == compact
+    assert (rebuilt.success, rebuilt.data, rebuilt.code) == (
+        result.success,
+        result.data,
+        result.code,
+    )
+    assert rebuilt.error == result.error and rebuilt.meta == {} and rebuilt.message is None
 
 
 def test_results_with_different_data_are_not_equal() -> None:

@@ -317,3 +317,34 @@ async def test_a_planned_call_checks_everything_and_runs_nothing(
     # One answer per request id: asking again returns the plan; the tool never ran.
     assert again == planned
     assert runs[token] == 0
+
+
+async def test_a_call_that_runs_records_no_plan_in_its_check_and_a_planned_call_does(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    """The plan is what a planned call answers; a call that runs reads nothing of it, so its
+    history keeps no copy of its arguments there (its check's sealed result)."""
+    token = uuid4().hex
+    ran, planned = new_request_id(), new_request_id()
+    async with lockgate_worker(tools=[count]):
+        tools = ToolClient(temporal_client, task_queue)
+        await tools.call("demo:count", {"token": token, "n": 1}, request_id=ran)
+        await tools.call("demo:count", {"token": token, "n": 1}, request_id=planned, plan=True)
+
+    checks = [await recorded_check(temporal_client, request_id) for request_id in (ran, planned)]
+    assert checks[0]["ok"] is True and "plan" not in checks[0], checks[0]
+    assert checks[1]["plan"]["args"] == {"token": token, "n": 1}, checks[1]
+
+
+async def recorded_check(client: Client, request_id: str) -> dict[str, Any]:
+    """The result of a call's check (``lockgate.prepare_call``) as its history records it."""
+    history = await client.get_workflow_handle(call_workflow_id(request_id)).fetch_history()
+    converter = client.data_converter.payload_converter
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+            details = event.marker_recorded_event_attributes.details
+            marker = converter.from_payload(details["data"].payloads[0], dict)
+            if marker["activity_type"] == "lockgate.prepare_call":
+                result: dict[str, Any] = converter.from_payload(details["result"].payloads[0], dict)
+                return result
+    raise AssertionError(f"call {request_id} recorded no check")
