@@ -601,6 +601,15 @@ def test_the_troubleshooting_guide_names_only_real_codes_and_every_common_one() 
     assert {"FORBIDDEN", "SELF_APPROVAL_FORBIDDEN", "UNVERIFIED_APPROVER"} <= named
 
 
+def test_the_performance_page_says_what_every_benchmark_measures() -> None:
+    page = (DOCS / "performance.md").read_text()
+    scripts = sorted((REPOSITORY / "bench").glob("[!_]*.py"))
+
+    assert scripts
+    for script in scripts:
+        assert f"- `bench/{script.name}`: " in page
+
+
 def test_the_cli_reference_names_every_command() -> None:
     page = _docs_hooks().cli_page()
 
