@@ -32,7 +32,9 @@ def _cell(text: str | None) -> str:
 def _options(parser: argparse.ArgumentParser) -> list[str]:
     rows: list[str] = []
     for action in parser._actions:
-        if action.help == argparse.SUPPRESS or isinstance(action, argparse._SubParsersAction):
+        if action.help == argparse.SUPPRESS or isinstance(
+            action, argparse._SubParsersAction | argparse._HelpAction
+        ):
             continue
         if action.option_strings:
             names = ", ".join(f"`{name}`" for name in action.option_strings)
@@ -41,7 +43,12 @@ def _options(parser: argparse.ArgumentParser) -> list[str]:
         else:
             names = f"`{action.metavar or action.dest}`"
         default = ""
-        if action.default not in (None, False, argparse.SUPPRESS) and action.nargs != 0:
+        said = "default" in (action.help or "")
+        if (
+            action.default not in (None, False, argparse.SUPPRESS)
+            and action.nargs != 0
+            and not said
+        ):
             default = f" (default: `{action.default}`)"
         rows.append(f"| {names} | {_cell(action.help)}{_cell(default)} |")
     if not rows:
@@ -79,7 +86,8 @@ def cli_page() -> str:
         "",
         "## Global options",
         "",
-        "Every command takes these, before or after its name.",
+        "Every command takes these, before or after its name; `-h`/`--help` after a command's",
+        "name prints its help.",
         "",
         *_options(parser),
     ]
