@@ -47,7 +47,8 @@ test-main: $(STAMP) docs browser redis helm signers idp
 
 # The documentation site (mkdocs.yml, docs/) into site/: --strict fails on any warning (a broken
 # link, a page the navigation leaves out, a docstring mkdocstrings cannot read). The command line
-# reference and the refusal codes are generated as it builds (docs/_hooks/generated_pages.py).
+# reference, the refusal codes and the Python API pages are generated as it builds
+# (docs/_hooks/generated_pages.py); tests/test_docs.py runs or type-checks every code block.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
