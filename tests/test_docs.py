@@ -30,6 +30,7 @@ from tests.helpers.docs import (
     DOCS,
     README,
     SHELL_LANGUAGES,
+    Block,
     blocks,
     code_containing,
     documentation,
@@ -37,6 +38,11 @@ from tests.helpers.docs import (
 )
 from tests.helpers.graphs import eventually
 from tests.helpers.support import REPOSITORY, temporal_cli
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # tomllib is the standard library's from 3.11
+    import tomli as tomllib
 
 
 def _blocks(language: str) -> list[str]:
@@ -504,6 +510,16 @@ def _needles_of_the_tests_that_run_python_blocks() -> set[str]:
             if language == "python":
                 needles.add(needle)
     return needles
+
+
+@pytest.mark.parametrize("block", blocks("toml"), ids=lambda block: block.page)
+def test_every_toml_block_parses(block: Block) -> None:
+    assert tomllib.loads(block.code)
+
+
+@pytest.mark.parametrize("block", blocks("json"), ids=lambda block: block.page)
+def test_every_json_block_parses(block: Block) -> None:
+    assert json.loads(block.code)
 
 
 def test_every_python_block_compiles() -> None:
