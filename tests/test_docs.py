@@ -289,14 +289,20 @@ def test_the_agent_step_example_declares_a_graph_a_worker_serves() -> None:
     assert served == ["desk:support"]
 
 
+_ENVIRONMENT = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=(?:\$\(.*\)|\S+)\s+)+")
+"""Variables set for one command (``TOKEN=$(...) lockgate mcp``), taken off before it."""
+
+
 def _command_lines(program: str) -> list[str]:
     """Every line of a shell block, on any page, that runs ``program`` (a console block's
-    ``$ `` prompt taken off, continued lines joined, comments dropped)."""
+    ``$ `` prompt and any variables set for the command taken off, continued lines joined,
+    comments dropped)."""
     found: list[str] = []
     for language in SHELL_LANGUAGES:
         for block in _blocks(language):
             for line in block.replace("\\\n", " ").splitlines():
                 line = line.split(" #", 1)[0].strip().removeprefix("$ ")
+                line = _ENVIRONMENT.sub("", line)
                 if line.startswith(f"{program} "):
                     found.append(line)
     return found
