@@ -13,7 +13,7 @@ PORT ?=
 UI_PORT ?=
 DURABILITY ?=
 
-.PHONY: dev test test-plan test-main test-other-pythons browser redis helm signers idp soak bench lint typecheck package-check clean
+.PHONY: dev test test-plan test-main test-other-pythons docs browser redis helm signers idp soak bench lint typecheck package-check clean
 
 # An editable install writes the version into its metadata once: a new one reinstalls.
 $(STAMP): pyproject.toml lockgate/_version.py
@@ -38,11 +38,19 @@ test-plan:
 		"Python $(OTHER_PYTHONS) where they are installed: about 10 minutes each on 2 cores. First" \
 		"it installs what the tests drive where it can: chromium and redis-server with apt-get (as" \
 		"root), Helm's binary (checked by its SHA-256) and the Node packages of the TypeScript signer" \
-		"and the test identity provider (npm ci); what it cannot install is skipped, and said."
+		"and the test identity provider (npm ci); what it cannot install is skipped, and said." \
+		"It builds the documentation site (make docs) first."
 
-test-main: $(STAMP) browser redis helm signers idp
+test-main: $(STAMP) docs browser redis helm signers idp
 	@echo "make test: the suite on $$($(BIN)/python --version 2>&1) ($(BIN)/python)"
 	$(BIN)/python -m pytest -q
+
+# The documentation site (mkdocs.yml, docs/) into site/: --strict fails on any warning (a broken
+# link, a page the navigation leaves out, a docstring mkdocstrings cannot read). The command line
+# reference, the refusal codes and the Python API pages are generated as it builds
+# (docs/_hooks/generated_pages.py); tests/test_docs.py runs or type-checks every code block.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # The Temporal UI test drives Debian's Chromium headless: installed here with apt-get where that
 # can be done (as root); elsewhere the test is skipped and says so.
@@ -151,8 +159,8 @@ bench: $(BENCH_STAMP)
 	@for script in bench/[!_]*.py; do $(BIN)/python $$script || exit 1; done
 
 lint: $(STAMP)
-	$(BIN)/ruff check lockgate tests bench
-	$(BIN)/ruff format --check lockgate tests bench
+	$(BIN)/ruff check lockgate tests bench docs/_hooks
+	$(BIN)/ruff format --check lockgate tests bench docs/_hooks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -166,4 +174,4 @@ package-check: $(STAMP)
 	$(BIN)/python tests/package_check.py $(OTHER_PYTHONS)
 
 clean:
-	rm -rf $(VENV) .venv-* .tools $(SIGNER)/node_modules $(SIGNER)/dist tests/idp/node_modules .lockgate .pytest_cache .mypy_cache .ruff_cache .hypothesis dist build lockgate.egg-info
+	rm -rf $(VENV) .venv-* .tools $(SIGNER)/node_modules $(SIGNER)/dist tests/idp/node_modules .lockgate .pytest_cache .mypy_cache .ruff_cache .hypothesis dist build lockgate.egg-info site

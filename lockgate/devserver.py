@@ -96,7 +96,7 @@ def server_args(*, database: bool, durability: str = "full") -> list[str]:
 
     Returns:
         Arguments for ``temporal server start-dev``. Operators of a real cluster set the same
-        dynamic config keys (see the README's "Running it fast" section).
+        dynamic config keys (see "Running it fast" on the docs' Performance page).
     """
     if durability not in DURABILITIES:
         raise ValueError(f"durability is one of {', '.join(DURABILITIES)}, not {durability!r}")

@@ -1,5 +1,5 @@
 """The version is written once, in ``lockgate/_version.py``: the installed distribution carries
-it, and the copies that cannot read it (the chart's ``appVersion``, the README's image tags, the
+it, and the copies that cannot read it (the chart's ``appVersion``, the docs' image tags, the
 CHANGELOG's first section) are held to it, so a release that moves it is told of each."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import re
 import yaml
 
 import lockgate
+from tests.helpers.docs import documentation
 from tests.helpers.support import REPOSITORY
 
 
@@ -24,8 +25,8 @@ def test_the_charts_app_version_is_the_packages_version() -> None:
     assert chart["appVersion"] == lockgate.__version__
 
 
-def test_the_readmes_image_tags_name_the_packages_version() -> None:
-    tags = re.findall(r"/lockgate:(\S+)", (REPOSITORY / "README.md").read_text())
+def test_the_docs_image_tags_name_the_packages_version() -> None:
+    tags = re.findall(r"/lockgate:(\S+)", documentation())
 
     assert tags
     assert set(tags) == {lockgate.__version__}

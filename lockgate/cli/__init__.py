@@ -25,5 +25,5 @@ from lockgate.cli._entry import entry, main
 __all__ = ["entry", "main"]
 
 _parser = build_parser
-"""The whole command line's parser; ``tests/test_readme.py`` checks the README's commands
-against it."""
+"""The whole command line's parser; ``tests/test_docs.py`` checks the commands of the README and
+the docs against it, and the docs' command line reference is generated from it."""

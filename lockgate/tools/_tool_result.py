@@ -24,26 +24,58 @@ class ErrorCode(str, enum.Enum):
     """
 
     TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
+    """No tool of that name is registered (or served by the workers); the message names the tools
+    there are."""
     VALIDATION_ERROR = "VALIDATION_ERROR"
+    """An argument is missing, of the wrong type or out of its declared bounds; the message names
+    each field."""
     FORBIDDEN = "FORBIDDEN"
+    """The caller is known but may not do this: a scope or role it does not hold, a channel policy
+    that blocks it, or a step-up sign-in a gate asks for."""
     RATE_LIMITED = "RATE_LIMITED"
+    """The caller's budget for this tool is spent for the window, or the shared rate-limit store
+    cannot be reached; nothing ran. ``meta`` says when to try again."""
     INTERNAL_ERROR = "INTERNAL_ERROR"
+    """lockgate's own failure, or a tool that raised: the message says what, never with a stack
+    trace."""
     TIMEOUT = "TIMEOUT"
+    """A tool's activity did not finish within its time, after its retries."""
     CONFIRMATION_REQUIRED = "CONFIRMATION_REQUIRED"
+    """The tool asks for a confirmation token bound to the caller and these exact arguments; the
+    result carries the token to confirm with."""
     UNAUTHORIZED = "UNAUTHORIZED"
+    """Nobody verified is calling where a verified principal is required: an unsigned call on a
+    channel that requires authentication, or a gate in a run nobody signed the start of."""
     NOT_FOUND = "NOT_FOUND"
+    """No such run, graph, schedule or thing to read; or one the caller may not see."""
     UNVERIFIED_APPROVER = "UNVERIFIED_APPROVER"
+    """An answer (or a start, a resume, a cancel) whose proof does not verify: none sent, a
+    signature that fails, a signer the Directory does not list, a proof out of its time or
+    already spent."""
     SELF_APPROVAL_FORBIDDEN = "SELF_APPROVAL_FORBIDDEN"
+    """Four eyes: the approver is the run's requester, or drove the work the gate reviews."""
     INVALID_DECISION = "INVALID_DECISION"
+    """The answer is not one of the gate's options."""
     GATE_NOT_PENDING = "GATE_NOT_PENDING"
+    """The answer is for no gate open now: the run waits for nothing, or the proof names
+    another execution, another gate, or something other than what the gate shows."""
     NOTHING_TO_RESUME = "NOTHING_TO_RESUME"
+    """``resume`` on a run that is not parked at a node."""
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    """What the caller sent is larger than lockgate accepts; the message names the limit."""
     CONFIRMATION_DECLINED = "CONFIRMATION_DECLINED"
+    """The person asked to confirm the call (over MCP) said no."""
     ALREADY_ANSWERED = "ALREADY_ANSWERED"
+    """This approver has already answered this opening of the gate: each approver counts once."""
     INVALID_EVIDENCE = "INVALID_EVIDENCE"
+    """The evidence an answer must carry is missing, invalid or not asked for; the message names
+    each field that failed, never the value sent."""
     NOT_WAIVABLE = "NOT_WAIVABLE"
+    """A waiver of a gate that declares no ``waivable_by``."""
     NOTHING_TO_CANCEL = "NOTHING_TO_CANCEL"
+    """``cancel`` on a run that has already ended."""
     UNAVAILABLE = "UNAVAILABLE"
+    """What would answer is not there: the Temporal server, or a worker polling the task queue."""
 
     def __str__(self) -> str:
         return self.value

@@ -24,6 +24,7 @@ from temporalio.envconfig import ClientConfig
 from lockgate.authorization import ChannelPolicy
 from lockgate.cli._arguments import build_parser
 from lockgate.cli._worker import channel_policies_of
+from tests.helpers.docs import documentation
 from tests.helpers.helm import HELM
 from tests.helpers.support import REPOSITORY
 
@@ -428,10 +429,8 @@ def test_the_keda_trigger_reads_the_variables_the_worker_connects_with() -> None
     assert "replicas" not in deployment["spec"]
 
 
-def test_every_values_file_the_readme_names_is_a_scenario_these_tests_render_or_refuse() -> None:
-    named = set(
-        re.findall(r"deploy/helm/examples/([\w-]+)\.yaml", (REPOSITORY / "README.md").read_text())
-    )
+def test_every_values_file_the_docs_name_is_a_scenario_these_tests_render_or_refuse() -> None:
+    named = set(re.findall(r"deploy/helm/examples/([\w-]+)\.yaml", documentation()))
     present = {path.stem for path in SCENARIOS.glob("*.yaml")}
 
     assert named
