@@ -394,12 +394,18 @@ class Operations:
             )
         return await self._runs.resume(run_id)
 
-    async def cancel(self, run: object, *, reason: str | None = None) -> RunView:
+    async def cancel(
+        self, run: object, *, reason: str | None = None, proof: object = None
+    ) -> RunView:
         """Ends ``run`` for good, as the caller's signer, who must be its requester; ``reason``
-        is shown in its trail."""
-        run_id = _text(run, "run", "cancel")
-        if not isinstance(run_id, str):
-            return run_id
+        is shown in its trail. With ``proof``, relays a cancel signed elsewhere instead (what
+        the inbox's page signed): the run's worker judges it."""
+        checked = _run_and_proof(run, proof, "cancel")
+        if not isinstance(checked, tuple):
+            return checked
+        run_id, signed = checked
+        if signed is not None:
+            return await self._runs.cancel_signed(run_id, signed)
         return await self._runs.cancel(run_id, reason=reason)
 
     # What a signer elsewhere signs ---------------------------------------------------------------
@@ -427,6 +433,30 @@ class Operations:
                 )
             )
         return await self._runs.decide_binding(run_id, option, evidence=given, gate_shown=gate)
+
+    async def resume_binding(self, run: object) -> dict[str, Any]:
+        """What a resume of the parked ``run`` authorizes, for a proof signed elsewhere (a key
+        or passkey in the inbox's page), or the refusal. Signs nothing."""
+        run_id = _text(run, "run", "resume")
+        if not isinstance(run_id, str):
+            return dict(run_id)
+        return await self._runs.resume_binding(run_id)
+
+    async def cancel_binding(self, run: object, *, reason: object = None) -> dict[str, Any]:
+        """What a cancel of ``run`` (for ``reason``, a string, if given) authorizes, for a proof
+        signed elsewhere, or the refusal. Signs nothing."""
+        run_id = _text(run, "run", "cancel")
+        if not isinstance(run_id, str):
+            return dict(run_id)
+        if reason is not None and not isinstance(reason, str):
+            return dict(
+                refusal(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"cancel: `reason` is text, and this is not: {_quoted(reason)}.",
+                    run_id=run_id,
+                )
+            )
+        return await self._runs.cancel_binding(run_id, reason=reason or None)
 
     async def sign_decide(
         self, run: object, choice: object, *, evidence: object = None, waiver: str | None = None
