@@ -753,12 +753,14 @@ class GraphClient:
         waiver: str | None = None,
         shown: Mapping[str, Any] | None = None,
         gate_shown: str | None = None,
+        comment: str | None = None,
     ) -> dict[str, Any]:
         """What an answer of ``choice`` to the gate open on ``run_id`` authorizes, for a proof
         signed elsewhere (a passkey in the inbox), or a refusal. Signs nothing.
 
         ``shown`` is the run as the signer saw it (see :meth:`decide`); ``gate_shown`` the key of
-        the gate a page showed them (``editor_call#2``), refused if another is open now.
+        the gate a page showed them (``editor_call#2``), refused if another is open now;
+        ``comment`` what the signer says with the answer (the run's worker judges and keeps it).
         """
         found = (
             await self._shown(run_id, shown) if shown is not None else await self._awaiting(run_id)
@@ -801,7 +803,12 @@ class GraphClient:
                 )
             )
         return answer_binding(
-            gate, choice, execution=found["execution"], evidence=evidence, waiver=waiver
+            gate,
+            choice,
+            execution=found["execution"],
+            evidence=evidence,
+            waiver=waiver,
+            comment=comment,
         )
 
     async def sign_start(self, run_id: str) -> dict[str, Any]:

@@ -411,13 +411,20 @@ class Operations:
     # What a signer elsewhere signs ---------------------------------------------------------------
 
     async def decide_binding(
-        self, run: object, choice: object, *, evidence: object = None, gate: object = None
+        self,
+        run: object,
+        choice: object,
+        *,
+        evidence: object = None,
+        gate: object = None,
+        comment: object = None,
     ) -> dict[str, Any]:
         """What an answer of ``choice`` to the gate ``run`` waits at authorizes, for a proof
         signed elsewhere (a passkey in the inbox's page), or the refusal. Signs nothing.
 
         ``gate`` is the key of the gate the signer was shown (``editor_call#2``): refused if
-        another is open now.
+        another is open now. ``comment`` is text the signer says with the answer, signed with
+        it; the run's worker judges it and keeps it in the trail, and it decides nothing.
         """
         checked = self._answer(run, choice, evidence)
         if not isinstance(checked, tuple):
@@ -432,7 +439,17 @@ class Operations:
                     run_id=run_id,
                 )
             )
-        return await self._runs.decide_binding(run_id, option, evidence=given, gate_shown=gate)
+        if comment is not None and not isinstance(comment, str):
+            return dict(
+                refusal(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"decide: `comment` is text, and this is not: {_quoted(comment)}.",
+                    run_id=run_id,
+                )
+            )
+        return await self._runs.decide_binding(
+            run_id, option, evidence=given, gate_shown=gate, comment=comment or None
+        )
 
     async def resume_binding(self, run: object) -> dict[str, Any]:
         """What a resume of the parked ``run`` authorizes, for a proof signed elsewhere (a key
