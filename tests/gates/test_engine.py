@@ -289,3 +289,12 @@ def test_a_gate_opens_unsigned_only_where_the_declaration_allows_it() -> None:
         )
         is None
     )
+
+
+def test_a_single_gate_shows_the_rejection_it_declares_and_one_without_shows_no_policy() -> None:
+    declared = _gate(CompiledApprovalPolicy(rejection="reject"))
+
+    assert declared.to_dict()["policy"]["rejection"] == "reject"
+    assert OpenGate.from_dict(declared.to_dict()).policy.rejection == "reject"
+    assert "policy" not in _gate().to_dict()
+
