@@ -194,11 +194,13 @@ async def test_an_open_inbox_shows_a_visitor_the_gates_and_why_they_may_take_non
         disabled = [await buttons.nth(i).is_disabled() for i in range(await buttons.count())]
         why = await gate.locator(".why").first.text_content()
         notice = await page.text_content(".open-notice")
+        nav = await page.locator("header nav a").all_inner_texts()
         await context.close()
 
     assert disabled and all(disabled)
     assert "a gate is answered by a verified person" in (why or "")
     assert "anyone who reaches this page reads every run" in (notice or "")
+    assert [" ".join(link.split()) for link in nav] == ["All open 1", "Paused 0"]  # no "needs you"
     assert f"reads every run of task queue {place.runs.task_queue}" in (notice or "")
 
 
