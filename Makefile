@@ -13,7 +13,7 @@ PORT ?=
 UI_PORT ?=
 DURABILITY ?=
 
-.PHONY: dev test test-plan test-main test-other-pythons docs browser redis helm signers idp soak bench lint typecheck package-check clean
+.PHONY: dev test test-plan test-main test-other-pythons docs browser redis helm signers idp soak bench lint typecheck package-check screenshots clean
 
 # An editable install writes the version into its metadata once: a new one reinstalls.
 $(STAMP): pyproject.toml lockgate/_version.py
@@ -151,6 +151,12 @@ test-other-pythons:
 		echo "make test: the suite on Python $$version ($$interpreter)"; \
 		$$venv/bin/python -m pytest -q -p no:cacheprovider || exit 1; \
 	done
+
+# The inbox's pages at a desktop's size (1280x800) and a phone's (390x844), as the docs show them:
+# written by the browser tests into docs/screenshots as <page>-desktop.png and <page>-phone.png.
+screenshots: $(STAMP) browser
+	LOCKGATE_SCREENSHOTS=docs/screenshots $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/serving/test_inbox_screenshots.py
 
 soak: $(STAMP)
 	$(BIN)/python -m pytest -q -m soak -p no:cacheprovider

@@ -206,6 +206,7 @@ class _TrailRowDetails(TypedDict, total=False):
     needed: int
     decided: str
     evidence: dict[str, Any]
+    comment: str
     child: RunRef
     usage: dict[str, int]
     asked_by: str
@@ -221,7 +222,8 @@ class TrailRow(_TrailRowRequired, _TrailRowDetails, total=False):
 
     An answer at a gate of several approvers also has the answers ``counts`` per option so far,
     the ``needed`` matching answers, ``why`` it stands as it does, and, once the gate is
-    decided, the option ``decided``. An answer given with evidence carries its ``evidence``.
+    decided, the option ``decided``. An answer given with evidence carries its ``evidence``; one
+    signed with a comment, its ``comment`` (what the approver said; it decides nothing).
 
     An agent step's rows: each model request (``operation`` ``model:<name>``) with its
     ``usage``; each tool call the model asked for, ``asked_by`` ``model:<name>``; a spent

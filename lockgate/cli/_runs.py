@@ -111,7 +111,7 @@ def gate_rules(gate: GateView) -> list[str]:
     """What a gate's rules say beyond its options: its approval policy and the answers so far."""
     lines: list[str] = []
     policy = gate.get("policy")
-    if policy is not None:
+    if policy is not None and policy["approvals"] > 1:
         answers = gate.get("answers", [])
         given = ", ".join(f"{answer['principal']} → {answer['option']}" for answer in answers)
         panel = f" of a panel of {policy['panel']}" if policy["panel"] else ""

@@ -656,6 +656,14 @@ class GraphClient:
     async def sign_cancel(self, run_id: str, *, reason: str | None = None) -> dict[str, Any]:
         """The signed cancel of ``run_id`` for its ``cancel`` update, or a refusal (the run is
         not running on this client's task queue)."""
+        found = await self.cancel_binding(run_id, reason=reason)
+        if "error" in found:
+            return found
+        return self._signer().sign(found)
+
+    async def cancel_binding(self, run_id: str, *, reason: str | None = None) -> dict[str, Any]:
+        """What a cancel of ``run_id`` authorizes, for a proof signed elsewhere (a key or passkey
+        in the inbox's page), or a refusal. Signs nothing."""
         description = await self._ours(run_id, self.client.get_workflow_handle(run_id))
         if isinstance(description, dict):
             if description.get("closed"):
@@ -668,9 +676,7 @@ class GraphClient:
                 )
             return description
         execution = description.raw_description.workflow_execution_info.first_run_id
-        return self._signer().sign(
-            cancel_binding(description.workflow_type, run_id, execution, reason)
-        )
+        return cancel_binding(description.workflow_type, run_id, execution, reason)
 
     async def decide_signed(self, run_id: str, proof: Mapping[str, Any]) -> RunView:
         """Relays an answer signed elsewhere (what ``lockgate sign decide`` prints).
@@ -683,6 +689,10 @@ class GraphClient:
     async def resume_signed(self, run_id: str, proof: Mapping[str, Any]) -> RunView:
         """Relays a resume signed elsewhere (what ``lockgate sign resume`` prints)."""
         return await self._relay("resume", run_id, proof)
+
+    async def cancel_signed(self, run_id: str, proof: Mapping[str, Any]) -> RunView:
+        """Relays a cancel signed elsewhere (a key or passkey in the inbox's page)."""
+        return await self._relay("cancel", run_id, proof)
 
     async def _relay(self, update: str, run_id: str, proof: Mapping[str, Any]) -> RunView:
         handle: WorkflowHandle[Any, Any] = self.client.get_workflow_handle(run_id)
@@ -751,13 +761,15 @@ class GraphClient:
         shown: Mapping[str, Any] | None = None,
         gate_shown: str | None = None,
         described: WorkflowExecutionDescription | None = None,
+        comment: str | None = None,
     ) -> dict[str, Any]:
         """What an answer of ``choice`` to the gate open on ``run_id`` authorizes, for a proof
         signed elsewhere (a passkey in the inbox), or a refusal. Signs nothing.
 
         ``shown`` is the run as the signer saw it (see :meth:`decide`); ``gate_shown`` the key of
         the gate a page showed them (``editor_call#2``), refused if another is open now;
-        ``described`` the server's description of it, where the caller has just read one.
+        ``described`` the server's description of it, where the caller has just read one;
+        ``comment`` what the signer says with the answer (the run's worker judges and keeps it).
         """
         found = (
             await self._shown(run_id, shown)
@@ -802,7 +814,12 @@ class GraphClient:
                 )
             )
         return answer_binding(
-            gate, choice, execution=found["execution"], evidence=evidence, waiver=waiver
+            gate,
+            choice,
+            execution=found["execution"],
+            evidence=evidence,
+            waiver=waiver,
+            comment=comment,
         )
 
     async def sign_start(self, run_id: str) -> dict[str, Any]:
@@ -870,6 +887,14 @@ class GraphClient:
 
     async def sign_resume(self, run_id: str) -> dict[str, Any]:
         """The signed resume to paste into the Temporal UI's or CLI's ``resume``, or a refusal."""
+        found = await self.resume_binding(run_id)
+        if "error" in found:
+            return found
+        return self._signer().sign(found)
+
+    async def resume_binding(self, run_id: str) -> dict[str, Any]:
+        """What a resume of ``run_id`` authorizes, for a proof signed elsewhere (a key or passkey
+        in the inbox's page), or a refusal (the run is not parked). Signs nothing."""
         found = await self._awaiting(run_id)
         if "error" in found:
             return found
@@ -888,9 +913,7 @@ class GraphClient:
                     "run whose next node its caller was not allowed to run."
                 )
             return dict(refusal(ErrorCode.NOTHING_TO_RESUME, reason, run_id=run_id))
-        return self._signer().sign(
-            resume_binding(found["graph"], run_id, found["execution"], parked["node"])
-        )
+        return resume_binding(found["graph"], run_id, found["execution"], parked["node"])
 
     def _signer(self) -> Signer:
         if self.signer is None:

@@ -1,8 +1,11 @@
-"""Evidence: what an approver must give with an answer, checked before the answer is accepted.
+"""Evidence: what an approver must or may give with an answer, checked before it is accepted.
 
 A gate may require, per option, a declared pydantic model (a ticket URL, a checklist, a reason).
 The evidence travels inside the signed answer, so it is exactly what the approver signed; it is
 validated by the model here, and a refusal names each field that failed, never the value sent.
+
+Any answer may also carry a ``comment``: free text the approver signs with it, recorded in the
+trail beside the answer as what they said. A comment never decides anything: no rule reads it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["evidence_problem", "evidence_shown"]
+__all__ = ["MAX_COMMENT_CHARS", "comment_problem", "evidence_problem", "evidence_shown"]
+
+MAX_COMMENT_CHARS = 2000
+"""The longest comment an answer may carry."""
 
 _MOST_FIELDS_NAMED = 5
 
@@ -26,6 +32,20 @@ def evidence_shown(model: type[BaseModel]) -> dict[str, Any]:
     }
     required = [name for name, info in model.model_fields.items() if info.is_required()]
     return {"model": model.__name__, "fields": fields, "required": required}
+
+
+def comment_problem(comment: object) -> str | None:
+    """Why ``comment`` (what a signed answer carries as ``comment``; None when none) cannot be
+    kept with the answer, or None if it can: text of 1 to :data:`MAX_COMMENT_CHARS`
+    characters."""
+    if comment is None:
+        return None
+    if not isinstance(comment, str) or not comment.strip() or len(comment) > MAX_COMMENT_CHARS:
+        return (
+            f"A comment with an answer is text of 1 to {MAX_COMMENT_CHARS} characters, and this "
+            "one is not: sign the answer without it, or with a shorter one."
+        )
+    return None
 
 
 def evidence_problem(

@@ -66,12 +66,14 @@ class GivenAnswer:
         actor: Who answered, as verified.
         evidence: What they gave with it, already checked against the option's model.
         waiver: The reason, when the answer waives the gate (decides it alone).
+        comment: What they said with it, kept in its trail row; it decides nothing.
     """
 
     choice: str
     actor: Actor
     evidence: Any = None
     waiver: str | None = None
+    comment: str | None = None
 
     @property
     def approver(self) -> str:
@@ -161,6 +163,8 @@ def answer_counted(
         row["gate"] = gate.gate
     if given.evidence is not None:
         row["evidence"] = given.evidence
+    if given.comment is not None:
+        row["comment"] = given.comment
     if given.waiver is not None or gate.policy.single:
         return gate, row, given.choice
     answers = (*gate.answers, GateAnswer(given.approver, given.choice, given.evidence))

@@ -137,7 +137,8 @@ class OpenGate:
         return [choice.option for choice in self.choices]
 
     def to_dict(self) -> dict[str, Any]:
-        """As JSON data; a single-approval gate's has exactly the keys it had before policies."""
+        """As JSON data; a single-approval gate's has exactly the keys it had before policies,
+        unless its policy names the option that says no (``rejection``), which a page shows."""
         shown: dict[str, Any] = {
             "graph": self.graph,
             "run_id": self.run,
@@ -151,7 +152,7 @@ class OpenGate:
             "subject": self.subject,
             "makers": list(self.makers),
         }
-        if not self.policy.single:
+        if not self.policy.single or self.policy.rejection is not None:
             shown["policy"] = self.policy.to_dict()
             shown["answers"] = [answer.to_dict() for answer in self.answers]
         if self.evidence:

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from lockgate.gates._authority import Authority, answer_refusal_sentence, why_node_refuses
-from lockgate.gates._evidence import evidence_problem
+from lockgate.gates._evidence import comment_problem, evidence_problem
 from lockgate.gates._gate_engine import four_eyes
 from lockgate.gates._gates import OpenGate, ParkedNode
 from lockgate.gates._limits import shorten
@@ -65,6 +65,7 @@ class Judgement:
     operation: str | None = None
     evidence: Any = None
     waiver: str | None = None
+    comment: str | None = None
 
     @classmethod
     def refuse(cls, code: ErrorCode, reason: str, **facts: Any) -> Judgement:
@@ -88,6 +89,7 @@ class Judgement:
             "operation": self.operation,
             **({"evidence": self.evidence} if self.evidence is not None else {}),
             **({"waiver": self.waiver} if self.waiver is not None else {}),
+            **({"comment": self.comment} if self.comment is not None else {}),
         }
 
     @classmethod
@@ -105,6 +107,7 @@ class Judgement:
             value.get("operation"),
             value.get("evidence"),
             value.get("waiver"),
+            value.get("comment"),
         )
 
 
@@ -450,7 +453,9 @@ def judge_answer(
     answered this opening of a gate that needs several approvers (``ALREADY_ANSWERED``), holds
     the gate's role (``FORBIDDEN``), may run the first node the answer leads to
     (``FORBIDDEN``), and signed the evidence the gate asks for with that option, valid by its
-    model (``INVALID_EVIDENCE``, naming each field that failed).
+    model (``INVALID_EVIDENCE``, naming each field that failed). A comment signed with the
+    answer must be text of 1 to 2,000 characters (``VALIDATION_ERROR``); it is kept with the
+    answer and decides nothing.
 
     A waiver (an answer naming a ``waiver`` reason) is judged the same way, except that the gate
     must be waivable (``NOT_WAIVABLE``), the reason given (``VALIDATION_ERROR``), the role held
@@ -517,6 +522,12 @@ def judge_answer(
             f"{', '.join(gate.options)}).",
             actor=actor,
         )
+    comment = act.get("comment")
+    unkept = comment_problem(comment)
+    if unkept is not None:
+        return Judgement.refuse(
+            ErrorCode.VALIDATION_ERROR, unkept, actor=actor, choice=chosen.option
+        )
     waiver = act.get("waiver")
     if waiver is not None:
         refused = _not_a_waiver(waiver, gate, act.get("evidence"))
@@ -558,7 +569,7 @@ def judge_answer(
             operation=chosen.operation,
         )
     if waiver is not None:
-        return Judgement(True, actor=actor, choice=chosen.option, waiver=waiver)
+        return Judgement(True, actor=actor, choice=chosen.option, waiver=waiver, comment=comment)
     models = evidence_models or {}
     if chosen.option in gate.evidence and chosen.option not in models:
         return Judgement.refuse(
@@ -574,7 +585,7 @@ def judge_answer(
         return Judgement.refuse(
             ErrorCode.INVALID_EVIDENCE, problem, actor=actor, choice=chosen.option
         )
-    return Judgement(True, actor=actor, choice=chosen.option, evidence=evidence)
+    return Judgement(True, actor=actor, choice=chosen.option, evidence=evidence, comment=comment)
 
 
 def _sign_in_refusal(actor: Actor, gate: OpenGate, now: float) -> str | None:

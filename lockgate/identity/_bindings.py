@@ -111,6 +111,7 @@ def decide_binding(
     subject: str,
     evidence: Mapping[str, Any] | None = None,
     waiver: str | None = None,
+    comment: str | None = None,
 ) -> dict[str, Any]:
     """Answering gate opening ``gate`` (``editor_call#2``) of ``run`` with ``choice``.
 
@@ -119,6 +120,8 @@ def decide_binding(
     approver was shown; ``evidence``, when the gate asks for it, is signed with the answer (an
     answer without evidence names no ``evidence`` key at all). ``waiver`` is the reason of a
     waiver: the answer waives the gate's rules, as a holder of the role it may be waived by.
+    ``comment`` is what the approver says with the answer (present only when given): kept with
+    it in the trail, deciding nothing.
     """
     binding: dict[str, Any] = {
         "kind": "decide",
@@ -133,6 +136,8 @@ def decide_binding(
         binding["evidence"] = dict(evidence)
     if waiver is not None:
         binding["waiver"] = waiver
+    if comment is not None:
+        binding["comment"] = comment
     return binding
 
 
@@ -188,6 +193,7 @@ def answer_binding(
     execution: str | None = None,
     evidence: Mapping[str, Any] | None = None,
     waiver: str | None = None,
+    comment: str | None = None,
 ) -> dict[str, Any]:
     """The :func:`decide_binding` of answering ``choice`` to a gate as a run reports it.
 
@@ -199,6 +205,7 @@ def answer_binding(
             may say anything); defaults to the gate's own.
         evidence: The evidence the gate asks for with ``choice``, if it asks for any.
         waiver: The reason, when this answer waives the gate.
+        comment: What the approver says with the answer, if anything.
 
     The subject is computed here from the target and options as shown, never taken from what the
     run says its digest is: a proof approves exactly what its signer was shown.
@@ -213,4 +220,5 @@ def answer_binding(
         subject,
         evidence,
         waiver,
+        comment,
     )

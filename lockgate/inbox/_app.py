@@ -8,6 +8,11 @@ digest) or with their Ed25519 key imported into the browser (WebCrypto, not extr
 server only relays the proof; the run's worker verifies it as every answer is verified, so the
 inbox is never trusted for who answers.
 
+The front page shows what needs the person signed in (the gates they may answer), with every
+open gate and the paused (parked) runs a click away and counted in the header; a paused run
+offers Resume to who may run its node and Cancel to who started it, signed in the browser as an
+answer is (the run's worker judges either as it judges the CLI's).
+
 Nobody reads a run without saying who they are. A person signs in by signing a one-time
 challenge with their key or passkey, checked against the Directory; the inbox then holds a
 short-lived session (an HttpOnly, same-site cookie) and shows them the gates of the roles they
@@ -39,6 +44,7 @@ from temporalio.client import Client
 
 from lockgate._bodies import read_bounded
 from lockgate.contracts import refusal
+from lockgate.gates._evidence import MAX_COMMENT_CHARS
 from lockgate.identity._bindings import sign_in_binding
 from lockgate.identity._directory import Directory
 from lockgate.identity._enrolment import EnrolmentRefused, EnrolmentSecret
@@ -47,7 +53,7 @@ from lockgate.identity._keys import encode_base64url
 from lockgate.identity._names import check_principal_name, toml_key
 from lockgate.identity._passkeys import RelyingParty
 from lockgate.identity._verifier import Verifier
-from lockgate.inbox._words import FILTERS, excerpt
+from lockgate.inbox._words import FILTERS, WORDS, excerpt
 from lockgate.operations._operations import Operations
 from lockgate.operations._surface_answers import (
     body_too_large,
@@ -67,6 +73,9 @@ _SESSION_COOKIE = "lockgate_session"
 
 _MAX_BODY_BYTES = 64 * 1024
 """The largest request body the inbox reads: a proof with its evidence fits many times over."""
+
+_MOST_PAUSED_SHOWN = 50
+"""The most parked runs a page lists (each is read from its run)."""
 
 _HERE = Path(__file__).parent
 
@@ -154,6 +163,7 @@ def inbox_app(
     pages.filters["url_id"] = url_id
     pages.filters.update(FILTERS)
     excerpts = _Excerpts(door)
+    parks = _Parks(door)
 
     def viewer_of(request: Request) -> str | None:
         return sessions.get(request.cookies.get(_SESSION_COOKIE))
@@ -162,6 +172,8 @@ def inbox_app(
         page = pages.get_template(name).render(
             request=request,
             viewer=viewer_of(request),
+            words=WORDS,
+            comment_chars=MAX_COMMENT_CHARS,
             open_to_anyone=open_to_anyone,
             task_queue=task_queue,
             rp_id=relying_party.id,
@@ -169,6 +181,17 @@ def inbox_app(
             **values,
         )
         return HTMLResponse(page, status_code=status)
+
+    def may_resume(viewer: str | None, run: Mapping[str, Any]) -> bool:
+        """Whether ``viewer`` holds what the node ``run`` is parked at needs (any one of its
+        scopes; a node that needs none, anyone verified): only to show them the Resume button.
+        Their resume is judged again, on its proof, by the run's worker."""
+        parked = run.get("parked")
+        if viewer is None or not isinstance(parked, Mapping) or directory.entry(viewer) is None:
+            return False
+        needs = set(parked.get("needs") or ())
+        held = directory.scopes_of(viewer)
+        return not needs or "*" in held or bool(needs & held)
 
     def may_see(viewer: str | None, row: Mapping[str, Any]) -> bool:
         """Whether ``viewer`` may see a run (as ``show`` has it) or an open gate (as ``pending``
@@ -180,7 +203,7 @@ def inbox_app(
         people = {_actor_of(row.get("requester"))} | {
             _actor_of(each.get("by")) for each in row.get("trail") or () if isinstance(each, dict)
         }
-        if viewer in people:
+        if viewer in people or may_resume(viewer, row):
             return True
         gate = row.get("awaiting", row)
         if not isinstance(gate, Mapping):
@@ -199,28 +222,71 @@ def inbox_app(
             row for row in rows if may_see(viewer, row) and (graph is None or row["graph"] == graph)
         ]
 
-    async def gates(request: Request) -> Response:
+    async def paused_runs(request: Request) -> list[dict[str, Any]]:
+        """The parked runs the viewer may see, newest first, each saying whether the viewer may
+        resume it (holds what its node needs) or cancel it (started it)."""
+        viewer = viewer_of(request)
+        listed = await door.list_runs()
+        found: list[dict[str, Any]] = []
+        for row in listed.get("runs") or ():
+            if row.get("status") != "parked" or len(found) >= _MOST_PAUSED_SHOWN:
+                continue
+            shown = dict(await parks.of(row["run_id"]))
+            if shown.get("ok") is False or not shown.get("parked") or not may_see(viewer, shown):
+                continue
+            shown["may_resume"] = may_resume(viewer, shown)
+            shown["may_cancel"] = viewer is not None and viewer == _actor_of(shown.get("requester"))
+            shown["started_at"] = row.get("started_at")
+            found.append(shown)
+        return found
+
+    async def header_counts(request: Request) -> dict[str, int] | None:
+        """The counts the header shows (gates that need the viewer, all open, paused runs)."""
         if viewer_of(request) is None and not open_to_anyone:
+            return None
+        rows = await visible_gates(request)
+        paused = await paused_runs(request)
+        mine = sum(1 for row in rows if _needs_viewer(row))
+        return {"mine": mine, "all": len(rows), "paused": len(paused)}
+
+    async def gates(request: Request) -> Response:
+        viewer = viewer_of(request)
+        if viewer is None and not open_to_anyone:
             return render("sign_in.html", request, status=401)
         rows = await visible_gates(request)
         for row in rows:
             row["excerpt"] = await excerpts.of(row)
+        paused = await paused_runs(request)
+        mine = [row for row in rows if _needs_viewer(row)]
+        view = request.query_params.get("view") or ("mine" if viewer else "all")
+        view = view if view in ("mine", "all", "paused") else "mine"
         graphs = sorted({row["graph"] for row in rows})
         return render(
             "gates.html",
             request,
-            rows=rows,
+            rows=mine if view == "mine" else rows if view == "all" else [],
+            paused=paused if view == "paused" else [],
+            counts={"mine": len(mine), "all": len(rows), "paused": len(paused)},
+            view=view,
             graphs=graphs,
             graph=request.query_params.get("graph") or "",
             role=request.query_params.get("role") or "",
-            fingerprint=_fingerprint(rows),
+            fingerprint=_fingerprint(rows, paused),
         )
 
     async def gates_json(request: Request) -> Response:
         if viewer_of(request) is None and not open_to_anyone:
             return _refusal(ErrorCode.UNAUTHORIZED, "Sign in first.", 401)
         rows = await visible_gates(request)
-        return JSONResponse({"fingerprint": _fingerprint(rows), "count": len(rows)})
+        paused = await paused_runs(request)
+        return JSONResponse(
+            {
+                "fingerprint": _fingerprint(rows, paused),
+                "count": len(rows),
+                "needs_you": sum(1 for row in rows if _needs_viewer(row)),
+                "paused": len(paused),
+            }
+        )
 
     async def shown_run(request: Request, run_id: str) -> dict[str, Any] | None:
         """The run as the viewer may see it; None where it is not a run of ours they may see
@@ -245,10 +311,19 @@ def inbox_app(
             for row in (await door.pending(viewer=viewer_of(request)))["pending"]:
                 if row["run_id"] == run_id:
                     verdicts = {choice["option"]: choice for choice in row["choices"]}
+                    gate["opened_at"] = row.get("opened_at")
             gate["choices"] = [
                 {**choice, **verdicts.get(choice["option"], {})} for choice in gate["choices"]
             ]
-        return render("run.html", request, run=shown)
+        shown["started_at"] = await _started_at(client, run_id)
+        viewer = viewer_of(request)
+        shown["may_resume"] = may_resume(viewer, shown)
+        shown["may_cancel"] = (
+            viewer is not None
+            and viewer == _actor_of(shown.get("requester"))
+            and shown.get("status") in ("waiting", "parked", "running")
+        )
+        return render("run.html", request, run=shown, counts=await header_counts(request))
 
     async def binding(request: Request) -> Response:
         body = await _json_body(request, relying_party)
@@ -260,7 +335,11 @@ def inbox_app(
         if await shown_run(request, run_id) is None:
             return _refusal(ErrorCode.NOT_FOUND, f"No run {run_id!r} you may see here.", 404)
         found = await door.decide_binding(
-            run_id, body.get("choice"), evidence=body.get("evidence"), gate=body.get("gate")
+            run_id,
+            body.get("choice"),
+            evidence=body.get("evidence"),
+            gate=body.get("gate"),
+            comment=body.get("comment"),
         )
         if found.get("ok") is False:
             return JSONResponse(found, status_code=http_status(found))
@@ -287,6 +366,51 @@ def inbox_app(
         if await shown_run(request, run_id) is None:
             return _refusal(ErrorCode.NOT_FOUND, f"No run {run_id!r} you may see here.", 404)
         result = dict(await door.decide_signed(run_id, proof))
+        return JSONResponse(result, status_code=http_status(result))
+
+    async def act_binding(request: Request) -> Response:
+        """What a resume or a cancel of the run authorizes, for the page to check and sign."""
+        body = await _json_body(request, relying_party)
+        if isinstance(body, Response):
+            return body
+        if viewer_of(request) is None:
+            return _refusal(ErrorCode.UNAUTHORIZED, "Sign in first: your session ended.", 401)
+        run_id, what = request.path_params["run"], _act_of(request)
+        if await shown_run(request, run_id) is None:
+            return _refusal(ErrorCode.NOT_FOUND, f"No run {run_id!r} you may see here.", 404)
+        if what == "resume":
+            found = await door.resume_binding(run_id)
+        else:
+            found = await door.cancel_binding(run_id, reason=body.get("reason"))
+        if found.get("ok") is False or "error" in found:
+            return JSONResponse(found, status_code=http_status(found))
+        return JSONResponse({"ok": True, "authorizes": found})
+
+    async def act(request: Request) -> Response:
+        """Relays a resume or a cancel the page signed; the run's worker judges it."""
+        body = await _json_body(request, relying_party)
+        if isinstance(body, Response):
+            return body
+        viewer = viewer_of(request)
+        if viewer is None:
+            return _refusal(ErrorCode.UNAUTHORIZED, "Sign in first: your session ended.", 401)
+        proof = body.get("proof")
+        if not isinstance(proof, dict):
+            return _refusal(ErrorCode.UNAUTHORIZED, "Send the signed proof.", 401)
+        if proof.get("principal") != viewer:
+            return _refusal(
+                ErrorCode.UNAUTHORIZED,
+                f"You are signed in as {viewer}, but this is signed as "
+                f"{proof.get('principal')!r}: sign in as the person who acts.",
+                403,
+            )
+        run_id, what = request.path_params["run"], _act_of(request)
+        if await shown_run(request, run_id) is None:
+            return _refusal(ErrorCode.NOT_FOUND, f"No run {run_id!r} you may see here.", 404)
+        if what == "resume":
+            result = dict(await door.resume(run_id, proof=proof))
+        else:
+            result = dict(await door.cancel(run_id, proof=proof))
         return JSONResponse(result, status_code=http_status(result))
 
     async def sign_in_challenge(request: Request) -> Response:
@@ -422,7 +546,7 @@ def inbox_app(
         )
 
     async def identity_page(request: Request) -> Response:
-        return render("identity.html", request)
+        return render("identity.html", request, counts=await header_counts(request))
 
     async def no_icon(request: Request) -> Response:
         return Response(status_code=204)
@@ -435,6 +559,14 @@ def inbox_app(
         Route("/session/challenge", sign_in_challenge, methods=["POST"]),
         Route("/session", sign_in, methods=["POST"]),
         Route("/session/end", sign_out, methods=["POST"]),
+        *(
+            route
+            for each in ("resume", "cancel")
+            for route in (
+                Route(f"/runs/{{run:path}}/{each}/binding", act_binding, methods=["POST"]),
+                Route(f"/runs/{{run:path}}/{each}", act, methods=["POST"]),
+            )
+        ),
         Route("/runs/{run:path}/binding", binding, methods=["POST"]),
         Route("/runs/{run:path}/decide", decide, methods=["POST"]),
         Route("/runs/{run:path}", run_page),
@@ -484,6 +616,31 @@ class _Excerpts:
         return self._known[key]
 
 
+class _Parks:
+    """A parked run as ``show`` has it (its newest trail row only), read at most once every
+    :attr:`_FRESH_SECONDS` per run: every open page asks for the paused runs as it polls, and
+    reading a run is a query (a billed action). What a page signs is checked again when the
+    browser asks for it, so a run seen a few seconds late signs nothing it does not show."""
+
+    _FRESH_SECONDS = 10.0
+    _KEPT = 500
+
+    def __init__(self, door: Operations) -> None:
+        self._door = door
+        self._known: dict[str, tuple[Mapping[str, Any], float]] = {}
+
+    async def of(self, run_id: str) -> Mapping[str, Any]:
+        now = time.monotonic()
+        found = self._known.get(run_id)
+        if found is not None and now - found[1] < self._FRESH_SECONDS:
+            return found[0]
+        shown = await self._door.show(run_id, trail_limit=1)
+        if len(self._known) >= self._KEPT:
+            self._known.pop(next(iter(self._known)))
+        self._known[run_id] = (shown, now)
+        return shown
+
+
 def _sign_in_refusal(refused: ProofRefused, proof: object) -> str:
     principal = proof.get("principal") if isinstance(proof, dict) else None
     if refused.reason == "forged" and isinstance(proof, dict) and "signature" in proof:
@@ -498,8 +655,29 @@ def _host_of(origin: str) -> str:
     return urlsplit(origin).hostname or origin
 
 
-def _fingerprint(rows: list[dict[str, Any]]) -> str:
-    return ",".join(sorted(f"{row['run_id']}#{row['gate']}" for row in rows))
+def _fingerprint(rows: list[dict[str, Any]], paused: list[dict[str, Any]]) -> str:
+    gates = [f"{row['run_id']}#{row['gate']}" for row in rows]
+    parks = [f"{run['run_id']}@{(run.get('parked') or {}).get('parking')}" for run in paused]
+    return ",".join(sorted(gates + parks))
+
+
+async def _started_at(client: Client, run_id: str) -> str | None:
+    """When ``run_id`` started, as the server says (ISO, UTC); None if it cannot say."""
+    try:
+        description = await client.get_workflow_handle(run_id).describe()
+    except Exception:  # shown without its start time, never as a failed page
+        return None
+    return description.start_time.isoformat() if description.start_time else None
+
+
+def _act_of(request: Request) -> str:
+    """``resume`` or ``cancel``: what a request to ``/runs/<run>/<act>[/binding]`` does."""
+    return "resume" if request.url.path.removesuffix("/binding").endswith("/resume") else "cancel"
+
+
+def _needs_viewer(row: Mapping[str, Any]) -> bool:
+    """Whether an open gate needs the viewer: they may take at least one of its options."""
+    return any(choice.get("may") is True for choice in row.get("choices") or ())
 
 
 async def _json_body(request: Request, relying_party: RelyingParty) -> Mapping[str, Any] | Response:

@@ -394,24 +394,37 @@ class Operations:
             )
         return await self._runs.resume(run_id)
 
-    async def cancel(self, run: object, *, reason: str | None = None) -> RunView:
+    async def cancel(
+        self, run: object, *, reason: str | None = None, proof: object = None
+    ) -> RunView:
         """Ends ``run`` for good, as the caller's signer, who must be its requester; ``reason``
-        is shown in its trail."""
-        run_id = _text(run, "run", "cancel")
-        if not isinstance(run_id, str):
-            return run_id
+        is shown in its trail. With ``proof``, relays a cancel signed elsewhere instead (what
+        the inbox's page signed): the run's worker judges it."""
+        checked = _run_and_proof(run, proof, "cancel")
+        if not isinstance(checked, tuple):
+            return checked
+        run_id, signed = checked
+        if signed is not None:
+            return await self._runs.cancel_signed(run_id, signed)
         return await self._runs.cancel(run_id, reason=reason)
 
     # What a signer elsewhere signs ---------------------------------------------------------------
 
     async def decide_binding(
-        self, run: object, choice: object, *, evidence: object = None, gate: object = None
+        self,
+        run: object,
+        choice: object,
+        *,
+        evidence: object = None,
+        gate: object = None,
+        comment: object = None,
     ) -> dict[str, Any]:
         """What an answer of ``choice`` to the gate ``run`` waits at authorizes, for a proof
         signed elsewhere (a passkey in the inbox's page), or the refusal. Signs nothing.
 
         ``gate`` is the key of the gate the signer was shown (``editor_call#2``): refused if
-        another is open now.
+        another is open now. ``comment`` is text the signer says with the answer, signed with
+        it; the run's worker judges it and keeps it in the trail, and it decides nothing.
         """
         checked = self._answer(run, choice, evidence)
         if not isinstance(checked, tuple):
@@ -426,7 +439,41 @@ class Operations:
                     run_id=run_id,
                 )
             )
-        return await self._runs.decide_binding(run_id, option, evidence=given, gate_shown=gate)
+        if comment is not None and not isinstance(comment, str):
+            return dict(
+                refusal(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"decide: `comment` is text, and this is not: {_quoted(comment)}.",
+                    run_id=run_id,
+                )
+            )
+        return await self._runs.decide_binding(
+            run_id, option, evidence=given, gate_shown=gate, comment=comment or None
+        )
+
+    async def resume_binding(self, run: object) -> dict[str, Any]:
+        """What a resume of the parked ``run`` authorizes, for a proof signed elsewhere (a key
+        or passkey in the inbox's page), or the refusal. Signs nothing."""
+        run_id = _text(run, "run", "resume")
+        if not isinstance(run_id, str):
+            return dict(run_id)
+        return await self._runs.resume_binding(run_id)
+
+    async def cancel_binding(self, run: object, *, reason: object = None) -> dict[str, Any]:
+        """What a cancel of ``run`` (for ``reason``, a string, if given) authorizes, for a proof
+        signed elsewhere, or the refusal. Signs nothing."""
+        run_id = _text(run, "run", "cancel")
+        if not isinstance(run_id, str):
+            return dict(run_id)
+        if reason is not None and not isinstance(reason, str):
+            return dict(
+                refusal(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"cancel: `reason` is text, and this is not: {_quoted(reason)}.",
+                    run_id=run_id,
+                )
+            )
+        return await self._runs.cancel_binding(run_id, reason=reason or None)
 
     async def sign_decide(
         self, run: object, choice: object, *, evidence: object = None, waiver: str | None = None

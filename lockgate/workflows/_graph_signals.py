@@ -57,6 +57,7 @@ class Accepted:
     choice: str | None
     evidence: Any = None
     waiver: str | None = None
+    comment: str | None = None
 
 
 def _problem_dict(problem: PayloadProblem) -> dict[str, str]:
@@ -176,7 +177,12 @@ class SignalInbox:
             if judged.allowed and judged.actor is not None and accepted is None:
                 self._run.spend(judged.actor)
                 accepted = Accepted(
-                    entry.name, judged.actor, judged.choice, judged.evidence, judged.waiver
+                    entry.name,
+                    judged.actor,
+                    judged.choice,
+                    judged.evidence,
+                    judged.waiver,
+                    judged.comment,
                 )
             else:
                 self._record_refused(entry.name, judged)

@@ -350,7 +350,11 @@ class GraphRun:
         if accepted.kind == "decide" and accepted.choice and self._run.gate is not None:
             if self._gates.answer is None:
                 self._gates.answer = GivenAnswer(
-                    accepted.choice, accepted.actor, accepted.evidence, accepted.waiver
+                    accepted.choice,
+                    accepted.actor,
+                    accepted.evidence,
+                    accepted.waiver,
+                    accepted.comment,
                 )
                 return
         elif (
@@ -505,7 +509,11 @@ class GraphRun:
             waited_seconds=self._gates.waited_seconds(),
         )
         self._gates.answer = GivenAnswer(
-            choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
+            choice,
+            actor,
+            proof.authorizes.get("evidence"),
+            proof.authorizes.get("waiver"),
+            proof.authorizes.get("comment"),
         )
         return await self._after_settling(self._run.settles, rows_from=len(self._run.trail))
 

@@ -687,7 +687,11 @@ class _OwnRun:
             role=gate.role,
         )
         self.answer = GivenAnswer(
-            choice, actor, proof.authorizes.get("evidence"), proof.authorizes.get("waiver")
+            choice,
+            actor,
+            proof.authorizes.get("evidence"),
+            proof.authorizes.get("waiver"),
+            proof.authorizes.get("comment"),
         )
         return self.show(rows=0)
 

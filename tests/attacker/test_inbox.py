@@ -19,11 +19,18 @@ from playwright.async_api import Browser, Route
 from temporalio.client import Client
 
 from lockgate.cli import main as lockgate_main
-from lockgate.identity._bindings import answer_binding, sign_in_binding
+from lockgate.examples.essay_review import EssayReview
+from lockgate.identity._bindings import (
+    answer_binding,
+    cancel_binding,
+    resume_binding,
+    sign_in_binding,
+)
 from lockgate.identity._enrolment import EnrolmentSecret
 from lockgate.identity._keys import generate_private_key
 from lockgate.inbox._app import url_id
 from tests.helpers.attacker import attackers_worker, start_look_alike
+from tests.helpers.graphs import PASSES_FIRST_TIME
 from tests.helpers.inbox_browser import (
     Desk,
     browser,
@@ -91,7 +98,14 @@ async def test_ids_with_slashes_are_encoded_in_every_url_the_pages_make(
 
 @pytest.mark.parametrize(
     "swap",
-    ["another run", "another choice", "another execution", "another gate", "a tool call"],
+    [
+        "another run",
+        "another choice",
+        "another execution",
+        "another gate",
+        "a tool call",
+        "a comment nobody typed",
+    ],
 )
 async def test_a_compromised_inbox_gets_no_signature_for_anything_the_page_did_not_show(
     browser: Browser, place: Desk, swap: str
@@ -104,6 +118,10 @@ async def test_a_compromised_inbox_gets_no_signature_for_anything_the_page_did_n
         "another choice": answer_binding(gate, "publish_as_is", execution=gate["execution"]),
         "another execution": answer_binding(gate, "abandon", execution=str(uuid4())),
         "another gate": answer_binding({**gate, "gate": "editor_call#7"}, "abandon"),
+        "a comment nobody typed": {
+            **answer_binding(gate, "abandon", execution=gate["execution"]),
+            "comment": "Approved by the board.",
+        },
         "a tool call": {
             "kind": "tool",
             "tool": "essay:publish",
@@ -293,3 +311,62 @@ async def test_a_body_too_large_or_too_deep_is_a_refusal_with_a_sentence(place: 
     assert deep.status_code == 422
     assert deep.json()["error"]["message"] == "The request body nests too deep to read."
     assert large.status_code == 413 and "64 KiB" in large.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("act", ["resume", "cancel"])
+async def test_a_compromised_inbox_gets_no_signature_for_a_resume_or_cancel_the_page_did_not_show(
+    browser: Browser, place: Desk, act: str
+) -> None:
+    shown = await place.runs.start(EssayReview, PASSES_FIRST_TIME)  # parked, ada's
+    other = await place.runs.start(EssayReview, PASSES_FIRST_TIME)
+    swapped = (
+        resume_binding("essay:review", other["run_id"], other["execution"], "publish")
+        if act == "resume"
+        else cancel_binding("essay:review", other["run_id"], other["execution"])
+    )
+    # ada may cancel her runs; ed may resume them: each sees the button for the act.
+    who = "ed" if act == "resume" else "ada"
+    page = await new_page(browser, place.url)
+    await import_key(page, place, who)
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+
+    async def compromised(route: Route) -> None:
+        await route.fulfill(json={"ok": True, "authorizes": swapped})
+
+    await page.route(f"**/{act}/binding", compromised)
+    await open_run(page, place.url, shown["run_id"], who)
+    refused = await page.evaluate("([a, r]) => actOnRun(a, r)", [act, shown["run_id"]])
+    message = await page.text_content("#message")
+    after = [await place.runs.show(run["run_id"]) for run in (shown, other)]
+
+    assert refused["error"]["code"] == "NOT_SIGNED"
+    assert "nothing was signed" in (message or "")
+    assert await page.evaluate("window.lockgateLastProof") is None
+    assert not [url for url in asked if url.endswith(f"/{act}")]
+    assert [run["status"] for run in after] == ["parked", "parked"]
+
+
+async def test_a_resume_or_cancel_is_relayed_only_as_the_signed_in_persons_own_proof(
+    place: Desk,
+) -> None:
+    run = await place.runs.start(EssayReview, PASSES_FIRST_TIME)
+    place_of = f"/runs/{url_id(run['run_id'])}"
+    binding = cancel_binding("essay:review", run["run_id"], run["execution"])
+    async with place.signed_in("ed") as ed, place.http("https://evil.example") as foreign:
+        foreign.cookies = ed.cookies
+        from_foreign = await foreign.post(place_of + "/cancel/binding", json={})
+        unsigned = await ed.post(place_of + "/cancel", json={})
+        as_ada = await ed.post(
+            place_of + "/cancel", json={"proof": place.people.signer("ada", "web").sign(binding)}
+        )
+        by_ed = await ed.post(
+            place_of + "/cancel", json={"proof": place.people.signer("ed", "web").sign(binding)}
+        )
+    still = await place.runs.show(run["run_id"])
+
+    assert from_foreign.status_code == 403
+    assert unsigned.status_code == 401
+    assert as_ada.status_code == 403 and "signed in as ed" in as_ada.json()["error"]["message"]
+    assert by_ed.json()["error"]["code"] == "FORBIDDEN"  # the worker: ed did not start it
+    assert still["status"] == "parked"

@@ -289,3 +289,21 @@ def test_a_gate_opens_unsigned_only_where_the_declaration_allows_it() -> None:
         )
         is None
     )
+
+
+def test_a_single_gate_shows_the_rejection_it_declares_and_one_without_shows_no_policy() -> None:
+    declared = _gate(CompiledApprovalPolicy(rejection="reject"))
+
+    assert declared.to_dict()["policy"]["rejection"] == "reject"
+    assert OpenGate.from_dict(declared.to_dict()).policy.rejection == "reject"
+    assert "policy" not in _gate().to_dict()
+
+
+def test_a_comment_is_kept_in_the_answers_trail_row_and_decides_nothing() -> None:
+    said = dataclasses.replace(_given("rod"), comment="Invoice checked against the PO.")
+    _, row, decided = answer_counted(_gate(), said, "release")
+    _, plain, plainly_decided = answer_counted(_gate(), _given("rod"), "release")
+
+    assert row["comment"] == "Invoice checked against the PO."
+    assert "comment" not in plain
+    assert decided == plainly_decided == "release"

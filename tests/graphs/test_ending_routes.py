@@ -285,8 +285,8 @@ def test_the_inbox_shows_an_ending_option_as_ending_the_run() -> None:
 
     shown = pages.get_template("options.html").render(row=row, viewer="lee")
 
-    assert "→ pay" in shown
-    assert "→ ends the run" in shown
+    assert "Next: Pay" in shown
+    assert "Ends the run" in shown
     assert shown.count('data-ends-run="yes"') == 1
     assert 'data-choice="decline" data-label="Decline" data-leads-to="" data-ends-run="yes"' in (
         " ".join(shown.split())

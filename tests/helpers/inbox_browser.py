@@ -1,30 +1,50 @@
 """The web inbox in a real Chromium, on the real dev server: what its tests share.
 
 Debian's ``chromium`` through Playwright (never a downloaded browser), with Chromium's virtual
-authenticator standing in for the person's device. Screenshots of the inbox and of a run's page
-are kept in ``test-artifacts/inbox/``. A test module imports the fixtures it uses from here.
+authenticator standing in for the person's device. The screenshot tests write each page, at a
+desktop's size and a phone's, into the folder ``LOCKGATE_SCREENSHOTS`` names (by default
+``test-artifacts/screenshots``; ``make screenshots`` writes the ones the docs show). A test
+module imports the fixtures it uses from here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
+import os
 import shutil
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import pytest_asyncio
 import uvicorn
 from cryptography.hazmat.primitives import serialization
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page, ViewportSize, async_playwright
+from playwright.async_api import Error as PlaywrightError
+from pydantic import BaseModel
 from starlette.applications import Starlette
 from temporalio.client import Client
 
-from lockgate import Directory, GraphClient, LockgatePlugin, RelyingParty, WorkerSecret
+from lockgate import (
+    Ask,
+    Because,
+    Directory,
+    Edge,
+    GraphClient,
+    LockgatePlugin,
+    Quorum,
+    RelyingParty,
+    Route,
+    Target,
+    WorkerSecret,
+    graph,
+    tool,
+)
 from lockgate.devserver import free_port
 from lockgate.examples.essay_review import EssayReview
 from lockgate.examples.payment_release import PaymentRelease
@@ -37,7 +57,12 @@ from tests.helpers.graphs import ALWAYS_FAILS, eventually
 from tests.helpers.support import require_installed
 
 CHROMIUM = shutil.which("chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "inbox"
+SCREENSHOTS = Path(
+    os.environ.get("LOCKGATE_SCREENSHOTS")
+    or Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+)
+DESKTOP: ViewportSize = {"width": 1280, "height": 800}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 
 require_installed(CHROMIUM is None, "chromium", "`apt-get install chromium`")
 
@@ -49,6 +74,51 @@ AUTHENTICATOR = {
     "isUserVerified": True,
     "automaticPresenceSimulation": True,
 }
+
+
+class ClaimCall(str, enum.Enum):
+    APPROVE = "approve"
+    ASK_FOR_RECEIPTS = "ask_for_receipts"
+    DENY = "deny"
+
+
+@tool("claim:file", "File the expense claim.")
+async def file_claim(title: str) -> None:
+    return None
+
+
+@tool("claim:pay", "Pay the expense claim.")
+async def pay_claim(title: str) -> None:
+    return None
+
+
+@tool("claim:close", "Close the expense claim unpaid.")
+async def close_claim(title: str) -> None:
+    return None
+
+
+@graph(
+    "claim:expense",
+    "An expense claim an editor approves or denies; denying is the gate's declared no.",
+    start=file_claim,
+    routes=[
+        Route(ClaimCall.APPROVE, to=pay_claim),
+        Route(ClaimCall.ASK_FOR_RECEIPTS, to=close_claim),
+        Route(ClaimCall.DENY, to=close_claim),
+    ],
+    edges=[Edge(file_claim, ClaimCall)],
+    asks=[
+        Ask(
+            ClaimCall,
+            of="editor",
+            because="An editor approves each expense claim.",
+            policy=Quorum(1, rejection=ClaimCall.DENY),
+        )
+    ],
+)
+class ExpenseClaim(BaseModel):
+    title: Annotated[str, Target(), Because("What the claim is for")]
+
 
 PEOPLE = {
     "ada": {},
@@ -149,7 +219,7 @@ async def place(
     origin = f"http://localhost:{port}"
     party = RelyingParty.of_origins([origin])
     plugin = LockgatePlugin(
-        graphs=[EssayReview, PaymentRelease],
+        graphs=[EssayReview, PaymentRelease, ExpenseClaim],
         directory=str(directory_file),
         secret=WorkerSecret.generate("inbox"),
         relying_party=party,
@@ -187,8 +257,9 @@ async def place(
         viewers.close()
 
 
-async def new_page(browser: Browser, url: str) -> Page:
-    context = await browser.new_context()
+async def new_page(browser: Browser, url: str, viewport: ViewportSize | None = None) -> Page:
+    """A fresh browser (its own storage and virtual authenticator) on the identity page."""
+    context = await browser.new_context(viewport=viewport)
     page = await context.new_page()
     cdp = await context.new_cdp_session(page)
     await cdp.send("WebAuthn.enable", {"enableUI": False})
@@ -243,6 +314,22 @@ async def import_key(page: Page, place: Desk, principal: str, pem: str | None = 
     return str(await message.text_content())
 
 
+async def page_as(
+    browser: Browser, place: Desk, principal: str, viewport: ViewportSize | None = None
+) -> Page:
+    """A fresh browser that imported ``principal``'s key: signed in, on the gates page."""
+    page = await new_page(browser, place.url, viewport)
+    await import_key(page, place, principal)
+    return page
+
+
+async def start_claim(place: Desk, title: str = "Train to the Lisbon meetup") -> dict[str, Any]:
+    """An expense claim started by ada, waiting for an editor (its declared no: deny)."""
+    run = dict(await place.runs.start(ExpenseClaim, {"title": title}))
+    assert run["status"] == "waiting", run
+    return run
+
+
 async def start_essay(place: Desk, run_id: str | None = None) -> dict[str, Any]:
     run = dict(await place.runs.start(EssayReview, ALWAYS_FAILS, run_id=run_id))
     assert run["status"] == "waiting", run
@@ -254,9 +341,20 @@ async def start_essay(place: Desk, run_id: str | None = None) -> dict[str, Any]:
     return run
 
 
+async def goto(page: Page, url: str) -> None:
+    """``page.goto(url)``, again once if the page it leaves reloaded itself meanwhile (the gates
+    page does when a gate opens or closes), which aborts the navigation."""
+    try:
+        await page.goto(url)
+    except PlaywrightError as error:
+        if "ERR_ABORTED" not in str(error):
+            raise
+        await page.goto(url)
+
+
 async def open_run(page: Page, url: str, run_id: str, viewer: str) -> None:
     """Opens the page of ``run_id`` signed in as ``viewer``."""
-    await page.goto(f"{url}/runs/{url_id(run_id)}")
+    await goto(page, f"{url}/runs/{url_id(run_id)}")
     await page.wait_for_function(f"document.body.dataset.viewer === {viewer!r}")
 
 

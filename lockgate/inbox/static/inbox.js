@@ -91,13 +91,14 @@ async function signOut() {
 // What an answer to the gate a page shows may authorize: exactly its run, execution, gate and
 // the choice clicked (with the evidence typed for it), nothing else. The inbox is never trusted
 // for this: it could be confused, or compromised.
-function expectedBinding(shown, choice, evidence) {
+function expectedBinding(shown, choice, evidence, comment) {
   const expected = {
     kind: "decide", graph: shown.graph, run: shown.run, execution: shown.execution,
     gate: shown.gate, choice,
   };
   // The inbox asks for no evidence where none was typed ({}), as the worker counts it.
   if (evidence !== undefined && Object.keys(evidence).length) expected.evidence = evidence;
+  if (comment) expected.comment = comment;
   return expected;
 }
 
@@ -143,10 +144,13 @@ async function answerGate(run, choice) {
       return { ok: false };
     }
   }
+  const said = Array.from(document.querySelectorAll("textarea.comment-input")).find((each) => each.dataset.run === run);
+  const comment = said ? said.value.trim() : "";
+  if (comment) asked.comment = comment;
   const place = "/runs/" + encodeURIComponent(run);
   const bound = await postJSON(place + "/binding", asked);
   if (!bound.ok) { say(bound.error.message, "refused"); return bound; }
-  const expected = expectedBinding(shown, choice, asked.evidence);
+  const expected = expectedBinding(shown, choice, asked.evidence, comment);
   if (!namesWhatWasShown(bound.authorizes, expected)) {
     const message = "The inbox asked this browser to sign something other than what this page shows ("
       + canon(bound.authorizes) + " instead of " + canon(expected) + "): nothing was signed.";
@@ -178,18 +182,82 @@ function labelOf(option) {
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
-// A click asks first: what the answer does, and that the person's key or passkey signs it.
-function confirmAnswer(button) {
+// What the work a button acts on is called, as its card or page shows it.
+function subjectOf(button) {
+  const card = button.closest("section");
+  const heading = (card && card.querySelector("h2.work")) || document.querySelector("h1.subject");
+  return heading ? heading.textContent.trim() : button.dataset.run;
+}
+
+// Asks first (what the act does, and that the person's key or passkey signs it), then acts.
+function confirmThen(question, act, destructive) {
   const dialog = document.getElementById("confirm");
   const me = identity();
-  const leadsTo = button.dataset.endsRun ? "It ends the run. "
-    : button.dataset.leadsTo ? "It leads to " + button.dataset.leadsTo + ". " : "";
-  document.getElementById("confirm-text").textContent = "Answer “" + button.dataset.label + "” at gate "
-    + button.dataset.gate + " of " + button.dataset.run + "? " + leadsTo + "Your "
-    + (me && me.kind === "passkey" ? "passkey" : "key") + " signs exactly this answer, as " + document.body.dataset.viewer + ".";
+  document.getElementById("confirm-text").textContent = question + " Your "
+    + (me && me.kind === "passkey" ? "passkey" : "key") + " signs exactly this, as " + document.body.dataset.viewer + ".";
+  document.getElementById("confirm-send").className = destructive ? "destructive" : "primary";
   dialog.returnValue = "";
-  dialog.onclose = () => { if (dialog.returnValue === "send") answerGate(button.dataset.run, button.dataset.choice); };
+  dialog.onclose = () => { if (dialog.returnValue === "send") act(); };
   dialog.showModal();
+}
+
+function confirmAnswer(button) {
+  const leadsTo = button.dataset.endsRun ? "It ends the run."
+    : button.dataset.leadsTo ? "Next: " + button.dataset.leadsTo + "." : "";
+  confirmThen("Answer “" + button.dataset.label + "” on “" + subjectOf(button) + "”? " + leadsTo,
+    () => answerGate(button.dataset.run, button.dataset.choice), button.classList.contains("destructive"));
+}
+
+// What a resume or a cancel of the run a button shows may authorize, exactly.
+function expectedAct(act, shown) {
+  if (act === "resume") return { kind: "resume", graph: shown.graph, run: shown.run, execution: shown.execution, node: shown.node };
+  return { kind: "cancel", graph: shown.graph, run: shown.run, execution: shown.execution, reason: null };
+}
+
+// Resumes (`act` "resume") or cancels (`act` "cancel") `run`, as the page's button for it shows
+// it: signed only if what the inbox hands back names exactly that run, execution (and, a
+// resume, the node it is parked at); the run's worker judges it as it judges the CLI's.
+async function actOnRun(act, run) {
+  const me = identity();
+  const viewer = document.body.dataset.viewer;
+  if (!me || !viewer || me.principal !== viewer) {
+    say("Sign in with your passkey or key first: a run is resumed or cancelled by a verified person.", "refused");
+    return { ok: false };
+  }
+  const button = Array.from(document.querySelectorAll("button." + act)).find((each) => each.dataset.run === run);
+  if (!button) {
+    say("This page shows no such button for " + run + ": nothing was signed.", "refused");
+    return { ok: false, error: { code: "NOT_SIGNED", message: "nothing shown" } };
+  }
+  const shown = { run, graph: button.dataset.graph, execution: button.dataset.execution, node: button.dataset.node };
+  const place = "/runs/" + encodeURIComponent(run) + "/" + act;
+  const bound = await postJSON(place + "/binding", {});
+  if (!bound.ok) { say(bound.error.message, "refused"); return bound; }
+  const expected = expectedAct(act, shown);
+  if (!bound.authorizes || canon(bound.authorizes) !== canon(expected)) {
+    const message = "The inbox asked this browser to sign something other than what this page shows ("
+      + canon(bound.authorizes) + " instead of " + canon(expected) + "): nothing was signed.";
+    say(message, "refused");
+    return { ok: false, error: { code: "NOT_SIGNED", message } };
+  }
+  let proof;
+  try {
+    proof = await signProof(freshProof(me.principal, bound.authorizes), me);
+  } catch (error) {
+    say("Nothing was signed: " + error.message, "refused");
+    return { ok: false, error: { code: "NOT_SIGNED", message: error.message } };
+  }
+  window.lockgateLastProof = proof;
+  const done = await postJSON(place, { proof });
+  if (done.ok === false) {
+    say(done.error.message, "refused");
+  } else {
+    const recorded = (act === "resume" ? "Resumed" : "Cancelled") + ", signed as " + me.principal + ": the run is " + done.status + ".";
+    say(recorded, "done");
+    sessionStorage.setItem(SAID, recorded);
+    setTimeout(() => location.reload(), 800);
+  }
+  return done;
 }
 
 async function registerPasskey(principal, code) {
@@ -204,6 +272,7 @@ async function registerPasskey(principal, code) {
   entry.textContent = registered.entry;
   entry.hidden = false;
   say("Registered. Give your administrator this Directory entry; once it is added you can sign in and answer as " + principal + ".", "done");
+  document.getElementById("back-to-gates").hidden = false;
   showIdentity();
   return registered;
 }
@@ -236,7 +305,7 @@ async function importKey(principal, pem) {
   localStorage.setItem(IDENTITY, JSON.stringify(me));
   // Said again once the page has reloaded as the person now signed in.
   sessionStorage.setItem(SAID, "Imported " + principal + "'s key into this browser (it cannot be read back out); you are signed in as " + principal + ".");
-  location.reload();
+  location.replace("/");  // back to the gates
   return signedIn;
 }
 
@@ -280,6 +349,12 @@ document.addEventListener("DOMContentLoaded", () => {
   watchGates();
   for (const button of document.querySelectorAll("button.answer")) {
     button.addEventListener("click", () => confirmAnswer(button));
+  }
+  for (const button of document.querySelectorAll("button.resume")) {
+    button.addEventListener("click", () => confirmThen("Resume “" + subjectOf(button) + "”? It carries on as you.", () => actOnRun("resume", button.dataset.run), false));
+  }
+  for (const button of document.querySelectorAll("button.cancel")) {
+    button.addEventListener("click", () => confirmThen("Cancel “" + subjectOf(button) + "” for good?", () => actOnRun("cancel", button.dataset.run), true));
   }
   const signInButton = document.getElementById("sign-in");
   if (signInButton) signInButton.addEventListener("click", async () => { if ((await signIn()).ok !== false) location.reload(); });
