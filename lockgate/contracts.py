@@ -198,6 +198,7 @@ class _TrailRowRequired(TypedDict):
 
 
 class _TrailRowDetails(TypedDict, total=False):
+    at: str
     answer: str | None
     needs: list[str]
     code: str | None
@@ -230,7 +231,9 @@ class TrailRow(_TrailRowRequired, _TrailRowDetails, total=False):
     budget (``budget_spent``, the gate it opens in ``why``); and the step's own row, with the
     step's whole ``usage``.
 
-    A graph run's rows name their ``node``; a workflow of your own's name the ``gate``.
+    A graph run's rows name their ``node``; a workflow of your own's name the ``gate``. Each
+    says when it happened, ``at`` (ISO 8601 in UTC, to the second, by the run's clock); a row
+    carried from a run of an older lockgate may have none.
     """
 
     node: str

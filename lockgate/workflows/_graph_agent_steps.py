@@ -43,6 +43,7 @@ from lockgate.workflows._activity_options import (
 )
 from lockgate.workflows._authority_context import compact_results, current_audit, record_once
 from lockgate.workflows._carry import RunState, ThisRun
+from lockgate.workflows._trail_rows import record_row
 
 __all__ = [
     "MAX_CONVERSATION_BYTES",
@@ -194,14 +195,15 @@ class AgentStepRunner:
             total["requests"] += 1
             total["input_tokens"] += used[0]
             total["output_tokens"] += used[1]
-            self._run.trail.append(
+            record_row(
+                self._run.trail,
                 trail_row(
                     node.state,
                     f"model:{agent.model}",
                     "ran",
                     self._run.driver,
                     usage={"input_tokens": used[0], "output_tokens": used[1]},
-                )
+                ),
             )
             self._run.add_maker()
             if _too_large(record):
@@ -340,15 +342,19 @@ class AgentStepRunner:
                 code, message = _tool_refusal(error)
             else:
                 if result.get("success"):
-                    self._run.trail.append(
-                        trail_row(node.state, operation, "ran", self._run.driver, asked_by=asked_by)
+                    record_row(
+                        self._run.trail,
+                        trail_row(
+                            node.state, operation, "ran", self._run.driver, asked_by=asked_by
+                        ),
                     )
                     return returned | {"outcome": "success", "content": result.get("data")}
                 error_of = result.get("error") or {}
                 code = str(error_of.get("code") or ErrorCode.INTERNAL_ERROR.value)
                 message = str(error_of.get("message") or "it reported a failure")
         refused = code in CALLER_MISTAKES or code in _DENIED
-        self._run.trail.append(
+        record_row(
+            self._run.trail,
             trail_row(
                 node.state,
                 operation,
@@ -358,7 +364,7 @@ class AgentStepRunner:
                 needs=sorted(definition.scopes) if definition is not None else [],
                 code=code,
                 why=shorten(message, 600),
-            )
+            ),
         )
         if not scheduled:
             # A call scheduled is audited by its tool's activity; this one never reached one.
@@ -383,7 +389,8 @@ class AgentStepRunner:
             f"One response may ask for at most {MAX_TOOL_CALLS_PER_RESPONSE} tool calls; this "
             "one was not run. Ask for it again."
         )
-        self._run.trail.append(
+        record_row(
+            self._run.trail,
             trail_row(
                 node.state,
                 shorten(name, _NAME_SHOWN),
@@ -393,7 +400,7 @@ class AgentStepRunner:
                 needs=[],
                 code=ErrorCode.RATE_LIMITED.value,
                 why=message,
-            )
+            ),
         )
         self._audit_refusal(node, name, ErrorCode.RATE_LIMITED.value, message)
         return {
@@ -426,7 +433,8 @@ class AgentStepRunner:
         """Keeps the conversation and moves the run to the gate the spent budget opens."""
         record["paused_at"] = agent.then_ask
         self._run.conversations[node.state] = record
-        self._run.trail.append(
+        record_row(
+            self._run.trail,
             trail_row(
                 node.state,
                 node.tool,
@@ -434,7 +442,7 @@ class AgentStepRunner:
                 self._run.driver,
                 why=f"The step used its budget ({spent}) before its model finished: the gate "
                 f"'{agent.then_ask}' decides whether it goes on.",
-            )
+            ),
         )
         self._run.add_maker()
         record_once(

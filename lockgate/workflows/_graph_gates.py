@@ -30,6 +30,7 @@ from lockgate.graphs._compiled import END_STATE
 from lockgate.workflows._authority_context import record_once
 from lockgate.workflows._carry import RunState, ThisRun
 from lockgate.workflows._graph_visibility import RunStanding, RunVisibility
+from lockgate.workflows._trail_rows import record_row
 
 __all__ = ["GateKeeper"]
 
@@ -99,7 +100,7 @@ class GateKeeper:
             self._run.spend(actor)
             assert self._run.gate is not None
             self._run.gate, row, decided = answer_counted(self._run.gate, given, state)
-            self._run.trail.append(row)
+            record_row(self._run.trail, row)
             if decided is not None:
                 break
             # A partial approval: the gate stays open, showing who has answered so far.
@@ -157,7 +158,7 @@ class GateKeeper:
         assert gate is not None
         self.stop_deadline_timer()
         row, taken = deadline_passed(gate, state)
-        self._run.trail.append(row)
+        record_row(self._run.trail, row)
         if taken is None:
             await self._open(state, escalated_from=gate)
         return taken

@@ -35,6 +35,7 @@ from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._activity_options import LOCAL_RETRY, LOCAL_TIMEOUT, execute_lockgate
 from lockgate.workflows._carry import RunState, ThisRun
 from lockgate.workflows._graph_inputs import invalid
+from lockgate.workflows._trail_rows import record_row
 
 __all__ = ["Accepted", "SignalInbox"]
 
@@ -238,7 +239,8 @@ class SignalInbox:
         # A signal without a valid proof still came from someone: record them the way an
         # unsigned Temporal caller is recorded everywhere else, so every row's `by` has one shape.
         sender = judged.actor or Actor.unverified("temporal")
-        self._run.trail.append(
+        record_row(
+            self._run.trail,
             trail_row(
                 self._run.state,
                 f"signal:{name}",
@@ -248,5 +250,5 @@ class SignalInbox:
                 answer=shorten(judged.choice),
                 code=judged.code,
                 why=shorten(judged.reason or "", _SHOWN_REASON_CHARS),
-            )
+            ),
         )

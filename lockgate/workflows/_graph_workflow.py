@@ -142,6 +142,7 @@ from lockgate.workflows._graph_visibility import (
 )
 from lockgate.workflows._history_seals import sealed_end
 from lockgate.workflows._signed_starts import await_signed_start
+from lockgate.workflows._trail_rows import record_row
 from lockgate.workflows._undecodable_starts import UnreadableStart
 
 __all__ = [
@@ -1032,7 +1033,7 @@ class GraphRun:
         row = trail_row(self._run.state, "cancel", "cancelled", actor)
         if self._cancel_reason is not None:
             row["why"] = self._cancel_reason
-        self._run.trail.append(row)
+        record_row(self._run.trail, row)
         self._visibility.show_cancelled()
         self._run.gate = None
         self._standing.parked = None
@@ -1201,7 +1202,7 @@ class GraphRun:
         if problem is not None:
             await self._park(node, "failed", problem, ())
             return
-        self._run.trail.append(trail_row(state, node.tool, "ran", self._run.driver, **ran))
+        record_row(self._run.trail, trail_row(state, node.tool, "ran", self._run.driver, **ran))
         self._run.add_maker()
         if node.route_enum is not None:
             value = data if node.decides_on == "" else (data or {}).get(node.decides_on)
@@ -1308,7 +1309,7 @@ class GraphRun:
             needs=list(needs),
             why=node_refusal_sentence(node.state, node.tool, why),
         )
-        self._run.trail.append(row)
+        record_row(self._run.trail, row)
         self._standing.status = "parked"
         self._record("node.park", node=node.state, operation=node.tool, parked_because=outcome)
         self._visibility.upsert_search_attributes()
@@ -1317,7 +1318,7 @@ class GraphRun:
         while self._resumer is None:
             await self._while_waiting()
         actor, self._resumer = self._resumer, None
-        self._run.trail.append(trail_row(node.state, node.tool, "resumed", actor))
+        record_row(self._run.trail, trail_row(node.state, node.tool, "resumed", actor))
         self._run.driver = actor
         self._standing.parked = None
         self._standing.status = "running"

@@ -101,6 +101,7 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_STATE,
 )
 from lockgate.workflows._signed_starts import await_signed_start
+from lockgate.workflows._trail_rows import record_row
 
 __all__ = [
     "START_PROOF_MEMO",
@@ -345,7 +346,8 @@ class _OwnRun:
             f"it was started as signed, and {missing}." if missing is not None else None
         )
         if reason:
-            self.trail.append(
+            record_row(
+                self.trail,
                 trail_row(
                     None,
                     "start",
@@ -353,7 +355,7 @@ class _OwnRun:
                     self.requester,
                     why=f"The start proof was refused: {reason} The run goes on as started "
                     "by an unverified caller.",
-                )
+                ),
             )
         self._upsert(self.status)
 
@@ -523,7 +525,7 @@ class _OwnRun:
             if actor.authorization:
                 self.spent.append(actor.authorization)
             self.gate, row, decided = answer_counted(self._gate(), given, None)
-            self.trail.append(row)
+            record_row(self.trail, row)
             if decided is not None:
                 break
             workflow.upsert_memo({"lockgate_gate": self._gate_memo(keep_opened_at=True)})
@@ -552,8 +554,9 @@ class _OwnRun:
     def _refuse_gate(self, sentence: str) -> NoReturn:
         """Ends the run at a gate it may not open, saying why in its trail, its audit log and
         the failure its starter reads."""
-        self.trail.append(
-            trail_row(None, "gate", "refused", self.requester or self.driver, why=sentence)
+        record_row(
+            self.trail,
+            trail_row(None, "gate", "refused", self.requester or self.driver, why=sentence),
         )
         audit = current_audit()
         if audit is not None and not workflow.unsafe.is_replaying():
@@ -656,7 +659,7 @@ class _OwnRun:
         escalated (a new opening asks the escalation role alone). A trail row says which."""
         gate = self._gate()
         row, taken = deadline_passed(gate, None)
-        self.trail.append(row)
+        record_row(self.trail, row)
         if taken is None:
             self._open_gate(ask, choices, subject, escalated_from=gate)
             self.deadline_passed = False
@@ -766,12 +769,13 @@ class _OwnRun:
         except ActivityError as error:
             result = refused_tool_call(error)
         if result.success:
-            self.trail.append(trail_row(None, name, "ran", self.driver))
+            record_row(self.trail, trail_row(None, name, "ran", self.driver))
             maker = self.driver.principal
             if self.driver.verified and maker is not None and maker not in self.makers:
                 self.makers.append(maker)
         else:
-            self.trail.append(
+            record_row(
+                self.trail,
                 trail_row(
                     None,
                     name,
@@ -779,7 +783,7 @@ class _OwnRun:
                     self.driver,
                     why=result.error.message if result.error else "",
                     code=result.code,
-                )
+                ),
             )
         return result
 

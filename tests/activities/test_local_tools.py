@@ -244,8 +244,9 @@ def local_activity_types(client: Client, events: Iterable[HistoryEvent]) -> list
 
 
 def as_any_run(value: Any, run: Mapping[str, Any]) -> Any:
-    """``value`` with the run's id, execution and subject, and the nonce of each proof, replaced
-    by placeholders: what two runs of one graph by the same people have in common."""
+    """``value`` with the run's id, execution and subject, the nonce of each proof and the time
+    of each trail row replaced by placeholders: what two runs of one graph by the same people
+    have in common."""
     text = json.dumps(value, sort_keys=True)
     text = text.replace(run["execution"], "EXECUTION").replace(run["run_id"], "RUN")
     text = text.replace(run["fields"]["subject"], "SUBJECT")
@@ -255,7 +256,11 @@ def as_any_run(value: Any, run: Mapping[str, Any]) -> Any:
 def _any_proof(value: Any) -> Any:
     if isinstance(value, dict):
         return {
-            key: "PROOF" if key == "authorization" and item is not None else _any_proof(item)
+            key: "PROOF"
+            if key == "authorization" and item is not None
+            else "AT"
+            if key == "at" and isinstance(item, str)
+            else _any_proof(item)
             for key, item in value.items()
         }
     if isinstance(value, list):

@@ -30,7 +30,9 @@ FAILS_ONCE = {"title": "Tides", "rubric": "tides, gravity"}
 ALWAYS_FAILS = {"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}
 DIRTY_MEMO = {"memo": "Merger talks (classified)"}
 
-TRAIL_ROW_KEYS = frozenset({"node", "operation", "outcome", "by", "needs", "answer", "why", "code"})
+TRAIL_ROW_KEYS = frozenset(
+    {"node", "operation", "outcome", "by", "at", "needs", "answer", "why", "code"}
+)
 ACTOR_KEYS = frozenset({"actor", "verified", "channel", "principal", "authorization"})
 
 

@@ -479,7 +479,8 @@ async def test_the_run_page_is_titled_with_its_subject_with_times_on_hover_and_f
 
     assert heading == "Tides" and title == "Tides · lockgate inbox"
     assert run["run_id"] not in (heading or "")
-    assert len(times) == 2  # when the run started, and since when its gate waits
+    # When the run started, since when its gate waits, and when each step of its trail ran.
+    assert len(times) == 2 + len(trail)
     assert all(
         re.fullmatch(r"just now|\d+ min ago", text)
         and re.fullmatch(r"\d{1,2} \w{3} \d{4}, \d\d:\d\d UTC", exact)

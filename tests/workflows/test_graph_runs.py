@@ -9,6 +9,7 @@ Inputs that are not fields (a forged ``_taken`` budget, a forged ``_ran``, junk)
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
@@ -126,6 +127,28 @@ async def test_a_finished_runs_result_carries_its_whole_trail(
         "publish",
     ]
     assert shown["trail"] == result["trail"]
+
+
+async def test_each_trail_row_says_when_it_happened_by_the_runs_clock(
+    lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
+) -> None:
+    who = people()
+    async with lockgate_worker(graphs=[EssayReview], directory=who.directory):
+        wren = GraphClient(temporal_client, task_queue, signer=who.signer("wren"))
+        run = await wren.start(EssayReview, ALWAYS_FAILS)
+        answered = await GraphClient(temporal_client, task_queue, who.signer("ed")).decide(
+            run["run_id"], "publish_as_is"
+        )
+        started = (await temporal_client.get_workflow_handle(run["run_id"]).describe()).start_time
+
+    moments = [
+        datetime.fromisoformat(row["at"].replace("Z", "+00:00")) for row in answered["trail"]
+    ]
+    assert [row["outcome"] for row in answered["trail"]][-2:] == ["answered", "ran"]
+    assert all(row["at"].endswith("Z") for row in answered["trail"])
+    assert moments == sorted(moments)
+    assert started.replace(microsecond=0) <= moments[0]
+    assert moments[-1] <= datetime.now(timezone.utc)
 
 
 async def test_inputs_the_graph_does_not_take_are_refused_naming_the_ones_it_takes(
