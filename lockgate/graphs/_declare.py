@@ -207,6 +207,11 @@ class Ask:
     show: one of these ``acr`` or ``amr`` values (``("mfa", "otp")``), and a sign-in no older
     than this (within the issuer's own window). Answers signed with a key or passkey are not
     affected.
+
+    ``rejection`` names the option that says no, whatever the policy (a policy that names one
+    too must name the same)::
+
+        Ask(Decision, of="support_lead", rejection=Decision.DECLINE)
     """
 
     options: type[enum.Enum]
@@ -219,6 +224,7 @@ class Ask:
     deadline: Deadline | None = None
     mfa: tuple[str, ...] = ()
     signed_in_within: timedelta | None = None
+    rejection: enum.Enum | None = None
 
 
 @dataclass(frozen=True, slots=True)
