@@ -209,7 +209,9 @@ class Ask:
     affected.
 
     ``rejection`` names the option that says no, whatever the policy (a policy that names one
-    too must name the same)::
+    too must name the same). A run that ran to its end after its last gate decided it reads
+    ``declined`` instead of ``finished``: in ``show``, ``list``, ``--json`` and its memo
+    (``lockgate_status``). It may be declared on a graph with runs in flight::
 
         Ask(Decision, of="support_lead", rejection=Decision.DECLINE)
     """

@@ -136,6 +136,7 @@ from lockgate.workflows._graph_visibility import (
     VERSION_MEMO,
     RunStanding,
     RunVisibility,
+    ended_status,
     quiet_answers,
 )
 from lockgate.workflows._history_seals import sealed_end
@@ -1315,7 +1316,7 @@ class GraphRun:
     async def _finish(self) -> dict[str, Any]:
         ended_early = self._standing.status in ("refused", "cancelled")
         if not ended_early:
-            self._standing.status = "finished"
+            self._standing.status = ended_status(self._run.declined, self._protocol)
             self._run.state = END_STATE
             self._settled()
         self._visibility.show_ended(protocol=self._protocol)
