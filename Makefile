@@ -15,19 +15,27 @@ DURABILITY ?=
 
 .PHONY: dev test test-plan test-main test-other-pythons browser redis helm signers idp soak bench lint typecheck package-check clean
 
+# Runs the command after it quietly: what it prints (such as setuptools' notice of an editable
+# install) is shown only when it fails, then in full, and make stops.
+QUIETLY := sh -c 'log=$$(mktemp); "$$@" >"$$log" 2>&1 || { status=$$?; cat "$$log"; rm -f "$$log"; exit $$status; }; rm -f "$$log"' quietly
+
 # An editable install writes the version into its metadata once: a new one reinstalls.
 $(STAMP): pyproject.toml lockgate/_version.py
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	@echo "make: installing lockgate and its dev tools in $(VENV) (pip install -e '.[dev]')"
+	@$(QUIETLY) $(PYTHON) -m venv $(VENV)
+	@$(QUIETLY) $(BIN)/pip install --quiet --upgrade pip
+	@$(QUIETLY) $(BIN)/pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
-	touch $(BENCH_STAMP)
+	@echo "make: installing the benchmarks' packages in $(VENV) (pip install -e '.[dev,bench]')"
+	@$(QUIETLY) $(BIN)/pip install --quiet -e '.[dev,bench]'
+	@touch $(BENCH_STAMP)
 
+# `lockgate dev` says what it started and what to type next (in a terminal where this .venv is
+# not activated, first `source .venv/bin/activate`).
 dev: $(STAMP)
-	$(BIN)/lockgate dev $(if $(PORT),--port $(PORT)) $(if $(UI_PORT),--ui-port $(UI_PORT)) \
+	@$(BIN)/lockgate dev $(if $(PORT),--port $(PORT)) $(if $(UI_PORT),--ui-port $(UI_PORT)) \
 		$(if $(DURABILITY),--durability $(DURABILITY))
 
 test: test-plan test-main test-other-pythons
