@@ -18,6 +18,7 @@ from typing import Any
 from lockgate.identity._canonical import fingerprint
 
 __all__ = [
+    "DECLINED_PROTOCOL",
     "JUDGE_SIGNALS",
     "MODEL_CALL",
     "OPEN_START",
@@ -70,7 +71,7 @@ MODEL_CALL = "lockgate.model"
 seal: only lockgate's own runs spend the deployment's models)."""
 
 
-RUN_PROTOCOL = 3
+RUN_PROTOCOL = 4
 """How a run started today behaves, as its start check records it (``protocol`` in the result of
 ``lockgate.open_start``, ``lockgate.verify_carried``, ``lockgate.open_workflow_start`` and
 ``lockgate.prepare_call``), so that every replay of its history behaves the same way.
@@ -83,6 +84,10 @@ with its refusal as its result. A history recorded before has no protocol: 1.
 the gate or park closed, and ``pending`` and ``list`` believe the memo only); and a gate closed
 where another gate opens or the run ends before the workflow task does writes no memo of its
 closing either.
+
+4: besides, a run that ends after its last gate took the option that gate names as its
+``rejection`` ends ``declined``, not ``finished``; and every run writes the status it ended with
+to its memo (``lockgate_status``) as it ends.
 """
 
 SETTLING_PROTOCOL = 2
@@ -93,6 +98,10 @@ run recorded with protocol 2 keeps behaving so under any later one."""
 QUIET_ANSWERS_PROTOCOL = 3
 """The protocol that brought what :data:`RUN_PROTOCOL` 3 adds: no visibility write at an answer
 or a resume that the run's next state makes redundant."""
+
+DECLINED_PROTOCOL = 4
+"""The protocol that brought what :data:`RUN_PROTOCOL` 4 adds: a run its last gate declined
+ends ``declined``."""
 
 
 def tool_activity_name(tool: str) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
+import sys
 from pathlib import Path
 
 from lockgate._defaults import TASK_QUEUE_ENV, task_queue_flag
@@ -26,7 +28,14 @@ from lockgate.identity._keys import new_identity
 from lockgate.identity._seals import WORKER_SECRET_ENV, WorkerSecret
 from lockgate.worker import run_worker
 
-__all__ = ["DEMO_PRINCIPALS", "EXAMPLES", "SERVER_LOG", "WORKER_LOG", "run_dev_stack"]
+__all__ = [
+    "DEMO_PRINCIPALS",
+    "EXAMPLES",
+    "SERVER_LOG",
+    "WORKER_LOG",
+    "activate_line",
+    "run_dev_stack",
+]
 
 DEMO_PRINCIPALS: dict[str, dict[str, list[str]]] = {
     "ada": {"roles": [], "scopes": []},
@@ -77,8 +86,8 @@ lockgate dev is up.
   Demo people:      ada (writes), ed (editor, may publish), clerk (editor, may not), rod (officer)
                     keys in {keys}, Directory in {directory}
 
-In another terminal, in this folder, with this Python's `lockgate` on PATH:
-  export TEMPORAL_ADDRESS={target}{task_queue_export}
+In another terminal, in this folder{on_path}:
+{activate}  export TEMPORAL_ADDRESS={target}{task_queue_export}
   lockgate start essay:review --as ada \\
       --inputs '{{"title": "Tides", "rubric": "gravity, moon, salt, wind, orbit"}}'
   lockgate pending --of editor --as ed
@@ -90,6 +99,35 @@ From the UI: `lockgate sign decide <run-id> publish_as_is --as ed` prints what t
 run's More Actions → Send an Update (name: decide).
 Ctrl-C stops the worker and the server (runs are kept in {db}, {durability}).
 """
+
+
+def activate_line(
+    prefix: str | Path | None = None,
+    base_prefix: str | Path | None = None,
+    path: str | None = None,
+    cwd: Path | None = None,
+) -> str:
+    """The banner's line that puts this Python's ``lockgate`` on PATH (``source
+    .venv/bin/activate``), or nothing: only when this Python is a virtual environment's and a
+    terminal with ``path`` would not run that environment's ``lockgate`` (``make dev`` runs
+    ``.venv/bin/lockgate`` without activating it). The environment is named relative to
+    ``cwd`` when it is inside it. Defaults: this interpreter's, this PATH, this folder.
+    """
+    prefix = Path(sys.prefix if prefix is None else prefix)
+    base_prefix = Path(sys.base_prefix if base_prefix is None else base_prefix)
+    path = os.environ.get("PATH", "") if path is None else path
+    cwd = Path.cwd() if cwd is None else cwd
+    activate = prefix / "bin" / "activate"
+    if prefix == base_prefix or not activate.is_file():
+        return ""
+    found = shutil.which("lockgate", path=path)
+    if found is not None and Path(found).resolve().parent == (prefix / "bin").resolve():
+        return ""
+    try:
+        shown = activate.resolve().relative_to(cwd.resolve())
+    except ValueError:
+        shown = activate
+    return f"  source {shlex.quote(str(shown))}    # puts this Python's `lockgate` on PATH\n"
 
 
 def _codec_note(codec: CodecServer | None, keys: PayloadKeys | None) -> str:
@@ -193,6 +231,7 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
             inbox = await start_inbox(
                 arguments, client, inbox_listening, inbox_origin, open_to_anyone=True
             )
+        activate = activate_line()
         await run_worker(
             client,
             plugin,
@@ -203,6 +242,8 @@ async def run_dev_stack(arguments: argparse.Namespace) -> int:
                     ui=server.ui_url or "(headless)",
                     inbox=_inbox_line(inbox_origin, arguments),
                     target=server.target,
+                    activate=activate,
+                    on_path=", with this Python's `lockgate` on PATH" if not activate else "",
                     namespace=server.namespace,
                     task_queue=arguments.task_queue,
                     task_queue_export=(

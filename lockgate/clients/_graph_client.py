@@ -36,6 +36,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import (
     Client,
+    WorkflowExecution,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowFailureError,
@@ -94,7 +95,7 @@ from lockgate.tools._tool_result import ErrorCode
 from lockgate.workflows._catalogue import CatalogueError, read_catalogue
 from lockgate.workflows._failures import outcome_of
 from lockgate.workflows._graph_inputs import StartGraphInput
-from lockgate.workflows._graph_visibility import VERSION_MEMO
+from lockgate.workflows._graph_visibility import STATUS_MEMO, VERSION_MEMO
 from lockgate.workflows._own_start import (
     OWN_START_UPDATE,
     SIGNED_START_MEMO,
@@ -1322,12 +1323,13 @@ class GraphClient:
         (the server lists running runs before closed ones, and closed ones by when they closed).
 
         A run's ``status`` is the word :meth:`show` uses for it: a closed run's is how it closed
-        (``finished`` for one that ran to its end, ``refused`` for a run refused, ``cancelled``
-        for one its requester cancelled; else the server's word, ``terminated``, ``failed``,
-        ``timed_out``...), and ``execution`` is the server's word for every run; a running run's is
-        what its memo says it waits for (``waiting`` at a gate, ``parked`` at a node, else
-        ``running``): a run writes its search attributes only when it settles, so they may still
-        name a gate it has since been answered at.
+        (``finished`` for one that ran to its end, ``declined`` for one that ran to its end
+        after its last gate took the option that gate names as its rejection, ``refused`` for a
+        run refused, ``cancelled`` for one its requester cancelled; else the server's word,
+        ``terminated``, ``failed``, ``timed_out``...), and ``execution`` is the server's word
+        for every run; a running run's is what its memo says it waits for (``waiting`` at a
+        gate, ``parked`` at a node, else ``running``): a run writes its search attributes only
+        when it settles, so they may still name a gate it has since been answered at.
         """
         query = (
             f"{LOCKGATE_GRAPH.name} = {quote_literal(graph_name(graph))}"
@@ -1337,13 +1339,14 @@ class GraphClient:
         rows = []
         async for execution in self.client.list_workflows(query):
             attributes = execution.typed_search_attributes
-            # A refused or cancelled run wrote so as it completed; any other closed run is as
-            # the server says it closed (a terminated run wrote nothing as it ended).
+            # A refused or cancelled run wrote so as it completed, and a declined one to its
+            # memo; any other closed run is as the server says it closed (a terminated run
+            # wrote nothing as it ended).
             written = attributes.get(LOCKGATE_STATE)
             refused = written == "refused"
             status = "refused" if refused else status_name(execution.status)
             if not refused and execution.status == WorkflowExecutionStatus.COMPLETED:
-                status = "cancelled" if written == "cancelled" else "finished"
+                status = "cancelled" if written == "cancelled" else await _ended_as(execution)
             awaiting = None
             if execution.status == WorkflowExecutionStatus.RUNNING and not refused:
                 try:
@@ -1460,3 +1463,13 @@ def _execution_named(signed: Mapping[str, Any]) -> str | None:
 def _closed(status: WorkflowExecutionStatus | None) -> dict[str, Any]:
     """What a client reads of a run that is no longer running: how it ended, no gate or park."""
     return {"closed": status_name(status), "gate": None, "parked": None}
+
+
+async def _ended_as(execution: WorkflowExecution) -> str:
+    """How a run that completed ended, as its memo says (``declined``), else ``finished``: runs
+    recorded before they wrote it, and a memo this client cannot read (keys it lacks), read so."""
+    try:
+        memo = await execution.memo()
+    except Exception:
+        return "finished"
+    return "declined" if memo.get(STATUS_MEMO) == "declined" else "finished"

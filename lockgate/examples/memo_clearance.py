@@ -76,7 +76,14 @@ async def shelve(memo: str) -> None:
         Route(Signoff.RELEASE, to=release),
         Route(Signoff.SHELVE, to=shelve),
     ],
-    asks=[Ask(Signoff, of="officer", because="The memo still reads dirty after a second pass.")],
+    asks=[
+        Ask(
+            Signoff,
+            of="officer",
+            because="The memo still reads dirty after a second pass.",
+            rejection=Signoff.SHELVE,
+        )
+    ],
 )
 class MemoClearance(BaseModel):
     memo: Annotated[str, Target(), Because("The memo to clear")]

@@ -48,6 +48,11 @@ class CompiledApprovalPolicy:
         """Whether one answer decides (the gate of every graph before policies existed)."""
         return self.approvals == 1
 
+    def declines(self, option: str) -> bool:
+        """Whether deciding ``option`` says no: it is the gate's declared ``rejection``. A run
+        whose last gate decided so ends ``declined``."""
+        return self.rejection is not None and option == self.rejection
+
     def to_dict(self) -> dict[str, Any]:
         """As JSON data."""
         return {

@@ -29,6 +29,7 @@ from lockgate.identity._verifier import utc_moment
 from lockgate.tools._tool_result import ErrorCode
 
 __all__ = [
+    "ENDED_STATUSES",
     "MAX_CANCEL_REASON_CHARS",
     "Judgement",
     "ViewerChoice",
@@ -703,6 +704,8 @@ def judge_resume(
     if parked is None:
         if status == "finished":
             reason = f"Run '{run}' has finished: there is nothing to resume."
+        elif status == "declined":
+            reason = f"Run '{run}' has ended (declined): there is nothing to resume."
         elif status == "waiting":
             reason = (
                 f"Run '{run}' is waiting for a decision: answer it with decide. Resuming a run "
@@ -738,8 +741,11 @@ def judge_resume(
 MAX_CANCEL_REASON_CHARS = 500
 """The longest reason a cancel may give (it is shown in the run's trail)."""
 
-_ENDED_STATUSES = ("finished", "refused", "cancelled")
-"""The statuses of a run that has ended: nothing is left to resume or cancel."""
+ENDED_STATUSES = ("finished", "declined", "refused", "cancelled")
+"""The statuses of a run that has ended: nothing is left to resume or cancel. ``finished``: it
+ran to its end; ``declined``: it ran to its end after its last gate took the option that gate
+names as its rejection; ``refused``: its start was refused; ``cancelled``: its requester
+cancelled it."""
 
 
 def judge_cancel(
@@ -782,7 +788,7 @@ def judge_cancel(
             "that ended, or one started again under the same id): sign a cancel of this one.",
             actor=actor,
         )
-    if status in _ENDED_STATUSES:
+    if status in ENDED_STATUSES:
         return Judgement.refuse(
             ErrorCode.NOTHING_TO_CANCEL,
             f"Run '{run}' has ended ({status}): there is nothing to cancel.",

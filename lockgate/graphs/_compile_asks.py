@@ -119,15 +119,7 @@ def _ask_policy(graph: str, ask: Ask) -> CompiledApprovalPolicy:
             f"{where} of {m} of {n!r}: a quorum larger than its panel can never be reached. "
             f"Declare a panel (of_n) of at least {m}.",
         )
-    rejection = declared.rejection
-    if rejection is not None and not (
-        isinstance(rejection, enum.Enum) and type(rejection) is options
-    ):
-        raise _fail(
-            graph,
-            f"{where} whose rejection {rejection!r} is not an option of "
-            f"{options.__name__}; name one of its cases.",
-        )
+    rejection = _ask_rejection(graph, ask)
     if declared.any_rejection_rejects and rejection is None:
         raise _fail(
             graph,
@@ -147,6 +139,37 @@ def _ask_policy(graph: str, ask: Ask) -> CompiledApprovalPolicy:
         rejection=str(rejection.value) if rejection is not None else None,
         any_rejection_rejects=declared.any_rejection_rejects,
     )
+
+
+def _ask_rejection(graph: str, ask: Ask) -> enum.Enum | None:
+    """The option that says no at this gate, as the gate or its policy names it; refused where
+    it is not an option of the gate, or the two name different ones."""
+    options = ask.options
+    named = [
+        (whose, rejection)
+        for whose, rejection in (
+            (f"Ask({options.__name__})", ask.rejection),
+            (
+                f"Ask({options.__name__}) declares a {getattr(ask.policy, 'name', '?')} policy",
+                ask.policy.rejection,
+            ),
+        )
+        if rejection is not None
+    ]
+    for whose, rejection in named:
+        if not (isinstance(rejection, enum.Enum) and type(rejection) is options):
+            raise _fail(
+                graph,
+                f": {whose} whose rejection {rejection!r} is not an option of "
+                f"{options.__name__}; name one of its cases.",
+            )
+    if len(named) == 2 and named[0][1] is not named[1][1]:
+        raise _fail(
+            graph,
+            f": Ask({options.__name__}) names the rejection {named[0][1]!r} and its policy "
+            f"{named[1][1]!r}: a gate has one option that says no. Name it once (rejection=).",
+        )
+    return named[0][1] if named else None
 
 
 def _ask_evidence(

@@ -207,6 +207,13 @@ class Ask:
     show: one of these ``acr`` or ``amr`` values (``("mfa", "otp")``), and a sign-in no older
     than this (within the issuer's own window). Answers signed with a key or passkey are not
     affected.
+
+    ``rejection`` names the option that says no, whatever the policy (a policy that names one
+    too must name the same). A run that ran to its end after its last gate decided it reads
+    ``declined`` instead of ``finished``: in ``show``, ``list``, ``--json`` and its memo
+    (``lockgate_status``). It may be declared on a graph with runs in flight::
+
+        Ask(Decision, of="support_lead", rejection=Decision.DECLINE)
     """
 
     options: type[enum.Enum]
@@ -219,6 +226,7 @@ class Ask:
     deadline: Deadline | None = None
     mfa: tuple[str, ...] = ()
     signed_in_within: timedelta | None = None
+    rejection: enum.Enum | None = None
 
 
 @dataclass(frozen=True, slots=True)

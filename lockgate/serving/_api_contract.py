@@ -274,7 +274,11 @@ class Run(_Answer):
     run_id: str | None = None
     graph: str | None = None
     status: str | None = Field(
-        None, description="e.g. waiting (at a gate), parked, finished, refused, started."
+        None,
+        description=(
+            "e.g. waiting (at a gate), parked, finished, declined (its last gate took its "
+            "rejection), refused, cancelled, started."
+        ),
     )
     requester: Actor | None = Field(None, description="Who started the run.")
     awaiting: dict[str, Any] | None = Field(None, description="The gate it waits at.")

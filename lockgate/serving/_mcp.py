@@ -89,7 +89,7 @@ GRAPH_OPERATIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "graph:list": ("The graphs the workers serve: fields, nodes, gates.", _schema({})),
     "graph:start": (
         "Starts a run of a graph with its starting fields; returns the run once it settles "
-        "(at a gate, parked, or finished).",
+        "(at a gate, parked, finished, or declined by its last gate).",
         _schema(
             {
                 "graph": {"type": "string", "description": "The graph's name (graph__list)."},

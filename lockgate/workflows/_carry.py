@@ -95,6 +95,9 @@ class RunState:
     conversations: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The conversations of agent steps that wait (at a budget's gate, or for this next
     history), by the step's state."""
+    declined: bool = False
+    """Whether the last gate decided took the option its ``rejection`` names: the run, once it
+    ends, reads ``declined`` rather than ``finished``."""
 
     def spend(self, actor: Actor) -> None:
         """Records the nonce of the proof ``actor`` came with: the run takes it once."""
@@ -141,6 +144,7 @@ class RunState:
             "inbox": self.inbox,
             **({"depth": self.depth, "parent": self.parent} if self.parent is not None else {}),
             **({"conversations": self.conversations} if self.conversations else {}),
+            **({"declined": True} if self.declined else {}),
         }
 
     @classmethod
@@ -181,6 +185,7 @@ class RunState:
                     str(step): dict(record)
                     for step, record in dict(value.get("conversations") or {}).items()
                 },
+                declined=value.get("declined") is True,
             )
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
             raise CarriedStateError(f"it cannot be read ({type(error).__name__})") from None

@@ -113,6 +113,7 @@ class GateKeeper:
                 self._run.gate, given, decided
             )
         self._run.gate = None
+        self._run.declined = ask.policy.declines(decided)
         self._run.driver = actor
         # The next gate reviews the work done from here on: its makers are who drive it.
         self._run.makers = []

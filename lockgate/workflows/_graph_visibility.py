@@ -2,7 +2,9 @@
 
 Search attributes name the run's graph, its status and the role its open gate waits for, so
 that ``pending`` and the inbox find it across runs; the memo shows the open gate (as its
-approvers are shown it) or the node the run is parked at, and the graph version the run follows;
+approvers are shown it) or the node the run is parked at, the graph version the run follows and,
+once it has ended, the status it ended with (``finished`` or ``declined``, which the server's
+ExecutionStatus cannot tell apart);
 the current details say, in the Temporal UI, what the run is doing. The run writes each as it
 changes, and only what changed: every search attribute upsert is billed. What the run shows
 holds nothing of what anyone holds.
@@ -17,9 +19,14 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeUpdate
 
 from lockgate._defaults import task_queue_flag
-from lockgate.activities._activity_inputs import QUIET_ANSWERS_PROTOCOL, SETTLING_PROTOCOL
+from lockgate.activities._activity_inputs import (
+    DECLINED_PROTOCOL,
+    QUIET_ANSWERS_PROTOCOL,
+    SETTLING_PROTOCOL,
+)
 from lockgate.gates._gate_engine import gate_memo
 from lockgate.gates._gates import OpenGate, ParkedNode
+from lockgate.gates._judgements import ENDED_STATUSES
 from lockgate.gates._limits import PayloadProblem
 from lockgate.identity._actors import Actor
 from lockgate.identity._quoting import a_role
@@ -30,13 +37,28 @@ from lockgate.workflows._search_attributes import (
     LOCKGATE_STATE,
 )
 
-__all__ = ["VERSION_MEMO", "RunStanding", "RunVisibility", "quiet_answers", "quiet_attributes"]
+__all__ = [
+    "STATUS_MEMO",
+    "VERSION_MEMO",
+    "RunStanding",
+    "RunVisibility",
+    "ended_status",
+    "quiet_answers",
+    "quiet_attributes",
+]
 
 
 VERSION_MEMO = "lockgate_version"
 
 
 """The memo key of the graph version a run follows (the run writes it unless its starter did)."""
+
+
+STATUS_MEMO = "lockgate_status"
+
+
+"""The memo key of the status a run ended with (written as it ends, from
+:data:`DECLINED_PROTOCOL` on): ``finished``, ``declined``, ``refused`` or ``cancelled``."""
 
 
 _GATE_MEMO = "lockgate_gate"
@@ -49,8 +71,9 @@ class RunStanding:
     across continue-as-new (a continued run reads its status again from its open gate).
 
     Attributes:
-        status: ``starting``, ``running``, ``waiting`` (at a gate), ``parked``, ``finished``,
-            ``refused`` or ``cancelled``.
+        status: ``starting``, ``running``, ``waiting`` (at a gate), ``parked``; once it has
+            ended, ``finished``, ``declined`` (its last gate took its rejection), ``refused``
+            or ``cancelled`` (see :data:`~lockgate.gates._judgements.ENDED_STATUSES`).
         parked: The node the run is parked at, if it is.
         refusal: Why the run was refused, if it was.
         canceller: Who cancelled the run, once their cancel was accepted.
@@ -63,8 +86,8 @@ class RunStanding:
 
     @property
     def ended(self) -> bool:
-        """Whether the run has ended: finished, refused or cancelled."""
-        return self.status in ("finished", "refused", "cancelled")
+        """Whether the run has ended: finished, declined, refused or cancelled."""
+        return self.status in ENDED_STATUSES
 
 
 class RunVisibility:
@@ -144,6 +167,7 @@ class RunVisibility:
             _GATE_MEMO: self._gate_memo() if self._run.gate is not None else None,
             _PARKED_MEMO: parked.to_dict() if parked is not None else None,
             VERSION_MEMO: self._this.graph.version,
+            STATUS_MEMO: None,
         }
         stale: dict[str, Any] = {}
         for key, value in wanted.items():
@@ -194,13 +218,23 @@ class RunVisibility:
 
     def show_ended(self, *, protocol: int | None) -> None:
         """The run has ended. A refused or cancelled run says so in its search attributes (it
-        completed); a finished one leaves them as it last wrote them, where ``protocol`` allows
-        (see :func:`quiet_attributes`): the server's ExecutionStatus says it closed (one billed
-        upsert fewer per run)."""
+        completed); a finished or declined one leaves them as it last wrote them, where
+        ``protocol`` allows (see :func:`quiet_attributes`): the server's ExecutionStatus says it
+        closed (one billed upsert fewer per run). From :data:`DECLINED_PROTOCOL` on, every run
+        also writes the status it ended with to its memo (:data:`STATUS_MEMO`; a memo write is
+        not billed), and takes out a gate its last answer closed unseen (see
+        :meth:`show_gate_closed`): whether it writes depends on its recorded protocol alone,
+        never on what its graph declares, so a gate's ``rejection`` may change under runs in
+        flight."""
         if self._standing.status in ("refused", "cancelled") or not quiet_attributes(protocol):
             self.upsert_search_attributes()
         else:
             self._show_details()
+        if (protocol or 1) >= DECLINED_PROTOCOL:
+            ended: dict[str, Any] = {STATUS_MEMO: self._standing.status}
+            if workflow.memo_value(_GATE_MEMO, default=None) is not None:
+                ended[_GATE_MEMO] = None
+            workflow.upsert_memo(ended)
 
     def _gate_memo(self, *, keep_opened_at: bool = False) -> dict[str, Any]:
         """The open gate as its memo shows it (see :func:`gate_memo`)."""
@@ -248,6 +282,8 @@ class RunVisibility:
             return f"{graph}: refused [{standing.refusal.code}] {standing.refusal.sentence}"
         if standing.status == "finished":
             return f"{graph} finished."
+        if standing.status == "declined":
+            return f"{graph} ended declined: its last gate took the option that says no."
         if standing.status == "cancelled" and standing.canceller is not None:
             return f"{graph} was cancelled by {standing.canceller.actor}."
         if standing.status == "starting":
@@ -256,6 +292,14 @@ class RunVisibility:
                 f"--as YOU{flag}`)."
             )
         return f"{graph} is running (at `{self._run.state}`, driven by {self._run.driver.actor})."
+
+
+def ended_status(declined: bool, protocol: int | None) -> str:
+    """The status of a run that ran to its end: ``declined`` where its last gate took the
+    option that gate names as its rejection (``declined``) and its recorded ``protocol`` is
+    :data:`DECLINED_PROTOCOL` or later, else ``finished`` (as every run recorded before ended,
+    whatever it was answered: its replay writes what it wrote)."""
+    return "declined" if declined and (protocol or 1) >= DECLINED_PROTOCOL else "finished"
 
 
 def quiet_answers(protocol: int | None) -> bool:

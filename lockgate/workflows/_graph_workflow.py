@@ -138,6 +138,7 @@ from lockgate.workflows._graph_visibility import (
     VERSION_MEMO,
     RunStanding,
     RunVisibility,
+    ended_status,
     quiet_answers,
 )
 from lockgate.workflows._history_seals import sealed_end
@@ -1328,7 +1329,7 @@ class GraphRun:
     async def _finish(self) -> dict[str, Any]:
         ended_early = self._standing.status in ("refused", "cancelled")
         if not ended_early:
-            self._standing.status = "finished"
+            self._standing.status = ended_status(self._run.declined, self._protocol)
             self._run.state = END_STATE
             self._settled()
         self._visibility.show_ended(protocol=self._protocol)

@@ -15,7 +15,9 @@ LOCKGATE_GRAPH = SearchAttributeKey.for_keyword("LockgateGraph")
 """The name of the graph a run belongs to (``essay:review``)."""
 
 LOCKGATE_STATE = SearchAttributeKey.for_keyword("LockgateState")
-"""Where the run stands: ``running``, ``waiting`` (a gate is open), ``parked`` or ``finished``."""
+"""Where the run stands, as it last wrote it: ``running``, ``waiting`` (a gate is open),
+``parked``; ``refused`` or ``cancelled`` once it ended so (a run that finished or was declined
+leaves what it last wrote: ExecutionStatus says it closed, and its memo how)."""
 
 LOCKGATE_AWAITING = SearchAttributeKey.for_keyword("LockgateAwaiting")
 """The role an open gate asks for (``editor``); unset when no gate is open."""

@@ -46,6 +46,7 @@ __all__ = ["browser", "place"]  # the fixtures the tests here use
 pytestmark = pytest.mark.timeout(120)
 
 
+@pytest.mark.python_agnostic  # Chromium runs the page
 async def test_a_look_alike_whose_id_walks_to_a_real_run_has_no_page_and_nothing_is_signed(
     browser: Browser, place: Desk, temporal_client: Client, task_queue: str
 ) -> None:
@@ -76,6 +77,7 @@ async def test_a_look_alike_whose_id_walks_to_a_real_run_has_no_page_and_nothing
     assert still["status"] == "waiting"
 
 
+@pytest.mark.python_agnostic  # Chromium runs the page
 async def test_ids_with_slashes_are_encoded_in_every_url_the_pages_make(
     browser: Browser, place: Desk
 ) -> None:
@@ -96,6 +98,7 @@ async def test_ids_with_slashes_are_encoded_in_every_url_the_pages_make(
     assert answered["status"] == "finished"
 
 
+@pytest.mark.python_agnostic  # Chromium runs the page
 @pytest.mark.parametrize(
     "swap",
     [

@@ -40,7 +40,7 @@ from lockgate.testing import WorkerFactory
 from lockgate.worker import load_components
 from lockgate.workflows._graph_inputs import StartGraphInput
 from tests.helpers.command_line import Command, Ran, lockgate_command
-from tests.helpers.graphs import ALWAYS_FAILS, PASSES_FIRST_TIME, eventually
+from tests.helpers.graphs import ALWAYS_FAILS, PASSES_FIRST_TIME, ReviewedEssay, eventually
 from tests.helpers.support import REPOSITORY
 
 __all__ = ["lockgate_command"]  # the fixture the tests here use
@@ -306,6 +306,50 @@ async def test_list_shows_runs_newest_first_whether_they_are_running_or_closed(
     rows = json.loads(listed.out)["runs"]
     assert [row["run_id"] for row in rows] == started[::-1]
     assert [row["status"] for row in rows] == ["finished", "finished", "waiting"]
+
+
+async def test_a_published_and_an_abandoned_run_print_different_statuses_in_list_and_show(
+    lockgate_command: Command, lockgate_worker: WorkerFactory, temporal_client: Client
+) -> None:
+    """Abandoning is the gate's rejection: that run reads declined, the published one finished,
+    as people read them and under --json."""
+    queue = lockgate_command.task_queue
+    runs = {}
+    async with lockgate_worker(graphs=[ReviewedEssay], directory=_directory(lockgate_command)):
+        for option in ("publish_as_is", "abandon"):
+            started = await lockgate_command(
+                "start", "essay:reviewed", "--inputs", '{"title": "Tides"}', "--as", "ada",
+                "--json",
+            )  # fmt: skip
+            runs[option] = json.loads(started.out)["run_id"]
+            decided = await lockgate_command("decide", runs[option], option, "--as", "ed")
+            assert decided.status == 0, decided.err
+        await eventually(
+            lambda: temporal_client.count_workflows(
+                f"TaskQueue = '{queue}' AND LockgateGraph = 'essay:reviewed' "
+                "AND ExecutionStatus = 'Completed'"
+            ),
+            lambda counted: counted.count == 2,
+            what="both runs closed in visibility",
+        )
+        listed = await lockgate_command("list")
+        listed_json = await lockgate_command("list", "--json")
+        shown = {option: await lockgate_command("show", run) for option, run in runs.items()}
+        shown_json = {
+            option: await lockgate_command("show", run, "--json") for option, run in runs.items()
+        }
+
+    lines = listed.out.splitlines()
+    assert any(
+        line.startswith(f"{runs['publish_as_is']}  essay:reviewed  finished") for line in lines
+    )
+    assert any(line.startswith(f"{runs['abandon']}  essay:reviewed  declined") for line in lines)
+    statuses = {row["run_id"]: row["status"] for row in json.loads(listed_json.out)["runs"]}
+    assert statuses == {runs["publish_as_is"]: "finished", runs["abandon"]: "declined"}
+    assert "status finished" in shown["publish_as_is"].out.splitlines()[0]
+    assert "status declined" in shown["abandon"].out.splitlines()[0]
+    assert json.loads(shown_json["publish_as_is"].out)["status"] == "finished"
+    assert json.loads(shown_json["abandon"].out)["status"] == "declined"
 
 
 async def test_show_of_a_running_run_no_worker_serves_says_to_start_one(

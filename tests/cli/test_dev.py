@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from lockgate.cli._dev import activate_line
 from lockgate.devserver import free_port
 from tests.helpers.graphs import eventually
 from tests.helpers.support import REPOSITORY
@@ -50,6 +51,8 @@ async def test_lockgate_dev_serves_the_examples_to_demo_people_and_stops_on_ctrl
         **os.environ,
         "PYTHONPATH": str(REPOSITORY),
         "TEMPORAL_ADDRESS": f"127.0.0.1:{port}",
+        # As `make dev` runs it: this Python's environment not activated.
+        "PATH": _without_this_environment(os.environ.get("PATH", "")),
     }
     dev = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -98,6 +101,13 @@ async def test_lockgate_dev_serves_the_examples_to_demo_people_and_stops_on_ctrl
     assert f"export TEMPORAL_ADDRESS=127.0.0.1:{port}" in next_steps
     assert "lockgate start essay:review --as ada" in next_steps
     assert "lockgate decide <run-id> publish_as_is --as ed" in next_steps
+    if sys.prefix != sys.base_prefix:  # the suite runs in a virtual environment, as make's does
+        activate = Path(sys.prefix) / "bin" / "activate"
+        assert (
+            "In another terminal, in this folder:\n"
+            f"  source {activate}    # puts this Python's `lockgate` on PATH\n"
+            "  export TEMPORAL_ADDRESS="
+        ) in next_steps
     assert called[0] == 0, called[2]
     assert "https://essays.example/tides" in called[1]
     directory = (tmp_path / ".lockgate" / "directory.toml").read_text()
@@ -107,6 +117,61 @@ async def test_lockgate_dev_serves_the_examples_to_demo_people_and_stops_on_ctrl
     assert status == 0
     assert not _accepts_connections(port)  # the server is gone with it
     assert not _accepts_connections(inbox_port)
+
+
+def _without_this_environment(path: str) -> str:
+    """``path`` without this Python's virtual environment's ``bin``."""
+    here = (Path(sys.prefix) / "bin").resolve()
+    return os.pathsep.join(
+        entry for entry in path.split(os.pathsep) if entry and Path(entry).resolve() != here
+    )
+
+
+def _environment(tmp_path: Path) -> Path:
+    """A virtual environment's shape in ``tmp_path/.venv``: its activate script and a
+    ``lockgate`` command."""
+    bin_ = tmp_path / ".venv" / "bin"
+    bin_.mkdir(parents=True)
+    (bin_ / "activate").write_text("# activate\n")
+    (bin_ / "lockgate").write_text("#!/bin/sh\n")
+    (bin_ / "lockgate").chmod(0o755)
+    return tmp_path / ".venv"
+
+
+def test_the_banner_says_to_activate_the_environment_whose_lockgate_is_not_on_path(
+    tmp_path: Path,
+) -> None:
+    venv = _environment(tmp_path)
+
+    line = activate_line(venv, "/usr", path="/usr/bin:/bin", cwd=tmp_path)
+
+    assert line == "  source .venv/bin/activate    # puts this Python's `lockgate` on PATH\n"
+
+
+def test_the_banner_names_an_environment_outside_this_folder_by_its_whole_path(
+    tmp_path: Path,
+) -> None:
+    venv = _environment(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    line = activate_line(venv, "/usr", path="/usr/bin", cwd=elsewhere)
+
+    assert line.startswith(f"  source {venv / 'bin' / 'activate'}    #")
+
+
+def test_the_banner_says_nothing_of_activating_once_its_lockgate_is_on_path(
+    tmp_path: Path,
+) -> None:
+    venv = _environment(tmp_path)
+
+    assert activate_line(venv, "/usr", path=f"/usr/bin:{venv / 'bin'}", cwd=tmp_path) == ""
+
+
+def test_the_banner_says_nothing_of_activating_outside_a_virtual_environment(
+    tmp_path: Path,
+) -> None:
+    assert activate_line("/usr", "/usr", path="/bin", cwd=tmp_path) == ""
 
 
 async def test_closing_the_terminal_ends_lockgate_dev_and_its_server(tmp_path: Path) -> None:

@@ -32,6 +32,10 @@ from lockgate.testing import Identities, WorkerFactory
 from tests.helpers.graphs import ALWAYS_FAILS, trail_of
 from tests.helpers.support import REPOSITORY, outcome, require_installed
 
+# Node runs the TypeScript signer; the worker's side of what it signs is the Python signer's,
+# tested on every Python (see the python_agnostic marker).
+pytestmark = pytest.mark.python_agnostic
+
 SIGNER = REPOSITORY / "signers" / "typescript"
 NODE = shutil.which("node")
 _INSTALLED = SIGNER / "node_modules" / "@temporalio" / "client"

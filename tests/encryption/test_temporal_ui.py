@@ -30,11 +30,16 @@ from tests.helpers.support import gate_of
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="Chromium is not installed: `make browser` installs Debian's chromium (as root); "
-    "the codec server's HTTP side is tested without it in test_codec_server.py",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="Chromium is not installed: `make browser` installs Debian's chromium (as root); "
+        "the codec server's HTTP side is tested without it in test_codec_server.py",
+    ),
+    # Chromium drives the Temporal UI; the codec server's side is test_codec_server.py's, on
+    # every Python (see the python_agnostic marker).
+    pytest.mark.python_agnostic,
+]
 
 WAIT_MS = 60_000
 """How long a step may take to appear on a loaded 2-core machine (a ceiling, not a timing)."""

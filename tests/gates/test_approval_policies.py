@@ -233,8 +233,10 @@ async def test_any_rejection_rejects_decides_on_the_first_no(
         quorum = await desk.at_the_release_gate(QuorumVetoPayment)
         quorum_done = await desk.of["owen"].decide(quorum["run_id"], "reject")
 
-    assert dual_done["status"] == "finished"
+    # Each took its policy's rejection, and ran to its end: declined.
+    assert dual_done["status"] == "declined"
     assert dual_done["trail"][-1]["node"] == "cancel"
+    assert quorum_done["status"] == "declined"
     decided = [row for row in quorum_done["trail"] if row["node"] == "release"]
     assert decided[-1]["decided"] == "reject"
     assert "any rejection rejects" in decided[-1]["why"]

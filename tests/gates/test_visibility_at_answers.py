@@ -75,7 +75,7 @@ async def test_answers_write_no_search_attributes_and_pending_still_shows_only_t
     assert TASK_DONE not in task[closed:publish]
 
 
-async def test_an_answer_that_ends_the_run_takes_nothing_out_of_its_memo(
+async def test_an_answer_that_ends_the_run_writes_one_memo_of_how_it_ended_and_no_attributes(
     lockgate_worker: WorkerFactory, temporal_client: Client, task_queue: str
 ) -> None:
     people = refund_people()
@@ -88,13 +88,18 @@ async def test_an_answer_that_ends_the_run_takes_nothing_out_of_its_memo(
         declined = await lee.decide(asked["run_id"], "decline", shown=asked)
         handle = temporal_client.get_workflow_handle(asked["run_id"])
         events = list((await handle.fetch_history()).events)
+        memo = await (await handle.describe()).memo()
         pending = await lee.pending()
         listed = await lee.list(EndingRefund)
 
+    # The refund's gate names no rejection: its "decline" ends the run finished.
     assert declined["status"] == "finished"
     answered = max(i for i, event in enumerate(events) if event.event_type == ACCEPTED)
     after = [event.event_type for event in events[answered:]]
-    # The run ended in the workflow task that took the answer: no memo, no search attributes.
-    assert MEMO not in after and UPSERT not in after
+    # The run ended in the workflow task that took the answer: one memo write (not billed)
+    # says how it ended and takes the gate out together, and no search attribute is written.
+    assert after.count(MEMO) == 1 and UPSERT not in after
+    assert memo["lockgate_status"] == "finished"
+    assert "lockgate_gate" not in memo
     assert pending == []
     assert [(row["status"], row["awaiting"]) for row in listed] == [("finished", None)]

@@ -492,6 +492,36 @@ class EssayTakingMore(essay.EssayReview):
     model_config = ConfigDict(extra="allow")
 
 
+@graph(
+    "essay:reviewed",
+    "Draft an essay once; an editor publishes it, asks for another round, or abandons it (no).",
+    start=essay.write,
+    edges=[Edge(essay.write, essay.EditorCall)],
+    routes=[
+        Route(essay.EditorCall.PUBLISH_AS_IS, to=essay.publish),
+        Route(essay.EditorCall.ONE_MORE_ROUND, to=essay.write),
+        Route(essay.EditorCall.ABANDON, to=essay.abandon),
+    ],
+    asks=[
+        Ask(
+            essay.EditorCall,
+            of="editor",
+            because="Every draft is read before it goes out.",
+            rejection=essay.EditorCall.ABANDON,
+        )
+    ],
+)
+class ReviewedEssay(BaseModel):
+    """An essay whose every draft an editor reads; abandoning it is the gate's rejection, so a
+    run abandoned ends ``declined`` and one published ``finished``."""
+
+    title: Annotated[str, Target()]
+    rubric: str = ""
+    draft: str = ""
+    feedback: str = ""
+    url: str | None = None
+
+
 # --- Helpers the graph tests share ---------------------------------------------------------------
 
 

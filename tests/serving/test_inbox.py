@@ -42,7 +42,9 @@ else:  # pragma: no cover
 
 __all__ = ["browser", "place"]  # the fixtures the tests here use
 
-pytestmark = pytest.mark.timeout(120)
+# Chromium runs the pages; the inbox's HTTP side is tested without it, on every Python, in
+# tests/attacker/test_inbox.py (see the python_agnostic marker).
+pytestmark = [pytest.mark.timeout(120), pytest.mark.python_agnostic]
 
 
 async def test_ed_registers_a_passkey_and_answers_the_gate_with_it(

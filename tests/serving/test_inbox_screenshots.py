@@ -30,7 +30,8 @@ from tests.helpers.inbox_browser import (
 
 __all__ = ["browser", "place"]  # the fixtures the tests here use
 
-pytestmark = pytest.mark.timeout(120)
+# Chromium draws the pages: the same on every Python (see the python_agnostic marker).
+pytestmark = [pytest.mark.timeout(120), pytest.mark.python_agnostic]
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SIZES = {"desktop": DESKTOP, "phone": PHONE}
