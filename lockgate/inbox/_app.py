@@ -315,7 +315,7 @@ def inbox_app(
             gate["choices"] = [
                 {**choice, **verdicts.get(choice["option"], {})} for choice in gate["choices"]
             ]
-        shown["started_at"] = await _started_at(client, run_id)
+        shown["started_at"] = await door.started_at(run_id)
         viewer = viewer_of(request)
         shown["may_resume"] = may_resume(viewer, shown)
         shown["may_cancel"] = (
@@ -659,15 +659,6 @@ def _fingerprint(rows: list[dict[str, Any]], paused: list[dict[str, Any]]) -> st
     gates = [f"{row['run_id']}#{row['gate']}" for row in rows]
     parks = [f"{run['run_id']}@{(run.get('parked') or {}).get('parking')}" for run in paused]
     return ",".join(sorted(gates + parks))
-
-
-async def _started_at(client: Client, run_id: str) -> str | None:
-    """When ``run_id`` started, as the server says (ISO, UTC); None if it cannot say."""
-    try:
-        description = await client.get_workflow_handle(run_id).describe()
-    except Exception:  # shown without its start time, never as a failed page
-        return None
-    return description.start_time.isoformat() if description.start_time else None
 
 
 def _act_of(request: Request) -> str:

@@ -268,6 +268,15 @@ class Operations:
             return run_id
         return await self._runs.show(run_id, trail_limit=trail_limit)
 
+    async def started_at(self, run: str) -> str | None:
+        """When ``run`` started, as the server says (ISO 8601, UTC); None where it cannot say
+        (no such run, or the server not reached): a page shows the run without it."""
+        try:
+            described = await self._runs.client.get_workflow_handle(run).describe()
+        except Exception:
+            return None
+        return described.start_time.isoformat() if described.start_time else None
+
     async def list_runs(self, graph: object = None) -> dict[str, Any]:
         """``{ok, count, runs}``: every lockgate run on the task queue (of ``graph``, if given),
         each with how it stands."""
