@@ -526,6 +526,11 @@ def build_parser() -> argparse.ArgumentParser:
     answer.add_argument(
         "--waive", metavar="REASON", help="waive the gate (as the role it may be waived by)"
     )
+    answer.add_argument(
+        "--comment",
+        metavar="TEXT",
+        help="what you say with the answer, signed with it and kept in the trail (decides nothing)",
+    )
     commands.add_parser("decide", parents=[common, signed, answer], help="answer a gate")
 
     resume = commands.add_parser("resume", parents=[common, signed], help="resume a parked run")

@@ -204,7 +204,11 @@ async def decide_gate(arguments: argparse.Namespace) -> int:
     door = await _signing_door(arguments, "decide", "a gate is answered")
     evidence = evidence_argument(arguments.evidence)
     result = await door.decide(
-        arguments.run, arguments.choice, evidence=evidence, waiver=arguments.waive
+        arguments.run,
+        arguments.choice,
+        evidence=evidence,
+        waiver=arguments.waive,
+        comment=arguments.comment,
     )
     if not arguments.json and not is_refused(result):
         print(_run_as_text(result))

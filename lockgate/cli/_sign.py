@@ -49,6 +49,7 @@ async def print_signed_answer(arguments: argparse.Namespace) -> int:
             arguments.choice,
             evidence=evidence_argument(arguments.evidence),
             waiver=arguments.waive,
+            comment=arguments.comment,
         )
     else:
         proof = await door.sign_resume(arguments.run)

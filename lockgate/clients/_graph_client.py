@@ -578,6 +578,7 @@ class GraphClient:
         evidence: Mapping[str, Any] | None = None,
         waiver: str | None = None,
         shown: Mapping[str, Any] | None = None,
+        comment: str | None = None,
     ) -> RunView:
         """Answers the gate open on ``run_id`` with ``choice``, as the signer.
 
@@ -586,6 +587,8 @@ class GraphClient:
         options); it is refused if any of them has changed by the time it arrives. ``evidence``
         is what the gate asks for with ``choice`` (see the gate's ``evidence``), signed with the
         answer. ``waiver`` is the reason when the signer waives the gate (see :meth:`waive`).
+        ``comment`` is what the signer says with the answer (1 to 2,000 characters), signed with
+        it: the run's worker keeps it in the answer's trail row, and it decides nothing.
         Returns the run once it settles again, with the trail rows the answer added (from
         ``trail_from``: its own row and what it ran), or the refusal (nothing written).
 
@@ -600,7 +603,9 @@ class GraphClient:
         cold ``lockgate decide RUN``) the description names the execution and the gate.
         """
         signed = (
-            await self.sign_decide(run_id, choice, evidence=evidence, waiver=waiver, shown=shown)
+            await self.sign_decide(
+                run_id, choice, evidence=evidence, waiver=waiver, shown=shown, comment=comment
+            )
             if self.signer is not None
             else {"choice": choice}
         )
@@ -737,16 +742,24 @@ class GraphClient:
         waiver: str | None = None,
         shown: Mapping[str, Any] | None = None,
         described: WorkflowExecutionDescription | None = None,
+        comment: str | None = None,
     ) -> dict[str, Any]:
         """The signed answer to paste into the Temporal UI's or CLI's ``decide``, or a refusal.
 
         It answers the gate open now (or the one ``shown``, see :meth:`decide`), in this
         execution, as it shows, and is good for the worker's proof window, once.
         ``described`` is the server's description of the run where the caller has just read
-        it: it is not read again, and is believed no more than one read here.
+        it: it is not read again, and is believed no more than one read here. ``comment`` is
+        signed with the answer (see :meth:`decide`).
         """
         binding = await self.decide_binding(
-            run_id, choice, evidence=evidence, waiver=waiver, shown=shown, described=described
+            run_id,
+            choice,
+            evidence=evidence,
+            waiver=waiver,
+            shown=shown,
+            described=described,
+            comment=comment,
         )
         if "error" in binding:
             return binding

@@ -43,6 +43,17 @@ _MAX_TEXT = 200
 """How much of a caller's value a refusal quotes back."""
 
 
+def _not_a_comment(comment: object, run_id: str) -> RunView | None:
+    """The refusal of a ``comment`` that is not text (its length the run's worker judges)."""
+    if comment is None or isinstance(comment, str):
+        return None
+    return refusal(
+        ErrorCode.VALIDATION_ERROR,
+        f"decide: `comment` is text, and this is not: {_quoted(comment)}.",
+        run_id=run_id,
+    )
+
+
 def _quoted(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT] + "…"
@@ -325,20 +336,31 @@ class Operations:
         *,
         evidence: object = None,
         waiver: str | None = None,
+        comment: object = None,
     ) -> RunView:
         """Answers the gate ``run`` waits at with ``choice``, signed by the caller's signer;
         returns the run once it settles again, or the refusal (nothing written).
 
         ``evidence`` is what the gate asks for with ``choice`` (a JSON object, or its text);
-        ``waiver`` the reason when the signer waives the gate. A surface whose signer is not
-        the person answering (a server's principal) relays that person's proof with
+        ``waiver`` the reason when the signer waives the gate; ``comment`` what the signer says
+        with the answer (text, signed with it; it decides nothing). A surface whose signer is
+        not the person answering (a server's principal) relays that person's proof with
         :meth:`decide_signed` instead.
         """
         checked = self._answer(run, choice, evidence)
         if not isinstance(checked, tuple):
             return checked
         run_id, option, given = checked
-        return await self._runs.decide(run_id, option, evidence=given, waiver=waiver)
+        wrong = _not_a_comment(comment, run_id)
+        if wrong is not None:
+            return wrong
+        return await self._runs.decide(
+            run_id,
+            option,
+            evidence=given,
+            waiver=waiver,
+            comment=comment if isinstance(comment, str) and comment else None,
+        )
 
     def _answer(
         self, run: object, choice: object, evidence: object
@@ -448,16 +470,15 @@ class Operations:
                     run_id=run_id,
                 )
             )
-        if comment is not None and not isinstance(comment, str):
-            return dict(
-                refusal(
-                    ErrorCode.VALIDATION_ERROR,
-                    f"decide: `comment` is text, and this is not: {_quoted(comment)}.",
-                    run_id=run_id,
-                )
-            )
+        wrong = _not_a_comment(comment, run_id)
+        if wrong is not None:
+            return dict(wrong)
         return await self._runs.decide_binding(
-            run_id, option, evidence=given, gate_shown=gate, comment=comment or None
+            run_id,
+            option,
+            evidence=given,
+            gate_shown=gate,
+            comment=comment if isinstance(comment, str) and comment else None,
         )
 
     async def resume_binding(self, run: object) -> dict[str, Any]:
@@ -485,17 +506,32 @@ class Operations:
         return await self._runs.cancel_binding(run_id, reason=reason or None)
 
     async def sign_decide(
-        self, run: object, choice: object, *, evidence: object = None, waiver: str | None = None
+        self,
+        run: object,
+        choice: object,
+        *,
+        evidence: object = None,
+        waiver: str | None = None,
+        comment: object = None,
     ) -> dict[str, Any]:
-        """The caller's signed answer, to paste into the Temporal UI's or CLI's ``decide``
-        update; or the refusal."""
+        """The caller's signed answer (with its ``comment``, if any), to paste into the Temporal
+        UI's or CLI's ``decide`` update; or the refusal."""
         checked = self._answer(run, choice, evidence)
         if not isinstance(checked, tuple):
             return dict(checked)
         run_id, option, given = checked
+        wrong = _not_a_comment(comment, run_id)
+        if wrong is not None:
+            return dict(wrong)
         if self.signer is None:
             return self._no_signer("An answer", run_id)
-        return await self._runs.sign_decide(run_id, option, evidence=given, waiver=waiver)
+        return await self._runs.sign_decide(
+            run_id,
+            option,
+            evidence=given,
+            waiver=waiver,
+            comment=comment if isinstance(comment, str) and comment else None,
+        )
 
     async def sign_resume(self, run: object) -> dict[str, Any]:
         """The caller's signed resume, to paste into the Temporal UI's or CLI's ``resume``

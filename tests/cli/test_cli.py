@@ -244,9 +244,14 @@ async def test_a_newcomer_runs_an_essay_to_its_gate_and_an_editor_answers_from_t
         run = json.loads(started.out)["run_id"]
         pending = await lockgate_command("pending", "--of", "editor", "--as", "clerk")
         clerk = await lockgate_command("decide", run, "publish_as_is", "--as", "clerk")
-        editor = await lockgate_command("decide", run, "publish_as_is", "--as", "ed")
+        editor = await lockgate_command(
+            "decide", run, "publish_as_is", "--as", "ed", "--comment", "Short, but it will do."
+        )
         shown = await lockgate_command("show", run)
+        as_json = json.loads((await lockgate_command("show", run, "--json")).out)
 
+    answered = [row for row in as_json["trail"] if row["outcome"] == "answered"]
+    assert [row.get("comment") for row in answered] == ["Short, but it will do."]
     assert started.status == 0 and json.loads(started.out)["status"] == "waiting"
     assert run in pending.out and "which clerk does not hold" in pending.out
     assert clerk.status == 1 and "refused [FORBIDDEN]" in clerk.err
@@ -512,7 +517,9 @@ async def test_sign_decide_prints_a_proof_the_workflow_accepts_as_an_update(
             "start", "essay:review", "--inputs", json.dumps(ALWAYS_FAILS), "--as", "ada", "--json"
         )
         run = json.loads(started.out)["run_id"]
-        signed = await lockgate_command("sign", "decide", run, "abandon", "--as", "ed")
+        signed = await lockgate_command(
+            "sign", "decide", run, "abandon", "--as", "ed", "--comment", "Off topic."
+        )
         proof = json.loads(signed.out)
         answered = await temporal_client.get_workflow_handle(run).execute_update(
             "decide", proof, result_type=dict
@@ -528,6 +535,10 @@ async def test_sign_decide_prints_a_proof_the_workflow_accepts_as_an_update(
         "gate": "editor_call#1",
         "choice": "abandon",
     }
+    assert proof["authorizes"]["comment"] == "Off topic."
+    assert [row.get("comment") for row in answered["trail"] if row["outcome"] == "answered"] == [
+        "Off topic."
+    ]
     assert proof["authorizes"]["execution"] and proof["authorizes"]["subject"].startswith("sha256:")
     assert "Send an Update" in signed.err
     assert answered["status"] == "finished"

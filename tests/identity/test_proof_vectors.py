@@ -61,6 +61,7 @@ def binding_of(kind: str, arguments: dict[str, Any]) -> dict[str, Any]:
             subject,
             a["evidence"],
             a["waiver"],
+            a["comment"],
         )
     if kind == "resume":
         return resume_binding(a["graph"], a["run"], a["execution"], a["node"])

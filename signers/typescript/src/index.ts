@@ -78,8 +78,8 @@ export function gateSubject(target: { [key: string]: Json } | null, choices: Gat
 
 /**
  * Answering the gate opening `gate` (`editor_call#2`) of `run` with `choice`. `subject` is
- * {@link gateSubject} of what the approver was shown; `evidence` and `waiver` are named only when
- * given.
+ * {@link gateSubject} of what the approver was shown; `evidence`, `waiver` and `comment` (what the
+ * approver says with the answer: kept in the trail, deciding nothing) are named only when given.
  */
 export function decideBinding(
   graph: string,
@@ -90,10 +90,12 @@ export function decideBinding(
   subject: string,
   evidence?: { [key: string]: Json } | null,
   waiver?: string | null,
+  comment?: string | null,
 ): Binding {
   const binding: Binding = { kind: "decide", graph, run, execution, gate, choice, subject };
   if (evidence !== undefined && evidence !== null) binding.evidence = evidence;
   if (waiver !== undefined && waiver !== null) binding.waiver = waiver;
+  if (comment !== undefined && comment !== null) binding.comment = comment;
   return binding;
 }
 
@@ -118,9 +120,12 @@ export function answerBinding(
   execution: string,
   evidence?: { [key: string]: Json } | null,
   waiver?: string | null,
+  comment?: string | null,
 ): Binding {
   const subject = gateSubject(gate.target ?? null, gate.choices);
-  return decideBinding(gate.graph, gate.run_id, execution, gate.gate, choice, subject, evidence, waiver);
+  return decideBinding(
+    gate.graph, gate.run_id, execution, gate.gate, choice, subject, evidence, waiver, comment,
+  );
 }
 
 /** Resuming execution `execution` of `run`, parked at `node`. */

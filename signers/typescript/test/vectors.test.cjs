@@ -21,7 +21,7 @@ function bindingOf(kind, a) {
     case "decide":
       return signer.decideBinding(
         a.graph, a.run, a.execution, a.gate, a.choice, signer.gateSubject(a.target, a.choices),
-        a.evidence, a.waiver,
+        a.evidence, a.waiver, a.comment,
       );
     case "resume":
       return signer.resumeBinding(a.graph, a.run, a.execution, a.node);
