@@ -247,6 +247,9 @@ async def until(ready: Callable[[], Awaitable[bool]], pause: float) -> None:
 
 REQUEST = ApprovalRequest(ticket=42, amount=250)
 
+_ENDED = {"finished", "declined", "refused", "cancelled", "failed", "terminated", "timed_out"}
+"""The statuses ``show`` gives a run that has ended, which no poll will see waiting."""
+
 
 def _run_id(side: str) -> str:
     return f"bench-adapter-{side}-{uuid.uuid4().hex[:12]}"
@@ -302,6 +305,9 @@ class Sides:
 
         async def gate_shown() -> bool:
             shown.update(await starter.show(handle.id))
+            if shown.get("status") in _ENDED:
+                # A run that ended (or was refused) never waits: say why instead of polling on.
+                raise RuntimeError(f"the run ended before its gate opened: {shown}")
             return shown.get("awaiting") is not None
 
         await until(gate_shown, self.pause)
@@ -364,7 +370,12 @@ async def main(rounds: int, warmup: int, poll_ms: float) -> None:
                     GATE_GRAPH: approval_graph(approve_by_gate),
                 }
             ),
-            LockgatePlugin(directory=people.directory, secret=people.secret),
+            # The side started unsigned opens its gate only where the worker lets it.
+            LockgatePlugin(
+                directory=people.directory,
+                secret=people.secret,
+                unsigned_starts=[GateApproval],
+            ),
         ]
         driven = Sides(client, task_queue, people, poll_ms / 1000)
         sides: dict[str, Callable[[Stopwatch], Awaitable[None]]] = {
