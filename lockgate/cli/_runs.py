@@ -289,9 +289,10 @@ def graphs_as_text(graphs: list[dict[str, Any]], flag: str = "") -> str:
                 waivable = (
                     f"; role {gate['waivable_by']} may waive it" if gate.get("waivable_by") else ""
                 )
+                says_no = f" ({gate['rejection']} says no)" if gate.get("rejection") else ""
                 lines.append(
                     f"    {gate['gate']}: asks role {gate['role']}; "
-                    f"options {', '.join(gate['options'])}{waivable}"
+                    f"options {', '.join(gate['options'])}{says_no}{waivable}"
                 )
                 if gate.get("because"):
                     lines.append(f"      {gate['because']}")

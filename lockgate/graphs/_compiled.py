@@ -298,8 +298,8 @@ class CompiledGraph:
     def catalogue(self) -> dict[str, Any]:
         """What a person needs to start a run: name, description, fields, required ones, the
         inputs it takes (each with its JSON type, and its default or whether it is required),
-        its nodes and gates (the role each asks, why, its options), and (``ends``) the cases of
-        each state whose route ends the run."""
+        its nodes and gates (the role each asks, why, its options and the one that says no), and
+        (``ends``) the cases of each state whose route ends the run."""
         return {
             "name": self.name,
             "description": self.description,
@@ -314,6 +314,7 @@ class CompiledGraph:
                     "because": ask.because,
                     "options": list(ask.options),
                     **({"waivable_by": ask.waivable_by} if ask.waivable_by else {}),
+                    **({"rejection": ask.policy.rejection} if ask.policy.rejection else {}),
                 }
                 for state, ask in self.asks.items()
             ],

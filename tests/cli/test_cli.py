@@ -316,11 +316,13 @@ async def test_list_shows_runs_newest_first_whether_they_are_running_or_closed(
 async def test_a_published_and_an_abandoned_run_print_different_statuses_in_list_and_show(
     lockgate_command: Command, lockgate_worker: WorkerFactory, temporal_client: Client
 ) -> None:
-    """Abandoning is the gate's rejection: that run reads declined, the published one finished,
-    as people read them and under --json."""
+    """Abandoning is the gate's rejection, as `graphs` says: that run reads declined, the
+    published one finished, as people read them and under --json."""
     queue = lockgate_command.task_queue
     runs = {}
     async with lockgate_worker(graphs=[ReviewedEssay], directory=_directory(lockgate_command)):
+        catalogue = await lockgate_command("graphs")
+        catalogue_json = await lockgate_command("graphs", "--json")
         for option in ("publish_as_is", "abandon"):
             started = await lockgate_command(
                 "start", "essay:reviewed", "--inputs", '{"title": "Tides"}', "--as", "ada",
@@ -344,6 +346,11 @@ async def test_a_published_and_an_abandoned_run_print_different_statuses_in_list
             option: await lockgate_command("show", run, "--json") for option, run in runs.items()
         }
 
+    assert (
+        "    editor_call: asks role editor; options publish_as_is, one_more_round, abandon"
+        " (abandon says no)"
+    ) in catalogue.out.splitlines()
+    assert json.loads(catalogue_json.out)["graphs"][0]["gates"][0]["rejection"] == "abandon"
     lines = listed.out.splitlines()
     assert any(
         line.startswith(f"{runs['publish_as_is']}  essay:reviewed  finished") for line in lines
