@@ -325,33 +325,57 @@ def inbox_app(
         )
         return render("run.html", request, run=shown, counts=await header_counts(request))
 
-    async def binding(request: Request) -> Response:
-        body = await _json_body(request, relying_party)
-        if isinstance(body, Response):
-            return body
-        if viewer_of(request) is None:
-            return _refusal(ErrorCode.UNAUTHORIZED, "Sign in first: your session ended.", 401)
-        run_id = request.path_params["run"]
-        if await shown_run(request, run_id) is None:
-            return _refusal(ErrorCode.NOT_FOUND, f"No run {run_id!r} you may see here.", 404)
-        found = await door.decide_binding(
-            run_id,
-            body.get("choice"),
-            evidence=body.get("evidence"),
-            gate=body.get("gate"),
-            comment=body.get("comment"),
-        )
-        if found.get("ok") is False:
-            return JSONResponse(found, status_code=http_status(found))
-        return JSONResponse({"ok": True, "authorizes": found})
-
-    async def decide(request: Request) -> Response:
+    async def signed_in_request(request: Request) -> tuple[Mapping[str, Any], str] | Response:
+        """The JSON body of a request that changes something and who sent it (signed in); or
+        the refusal to send instead (a foreign origin, a body too large, a session ended)."""
         body = await _json_body(request, relying_party)
         if isinstance(body, Response):
             return body
         viewer = viewer_of(request)
         if viewer is None:
             return _refusal(ErrorCode.UNAUTHORIZED, "Sign in first: your session ended.", 401)
+        return body, viewer
+
+    async def unseen(request: Request, run_id: str) -> Response | None:
+        """The refusal of a request about a run the viewer may not see, or None."""
+        if await shown_run(request, run_id) is None:
+            return _refusal(ErrorCode.NOT_FOUND, f"No run {run_id!r} you may see here.", 404)
+        return None
+
+    def bound(found: Mapping[str, Any]) -> Response:
+        """What an act authorizes, for the page to check and sign; or the door's refusal."""
+        if found.get("ok") is False or "error" in found:
+            return JSONResponse(dict(found), status_code=http_status(found))
+        return JSONResponse({"ok": True, "authorizes": dict(found)})
+
+    def relayed(result: Mapping[str, Any]) -> Response:
+        return JSONResponse(dict(result), status_code=http_status(result))
+
+    async def binding(request: Request) -> Response:
+        """What an answer to the run's gate authorizes, for the page to check and sign."""
+        asked = await signed_in_request(request)
+        if isinstance(asked, Response):
+            return asked
+        body, run_id = asked[0], request.path_params["run"]
+        refused = await unseen(request, run_id)
+        if refused is not None:
+            return refused
+        return bound(
+            await door.decide_binding(
+                run_id,
+                body.get("choice"),
+                evidence=body.get("evidence"),
+                gate=body.get("gate"),
+                comment=body.get("comment"),
+            )
+        )
+
+    async def decide(request: Request) -> Response:
+        """Relays an answer the page signed; the run's worker judges it."""
+        asked = await signed_in_request(request)
+        if isinstance(asked, Response):
+            return asked
+        (body, viewer), run_id = asked, request.path_params["run"]
         # The page sends a proof as a JSON object; anything else is no proof (the door says so).
         proof = body.get("proof")
         proof = proof if isinstance(proof, dict) else None
@@ -362,38 +386,30 @@ def inbox_app(
                 f"{proof.get('principal')!r}: sign in as the person who answers.",
                 403,
             )
-        run_id = request.path_params["run"]
-        if await shown_run(request, run_id) is None:
-            return _refusal(ErrorCode.NOT_FOUND, f"No run {run_id!r} you may see here.", 404)
-        result = dict(await door.decide_signed(run_id, proof))
-        return JSONResponse(result, status_code=http_status(result))
+        refused = await unseen(request, run_id)
+        if refused is not None:
+            return refused
+        return relayed(await door.decide_signed(run_id, proof))
 
     async def act_binding(request: Request) -> Response:
         """What a resume or a cancel of the run authorizes, for the page to check and sign."""
-        body = await _json_body(request, relying_party)
-        if isinstance(body, Response):
-            return body
-        if viewer_of(request) is None:
-            return _refusal(ErrorCode.UNAUTHORIZED, "Sign in first: your session ended.", 401)
-        run_id, what = request.path_params["run"], _act_of(request)
-        if await shown_run(request, run_id) is None:
-            return _refusal(ErrorCode.NOT_FOUND, f"No run {run_id!r} you may see here.", 404)
-        if what == "resume":
-            found = await door.resume_binding(run_id)
-        else:
-            found = await door.cancel_binding(run_id, reason=body.get("reason"))
-        if found.get("ok") is False or "error" in found:
-            return JSONResponse(found, status_code=http_status(found))
-        return JSONResponse({"ok": True, "authorizes": found})
+        asked = await signed_in_request(request)
+        if isinstance(asked, Response):
+            return asked
+        body, run_id = asked[0], request.path_params["run"]
+        refused = await unseen(request, run_id)
+        if refused is not None:
+            return refused
+        if _act_of(request) == "resume":
+            return bound(await door.resume_binding(run_id))
+        return bound(await door.cancel_binding(run_id, reason=body.get("reason")))
 
     async def act(request: Request) -> Response:
         """Relays a resume or a cancel the page signed; the run's worker judges it."""
-        body = await _json_body(request, relying_party)
-        if isinstance(body, Response):
-            return body
-        viewer = viewer_of(request)
-        if viewer is None:
-            return _refusal(ErrorCode.UNAUTHORIZED, "Sign in first: your session ended.", 401)
+        asked = await signed_in_request(request)
+        if isinstance(asked, Response):
+            return asked
+        (body, viewer), run_id = asked, request.path_params["run"]
         proof = body.get("proof")
         if not isinstance(proof, dict):
             return _refusal(ErrorCode.UNAUTHORIZED, "Send the signed proof.", 401)
@@ -404,14 +420,12 @@ def inbox_app(
                 f"{proof.get('principal')!r}: sign in as the person who acts.",
                 403,
             )
-        run_id, what = request.path_params["run"], _act_of(request)
-        if await shown_run(request, run_id) is None:
-            return _refusal(ErrorCode.NOT_FOUND, f"No run {run_id!r} you may see here.", 404)
-        if what == "resume":
-            result = dict(await door.resume(run_id, proof=proof))
-        else:
-            result = dict(await door.cancel(run_id, proof=proof))
-        return JSONResponse(result, status_code=http_status(result))
+        refused = await unseen(request, run_id)
+        if refused is not None:
+            return refused
+        if _act_of(request) == "resume":
+            return relayed(await door.resume(run_id, proof=proof))
+        return relayed(await door.cancel(run_id, proof=proof))
 
     async def sign_in_challenge(request: Request) -> Response:
         body = await _json_body(request, relying_party)
