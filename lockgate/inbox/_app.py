@@ -325,22 +325,20 @@ def inbox_app(
         )
         return render("run.html", request, run=shown, counts=await header_counts(request))
 
-    async def signed_in_request(request: Request) -> tuple[Mapping[str, Any], str] | Response:
-        """The JSON body of a request that changes something and who sent it (signed in); or
-        the refusal to send instead (a foreign origin, a body too large, a session ended)."""
+    async def run_request(request: Request) -> tuple[Mapping[str, Any], str, str] | Response:
+        """The JSON body of a request that changes something about the run in its path, who sent
+        it (signed in) and that run (one they may see); or the refusal to send instead (a
+        foreign origin, a body too large, a session ended, a run not theirs to see)."""
         body = await _json_body(request, relying_party)
         if isinstance(body, Response):
             return body
         viewer = viewer_of(request)
         if viewer is None:
             return _refusal(ErrorCode.UNAUTHORIZED, "Sign in first: your session ended.", 401)
-        return body, viewer
-
-    async def unseen(request: Request, run_id: str) -> Response | None:
-        """The refusal of a request about a run the viewer may not see, or None."""
+        run_id = request.path_params["run"]
         if await shown_run(request, run_id) is None:
             return _refusal(ErrorCode.NOT_FOUND, f"No run {run_id!r} you may see here.", 404)
-        return None
+        return body, viewer, run_id
 
     def bound(found: Mapping[str, Any]) -> Response:
         """What an act authorizes, for the page to check and sign; or the door's refusal."""
@@ -353,13 +351,10 @@ def inbox_app(
 
     async def binding(request: Request) -> Response:
         """What an answer to the run's gate authorizes, for the page to check and sign."""
-        asked = await signed_in_request(request)
+        asked = await run_request(request)
         if isinstance(asked, Response):
             return asked
-        body, run_id = asked[0], request.path_params["run"]
-        refused = await unseen(request, run_id)
-        if refused is not None:
-            return refused
+        body, _, run_id = asked
         return bound(
             await door.decide_binding(
                 run_id,
@@ -372,10 +367,10 @@ def inbox_app(
 
     async def decide(request: Request) -> Response:
         """Relays an answer the page signed; the run's worker judges it."""
-        asked = await signed_in_request(request)
+        asked = await run_request(request)
         if isinstance(asked, Response):
             return asked
-        (body, viewer), run_id = asked, request.path_params["run"]
+        body, viewer, run_id = asked
         # The page sends a proof as a JSON object; anything else is no proof (the door says so).
         proof = body.get("proof")
         proof = proof if isinstance(proof, dict) else None
@@ -386,30 +381,24 @@ def inbox_app(
                 f"{proof.get('principal')!r}: sign in as the person who answers.",
                 403,
             )
-        refused = await unseen(request, run_id)
-        if refused is not None:
-            return refused
         return relayed(await door.decide_signed(run_id, proof))
 
     async def act_binding(request: Request) -> Response:
         """What a resume or a cancel of the run authorizes, for the page to check and sign."""
-        asked = await signed_in_request(request)
+        asked = await run_request(request)
         if isinstance(asked, Response):
             return asked
-        body, run_id = asked[0], request.path_params["run"]
-        refused = await unseen(request, run_id)
-        if refused is not None:
-            return refused
+        body, _, run_id = asked
         if _act_of(request) == "resume":
             return bound(await door.resume_binding(run_id))
         return bound(await door.cancel_binding(run_id, reason=body.get("reason")))
 
     async def act(request: Request) -> Response:
         """Relays a resume or a cancel the page signed; the run's worker judges it."""
-        asked = await signed_in_request(request)
+        asked = await run_request(request)
         if isinstance(asked, Response):
             return asked
-        (body, viewer), run_id = asked, request.path_params["run"]
+        body, viewer, run_id = asked
         proof = body.get("proof")
         if not isinstance(proof, dict):
             return _refusal(ErrorCode.UNAUTHORIZED, "Send the signed proof.", 401)
@@ -420,9 +409,6 @@ def inbox_app(
                 f"{proof.get('principal')!r}: sign in as the person who acts.",
                 403,
             )
-        refused = await unseen(request, run_id)
-        if refused is not None:
-            return refused
         if _act_of(request) == "resume":
             return relayed(await door.resume(run_id, proof=proof))
         return relayed(await door.cancel(run_id, proof=proof))
