@@ -43,11 +43,12 @@ _MAX_TEXT = 200
 """How much of a caller's value a refusal quotes back."""
 
 
-def _not_a_comment(comment: object, run_id: str) -> RunView | None:
-    """The refusal of a ``comment`` that is not text (its length the run's worker judges)."""
+def _comment_of(comment: object, run_id: str) -> tuple[str | None, RunView | None]:
+    """A caller's ``comment`` as an answer signs it (None for none or empty), or the refusal
+    of one that is not text (its length the run's worker judges)."""
     if comment is None or isinstance(comment, str):
-        return None
-    return refusal(
+        return comment or None, None
+    return None, refusal(
         ErrorCode.VALIDATION_ERROR,
         f"decide: `comment` is text, and this is not: {_quoted(comment)}.",
         run_id=run_id,
@@ -351,7 +352,7 @@ class Operations:
         if not isinstance(checked, tuple):
             return checked
         run_id, option, given = checked
-        wrong = _not_a_comment(comment, run_id)
+        said, wrong = _comment_of(comment, run_id)
         if wrong is not None:
             return wrong
         return await self._runs.decide(
@@ -359,7 +360,7 @@ class Operations:
             option,
             evidence=given,
             waiver=waiver,
-            comment=comment if isinstance(comment, str) and comment else None,
+            comment=said,
         )
 
     def _answer(
@@ -470,7 +471,7 @@ class Operations:
                     run_id=run_id,
                 )
             )
-        wrong = _not_a_comment(comment, run_id)
+        said, wrong = _comment_of(comment, run_id)
         if wrong is not None:
             return dict(wrong)
         return await self._runs.decide_binding(
@@ -478,7 +479,7 @@ class Operations:
             option,
             evidence=given,
             gate_shown=gate,
-            comment=comment if isinstance(comment, str) and comment else None,
+            comment=said,
         )
 
     async def resume_binding(self, run: object) -> dict[str, Any]:
@@ -520,7 +521,7 @@ class Operations:
         if not isinstance(checked, tuple):
             return dict(checked)
         run_id, option, given = checked
-        wrong = _not_a_comment(comment, run_id)
+        said, wrong = _comment_of(comment, run_id)
         if wrong is not None:
             return dict(wrong)
         if self.signer is None:
@@ -530,7 +531,7 @@ class Operations:
             option,
             evidence=given,
             waiver=waiver,
-            comment=comment if isinstance(comment, str) and comment else None,
+            comment=said,
         )
 
     async def sign_resume(self, run: object) -> dict[str, Any]:
