@@ -20,7 +20,7 @@ from lockgate.examples.essay_review import EssayReview
 from lockgate.testing import WorkerFactory
 from lockgate.workflows._search_attributes import LOCKGATE_AWAITING, LOCKGATE_STATE
 from tests.graphs.test_ending_routes import EndingRefund, pay, quote, refund_people, screen
-from tests.helpers.graphs import ALWAYS_FAILS, essay_people
+from tests.helpers.graphs import ALWAYS_FAILS, essay_people, eventually
 from tests.helpers.support import gate_of
 
 PEOPLE = essay_people(rita={"roles": ["editor"], "scopes": ["essay:publish"]})
@@ -42,10 +42,23 @@ async def test_answers_write_no_search_attributes_and_pending_still_shows_only_t
         run = await ada.start(EssayReview, ALWAYS_FAILS)
         run_id = run["run_id"]
         again = await ed.decide(run_id, "one_more_round", shown=run)
-        waiting = await rita.pending(of="editor")
+        # Visibility follows a run's history a moment later: each listing is waited for.
+        waiting = await eventually(
+            lambda: rita.pending(of="editor"),
+            lambda rows: (
+                [(row["run_id"], row["gate"]) for row in rows] == [(run_id, "editor_call#2")]
+            ),
+            what="the second gate, and only it, pending",
+        )
         done = await rita.decide(run_id, "publish_as_is", shown=again)
-        ended = await rita.pending(of="editor")
-        listed = await ada.list(EssayReview)
+        ended = await eventually(
+            lambda: rita.pending(of="editor"), lambda rows: rows == [], what="no gate pending"
+        )
+        listed = await eventually(
+            lambda: ada.list(EssayReview),
+            lambda rows: [row["status"] for row in rows] == ["finished"],
+            what="the run listed finished",
+        )
         handle = temporal_client.get_workflow_handle(run_id)
         events = list((await handle.fetch_history()).events)
         attributes = (await handle.describe()).typed_search_attributes
@@ -89,8 +102,12 @@ async def test_an_answer_that_ends_the_run_writes_one_memo_of_how_it_ended_and_n
         handle = temporal_client.get_workflow_handle(asked["run_id"])
         events = list((await handle.fetch_history()).events)
         memo = await (await handle.describe()).memo()
-        pending = await lee.pending()
-        listed = await lee.list(EndingRefund)
+        pending = await eventually(lee.pending, lambda rows: rows == [], what="no gate pending")
+        listed = await eventually(
+            lambda: lee.list(EndingRefund),
+            lambda rows: [row["status"] for row in rows] == ["finished"],
+            what="the run listed finished",
+        )
 
     # The refund's gate names no rejection: its "decline" ends the run finished.
     assert declined["status"] == "finished"

@@ -391,7 +391,8 @@ async def test_a_gate_leaves_the_memo_before_the_run_waits_on_anything_else_and_
         )
         await handle.result()
         events = list((await handle.fetch_history()).events)
-        pending = await lee.pending()
+        # Visibility follows the run's history a moment later.
+        pending = await eventually(lee.pending, lambda rows: rows == [], what="no gate pending")
 
     kinds = [event.event_type for event in events]
     accepted = [
@@ -426,7 +427,8 @@ async def test_a_run_that_continues_as_new_after_a_gate_starts_its_next_run_with
         latest = temporal_client.get_workflow_handle(handle.id)
         result = await latest.result()
         memo = await (await latest.describe()).memo()
-        pending = await lee.pending()
+        # Visibility follows the run's history a moment later.
+        pending = await eventually(lee.pending, lambda rows: rows == [], what="no gate pending")
 
     assert result == "issue"
     assert memo.get("lockgate_gate") is None
