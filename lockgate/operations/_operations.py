@@ -348,25 +348,16 @@ class Operations:
         not the person answering (a server's principal) relays that person's proof with
         :meth:`decide_signed` instead.
         """
-        checked = self._answer(run, choice, evidence)
+        checked = self._answer(run, choice, evidence, comment)
         if not isinstance(checked, tuple):
             return checked
-        run_id, option, given = checked
-        said, wrong = _comment_of(comment, run_id)
-        if wrong is not None:
-            return wrong
-        return await self._runs.decide(
-            run_id,
-            option,
-            evidence=given,
-            waiver=waiver,
-            comment=said,
-        )
+        run_id, option, given, said = checked
+        return await self._runs.decide(run_id, option, evidence=given, waiver=waiver, comment=said)
 
     def _answer(
-        self, run: object, choice: object, evidence: object
-    ) -> tuple[str, str, dict[str, Any] | None] | RunView:
-        """``(run, choice, evidence)`` of an answer, checked; else the refusal."""
+        self, run: object, choice: object, evidence: object, comment: object
+    ) -> tuple[str, str, dict[str, Any] | None, str | None] | RunView:
+        """``(run, choice, evidence, comment)`` of an answer, checked; else the refusal."""
         texts = _texts("decide", run=run, choice=choice)
         if not isinstance(texts, tuple):
             return texts
@@ -374,7 +365,10 @@ class Operations:
         given, wrong = _json_object(evidence, "evidence", "decide")
         if wrong is not None:
             return refusal(ErrorCode.VALIDATION_ERROR, wrong)
-        return run_id, option, given or None
+        said, not_text = _comment_of(comment, run_id)
+        if not_text is not None:
+            return not_text
+        return run_id, option, given or None, said
 
     async def decide_signed(self, run: object, proof: object, *, choice: object = None) -> RunView:
         """Relays an answer signed elsewhere: ``proof`` is what ``lockgate sign decide`` prints
@@ -458,10 +452,10 @@ class Operations:
         another is open now. ``comment`` is text the signer says with the answer, signed with
         it; the run's worker judges it and keeps it in the trail, and it decides nothing.
         """
-        checked = self._answer(run, choice, evidence)
+        checked = self._answer(run, choice, evidence, comment)
         if not isinstance(checked, tuple):
             return dict(checked)
-        run_id, option, given = checked
+        run_id, option, given, said = checked
         if gate is not None and not isinstance(gate, str):
             return dict(
                 refusal(
@@ -471,15 +465,8 @@ class Operations:
                     run_id=run_id,
                 )
             )
-        said, wrong = _comment_of(comment, run_id)
-        if wrong is not None:
-            return dict(wrong)
         return await self._runs.decide_binding(
-            run_id,
-            option,
-            evidence=given,
-            gate_shown=gate,
-            comment=said,
+            run_id, option, evidence=given, gate_shown=gate, comment=said
         )
 
     async def resume_binding(self, run: object) -> dict[str, Any]:
@@ -517,21 +504,14 @@ class Operations:
     ) -> dict[str, Any]:
         """The caller's signed answer (with its ``comment``, if any), to paste into the Temporal
         UI's or CLI's ``decide`` update; or the refusal."""
-        checked = self._answer(run, choice, evidence)
+        checked = self._answer(run, choice, evidence, comment)
         if not isinstance(checked, tuple):
             return dict(checked)
-        run_id, option, given = checked
-        said, wrong = _comment_of(comment, run_id)
-        if wrong is not None:
-            return dict(wrong)
+        run_id, option, given, said = checked
         if self.signer is None:
             return self._no_signer("An answer", run_id)
         return await self._runs.sign_decide(
-            run_id,
-            option,
-            evidence=given,
-            waiver=waiver,
-            comment=said,
+            run_id, option, evidence=given, waiver=waiver, comment=said
         )
 
     async def sign_resume(self, run: object) -> dict[str, Any]:
