@@ -148,10 +148,18 @@ async function answerGate(run, choice) {
   const comment = said ? said.value.trim() : "";
   if (comment) asked.comment = comment;
   const place = "/runs/" + encodeURIComponent(run);
+  return signAndSend(me, place, asked, expectedBinding(shown, choice, asked.evidence, comment),
+    namesWhatWasShown, place + "/decide",
+    (answered) => "Your answer “" + labelOf(choice) + "” was recorded, signed as " + me.principal + ": the run is " + answered.status + ".");
+}
+
+// Asks the inbox what `asked` authorizes at `place`, signs it only if it names exactly
+// `expected` (as `matches` judges), sends the proof to `sendTo`, and says what was done in the
+// words `recorded` gives the result (again once the page has reloaded).
+async function signAndSend(me, place, asked, expected, matches, sendTo, recorded) {
   const bound = await postJSON(place + "/binding", asked);
   if (!bound.ok) { say(bound.error.message, "refused"); return bound; }
-  const expected = expectedBinding(shown, choice, asked.evidence, comment);
-  if (!namesWhatWasShown(bound.authorizes, expected)) {
+  if (!matches(bound.authorizes, expected)) {
     const message = "The inbox asked this browser to sign something other than what this page shows ("
       + canon(bound.authorizes) + " instead of " + canon(expected) + "): nothing was signed.";
     say(message, "refused");
@@ -165,16 +173,16 @@ async function answerGate(run, choice) {
     return { ok: false, error: { code: "NOT_SIGNED", message: error.message } };
   }
   window.lockgateLastProof = proof;
-  const answered = await postJSON(place + "/decide", { proof });
-  if (answered.ok === false) {
-    say(answered.error.message, "refused");
+  const done = await postJSON(sendTo, { proof });
+  if (done.ok === false) {
+    say(done.error.message, "refused");
   } else {
-    const recorded = "Your answer “" + labelOf(choice) + "” was recorded, signed as " + me.principal + ": the run is " + answered.status + ".";
-    say(recorded, "done");
-    sessionStorage.setItem(SAID, recorded);  // said again once the page has reloaded
+    const text = recorded(done);
+    say(text, "done");
+    sessionStorage.setItem(SAID, text);  // said again once the page has reloaded
     setTimeout(() => location.reload(), 800);
   }
-  return answered;
+  return done;
 }
 
 function labelOf(option) {
@@ -231,33 +239,9 @@ async function actOnRun(act, run) {
   }
   const shown = { run, graph: button.dataset.graph, execution: button.dataset.execution, node: button.dataset.node };
   const place = "/runs/" + encodeURIComponent(run) + "/" + act;
-  const bound = await postJSON(place + "/binding", {});
-  if (!bound.ok) { say(bound.error.message, "refused"); return bound; }
-  const expected = expectedAct(act, shown);
-  if (!bound.authorizes || canon(bound.authorizes) !== canon(expected)) {
-    const message = "The inbox asked this browser to sign something other than what this page shows ("
-      + canon(bound.authorizes) + " instead of " + canon(expected) + "): nothing was signed.";
-    say(message, "refused");
-    return { ok: false, error: { code: "NOT_SIGNED", message } };
-  }
-  let proof;
-  try {
-    proof = await signProof(freshProof(me.principal, bound.authorizes), me);
-  } catch (error) {
-    say("Nothing was signed: " + error.message, "refused");
-    return { ok: false, error: { code: "NOT_SIGNED", message: error.message } };
-  }
-  window.lockgateLastProof = proof;
-  const done = await postJSON(place, { proof });
-  if (done.ok === false) {
-    say(done.error.message, "refused");
-  } else {
-    const recorded = (act === "resume" ? "Resumed" : "Cancelled") + ", signed as " + me.principal + ": the run is " + done.status + ".";
-    say(recorded, "done");
-    sessionStorage.setItem(SAID, recorded);
-    setTimeout(() => location.reload(), 800);
-  }
-  return done;
+  return signAndSend(me, place, {}, expectedAct(act, shown),
+    (authorizes, expected) => Boolean(authorizes) && canon(authorizes) === canon(expected), place,
+    (done) => (act === "resume" ? "Resumed" : "Cancelled") + ", signed as " + me.principal + ": the run is " + done.status + ".");
 }
 
 async function registerPasskey(principal, code) {
